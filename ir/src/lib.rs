@@ -1,0 +1,19 @@
+//! The arrayad intermediate representation.
+//!
+//! One program representation that every stage after the frontend reads
+//! and writes (DESIGN.md, "Pipeline and crates"): first-order, typed,
+//! A-normal form ([`program`]), with its text form ([`printer`]), the
+//! verifier ([`verify`]), the reference interpreter ([`interp`]) and the
+//! optimisation passes ([`passes`]).
+
+pub mod builder;
+pub mod printer;
+pub mod program;
+pub mod types;
+pub mod typing;
+pub mod value;
+pub mod verify;
+
+pub use program::*;
+pub use types::{Scalar, Type};
+pub use value::{ArrayData, ArrayValue, RuntimeError, Value};

@@ -1,0 +1,668 @@
+//! The IR: first-order, typed, A-normal form with structured control.
+//!
+//! Every intermediate value is bound by a [`StmtKind::Let`] to fresh variables;
+//! operands are [`Atom`]s (a variable or a literal). Control flow is
+//! structured: [`Expr::Build`] (array comprehension), [`Expr::Loop`]
+//! (sequential loop with state), [`Expr::If`]. Tuples are flattened: a
+//! statement may bind several variables.
+//!
+//! Besides the pure forms, the IR has the few imperative forms that the
+//! backward pass of reverse mode needs (DESIGN.md, "Reverse mode"): mutable
+//! variables ([`StmtKind::Assign`]), zero-initialised accumulator buffers
+//! ([`Expr::ZerosLike`], [`StmtKind::AccAdd`]), the residual tape
+//! ([`StmtKind::Push`], [`Expr::Pop`]) and effect-only loops and branches
+//! ([`StmtKind::For`], [`StmtKind::If`]).
+//!
+//! Run-time checks are implicit in the operations that can fail (index and
+//! slice bounds, integer division by zero, negative trip counts, irregular
+//! arrays, empty `maximum`/`minimum`); every backend performs them and
+//! reports the statement's [`Loc`]. Size equalities are explicit
+//! ([`StmtKind::CheckSize`]).
+
+use crate::types::{Scalar, Type};
+use std::fmt;
+
+/// A variable, local to one [`Function`] (index into [`Function::vars`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+
+impl VarId {
+    /// The index into [`Function::vars`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A function of a [`Program`] (index into [`Program::funcs`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct FuncId(pub u32);
+
+/// A source location: 1-based line and column in [`Program::file`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Loc {
+    /// 1-based line; 0 when unknown (generated code).
+    pub line: u32,
+    /// 1-based column (in characters).
+    pub col: u32,
+}
+
+impl Loc {
+    /// A location.
+    pub fn new(line: u32, col: u32) -> Loc {
+        Loc { line, col }
+    }
+}
+
+/// An operand: a variable or a literal.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Atom {
+    /// A variable.
+    Var(VarId),
+    /// An `f64` literal.
+    F64(f64),
+    /// An `i64` literal.
+    I64(i64),
+    /// A `bool` literal.
+    Bool(bool),
+}
+
+impl Atom {
+    /// The variable, if this atom is one.
+    pub fn as_var(&self) -> Option<VarId> {
+        match self {
+            Atom::Var(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+/// Unary scalar operations. Math functions take and give `f64`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum UnOp {
+    /// Negation, on `f64` or `i64` (wrapping).
+    Neg,
+    /// Boolean not.
+    Not,
+    Exp,
+    Log,
+    Sqrt,
+    Sin,
+    Cos,
+    Tan,
+    Tanh,
+    Sinh,
+    Cosh,
+    Asin,
+    Acos,
+    Atan,
+    Log1p,
+    Expm1,
+    Erf,
+    Lgamma,
+    /// Absolute value of an `f64`.
+    Abs,
+    Floor,
+    Ceil,
+    /// `i64 -> f64` conversion.
+    ToF64,
+    /// `f64 -> i64`: truncation toward zero, saturating, NaN -> 0.
+    ToI64,
+}
+
+impl UnOp {
+    /// The operation's name as printed.
+    pub fn name(self) -> &'static str {
+        use UnOp::*;
+        match self {
+            Neg => "neg",
+            Not => "not",
+            Exp => "exp",
+            Log => "log",
+            Sqrt => "sqrt",
+            Sin => "sin",
+            Cos => "cos",
+            Tan => "tan",
+            Tanh => "tanh",
+            Sinh => "sinh",
+            Cosh => "cosh",
+            Asin => "asin",
+            Acos => "acos",
+            Atan => "atan",
+            Log1p => "log1p",
+            Expm1 => "expm1",
+            Erf => "erf",
+            Lgamma => "lgamma",
+            Abs => "abs",
+            Floor => "floor",
+            Ceil => "ceil",
+            ToF64 => "f64",
+            ToI64 => "i64",
+        }
+    }
+
+    /// All unary operations (for tests that cover every builtin).
+    pub const ALL: [UnOp; 23] = [
+        UnOp::Neg,
+        UnOp::Not,
+        UnOp::Exp,
+        UnOp::Log,
+        UnOp::Sqrt,
+        UnOp::Sin,
+        UnOp::Cos,
+        UnOp::Tan,
+        UnOp::Tanh,
+        UnOp::Sinh,
+        UnOp::Cosh,
+        UnOp::Asin,
+        UnOp::Acos,
+        UnOp::Atan,
+        UnOp::Log1p,
+        UnOp::Expm1,
+        UnOp::Erf,
+        UnOp::Lgamma,
+        UnOp::Abs,
+        UnOp::Floor,
+        UnOp::Ceil,
+        UnOp::ToF64,
+        UnOp::ToI64,
+    ];
+
+    /// True for the `f64 -> f64` math functions (everything except `Neg`,
+    /// `Not`, `ToF64`, `ToI64`).
+    pub fn is_math(self) -> bool {
+        !matches!(self, UnOp::Neg | UnOp::Not | UnOp::ToF64 | UnOp::ToI64)
+    }
+}
+
+/// Binary scalar operations. Both operands have the same scalar type except
+/// where noted; comparisons give `bool`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum BinOp {
+    /// `f64` or `i64` (wrapping).
+    Add,
+    Sub,
+    Mul,
+    /// `f64`, or `i64` truncating (division by zero is a run-time error).
+    Div,
+    /// `i64` only, sign of the dividend (division by zero is a run-time error).
+    Rem,
+    /// `f64` only.
+    Pow,
+    /// `atan2(y, x)`, `f64` only.
+    Atan2,
+    /// `f64` or `i64`.
+    Min,
+    Max,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// Boolean, both operands evaluated.
+    And,
+    Or,
+}
+
+impl BinOp {
+    /// The operation's name as printed.
+    pub fn name(self) -> &'static str {
+        use BinOp::*;
+        match self {
+            Add => "add",
+            Sub => "sub",
+            Mul => "mul",
+            Div => "div",
+            Rem => "rem",
+            Pow => "pow",
+            Atan2 => "atan2",
+            Min => "min",
+            Max => "max",
+            Eq => "eq",
+            Ne => "ne",
+            Lt => "lt",
+            Le => "le",
+            Gt => "gt",
+            Ge => "ge",
+            And => "and",
+            Or => "or",
+        }
+    }
+
+    /// True for the comparisons (result `bool`).
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+    }
+}
+
+/// Reductions over axis 0 of a rank-1 array.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ReduceOp {
+    /// Sum (`f64` or `i64`); 0 for an empty array.
+    Sum,
+    /// Largest element (`f64`); run-time error on an empty array.
+    Max,
+    /// Smallest element (`f64`); run-time error on an empty array.
+    Min,
+}
+
+impl ReduceOp {
+    /// The reduction's name as printed.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "maximum",
+            ReduceOp::Min => "minimum",
+        }
+    }
+}
+
+/// The kinds of run-time error (LANGUAGE.md section 5). The discriminant is
+/// the error code returned through the C ABI.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[repr(i32)]
+pub enum ErrorKind {
+    /// An index outside `0..n`.
+    IndexOutOfBounds = 1,
+    /// A slice `lo:hi` outside `0 <= lo <= hi <= n`.
+    SliceOutOfRange = 2,
+    /// Sizes that must agree do not (arguments, elementwise operands, result).
+    SizeMismatch = 3,
+    /// Rows of an array literal or `for` body of different shapes.
+    IrregularArray = 4,
+    /// A negative trip count or size.
+    NegativeSize = 5,
+    /// Integer division or remainder by zero.
+    DivisionByZero = 6,
+    /// `maximum`/`minimum` of an empty array.
+    EmptyReduction = 7,
+    /// An allocation failed or a size overflowed.
+    OutOfMemory = 8,
+    /// A caller passed a bad argument (wrong count, type, null pointer).
+    InvalidArgument = 9,
+}
+
+impl ErrorKind {
+    /// All kinds, in code order.
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::IndexOutOfBounds,
+        ErrorKind::SliceOutOfRange,
+        ErrorKind::SizeMismatch,
+        ErrorKind::IrregularArray,
+        ErrorKind::NegativeSize,
+        ErrorKind::DivisionByZero,
+        ErrorKind::EmptyReduction,
+        ErrorKind::OutOfMemory,
+        ErrorKind::InvalidArgument,
+    ];
+
+    /// The C ABI error code (nonzero).
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The kind of a C ABI error code.
+    pub fn from_code(code: i32) -> Option<ErrorKind> {
+        ErrorKind::ALL.iter().copied().find(|k| k.code() == code)
+    }
+
+    /// A short human-readable name, used at the start of messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ErrorKind::IndexOutOfBounds => "index out of bounds",
+            ErrorKind::SliceOutOfRange => "slice out of range",
+            ErrorKind::SizeMismatch => "size mismatch",
+            ErrorKind::IrregularArray => "irregular array",
+            ErrorKind::NegativeSize => "negative size",
+            ErrorKind::DivisionByZero => "division by zero",
+            ErrorKind::EmptyReduction => "empty array",
+            ErrorKind::OutOfMemory => "out of memory",
+            ErrorKind::InvalidArgument => "invalid argument",
+        }
+    }
+
+    /// The identifier used for the C header constant (`ARRAYAD_ERR_...`).
+    pub fn c_name(self) -> &'static str {
+        match self {
+            ErrorKind::IndexOutOfBounds => "INDEX_OUT_OF_BOUNDS",
+            ErrorKind::SliceOutOfRange => "SLICE_OUT_OF_RANGE",
+            ErrorKind::SizeMismatch => "SIZE_MISMATCH",
+            ErrorKind::IrregularArray => "IRREGULAR_ARRAY",
+            ErrorKind::NegativeSize => "NEGATIVE_SIZE",
+            ErrorKind::DivisionByZero => "DIVISION_BY_ZERO",
+            ErrorKind::EmptyReduction => "EMPTY_ARRAY",
+            ErrorKind::OutOfMemory => "OUT_OF_MEMORY",
+            ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
+        }
+    }
+}
+
+/// A right-hand side of a [`StmtKind::Let`]. The number and types of the
+/// values it yields are given by [`Function::expr_types`].
+#[derive(Clone, PartialEq, Debug)]
+pub enum Expr {
+    /// The atom's value (a copy of a scalar, or the same array).
+    Atom(Atom),
+    /// A unary scalar operation.
+    Unary(UnOp, Atom),
+    /// A binary scalar operation.
+    Binary(BinOp, Atom, Atom),
+    /// `array[i0, .., ik-1]`: an element when `k == rank`, otherwise a view
+    /// of a sub-array of rank `rank - k` (no copy). Each index is checked
+    /// against its axis: [`ErrorKind::IndexOutOfBounds`].
+    Index { array: VarId, indices: Vec<Atom> },
+    /// `array[lo:hi]` along axis 0, a view of rank `rank`. Checked
+    /// `0 <= lo <= hi <= n`: [`ErrorKind::SliceOutOfRange`].
+    Slice { array: VarId, lo: Atom, hi: Atom },
+    /// The extent (`i64`) of `axis` of `array`.
+    Dim { array: VarId, axis: u8 },
+    /// A reduction of a rank-1 array to a scalar.
+    Reduce { op: ReduceOp, array: VarId },
+    /// An array literal whose rows are `elems` (scalars of type `elem_ty`, or
+    /// arrays of type `elem_ty` and equal shapes: [`ErrorKind::IrregularArray`]).
+    /// The result has type `elem_ty.lift()`.
+    ArrayLit { elem_ty: Type, elems: Vec<Atom> },
+    /// `for index < n => body`: one array per result of `body`, row `i`
+    /// being that result for `index = i`. Array-valued rows must all have
+    /// the same shape ([`ErrorKind::IrregularArray`]); `n < 0` is
+    /// [`ErrorKind::NegativeSize`]. When `n == 0`, array rows have extent 0
+    /// in every inner dimension.
+    Build { n: Atom, index: VarId, body: Block },
+    /// `loop states = init for index < n do body`: `body.results` are the
+    /// next states (same types); the value is the final states.
+    Loop { n: Atom, index: VarId, states: Vec<VarId>, init: Vec<Atom>, body: Block },
+    /// Both branches yield the same number and types of values.
+    If { cond: Atom, then_branch: Block, else_branch: Block },
+    /// A call of another function of the program (not recursive).
+    Call { func: FuncId, args: Vec<Atom> },
+    /// A fresh, zero-filled `f64` array with the shape of `array` (an
+    /// accumulator: it may be the target of [`StmtKind::AccAdd`]).
+    ZerosLike(VarId),
+    /// The most recently pushed, not yet popped tape entry (LIFO). The type
+    /// is that of the bound variable.
+    Pop,
+}
+
+/// A statement. `loc` is reported by run-time errors raised by it.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Stmt {
+    /// What the statement does.
+    pub kind: StmtKind,
+    /// Where in the source it comes from (0:0 for generated code).
+    pub loc: Loc,
+}
+
+/// The statement forms.
+#[derive(Clone, PartialEq, Debug)]
+pub enum StmtKind {
+    /// Bind the values of `expr` to `vars` (fresh variables; a mutable one
+    /// takes its initial value here).
+    Let { vars: Vec<VarId>, expr: Expr },
+    /// `var := value` for a mutable variable (scalar or array handle).
+    Assign { var: VarId, value: Atom },
+    /// `acc[indices] += value`: a scalar when `indices.len() == rank(acc)`,
+    /// otherwise an array of the remaining shape added elementwise. `acc`
+    /// is an accumulator (from [`Expr::ZerosLike`], or a view of one).
+    AccAdd { acc: VarId, indices: Vec<Atom>, value: Atom },
+    /// Fails with [`ErrorKind::SizeMismatch`] unless the `i64`s `a == b`;
+    /// `what` describes the two sizes for the message.
+    CheckSize { a: Atom, b: Atom, what: String },
+    /// Push a value (any type; arrays by reference) on the tape.
+    Push(Atom),
+    /// Run `body` (no results) for `index` in `0..n`, or `n-1` down to 0
+    /// when `reverse`. `n < 0` runs it zero times.
+    For { n: Atom, index: VarId, reverse: bool, body: Block },
+    /// Run one branch (no results).
+    If { cond: Atom, then_branch: Block, else_branch: Block },
+}
+
+/// A sequence of statements and the atoms it yields.
+#[derive(Clone, PartialEq, Debug, Default)]
+pub struct Block {
+    /// Statements, in order.
+    pub stmts: Vec<Stmt>,
+    /// The values of the block.
+    pub results: Vec<Atom>,
+}
+
+/// Facts about one variable.
+#[derive(Clone, PartialEq, Debug)]
+pub struct VarInfo {
+    /// Source name or a hint for generated variables (for printing).
+    pub name: String,
+    /// Type.
+    pub ty: Type,
+    /// True for variables that [`StmtKind::Assign`] may write.
+    pub mutable: bool,
+}
+
+/// A dimension in a source-level type.
+#[derive(Clone, PartialEq, Eq, Debug, Hash)]
+pub enum SrcDim {
+    /// A size variable.
+    Var(String),
+    /// A literal size.
+    Lit(i64),
+}
+
+/// A source-level type, kept for interfaces (JSON, C ABI, Rust API).
+#[derive(Clone, PartialEq, Eq, Debug, Hash)]
+pub enum SrcType {
+    /// `f64`, `i64`, `bool`.
+    Scalar(Scalar),
+    /// `[d1]...[dk]E`.
+    Array { elem: Scalar, dims: Vec<SrcDim> },
+    /// `(T1, ..., Tn)`.
+    Tuple(Vec<SrcType>),
+}
+
+impl SrcType {
+    /// The IR types of the leaves, flattened left to right.
+    pub fn leaves(&self) -> Vec<Type> {
+        let mut out = Vec::new();
+        self.collect_leaves(&mut out);
+        out
+    }
+    fn collect_leaves(&self, out: &mut Vec<Type>) {
+        match self {
+            SrcType::Scalar(s) => out.push(Type::scalar(*s)),
+            SrcType::Array { elem, dims } => out.push(Type::array(*elem, dims.len() as u8)),
+            SrcType::Tuple(ts) => ts.iter().for_each(|t| t.collect_leaves(out)),
+        }
+    }
+    /// The leaves themselves (scalars and arrays), flattened left to right.
+    pub fn leaf_types(&self) -> Vec<&SrcType> {
+        let mut out = Vec::new();
+        fn go<'a>(t: &'a SrcType, out: &mut Vec<&'a SrcType>) {
+            match t {
+                SrcType::Tuple(ts) => ts.iter().for_each(|t| go(t, out)),
+                _ => out.push(t),
+            }
+        }
+        go(self, &mut out);
+        out
+    }
+}
+
+impl fmt::Display for SrcType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SrcType::Scalar(s) => write!(f, "{s}"),
+            SrcType::Array { elem, dims } => {
+                for d in dims {
+                    match d {
+                        SrcDim::Var(v) => write!(f, "[{v}]")?,
+                        SrcDim::Lit(n) => write!(f, "[{n}]")?,
+                    }
+                }
+                write!(f, "{elem}")
+            }
+            SrcType::Tuple(ts) => {
+                f.write_str("(")?;
+                for (i, t) in ts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+/// A source-level parameter.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct SrcParam {
+    /// The parameter's name.
+    pub name: String,
+    /// Its declared type.
+    pub ty: SrcType,
+}
+
+/// The source-level signature of a definition. [`Function::params`] are the
+/// leaves of the parameter types, flattened left to right; the results are
+/// the leaves of `result`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Signature {
+    /// Parameters in order.
+    pub params: Vec<SrcParam>,
+    /// Result type.
+    pub result: SrcType,
+}
+
+impl Signature {
+    /// Size variables of the parameter types, in order of first appearance
+    /// (the `SIZES` of the C ABI).
+    pub fn size_vars(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in &self.params {
+            for leaf in p.ty.leaf_types() {
+                if let SrcType::Array { dims, .. } = leaf {
+                    for d in dims {
+                        if let SrcDim::Var(v) = d {
+                            if !out.contains(v) {
+                                out.push(v.clone());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// For each parameter, the range of flattened IR parameter indices it
+    /// covers.
+    pub fn param_leaf_ranges(&self) -> Vec<std::ops::Range<usize>> {
+        let mut start = 0;
+        self.params
+            .iter()
+            .map(|p| {
+                let n = p.ty.leaves().len();
+                let r = start..start + n;
+                start += n;
+                r
+            })
+            .collect()
+    }
+}
+
+/// One definition in IR form.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Function {
+    /// Name (the source name for definitions; derived names such as
+    /// `f_vjp` for generated functions).
+    pub name: String,
+    /// Parameters (flattened leaves).
+    pub params: Vec<VarId>,
+    /// The body; its results are the function's results (flattened).
+    pub body: Block,
+    /// The variable table; [`VarId`] indexes it.
+    pub vars: Vec<VarInfo>,
+    /// Types of the results.
+    pub result_types: Vec<Type>,
+    /// Source-level signature (for a generated function: of the definition
+    /// it was derived from).
+    pub signature: Signature,
+    /// Location of the definition.
+    pub loc: Loc,
+}
+
+/// A whole program: the definitions of one source file.
+#[derive(Clone, PartialEq, Debug, Default)]
+pub struct Program {
+    /// The source file name, used in messages (`FILE:LINE:COL`).
+    pub file: String,
+    /// The functions; [`FuncId`] indexes this.
+    pub funcs: Vec<Function>,
+}
+
+impl Program {
+    /// The function with this name.
+    pub fn find(&self, name: &str) -> Option<FuncId> {
+        self.funcs.iter().position(|f| f.name == name).map(|i| FuncId(i as u32))
+    }
+    /// The function with this id.
+    pub fn func(&self, id: FuncId) -> &Function {
+        &self.funcs[id.0 as usize]
+    }
+    /// Formats a location as `FILE:LINE:COL`.
+    pub fn loc_string(&self, loc: Loc) -> String {
+        format!("{}:{}:{}", self.file, loc.line, loc.col)
+    }
+}
+
+impl Function {
+    /// The information of a variable.
+    pub fn var(&self, v: VarId) -> &VarInfo {
+        &self.vars[v.index()]
+    }
+    /// The type of a variable.
+    pub fn ty(&self, v: VarId) -> Type {
+        self.vars[v.index()].ty
+    }
+    /// The type of an atom.
+    pub fn atom_ty(&self, a: &Atom) -> Type {
+        match a {
+            Atom::Var(v) => self.ty(*v),
+            Atom::F64(_) => Type::F64,
+            Atom::I64(_) => Type::I64,
+            Atom::Bool(_) => Type::BOOL,
+        }
+    }
+    /// Adds a variable and returns its id.
+    pub fn new_var(&mut self, name: impl Into<String>, ty: Type) -> VarId {
+        let id = VarId(self.vars.len() as u32);
+        self.vars.push(VarInfo { name: name.into(), ty, mutable: false });
+        id
+    }
+    /// Adds a mutable variable and returns its id.
+    pub fn new_mut_var(&mut self, name: impl Into<String>, ty: Type) -> VarId {
+        let id = VarId(self.vars.len() as u32);
+        self.vars.push(VarInfo { name: name.into(), ty, mutable: true });
+        id
+    }
+    /// Types of the parameters.
+    pub fn param_types(&self) -> Vec<Type> {
+        self.params.iter().map(|p| self.ty(*p)).collect()
+    }
+}
+
+/// The type a binary operation yields for operands of type `t`.
+pub fn binop_result(op: BinOp, t: Type) -> Type {
+    if op.is_comparison() {
+        Type::BOOL
+    } else {
+        t
+    }
+}
+
+/// The type a unary operation yields for an operand of type `t`.
+pub fn unop_result(op: UnOp, t: Type) -> Type {
+    match op {
+        UnOp::ToF64 => Type::F64,
+        UnOp::ToI64 => Type::I64,
+        _ => t,
+    }
+}
