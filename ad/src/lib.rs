@@ -1,1 +1,105 @@
-//! placeholder
+//! Automatic differentiation of arrayad IR.
+//!
+//! - Forward mode ([`jvp`]): dual numbers as an IR-to-IR transformation
+//!   (Krawiec et al., POPL 2022, Fig. 3).
+//! - Reverse mode ([`vjp`]): the monadic Delta translation of Krawiec et
+//!   al. (Figs. 9-11, 15), compiled: the jvp's linear statements are the
+//!   Delta bindings; they are unzipped from the primal statements into a
+//!   forward pass that tapes only the residuals they need and a backward
+//!   pass that is `eval` specialised to the static Delta program
+//!   (DESIGN.md; Smeding's thesis, ch. 4.6).
+//! - [`oracle`]: the runtime versions (dual numbers and a literal Delta
+//!   store with `deltaLet`/`eval`), used as test oracles.
+//!
+//! Every entry point inlines calls first and optimises the result
+//! ([`prepare`]); the transformation runs once per definition at compile
+//! time.
+
+mod jvp;
+// ORACLE pub mod oracle;
+mod reverse;
+mod rules;
+
+pub use jvp::JvpOutput;
+
+use arrayad_ir::passes;
+use arrayad_ir::{FuncId, Function, Program, Scalar, Signature};
+
+/// An error of the AD transformation (an internal invariant of the IR it
+/// was given did not hold; user programs that type-check never cause one).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("differentiation failed: {0}")]
+pub struct AdError(pub String);
+
+impl AdError {
+    pub(crate) fn new(msg: impl Into<String>) -> AdError {
+        AdError(msg.into())
+    }
+}
+
+/// The primal of `func` ready for code generation: every call inlined,
+/// then simplified, fused, CSE'd and DCE'd.
+pub fn prepare(program: &Program, func: FuncId) -> Function {
+    let mut f = passes::inline::inline_all(program, func);
+    passes::optimize(&mut f);
+    f
+}
+
+/// Forward mode: the jvp function of `func`.
+///
+/// `active[k]` tells whether IR param `k` (flattened leaves) is
+/// differentiated. The result has params = primal params ++ one tangent
+/// (same type) per active param with f64 elements, and results = primal
+/// results ++ one tangent per f64 result.
+pub fn jvp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function, AdError> {
+    let prim = prepare(program, func);
+    let mut out = jvp::jvp_function(&prim, active)?.func;
+    passes::optimize(&mut out);
+    Ok(out)
+}
+
+/// The unoptimised jvp with its linear variables marked: the Delta
+/// program of the translation (for `arrayad emit --stage delta` and for
+/// reverse mode).
+pub fn linearize(program: &Program, func: FuncId, active: &[bool]) -> Result<JvpOutput, AdError> {
+    let prim = prepare(program, func);
+    let mut j = jvp::jvp_function(&prim, active)?;
+    passes::dce::dce(&mut j.func);
+    Ok(j)
+}
+
+/// Reverse mode: the vjp function of `func`.
+///
+/// `active` as for [`jvp`]. The result has params = primal params ++ one
+/// cotangent (same type) per f64 result, and results = primal results ++
+/// one cotangent per active param with f64 elements. Cotangents of array
+/// params are fresh arrays; the caller's cotangent inputs are only read.
+pub fn vjp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function, AdError> {
+    let j = linearize(program, func, active)?;
+    let name = format!("{}_vjp", program.func(func).name);
+    let mut out = reverse::vjp_function(&j, &name)?;
+    passes::optimize(&mut out);
+    Ok(out)
+}
+
+/// Which IR params (flattened leaves) of a definition are active, given the
+/// `--wrt` names (`None`: every param with f64 parts). A leaf is active
+/// when its source param is listed and its elements are f64.
+pub fn active_leaves(sig: &Signature, wrt: Option<&[String]>) -> Vec<bool> {
+    let mut out = Vec::new();
+    for p in &sig.params {
+        let listed = wrt.is_none_or(|w| w.iter().any(|n| n == &p.name));
+        for t in p.ty.leaves() {
+            out.push(listed && t.elem == Scalar::F64);
+        }
+    }
+    out
+}
+
+/// Which source params of a definition are active (see [`active_leaves`]).
+pub fn active_params(sig: &Signature, wrt: Option<&[String]>) -> Vec<bool> {
+    sig.params
+        .iter()
+        .map(|p| wrt.is_none_or(|w| w.iter().any(|n| n == &p.name)) && p.ty.leaves().iter().any(|t| t.elem == Scalar::F64))
+        .collect()
+}

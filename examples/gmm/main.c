@@ -97,7 +97,7 @@ static int read_doubles(reader *r, const char *what, double *v, int64_t count) {
         int got = fscanf(r->f, "%lf", &v[i]);
         if (got != 1) {
             char desc[128];
-            sprintf(desc, "%.40s (value %lld of %lld)", what, (long long)(i + 1),
+            snprintf(desc, sizeof desc, "%.40s (value %lld of %lld)", what, (long long)(i + 1),
                     (long long)count);
             read_failure(r, got, desc);
             return 0;

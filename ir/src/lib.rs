@@ -7,6 +7,7 @@
 //! optimisation passes ([`passes`]).
 
 pub mod builder;
+pub mod interp;
 pub mod printer;
 pub mod program;
 pub mod types;
@@ -17,3 +18,5 @@ pub mod verify;
 pub use program::*;
 pub use types::{Scalar, Type};
 pub use value::{ArrayData, ArrayValue, RuntimeError, Value};
+pub mod passes;
+pub mod visit;

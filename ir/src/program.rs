@@ -107,6 +107,14 @@ pub enum UnOp {
     ToF64,
     /// `f64 -> i64`: truncation toward zero, saturating, NaN -> 0.
     ToI64,
+    /// Sign of an `f64`: 1.0 if `x > 0`, -1.0 if `x < 0`, otherwise `x`
+    /// itself (so ±0 and NaN map to themselves). Used by derivative rules
+    /// (`abs' = sign`), not a source builtin.
+    Sign,
+    /// The digamma function ψ(x) = d/dx lgamma(x) of an `f64` (runtime
+    /// `arrayad_digamma`). Used by the derivative of `lgamma`, not a source
+    /// builtin.
+    Digamma,
 }
 
 impl UnOp {
@@ -137,11 +145,13 @@ impl UnOp {
             Ceil => "ceil",
             ToF64 => "f64",
             ToI64 => "i64",
+            Sign => "sign",
+            Digamma => "digamma",
         }
     }
 
     /// All unary operations (for tests that cover every builtin).
-    pub const ALL: [UnOp; 23] = [
+    pub const ALL: [UnOp; 25] = [
         UnOp::Neg,
         UnOp::Not,
         UnOp::Exp,
@@ -165,6 +175,8 @@ impl UnOp {
         UnOp::Ceil,
         UnOp::ToF64,
         UnOp::ToI64,
+        UnOp::Sign,
+        UnOp::Digamma,
     ];
 
     /// True for the `f64 -> f64` math functions (everything except `Neg`,

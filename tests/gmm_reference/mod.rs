@@ -21,11 +21,13 @@
 //! `Q_k[r][c]` (r > c) is `icf[k][d + c*(2d - c - 1)/2 + (r - c - 1)]`.
 
 #![allow(dead_code)]
+// plain index loops on purpose: they mirror the C reference loop for loop
+#![allow(clippy::needless_range_loop)]
 
 use std::path::Path;
 
-/// `PI` used by the reference (the C reference uses the same literal).
-pub const PI: f64 = 3.14159265358979323846;
+/// `PI` used by the reference (the same double as the C reference's 3.14159265358979323846).
+pub const PI: f64 = std::f64::consts::PI;
 
 /// One GMM problem instance (ADBench layout, row-major vectors).
 #[derive(Clone, Debug, PartialEq)]

@@ -1,0 +1,415 @@
+//! Forward mode: the dual-number transformation (Krawiec et al. 2022,
+//! Fig. 3) as an IR-to-IR rewrite.
+//!
+//! Every `f64` variable `x` (scalar or array) that depends on an active
+//! input gets a tangent variable `dx` of the same type; variables that do
+//! not get none (a *symbolic zero*, so no work is spent on constants).
+//! Primal statements are copied unchanged; each is followed by the linear
+//! statements computing its tangent. Control flow (`build`, `loop`, `if`)
+//! is copied with tangents threaded through results and loop states.
+//!
+//! The output marks which variables are linear (tangents); reverse mode
+//! unzips and transposes it (`reverse.rs`).
+
+use crate::AdError;
+use arrayad_ir::builder::Builder;
+use arrayad_ir::{Atom, BinOp, Block, Expr, Function, ReduceOp, Scalar, Stmt, StmtKind, Type, VarId};
+use std::collections::{HashMap, HashSet};
+
+/// A forward-mode transformation in progress: the tangent of each primal
+/// variable, and which variables are linear.
+#[derive(Default)]
+pub(crate) struct Jvp {
+    /// Tangent of each primal variable that has one.
+    pub tan: HashMap<VarId, Atom>,
+    /// Variables holding tangents (linear in the input tangents).
+    pub linear: HashSet<VarId>,
+    /// For each linear array variable, a primal variable of the same shape.
+    pub primal_of: HashMap<VarId, VarId>,
+}
+
+/// The jvp of a function, with the facts reverse mode needs.
+pub struct JvpOutput {
+    /// The jvp function: params = primal params ++ tangents of the active
+    /// f64 params; results = primal results ++ tangents of the f64 results.
+    pub func: Function,
+    /// The linear (tangent) variables of `func`.
+    pub linear: HashSet<VarId>,
+    /// For each linear array variable, a primal variable of the same shape.
+    pub primal_of: HashMap<VarId, VarId>,
+    /// Number of primal params (a prefix of `func.params`).
+    pub n_primal_params: usize,
+    /// Number of primal results (a prefix of `func.body.results`).
+    pub n_primal_results: usize,
+}
+
+/// The jvp of `prim` (calls already inlined), differentiating the params
+/// with `active[k]` true and f64 elements.
+pub fn jvp_function(prim: &Function, active: &[bool]) -> Result<JvpOutput, AdError> {
+    let mut f = prim.clone();
+    f.name = format!("{}_jvp", prim.name);
+    let body = std::mem::take(&mut f.body);
+    let mut jvp = Jvp::default();
+    let mut b = Builder::new(&mut f);
+    let mut tparams = Vec::new();
+    for (k, p) in prim.params.iter().enumerate() {
+        let ty = prim.ty(*p);
+        if active.get(k).copied().unwrap_or(false) && ty.elem == Scalar::F64 {
+            let dp = b.var(format!("d{}", prim.var(*p).name), ty);
+            jvp.linear.insert(dp);
+            jvp.primal_of.insert(dp, *p);
+            jvp.tan.insert(*p, Atom::Var(dp));
+            tparams.push(dp);
+        }
+    }
+    let tans = jvp.block(&mut b, &body)?;
+    let mut results = body.results.clone();
+    let mut rtypes = prim.result_types.clone();
+    for (r, t) in body.results.iter().zip(tans) {
+        let ty = b.func.atom_ty(r);
+        if ty.elem == Scalar::F64 {
+            let t = match t {
+                Some(t) => t,
+                None => jvp.zero_like(&mut b, *r),
+            };
+            results.push(t);
+            rtypes.push(ty);
+        }
+    }
+    let body = b.finish(results);
+    f.body = body;
+    f.params.extend(tparams);
+    f.result_types = rtypes;
+    Ok(JvpOutput {
+        func: f,
+        linear: jvp.linear,
+        primal_of: jvp.primal_of,
+        n_primal_params: prim.params.len(),
+        n_primal_results: prim.result_types.len(),
+    })
+}
+
+impl Jvp {
+    /// Binds a linear expression of type `ty` to a fresh tangent variable.
+    pub(crate) fn lin(&mut self, b: &mut Builder, e: Expr, ty: Type, primal: Option<VarId>) -> Atom {
+        let v = b.let1("d", e, ty);
+        self.linear.insert(v);
+        if let Some(p) = primal {
+            self.primal_of.insert(v, p);
+        }
+        Atom::Var(v)
+    }
+
+    /// `c * d` for a primal scalar `c` and a tangent `d`.
+    pub(crate) fn scale(&mut self, b: &mut Builder, c: Atom, d: Atom) -> Atom {
+        self.lin(b, Expr::Binary(BinOp::Mul, c, d), Type::F64, None)
+    }
+
+    /// The sum of two optional scalar tangents.
+    pub(crate) fn add(&mut self, b: &mut Builder, x: Option<Atom>, y: Option<Atom>) -> Option<Atom> {
+        match (x, y) {
+            (Some(x), Some(y)) => Some(self.lin(b, Expr::Binary(BinOp::Add, x, y), Type::F64, None)),
+            (x, None) => x,
+            (None, y) => y,
+        }
+    }
+
+    /// A materialised zero tangent shaped like the primal `a`.
+    pub(crate) fn zero_like(&mut self, b: &mut Builder, a: Atom) -> Atom {
+        match a {
+            Atom::Var(v) if b.func.ty(v).is_array() => {
+                let ty = b.func.ty(v).with_elem(Scalar::F64);
+                self.lin(b, Expr::ZerosLike(v), ty, Some(v))
+            }
+            _ => Atom::F64(0.0),
+        }
+    }
+
+    fn tangent(&self, a: &Atom) -> Option<Atom> {
+        match a {
+            Atom::Var(v) => self.tan.get(v).copied(),
+            _ => None,
+        }
+    }
+
+    /// Transforms the statements of `blk` into the builder's current block
+    /// and returns the tangents of its results.
+    fn block(&mut self, b: &mut Builder, blk: &Block) -> Result<Vec<Option<Atom>>, AdError> {
+        for s in &blk.stmts {
+            b.loc = s.loc;
+            self.stmt(b, s)?;
+        }
+        Ok(blk.results.iter().map(|r| self.tangent(r)).collect())
+    }
+
+    fn copy(&self, b: &mut Builder, s: &Stmt) {
+        b.stmt(s.kind.clone());
+    }
+
+    fn stmt(&mut self, b: &mut Builder, s: &Stmt) -> Result<(), AdError> {
+        let (vars, expr) = match &s.kind {
+            StmtKind::Let { vars, expr } => (vars, expr),
+            StmtKind::CheckSize { .. } => {
+                self.copy(b, s);
+                return Ok(());
+            }
+            _ => return Err(AdError::new("imperative statement in a primal program")),
+        };
+        let v0 = vars.first().copied();
+        match expr {
+            Expr::Atom(a) => {
+                self.copy(b, s);
+                if let (Some(t), Some(v)) = (self.tangent(a), v0) {
+                    self.tan.insert(v, t);
+                }
+            }
+            Expr::Unary(op, x) => {
+                self.copy(b, s);
+                if let (Some(dx), Some(v)) = (self.tangent(x), v0) {
+                    if let Some(dy) = self.unary_rule(b, *op, *x, Atom::Var(v), dx) {
+                        self.tan.insert(v, dy);
+                    }
+                }
+            }
+            Expr::Binary(op, x, z) => {
+                self.copy(b, s);
+                let (dx, dz) = (self.tangent(x), self.tangent(z));
+                if let Some(v) = v0 {
+                    if let Some(dy) = self.binary_rule(b, *op, *x, *z, Atom::Var(v), dx, dz) {
+                        self.tan.insert(v, dy);
+                    }
+                }
+            }
+            Expr::Index { array, indices } => {
+                self.copy(b, s);
+                if let (Some(Atom::Var(da)), Some(v)) = (self.tan.get(array).copied(), v0) {
+                    let ty = b.func.ty(v);
+                    let dy = self.lin(b, Expr::Index { array: da, indices: indices.clone() }, ty, Some(v));
+                    self.tan.insert(v, dy);
+                }
+            }
+            Expr::Slice { array, lo, hi } => {
+                self.copy(b, s);
+                if let (Some(Atom::Var(da)), Some(v)) = (self.tan.get(array).copied(), v0) {
+                    let ty = b.func.ty(v);
+                    let dy = self.lin(b, Expr::Slice { array: da, lo: *lo, hi: *hi }, ty, Some(v));
+                    self.tan.insert(v, dy);
+                }
+            }
+            Expr::Dim { .. } => self.copy(b, s),
+            Expr::Reduce { op, array } => {
+                self.copy(b, s);
+                if let (Some(Atom::Var(da)), Some(v)) = (self.tan.get(array).copied(), v0) {
+                    let dy = match op {
+                        ReduceOp::Sum => self.lin(b, Expr::Reduce { op: ReduceOp::Sum, array: da }, Type::F64, None),
+                        ReduceOp::Max | ReduceOp::Min => self.extreme_rule(b, *array, v, da),
+                    };
+                    self.tan.insert(v, dy);
+                }
+            }
+            Expr::ArrayLit { elem_ty, elems } => {
+                self.copy(b, s);
+                if let Some(v) = v0 {
+                    if elems.iter().any(|e| self.tangent(e).is_some()) {
+                        let telems: Vec<Atom> = elems
+                            .iter()
+                            .map(|e| match self.tangent(e) {
+                                Some(t) => t,
+                                None => self.zero_like(b, *e),
+                            })
+                            .collect();
+                        let ety = elem_ty.with_elem(Scalar::F64);
+                        let dy = self.lin(b, Expr::ArrayLit { elem_ty: ety, elems: telems }, ety.lift(), Some(v));
+                        self.tan.insert(v, dy);
+                    }
+                }
+            }
+            Expr::Build { n, index, body } => {
+                b.begin_block();
+                let tans = self.block(b, body)?;
+                let mut results = body.results.clone();
+                let mut all = vars.clone();
+                for (k, t) in tans.into_iter().enumerate() {
+                    if let Some(t) = t {
+                        results.push(t);
+                        let ty = b.func.ty(vars[k]);
+                        let dv = b.var(format!("d{}", b.func.var(vars[k]).name), ty);
+                        self.linear.insert(dv);
+                        self.primal_of.insert(dv, vars[k]);
+                        self.tan.insert(vars[k], Atom::Var(dv));
+                        all.push(dv);
+                    }
+                }
+                let body = b.end_block(results);
+                b.loc = s.loc;
+                b.stmt(StmtKind::Let { vars: all, expr: Expr::Build { n: *n, index: *index, body } });
+            }
+            Expr::Loop { n, index, states, init, body } => self.loop_rule(b, s, vars, *n, *index, states, init, body)?,
+            Expr::If { cond, then_branch, else_branch } => self.if_rule(b, s, vars, *cond, then_branch, else_branch)?,
+            Expr::Call { .. } => return Err(AdError::new("call not inlined before differentiation")),
+            Expr::ZerosLike(_) | Expr::Pop => return Err(AdError::new("imperative expression in a primal program")),
+        }
+        Ok(())
+    }
+
+    /// `maximum`/`minimum`: the derivative is split evenly over all
+    /// positions holding the extreme (LANGUAGE.md section 6).
+    fn extreme_rule(&mut self, b: &mut Builder, array: VarId, y: VarId, da: VarId) -> Atom {
+        let n = b.let_one("n", Expr::Dim { array, axis: 0 });
+        let j = b.var("j", Type::I64);
+        b.begin_block();
+        let aj = b.let_one("a", Expr::Index { array, indices: vec![Atom::Var(j)] });
+        let is_ext = b.binary(BinOp::Eq, aj, Atom::Var(y));
+        b.begin_block();
+        let one = b.end_block(vec![Atom::F64(1.0)]);
+        b.begin_block();
+        let zero = b.end_block(vec![Atom::F64(0.0)]);
+        let wj = crate::rules::select(b, is_ext, one, zero);
+        let body = b.end_block(vec![wj]);
+        let w = b.let1("w", Expr::Build { n, index: j, body }, Type::array(Scalar::F64, 1));
+        let cnt = b.let_one("count", Expr::Reduce { op: ReduceOp::Sum, array: w });
+        let cntm = b.binary(BinOp::Max, cnt, Atom::F64(1.0));
+        let j2 = b.var("j", Type::I64);
+        let acc = b.var("dacc", Type::F64);
+        self.linear.insert(acc);
+        b.begin_block();
+        let wj = b.let_one("w", Expr::Index { array: w, indices: vec![Atom::Var(j2)] });
+        let dj = self.lin(b, Expr::Index { array: da, indices: vec![Atom::Var(j2)] }, Type::F64, None);
+        let t = self.scale(b, wj, dj);
+        let next = self.lin(b, Expr::Binary(BinOp::Add, Atom::Var(acc), t), Type::F64, None);
+        let body = b.end_block(vec![next]);
+        let dsum = self.lin(
+            b,
+            Expr::Loop { n, index: j2, states: vec![acc], init: vec![Atom::F64(0.0)], body },
+            Type::F64,
+            None,
+        );
+        self.lin(b, Expr::Binary(BinOp::Div, dsum, cntm), Type::F64, None)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn loop_rule(
+        &mut self,
+        b: &mut Builder,
+        s: &Stmt,
+        vars: &[VarId],
+        n: Atom,
+        index: VarId,
+        states: &[VarId],
+        init: &[Atom],
+        body: &Block,
+    ) -> Result<(), AdError> {
+        let is_f64 = |b: &Builder, v: VarId| b.func.ty(v).elem == Scalar::F64;
+        let mut active: Vec<bool> =
+            states.iter().zip(init).map(|(st, i)| is_f64(b, *st) && self.tangent(i).is_some()).collect();
+        // Fixed point: a state is active if its initial value or its next
+        // value has a tangent.
+        let (body_block, dstates) = loop {
+            b.begin_block();
+            let mut dstates = Vec::new();
+            for (k, st) in states.iter().enumerate() {
+                if active[k] {
+                    let ty = b.func.ty(*st);
+                    let ds = b.var(format!("d{}", b.func.var(*st).name), ty);
+                    self.linear.insert(ds);
+                    self.primal_of.insert(ds, *st);
+                    self.tan.insert(*st, Atom::Var(ds));
+                    dstates.push(ds);
+                } else {
+                    self.tan.remove(st);
+                }
+            }
+            let tans = self.block(b, body)?;
+            let next: Vec<bool> = (0..states.len()).map(|k| active[k] || (tans[k].is_some() && is_f64(b, states[k]))).collect();
+            if next == active {
+                let mut results = body.results.clone();
+                for (k, t) in tans.into_iter().enumerate() {
+                    if active[k] {
+                        let t = match t {
+                            Some(t) => t,
+                            None => self.zero_like(b, body.results[k]),
+                        };
+                        results.push(t);
+                    }
+                }
+                break (b.end_block(results), dstates);
+            }
+            b.end_block(vec![]);
+            active = next;
+        };
+        b.loc = s.loc;
+        let mut all_states = states.to_vec();
+        all_states.extend(&dstates);
+        let mut all_init = init.to_vec();
+        let mut all_vars = vars.to_vec();
+        for (k, st) in states.iter().enumerate() {
+            if active[k] {
+                let t = match self.tangent(&init[k]) {
+                    Some(t) => t,
+                    None => self.zero_like(b, init[k]),
+                };
+                all_init.push(t);
+                let ty = b.func.ty(*st);
+                let dv = b.var(format!("d{}", b.func.var(vars[k]).name), ty);
+                self.linear.insert(dv);
+                self.primal_of.insert(dv, vars[k]);
+                self.tan.insert(vars[k], Atom::Var(dv));
+                all_vars.push(dv);
+            } else {
+                self.tan.remove(&vars[k]);
+            }
+        }
+        b.stmt(StmtKind::Let {
+            vars: all_vars,
+            expr: Expr::Loop { n, index, states: all_states, init: all_init, body: body_block },
+        });
+        Ok(())
+    }
+
+    fn if_rule(
+        &mut self,
+        b: &mut Builder,
+        s: &Stmt,
+        vars: &[VarId],
+        cond: Atom,
+        then_branch: &Block,
+        else_branch: &Block,
+    ) -> Result<(), AdError> {
+        b.begin_block();
+        let tt = self.block(b, then_branch)?;
+        let mut tb = b.end_block(then_branch.results.clone());
+        b.begin_block();
+        let te = self.block(b, else_branch)?;
+        let mut eb = b.end_block(else_branch.results.clone());
+        let mut all = vars.to_vec();
+        for k in 0..vars.len() {
+            if tt[k].is_none() && te[k].is_none() {
+                self.tan.remove(&vars[k]);
+                continue;
+            }
+            for (blk, t) in [(&mut tb, tt[k]), (&mut eb, te[k])] {
+                let t = match t {
+                    Some(t) => t,
+                    None => {
+                        // Materialise a zero tangent inside the branch.
+                        b.begin_block();
+                        let z = self.zero_like(b, blk.results[k]);
+                        let extra = b.end_block(vec![]);
+                        blk.stmts.extend(extra.stmts);
+                        z
+                    }
+                };
+                blk.results.push(t);
+            }
+            let ty = b.func.ty(vars[k]);
+            let dv = b.var(format!("d{}", b.func.var(vars[k]).name), ty);
+            self.linear.insert(dv);
+            self.primal_of.insert(dv, vars[k]);
+            self.tan.insert(vars[k], Atom::Var(dv));
+            all.push(dv);
+        }
+        b.loc = s.loc;
+        b.stmt(StmtKind::Let { vars: all, expr: Expr::If { cond, then_branch: tb, else_branch: eb } });
+        Ok(())
+    }
+}

@@ -1,0 +1,606 @@
+//! Reverse mode: the monadic Delta translation of Krawiec et al. (POPL
+//! 2022), compiled (DESIGN.md, "Reverse mode").
+//!
+//! The input is the jvp of a function (`jvp.rs`), whose linear statements
+//! are exactly the Delta bindings of the translation: `dy = c * dx` is
+//! `Scale c (Var x)`, `dz = dx + dy` is `Add`, `dy = dA[i]` is `Index`,
+//! `build`/`loop`/`if` carry their bodies' bindings. Every binding is a
+//! `let` of its own, so sharing is explicit and each is evaluated once.
+//!
+//! The transformation *unzips* that program (Smeding's thesis, ch. 4.6):
+//!
+//! 1. The forward pass keeps the primal statements. At the end of every
+//!    nested block (a `build`/`loop` iteration, an `if` branch) it pushes on
+//!    the tape the residuals the Delta bindings of that block need and that
+//!    cannot be recomputed cheaply (scale factors such as `cos x`, loop
+//!    states, arrays — by reference, they live in the call's arena). Values
+//!    bound at the top level stay in scope and are never taped.
+//! 2. The backward pass is `eval` (Fig. 10/11) specialised to the static
+//!    Delta program: bindings in reverse order, each linear variable's
+//!    cotangent in a mutable local (scalars) or a zeroed, in-place
+//!    accumulator buffer (arrays; views of a parent's accumulator for row
+//!    and slice Deltas, so one-hot cotangents are never materialised).
+//!    Nested blocks become reversed effect loops that pop their residuals
+//!    (LIFO), recompute cheap ones (indexing, integer and simple float
+//!    arithmetic), and run their own bindings backward.
+//!
+//! Cost: every primal statement gives O(1) backward statements of the same
+//! asymptotic cost, so gradient time and tape size are O(primal time).
+
+use crate::jvp::JvpOutput;
+use crate::AdError;
+use arrayad_ir::visit::{stmt_uses, Subst};
+use arrayad_ir::{Atom, BinOp, Block, Expr, Function, Loc, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId};
+use std::collections::{HashMap, HashSet};
+
+/// Builds the vjp of a jvp: params = primal params ++ one cotangent per f64
+/// result; results = primal results ++ cotangents of the tangent params.
+pub fn vjp_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
+    let jf = &j.func;
+    let mut rev =
+        Rev { out: jf.clone(), linear: &j.linear, primal_of: &j.primal_of, ct: HashMap::new(), views: HashSet::new() };
+    rev.out.name = name.to_string();
+    let primal_params: Vec<VarId> = jf.params[..j.n_primal_params].to_vec();
+    let tangent_params: Vec<VarId> = jf.params[j.n_primal_params..].to_vec();
+    let primal_results: Vec<Atom> = jf.body.results[..j.n_primal_results].to_vec();
+    let tangent_results: Vec<Atom> = jf.body.results[j.n_primal_results..].to_vec();
+
+    // Cotangent inputs, one per tangent result.
+    let mut ct_params = Vec::new();
+    let mut seeds = Vec::new();
+    for (k, r) in tangent_results.iter().enumerate() {
+        let ty = jf.result_types[j.n_primal_results + k];
+        let c = rev.out.new_var("ct_out", ty);
+        ct_params.push(c);
+        seeds.push(Seed { target: *r, value: Expr::Atom(Atom::Var(c)), alias: false });
+    }
+    // Cotangent accumulators of the tangent params are the linear binders
+    // of the function body.
+    let binders: Vec<(VarId, Option<Expr>)> = tangent_params.iter().map(|dp| (*dp, None)).collect();
+    let (fwd, bwd) = rev.block(&jf.body, false, &[], &[], binders, seeds, Vec::new())?;
+    let mut stmts = fwd;
+    stmts.extend(bwd);
+    let mut results = primal_results;
+    let mut rtypes: Vec<Type> = jf.result_types[..j.n_primal_results].to_vec();
+    for dp in &tangent_params {
+        let c = rev.ct[dp];
+        results.push(Atom::Var(c));
+        rtypes.push(rev.out.ty(c));
+    }
+    let mut out = rev.out;
+    out.body = Block { stmts, results };
+    out.params = primal_params;
+    out.params.extend(ct_params);
+    out.result_types = rtypes;
+    Ok(out)
+}
+
+/// Where the cotangent of a block result comes from.
+struct Seed {
+    /// The linear result atom of the block.
+    target: Atom,
+    /// An expression (over backward-pass variables) giving its cotangent.
+    value: Expr,
+    /// True when the target may take the seed as its own accumulator (a
+    /// build row view or the scalar itself) instead of adding it.
+    alias: bool,
+}
+
+struct Rev<'a> {
+    out: Function,
+    linear: &'a HashSet<VarId>,
+    primal_of: &'a HashMap<VarId, VarId>,
+    /// The cotangent variable of each linear variable.
+    ct: HashMap<VarId, VarId>,
+    /// Linear variables whose cotangent is a view of a parent accumulator.
+    views: HashSet<VarId>,
+}
+
+/// Expressions cheap enough to recompute in the backward pass rather than
+/// tape.
+fn is_cheap(e: &Expr) -> bool {
+    match e {
+        Expr::Atom(_) | Expr::Index { .. } | Expr::Slice { .. } | Expr::Dim { .. } => true,
+        Expr::Unary(op, _) => matches!(
+            op,
+            UnOp::Neg | UnOp::Not | UnOp::ToF64 | UnOp::ToI64 | UnOp::Abs | UnOp::Floor | UnOp::Ceil | UnOp::Sign
+        ),
+        Expr::Binary(op, _, _) => !matches!(op, BinOp::Pow | BinOp::Atan2),
+        _ => false,
+    }
+}
+
+impl Rev<'_> {
+    fn is_lin(&self, a: &Atom) -> Option<VarId> {
+        match a {
+            Atom::Var(v) if self.linear.contains(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    fn new_var(&mut self, name: &str, ty: Type) -> VarId {
+        self.out.new_var(name, ty)
+    }
+
+    fn let1(&mut self, out: &mut Vec<Stmt>, name: &str, e: Expr, ty: Type) -> Atom {
+        let v = self.new_var(name, ty);
+        out.push(Stmt { kind: StmtKind::Let { vars: vec![v], expr: e }, loc: Loc::default() });
+        Atom::Var(v)
+    }
+
+    fn push(out: &mut Vec<Stmt>, kind: StmtKind) {
+        out.push(Stmt { kind, loc: Loc::default() });
+    }
+
+    /// Declares the cotangent of linear variable `v`: a view of a parent
+    /// accumulator (`view`), or zero.
+    fn declare_ct(&mut self, v: VarId, view: Option<Expr>, out: &mut Vec<Stmt>) {
+        let ty = self.out.ty(v).with_elem(Scalar::F64);
+        let name = format!("ct_{}", self.out.var(v).name.trim_start_matches('d'));
+        let c = if ty.is_scalar() {
+            let c = self.out.new_mut_var(name, ty);
+            Self::push(out, StmtKind::Let { vars: vec![c], expr: view.unwrap_or(Expr::Atom(Atom::F64(0.0))) });
+            c
+        } else {
+            let expr = match view {
+                Some(e) => e,
+                None => {
+                    let p = self.primal_of.get(&v).copied().unwrap_or(v);
+                    Expr::ZerosLike(p)
+                }
+            };
+            let c = self.new_var(&name, ty);
+            Self::push(out, StmtKind::Let { vars: vec![c], expr });
+            c
+        };
+        self.ct.insert(v, c);
+    }
+
+    /// `ct(target) += value` (nothing for a literal target: a zero tangent).
+    fn accumulate(&mut self, target: &Atom, value: Atom, out: &mut Vec<Stmt>) {
+        let Some(t) = self.is_lin(target) else { return };
+        let Some(&c) = self.ct.get(&t) else { return };
+        if self.out.ty(c).is_scalar() {
+            let s = self.let1(out, "ct", Expr::Binary(BinOp::Add, Atom::Var(c), value), Type::F64);
+            Self::push(out, StmtKind::Assign { var: c, value: s });
+        } else {
+            Self::push(out, StmtKind::AccAdd { acc: c, indices: vec![], value });
+        }
+    }
+
+    /// Unzips block `blk` of the jvp program into forward statements and
+    /// backward statements.
+    ///
+    /// - `nested`: false only for the function body, whose primal values
+    ///   stay in scope for the backward pass; a nested block tapes or
+    ///   recomputes them.
+    /// - `binders`: the block's primal binders (loop index, primal loop
+    ///   states); `binder_twins` maps those that the backward loop provides
+    ///   for free (its own index) to their backward variables.
+    /// - `lin_binders`: linear variables bound on entry (tangent params,
+    ///   linear loop states) with the declaration of their cotangent.
+    /// - `seeds`: the cotangents of the block's linear results.
+    /// - `epilogue`: statements run at the end of the backward block.
+    #[allow(clippy::too_many_arguments)]
+    fn block(
+        &mut self,
+        blk: &Block,
+        nested: bool,
+        binders: &[VarId],
+        binder_twins: &[(VarId, VarId)],
+        lin_binders: Vec<(VarId, Option<Expr>)>,
+        seeds: Vec<Seed>,
+        epilogue: Vec<Stmt>,
+    ) -> Result<(Vec<Stmt>, Vec<Stmt>), AdError> {
+        let mut fwd: Vec<Stmt> = Vec::new();
+        let mut decls: Vec<Stmt> = Vec::new();
+        let mut chunks: Vec<Vec<Stmt>> = Vec::new();
+        // Primal variables bound here, in order, with cheap definitions.
+        let mut bound: Vec<VarId> = binders.to_vec();
+        let mut defs: HashMap<VarId, (Expr, Loc)> = HashMap::new();
+
+        // Seeds that can become the target's own accumulator.
+        let mut alias: HashMap<VarId, Expr> = HashMap::new();
+        let mut plain_seeds = Vec::new();
+        let mut counts: HashMap<VarId, usize> = HashMap::new();
+        for s in &seeds {
+            if let Atom::Var(v) = s.target {
+                *counts.entry(v).or_default() += 1;
+            }
+        }
+        let bound_by_let: HashSet<VarId> = blk
+            .stmts
+            .iter()
+            .flat_map(|s| match &s.kind {
+                StmtKind::Let { vars, expr } if !matches!(expr, Expr::Index { .. } | Expr::Slice { .. }) => vars.clone(),
+                _ => vec![],
+            })
+            .collect();
+        for s in seeds {
+            match s.target {
+                Atom::Var(v) if s.alias && counts[&v] == 1 && bound_by_let.contains(&v) && self.linear.contains(&v) => {
+                    alias.insert(v, s.value);
+                }
+                _ => plain_seeds.push(s),
+            }
+        }
+
+        for (v, decl) in lin_binders {
+            self.declare_ct(v, decl, &mut decls);
+        }
+
+        for s in &blk.stmts {
+            let loc = s.loc;
+            let StmtKind::Let { vars, expr } = &s.kind else {
+                // Size checks belong to the primal program.
+                fwd.push(s.clone());
+                continue;
+            };
+            let any_linear = vars.iter().any(|v| self.linear.contains(v));
+            let structured = matches!(expr, Expr::Build { .. } | Expr::Loop { .. } | Expr::If { .. });
+            if !any_linear && !structured {
+                if vars.len() == 1 && is_cheap(expr) {
+                    defs.insert(vars[0], (expr.clone(), loc));
+                }
+                bound.extend(vars);
+                fwd.push(s.clone());
+                continue;
+            }
+            if !any_linear {
+                // A primal build/loop/if: its body has no linear statements.
+                bound.extend(vars);
+                fwd.push(s.clone());
+                continue;
+            }
+            // Declare the cotangents of the linear variables bound here.
+            for v in vars.iter().filter(|v| self.linear.contains(v)) {
+                let view = match expr {
+                    Expr::Index { array, indices } if self.out.ty(*v).is_array() => {
+                        self.ct.get(array).map(|c| Expr::Index { array: *c, indices: indices.clone() })
+                    }
+                    Expr::Slice { array, lo, hi } => self.ct.get(array).map(|c| Expr::Slice { array: *c, lo: *lo, hi: *hi }),
+                    _ => None,
+                };
+                if view.is_some() {
+                    self.views.insert(*v);
+                }
+                let decl = view.or_else(|| alias.remove(v));
+                self.declare_ct(*v, decl, &mut decls);
+            }
+            bound.extend(vars.iter().filter(|v| !self.linear.contains(v)));
+            let mut chunk = Vec::new();
+            match expr {
+                Expr::Build { n, index, body } => self.build_rule(vars, *n, *index, body, loc, &mut fwd, &mut chunk)?,
+                Expr::Loop { n, index, states, init, body } => {
+                    self.loop_rule(vars, *n, *index, states, init, body, loc, &mut fwd, &mut chunk)?
+                }
+                Expr::If { cond, then_branch, else_branch } => {
+                    self.if_rule(vars, *cond, then_branch, else_branch, loc, &mut fwd, &mut chunk)?
+                }
+                _ => self.transpose(vars[0], expr, &mut chunk)?,
+            }
+            chunks.push(chunk);
+        }
+
+        let mut bwd = decls;
+        for s in plain_seeds {
+            let value = match s.value {
+                Expr::Atom(a) => a,
+                e => {
+                    let ty = self.out.atom_ty(&s.target).with_elem(Scalar::F64);
+                    self.let1(&mut bwd, "seed", e, ty)
+                }
+            };
+            self.accumulate(&s.target, value, &mut bwd);
+        }
+        for c in chunks.into_iter().rev() {
+            bwd.extend(c);
+        }
+        bwd.extend(epilogue);
+
+        if !nested {
+            return Ok((fwd, bwd));
+        }
+
+        // Residuals: primal variables bound here that the backward code uses.
+        let bound_set: HashSet<VarId> = bound.iter().copied().collect();
+        let mut needed: HashSet<VarId> = HashSet::new();
+        for s in &bwd {
+            stmt_uses(&s.kind, &mut |v| {
+                if bound_set.contains(&v) {
+                    needed.insert(v);
+                }
+            });
+        }
+        let given: HashMap<VarId, VarId> = binder_twins.iter().copied().collect();
+        let mut work: Vec<VarId> = needed.iter().copied().collect();
+        while let Some(v) = work.pop() {
+            if given.contains_key(&v) {
+                continue;
+            }
+            if let Some((e, _)) = defs.get(&v) {
+                arrayad_ir::visit::expr_uses(e, &mut |u| {
+                    if bound_set.contains(&u) && needed.insert(u) {
+                        work.push(u);
+                    }
+                });
+            }
+        }
+        let mut subst = Subst::default();
+        let mut taped = Vec::new();
+        let mut recompute = Vec::new();
+        for v in &bound {
+            if !needed.contains(v) {
+                continue;
+            }
+            if let Some(t) = given.get(v) {
+                subst.map.insert(*v, Atom::Var(*t));
+                continue;
+            }
+            let twin = self.new_var(&self.out.var(*v).name.clone(), self.out.ty(*v));
+            subst.map.insert(*v, Atom::Var(twin));
+            match defs.get(v) {
+                Some((e, loc)) => recompute.push(Stmt { kind: StmtKind::Let { vars: vec![*v], expr: e.clone() }, loc: *loc }),
+                None => taped.push(*v),
+            }
+        }
+        for v in &taped {
+            Self::push(&mut fwd, StmtKind::Push(Atom::Var(*v)));
+        }
+        let mut prefix: Vec<Stmt> = taped
+            .iter()
+            .rev()
+            .map(|v| Stmt { kind: StmtKind::Let { vars: vec![*v], expr: Expr::Pop }, loc: Loc::default() })
+            .collect();
+        prefix.extend(recompute);
+        prefix.extend(bwd);
+        let bwd = prefix.iter().map(|s| subst.stmt(s)).collect();
+        Ok((fwd, bwd))
+    }
+
+    /// Backward statements of one linear binding `dy = e` (the `eval` case
+    /// of each Delta constructor, Krawiec et al. Fig. 10).
+    fn transpose(&mut self, dy: VarId, e: &Expr, out: &mut Vec<Stmt>) -> Result<(), AdError> {
+        let g = Atom::Var(self.ct[&dy]);
+        match e {
+            Expr::Atom(a) => self.accumulate(a, g, out),
+            Expr::Unary(UnOp::Neg, a) => {
+                if self.is_lin(a).is_some() {
+                    let t = self.let1(out, "ct", Expr::Unary(UnOp::Neg, g), Type::F64);
+                    self.accumulate(a, t, out);
+                }
+            }
+            Expr::Binary(BinOp::Add, a, b) => {
+                self.accumulate(a, g, out);
+                self.accumulate(b, g, out);
+            }
+            Expr::Binary(BinOp::Sub, a, b) => {
+                self.accumulate(a, g, out);
+                if self.is_lin(b).is_some() {
+                    let t = self.let1(out, "ct", Expr::Unary(UnOp::Neg, g), Type::F64);
+                    self.accumulate(b, t, out);
+                }
+            }
+            Expr::Binary(BinOp::Mul, a, b) => {
+                let (l, c) = if self.is_lin(a).is_some() { (a, b) } else { (b, a) };
+                if self.is_lin(l).is_some() {
+                    let t = self.let1(out, "ct", Expr::Binary(BinOp::Mul, *c, g), Type::F64);
+                    self.accumulate(l, t, out);
+                }
+            }
+            Expr::Binary(BinOp::Div, a, b) => {
+                if self.is_lin(a).is_some() {
+                    let t = self.let1(out, "ct", Expr::Binary(BinOp::Div, g, *b), Type::F64);
+                    self.accumulate(a, t, out);
+                }
+            }
+            Expr::Index { array, indices } => {
+                if let Some(&c) = self.ct.get(array) {
+                    if self.out.ty(dy).is_scalar() {
+                        Self::push(out, StmtKind::AccAdd { acc: c, indices: indices.clone(), value: g });
+                    } else if self.ct_is_view_of(dy, c) {
+                        // The cotangent of the row is a view of the parent's.
+                    } else {
+                        Self::push(out, StmtKind::AccAdd { acc: c, indices: indices.clone(), value: g });
+                    }
+                }
+            }
+            Expr::Slice { array, lo, .. } => {
+                if let Some(&c) = self.ct.get(array) {
+                    if !self.ct_is_view_of(dy, c) {
+                        // Not reached: slices of accumulators are views.
+                        let n = self.let1(out, "n", Expr::Dim { array: self.ct[&dy], axis: 0 }, Type::I64);
+                        let j = self.new_var("j", Type::I64);
+                        let mut body = Vec::new();
+                        let row = self.let1(&mut body, "row", Expr::Index { array: self.ct[&dy], indices: vec![Atom::Var(j)] }, self.out.ty(dy).row());
+                        let at = self.let1(&mut body, "at", Expr::Binary(BinOp::Add, *lo, Atom::Var(j)), Type::I64);
+                        Self::push(&mut body, StmtKind::AccAdd { acc: c, indices: vec![at], value: row });
+                        Self::push(out, StmtKind::For { n, index: j, reverse: false, body: Block { stmts: body, results: vec![] } });
+                    }
+                }
+            }
+            Expr::Reduce { op: ReduceOp::Sum, array } => {
+                if let Some(&c) = self.ct.get(array) {
+                    let n = self.let1(out, "n", Expr::Dim { array: c, axis: 0 }, Type::I64);
+                    let j = self.new_var("j", Type::I64);
+                    let body = Block {
+                        stmts: vec![Stmt {
+                            kind: StmtKind::AccAdd { acc: c, indices: vec![Atom::Var(j)], value: g },
+                            loc: Loc::default(),
+                        }],
+                        results: vec![],
+                    };
+                    Self::push(out, StmtKind::For { n, index: j, reverse: false, body });
+                }
+            }
+            Expr::ArrayLit { elems, elem_ty } => {
+                for (k, el) in elems.iter().enumerate() {
+                    if self.is_lin(el).is_some() {
+                        let gv = g.as_var().ok_or_else(|| AdError::new("array cotangent is not a variable"))?;
+                        let t = self.let1(out, "ct", Expr::Index { array: gv, indices: vec![Atom::I64(k as i64)] }, elem_ty.with_elem(Scalar::F64));
+                        self.accumulate(el, t, out);
+                    }
+                }
+            }
+            Expr::ZerosLike(_) => {}
+            other => return Err(AdError::new(format!("no transposition rule for linear expression {other:?}"))),
+        }
+        Ok(())
+    }
+
+    /// True when the cotangent of `dy` was declared as a view of its
+    /// parent's accumulator (so contributions already reached the parent).
+    fn ct_is_view_of(&self, dy: VarId, _parent: VarId) -> bool {
+        self.views.contains(&dy)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build_rule(
+        &mut self,
+        vars: &[VarId],
+        n: Atom,
+        index: VarId,
+        body: &Block,
+        loc: Loc,
+        fwd: &mut Vec<Stmt>,
+        chunk: &mut Vec<Stmt>,
+    ) -> Result<(), AdError> {
+        let ib = self.new_var("i", Type::I64);
+        let mut seeds = Vec::new();
+        for (k, v) in vars.iter().enumerate() {
+            if self.linear.contains(v) {
+                let c = self.ct[v];
+                seeds.push(Seed {
+                    target: body.results[k],
+                    value: Expr::Index { array: c, indices: vec![Atom::Var(ib)] },
+                    alias: true,
+                });
+            }
+        }
+        let (fbody, bbody) = self.block(body, true, &[index], &[(index, ib)], vec![], seeds, vec![])?;
+        let pvars: Vec<VarId> = vars.iter().copied().filter(|v| !self.linear.contains(v)).collect();
+        let presults: Vec<Atom> =
+            vars.iter().zip(&body.results).filter(|(v, _)| !self.linear.contains(v)).map(|(_, r)| *r).collect();
+        let fblock = Block { stmts: fbody, results: presults };
+        if !pvars.is_empty() {
+            fwd.push(Stmt { kind: StmtKind::Let { vars: pvars, expr: Expr::Build { n, index, body: fblock } }, loc });
+        } else if arrayad_ir::passes::dce::block_has_effect(&fblock) {
+            fwd.push(Stmt { kind: StmtKind::For { n, index, reverse: false, body: fblock }, loc });
+        }
+        chunk.push(Stmt {
+            kind: StmtKind::For { n, index: ib, reverse: true, body: Block { stmts: bbody, results: vec![] } },
+            loc,
+        });
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn loop_rule(
+        &mut self,
+        vars: &[VarId],
+        n: Atom,
+        index: VarId,
+        states: &[VarId],
+        init: &[Atom],
+        body: &Block,
+        loc: Loc,
+        fwd: &mut Vec<Stmt>,
+        chunk: &mut Vec<Stmt>,
+    ) -> Result<(), AdError> {
+        let ib = self.new_var("i", Type::I64);
+        let mut binders = vec![index];
+        let mut lin_binders = Vec::new();
+        let mut seeds = Vec::new();
+        let mut carriers = Vec::new();
+        for (k, st) in states.iter().enumerate() {
+            if self.linear.contains(st) {
+                let ty = self.out.ty(*st);
+                let cs = self.out.new_mut_var("ct_state", ty);
+                chunk.push(Stmt {
+                    kind: StmtKind::Let { vars: vec![cs], expr: Expr::Atom(Atom::Var(self.ct[&vars[k]])) },
+                    loc: Loc::default(),
+                });
+                let decl = if ty.is_array() { Some(Expr::ZerosLike(cs)) } else { None };
+                lin_binders.push((*st, decl));
+                seeds.push(Seed { target: body.results[k], value: Expr::Atom(Atom::Var(cs)), alias: false });
+                carriers.push((k, cs));
+            } else {
+                binders.push(*st);
+            }
+        }
+        // After the body's bindings ran backward, the carriers take the
+        // cotangents of this iteration's incoming states.
+        let (fbody, mut bbody) = self.block(body, true, &binders, &[(index, ib)], lin_binders, seeds, vec![])?;
+        for (k, cs) in &carriers {
+            let c = self.ct[&states[*k]];
+            bbody.push(Stmt { kind: StmtKind::Assign { var: *cs, value: Atom::Var(c) }, loc: Loc::default() });
+        }
+        let pidx: Vec<usize> = (0..states.len()).filter(|k| !self.linear.contains(&states[*k])).collect();
+        let pvars: Vec<VarId> = pidx.iter().map(|k| vars[*k]).collect();
+        let fblock = Block { stmts: fbody, results: pidx.iter().map(|k| body.results[*k]).collect() };
+        if !pvars.is_empty() {
+            fwd.push(Stmt {
+                kind: StmtKind::Let {
+                    vars: pvars,
+                    expr: Expr::Loop {
+                        n,
+                        index,
+                        states: pidx.iter().map(|k| states[*k]).collect(),
+                        init: pidx.iter().map(|k| init[*k]).collect(),
+                        body: fblock,
+                    },
+                },
+                loc,
+            });
+        } else if arrayad_ir::passes::dce::block_has_effect(&fblock) {
+            fwd.push(Stmt { kind: StmtKind::For { n, index, reverse: false, body: fblock }, loc });
+        }
+        chunk.push(Stmt {
+            kind: StmtKind::For { n, index: ib, reverse: true, body: Block { stmts: bbody, results: vec![] } },
+            loc,
+        });
+        for (k, cs) in carriers {
+            self.accumulate(&init[k], Atom::Var(cs), chunk);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn if_rule(
+        &mut self,
+        vars: &[VarId],
+        cond: Atom,
+        then_branch: &Block,
+        else_branch: &Block,
+        loc: Loc,
+        fwd: &mut Vec<Stmt>,
+        chunk: &mut Vec<Stmt>,
+    ) -> Result<(), AdError> {
+        let mut branches = Vec::new();
+        for br in [then_branch, else_branch] {
+            let seeds: Vec<Seed> = vars
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| self.linear.contains(v))
+                .map(|(k, v)| Seed { target: br.results[k], value: Expr::Atom(Atom::Var(self.ct[v])), alias: false })
+                .collect();
+            let (f, b) = self.block(br, true, &[], &[], vec![], seeds, vec![])?;
+            let presults: Vec<Atom> =
+                vars.iter().zip(&br.results).filter(|(v, _)| !self.linear.contains(v)).map(|(_, r)| *r).collect();
+            branches.push((Block { stmts: f, results: presults }, Block { stmts: b, results: vec![] }));
+        }
+        let (fe, be) = branches.pop().expect("two branches");
+        let (ft, bt) = branches.pop().expect("two branches");
+        let pvars: Vec<VarId> = vars.iter().copied().filter(|v| !self.linear.contains(v)).collect();
+        if !pvars.is_empty() {
+            fwd.push(Stmt {
+                kind: StmtKind::Let { vars: pvars, expr: Expr::If { cond, then_branch: ft, else_branch: fe } },
+                loc,
+            });
+        } else if arrayad_ir::passes::dce::block_has_effect(&ft) || arrayad_ir::passes::dce::block_has_effect(&fe) {
+            fwd.push(Stmt { kind: StmtKind::If { cond, then_branch: ft, else_branch: fe }, loc });
+        }
+        chunk.push(Stmt { kind: StmtKind::If { cond, then_branch: bt, else_branch: be }, loc });
+        Ok(())
+    }
+}

@@ -1,0 +1,55 @@
+//! Dead code elimination. Statements with effects (assignments,
+//! accumulation, size checks, the tape, effect loops and branches, and
+//! anything containing them) are kept; pure bindings whose variables are
+//! never used are removed.
+
+use crate::program::{Block, Expr, Function, StmtKind};
+use crate::visit::stmt_uses;
+
+/// Removes dead pure bindings from `f`.
+pub fn dce(f: &mut Function) {
+    let mut live = vec![false; f.vars.len()];
+    let body = std::mem::take(&mut f.body);
+    f.body = block(body, &mut live);
+}
+
+/// True when `kind` has an effect beyond binding its variables.
+pub fn has_effect(kind: &StmtKind) -> bool {
+    match kind {
+        StmtKind::Let { expr, .. } => match expr {
+            Expr::Pop => true,
+            Expr::Build { body, .. } | Expr::Loop { body, .. } => block_has_effect(body),
+            Expr::If { then_branch, else_branch, .. } => block_has_effect(then_branch) || block_has_effect(else_branch),
+            _ => false,
+        },
+        _ => true,
+    }
+}
+
+/// True when any statement of `b` (at any depth) has an effect.
+pub fn block_has_effect(b: &Block) -> bool {
+    b.stmts.iter().any(|s| has_effect(&s.kind))
+}
+
+fn block(b: Block, live: &mut Vec<bool>) -> Block {
+    for r in &b.results {
+        if let crate::Atom::Var(v) = r {
+            live[v.index()] = true;
+        }
+    }
+    let mut kept = Vec::with_capacity(b.stmts.len());
+    for mut s in b.stmts.into_iter().rev() {
+        let keep = match &s.kind {
+            StmtKind::Let { vars, .. } => vars.iter().any(|v| live[v.index()]) || has_effect(&s.kind),
+            _ => true,
+        };
+        if !keep {
+            continue;
+        }
+        s.kind = crate::passes::inline::map_nested(s.kind, &mut |nb| block(nb, live));
+        stmt_uses(&s.kind, &mut |v| live[v.index()] = true);
+        kept.push(s);
+    }
+    kept.reverse();
+    Block { stmts: kept, results: b.results }
+}

@@ -1,0 +1,28 @@
+//! Optimisation passes over the IR: inlining, simplification (copy
+//! propagation, constant folding, algebraic identities), common
+//! subexpression elimination, dead code elimination and loop fusion.
+//!
+//! [`optimize`] runs them in the order the AD output needs.
+
+pub mod cse;
+pub mod dce;
+pub mod fuse;
+pub mod inline;
+pub mod simplify;
+
+use crate::program::Function;
+
+/// Simplify, fuse, CSE and DCE to a fixed point (a few rounds at most).
+/// Semantics, including every run-time error, are preserved.
+pub fn optimize(f: &mut Function) {
+    for _ in 0..4 {
+        let before = f.body.clone();
+        simplify::simplify(f);
+        fuse::fuse(f);
+        cse::cse(f);
+        dce::dce(f);
+        if f.body == before {
+            break;
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! Simplification: copy propagation, constant folding of operations whose
+//! result does not depend on the backend, exact algebraic identities, and
+//! `if` on a literal condition.
+
+use crate::program::{Atom, BinOp, Block, Expr, Function, Stmt, StmtKind, UnOp};
+use crate::visit::Subst;
+
+/// Simplifies `f` in place. Mutable variables are never propagated.
+pub fn simplify(f: &mut Function) {
+    let mut subst = Subst::default();
+    let body = std::mem::take(&mut f.body);
+    f.body = block(f, body, &mut subst);
+}
+
+fn block(f: &Function, b: Block, subst: &mut Subst) -> Block {
+    let mut out = Vec::with_capacity(b.stmts.len());
+    for s in b.stmts {
+        let s = subst.stmt(&Stmt { kind: s.kind, loc: s.loc });
+        let loc = s.loc;
+        match s.kind {
+            StmtKind::Let { vars, expr } => {
+                let expr = match expr {
+                    Expr::Build { n, index, body } => Expr::Build { n, index, body: block(f, body, subst) },
+                    Expr::Loop { n, index, states, init, body } => {
+                        Expr::Loop { n, index, states, init, body: block(f, body, subst) }
+                    }
+                    Expr::If { cond: Atom::Bool(c), then_branch, else_branch } if vars.iter().all(|v| !f.var(*v).mutable) => {
+                        let taken = block(f, if c { then_branch } else { else_branch }, subst);
+                        out.extend(taken.stmts);
+                        for (v, r) in vars.iter().zip(&taken.results) {
+                            propagate(f, *v, *r, subst, &mut out, loc);
+                        }
+                        continue;
+                    }
+                    Expr::If { cond, then_branch, else_branch } => Expr::If {
+                        cond,
+                        then_branch: block(f, then_branch, subst),
+                        else_branch: block(f, else_branch, subst),
+                    },
+                    e => fold(f, e),
+                };
+                if let (Expr::Atom(a), [v]) = (&expr, vars.as_slice()) {
+                    propagate(f, *v, *a, subst, &mut out, loc);
+                    continue;
+                }
+                out.push(Stmt { kind: StmtKind::Let { vars, expr }, loc });
+            }
+            StmtKind::For { n, index, reverse, body } => {
+                let body = block(f, body, subst);
+                out.push(Stmt { kind: StmtKind::For { n, index, reverse, body }, loc });
+            }
+            StmtKind::If { cond, then_branch, else_branch } => {
+                let then_branch = block(f, then_branch, subst);
+                let else_branch = block(f, else_branch, subst);
+                out.push(Stmt { kind: StmtKind::If { cond, then_branch, else_branch }, loc });
+            }
+            kind => out.push(Stmt { kind, loc }),
+        }
+    }
+    let results = b.results.iter().map(|a| subst.atom(a)).collect();
+    Block { stmts: out, results }
+}
+
+/// `let v = a`: substitute `a` for `v` unless either is mutable.
+fn propagate(f: &Function, v: crate::VarId, a: Atom, subst: &mut Subst, out: &mut Vec<Stmt>, loc: crate::Loc) {
+    let a_mut = matches!(a, Atom::Var(w) if f.var(w).mutable);
+    if f.var(v).mutable || a_mut {
+        out.push(Stmt { kind: StmtKind::Let { vars: vec![v], expr: Expr::Atom(a) }, loc });
+    } else {
+        subst.map.insert(v, a);
+    }
+}
+
+/// Folds an expression whose operands are literals, or an exact identity.
+fn fold(f: &Function, e: Expr) -> Expr {
+    use Atom::*;
+    match &e {
+        Expr::Unary(op, a) => match (op, a) {
+            (UnOp::Neg, F64(x)) => Expr::Atom(F64(-x)),
+            (UnOp::Neg, I64(x)) => Expr::Atom(I64(x.wrapping_neg())),
+            (UnOp::Not, Bool(x)) => Expr::Atom(Bool(!x)),
+            (UnOp::ToF64, I64(x)) => Expr::Atom(F64(*x as f64)),
+            (UnOp::ToF64, F64(x)) => Expr::Atom(F64(*x)),
+            (UnOp::ToI64, I64(x)) => Expr::Atom(I64(*x)),
+            (UnOp::ToI64, F64(x)) => Expr::Atom(I64(*x as i64)),
+            (UnOp::ToF64, Var(v)) if f.ty(*v) == crate::Type::F64 => Expr::Atom(*a),
+            (UnOp::ToI64, Var(v)) if f.ty(*v) == crate::Type::I64 => Expr::Atom(*a),
+            (UnOp::Sqrt, F64(x)) => Expr::Atom(F64(x.sqrt())),
+            (UnOp::Abs, F64(x)) => Expr::Atom(F64(x.abs())),
+            (UnOp::Floor, F64(x)) => Expr::Atom(F64(x.floor())),
+            (UnOp::Ceil, F64(x)) => Expr::Atom(F64(x.ceil())),
+            _ => e,
+        },
+        Expr::Binary(op, a, b) => match (op, a, b) {
+            (BinOp::Add, F64(x), F64(y)) => Expr::Atom(F64(x + y)),
+            (BinOp::Sub, F64(x), F64(y)) => Expr::Atom(F64(x - y)),
+            (BinOp::Mul, F64(x), F64(y)) => Expr::Atom(F64(x * y)),
+            (BinOp::Div, F64(x), F64(y)) => Expr::Atom(F64(x / y)),
+            (BinOp::Add, I64(x), I64(y)) => Expr::Atom(I64(x.wrapping_add(*y))),
+            (BinOp::Sub, I64(x), I64(y)) => Expr::Atom(I64(x.wrapping_sub(*y))),
+            (BinOp::Mul, I64(x), I64(y)) => Expr::Atom(I64(x.wrapping_mul(*y))),
+            (BinOp::Div, I64(x), I64(y)) if *y != 0 => Expr::Atom(I64(x.wrapping_div(*y))),
+            (BinOp::Rem, I64(x), I64(y)) if *y != 0 => Expr::Atom(I64(x.wrapping_rem(*y))),
+            (BinOp::Min, I64(x), I64(y)) => Expr::Atom(I64(*x.min(y))),
+            (BinOp::Max, I64(x), I64(y)) => Expr::Atom(I64(*x.max(y))),
+            (BinOp::Lt, I64(x), I64(y)) => Expr::Atom(Bool(x < y)),
+            (BinOp::Le, I64(x), I64(y)) => Expr::Atom(Bool(x <= y)),
+            (BinOp::Gt, I64(x), I64(y)) => Expr::Atom(Bool(x > y)),
+            (BinOp::Ge, I64(x), I64(y)) => Expr::Atom(Bool(x >= y)),
+            (BinOp::Eq, I64(x), I64(y)) => Expr::Atom(Bool(x == y)),
+            (BinOp::Ne, I64(x), I64(y)) => Expr::Atom(Bool(x != y)),
+            (BinOp::Lt, F64(x), F64(y)) => Expr::Atom(Bool(x < y)),
+            (BinOp::Gt, F64(x), F64(y)) => Expr::Atom(Bool(x > y)),
+            (BinOp::Eq, F64(x), F64(y)) => Expr::Atom(Bool(x == y)),
+            (BinOp::And, Bool(x), Bool(y)) => Expr::Atom(Bool(*x && *y)),
+            (BinOp::Or, Bool(x), Bool(y)) => Expr::Atom(Bool(*x || *y)),
+            // Exact identities (bit for bit, including signed zeros and NaN).
+            (BinOp::Mul, x, F64(y)) | (BinOp::Mul, F64(y), x) if *y == 1.0 && !matches!(x, I64(_) | Bool(_)) => {
+                Expr::Atom(*x)
+            }
+            (BinOp::Div, x, F64(y)) if *y == 1.0 => Expr::Atom(*x),
+            (BinOp::Sub, x, F64(y)) if *y == 0.0 && y.is_sign_positive() => Expr::Atom(*x),
+            (BinOp::Add, x, F64(y)) | (BinOp::Add, F64(y), x) if *y == 0.0 && y.is_sign_negative() => {
+                Expr::Atom(*x)
+            }
+            (BinOp::Add, x, I64(0)) | (BinOp::Add, I64(0), x) | (BinOp::Sub, x, I64(0)) => Expr::Atom(*x),
+            (BinOp::Mul, x, I64(1)) | (BinOp::Mul, I64(1), x) | (BinOp::Div, x, I64(1)) => Expr::Atom(*x),
+            (BinOp::And, x, Bool(true)) | (BinOp::And, Bool(true), x) => Expr::Atom(*x),
+            (BinOp::Or, x, Bool(false)) | (BinOp::Or, Bool(false), x) => Expr::Atom(*x),
+            _ => e,
+        },
+        _ => e,
+    }
+}

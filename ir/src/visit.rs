@@ -1,0 +1,242 @@
+//! Generic traversals of the IR: the variables a statement uses and binds,
+//! and substitution of variables.
+
+use crate::program::{Atom, Block, Expr, Stmt, StmtKind, VarId};
+use std::collections::HashMap;
+
+/// Calls `f` on every variable *used* (read) by `expr`, including uses
+/// inside nested blocks (which may also be bound there).
+pub fn expr_uses(expr: &Expr, f: &mut dyn FnMut(VarId)) {
+    let atom = |a: &Atom, f: &mut dyn FnMut(VarId)| {
+        if let Atom::Var(v) = a {
+            f(*v)
+        }
+    };
+    match expr {
+        Expr::Atom(a) | Expr::Unary(_, a) => atom(a, f),
+        Expr::Binary(_, a, b) => {
+            atom(a, f);
+            atom(b, f);
+        }
+        Expr::Index { array, indices } => {
+            f(*array);
+            indices.iter().for_each(|i| atom(i, f));
+        }
+        Expr::Slice { array, lo, hi } => {
+            f(*array);
+            atom(lo, f);
+            atom(hi, f);
+        }
+        Expr::Dim { array, .. } | Expr::Reduce { array, .. } | Expr::ZerosLike(array) => f(*array),
+        Expr::ArrayLit { elems, .. } => elems.iter().for_each(|e| atom(e, f)),
+        Expr::Build { n, body, .. } => {
+            atom(n, f);
+            block_uses(body, f);
+        }
+        Expr::Loop { n, init, body, .. } => {
+            atom(n, f);
+            init.iter().for_each(|e| atom(e, f));
+            block_uses(body, f);
+        }
+        Expr::If { cond, then_branch, else_branch } => {
+            atom(cond, f);
+            block_uses(then_branch, f);
+            block_uses(else_branch, f);
+        }
+        Expr::Call { args, .. } => args.iter().for_each(|e| atom(e, f)),
+        Expr::Pop => {}
+    }
+}
+
+/// Calls `f` on every variable used by `stmt` (see [`expr_uses`]).
+pub fn stmt_uses(stmt: &StmtKind, f: &mut dyn FnMut(VarId)) {
+    let atom = |a: &Atom, f: &mut dyn FnMut(VarId)| {
+        if let Atom::Var(v) = a {
+            f(*v)
+        }
+    };
+    match stmt {
+        StmtKind::Let { expr, .. } => expr_uses(expr, f),
+        StmtKind::Assign { var, value } => {
+            f(*var);
+            atom(value, f);
+        }
+        StmtKind::AccAdd { acc, indices, value } => {
+            f(*acc);
+            indices.iter().for_each(|i| atom(i, f));
+            atom(value, f);
+        }
+        StmtKind::CheckSize { a, b, .. } => {
+            atom(a, f);
+            atom(b, f);
+        }
+        StmtKind::Push(a) => atom(a, f),
+        StmtKind::For { n, body, .. } => {
+            atom(n, f);
+            block_uses(body, f);
+        }
+        StmtKind::If { cond, then_branch, else_branch } => {
+            atom(cond, f);
+            block_uses(then_branch, f);
+            block_uses(else_branch, f);
+        }
+    }
+}
+
+/// Calls `f` on every variable used in `block` (statements and results).
+pub fn block_uses(block: &Block, f: &mut dyn FnMut(VarId)) {
+    for s in &block.stmts {
+        stmt_uses(&s.kind, f);
+    }
+    for r in &block.results {
+        if let Atom::Var(v) = r {
+            f(*v)
+        }
+    }
+}
+
+/// Counts the uses of every variable in `block` (indexed by [`VarId`]).
+pub fn use_counts(block: &Block, nvars: usize) -> Vec<u32> {
+    let mut counts = vec![0u32; nvars];
+    block_uses(block, &mut |v| {
+        if let Some(c) = counts.get_mut(v.index()) {
+            *c += 1
+        }
+    });
+    counts
+}
+
+/// Calls `f` on every variable bound in `block`, at any depth (let-bound,
+/// loop indices and states).
+pub fn block_binds(block: &Block, f: &mut dyn FnMut(VarId)) {
+    for s in &block.stmts {
+        match &s.kind {
+            StmtKind::Let { vars, expr } => {
+                vars.iter().for_each(|v| f(*v));
+                match expr {
+                    Expr::Build { index, body, .. } => {
+                        f(*index);
+                        block_binds(body, f);
+                    }
+                    Expr::Loop { index, states, body, .. } => {
+                        f(*index);
+                        states.iter().for_each(|v| f(*v));
+                        block_binds(body, f);
+                    }
+                    Expr::If { then_branch, else_branch, .. } => {
+                        block_binds(then_branch, f);
+                        block_binds(else_branch, f);
+                    }
+                    _ => {}
+                }
+            }
+            StmtKind::For { index, body, .. } => {
+                f(*index);
+                block_binds(body, f);
+            }
+            StmtKind::If { then_branch, else_branch, .. } => {
+                block_binds(then_branch, f);
+                block_binds(else_branch, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A substitution of variables by atoms (uses) and of variables by
+/// variables (binders and array operands).
+#[derive(Default, Clone, Debug)]
+pub struct Subst {
+    /// Replacement of each variable.
+    pub map: HashMap<VarId, Atom>,
+}
+
+impl Subst {
+    /// The atom a variable stands for.
+    pub fn atom(&self, a: &Atom) -> Atom {
+        match a {
+            Atom::Var(v) => self.map.get(v).copied().unwrap_or(*a),
+            _ => *a,
+        }
+    }
+    /// The variable a variable stands for (when replaced by a literal,
+    /// the variable itself is kept: arrays are never literals).
+    pub fn var(&self, v: VarId) -> VarId {
+        match self.map.get(&v) {
+            Some(Atom::Var(w)) => *w,
+            _ => v,
+        }
+    }
+    fn atoms(&self, a: &[Atom]) -> Vec<Atom> {
+        a.iter().map(|a| self.atom(a)).collect()
+    }
+    fn vars(&self, a: &[VarId]) -> Vec<VarId> {
+        a.iter().map(|v| self.var(*v)).collect()
+    }
+
+    /// Applies the substitution to an expression (uses and binders).
+    pub fn expr(&self, e: &Expr) -> Expr {
+        match e {
+            Expr::Atom(a) => Expr::Atom(self.atom(a)),
+            Expr::Unary(op, a) => Expr::Unary(*op, self.atom(a)),
+            Expr::Binary(op, a, b) => Expr::Binary(*op, self.atom(a), self.atom(b)),
+            Expr::Index { array, indices } => Expr::Index { array: self.var(*array), indices: self.atoms(indices) },
+            Expr::Slice { array, lo, hi } => {
+                Expr::Slice { array: self.var(*array), lo: self.atom(lo), hi: self.atom(hi) }
+            }
+            Expr::Dim { array, axis } => Expr::Dim { array: self.var(*array), axis: *axis },
+            Expr::Reduce { op, array } => Expr::Reduce { op: *op, array: self.var(*array) },
+            Expr::ArrayLit { elem_ty, elems } => Expr::ArrayLit { elem_ty: *elem_ty, elems: self.atoms(elems) },
+            Expr::Build { n, index, body } => {
+                Expr::Build { n: self.atom(n), index: self.var(*index), body: self.block(body) }
+            }
+            Expr::Loop { n, index, states, init, body } => Expr::Loop {
+                n: self.atom(n),
+                index: self.var(*index),
+                states: self.vars(states),
+                init: self.atoms(init),
+                body: self.block(body),
+            },
+            Expr::If { cond, then_branch, else_branch } => Expr::If {
+                cond: self.atom(cond),
+                then_branch: self.block(then_branch),
+                else_branch: self.block(else_branch),
+            },
+            Expr::Call { func, args } => Expr::Call { func: *func, args: self.atoms(args) },
+            Expr::ZerosLike(v) => Expr::ZerosLike(self.var(*v)),
+            Expr::Pop => Expr::Pop,
+        }
+    }
+
+    /// Applies the substitution to a statement.
+    pub fn stmt(&self, s: &Stmt) -> Stmt {
+        let kind = match &s.kind {
+            StmtKind::Let { vars, expr } => StmtKind::Let { vars: self.vars(vars), expr: self.expr(expr) },
+            StmtKind::Assign { var, value } => StmtKind::Assign { var: self.var(*var), value: self.atom(value) },
+            StmtKind::AccAdd { acc, indices, value } => {
+                StmtKind::AccAdd { acc: self.var(*acc), indices: self.atoms(indices), value: self.atom(value) }
+            }
+            StmtKind::CheckSize { a, b, what } => {
+                StmtKind::CheckSize { a: self.atom(a), b: self.atom(b), what: what.clone() }
+            }
+            StmtKind::Push(a) => StmtKind::Push(self.atom(a)),
+            StmtKind::For { n, index, reverse, body } => StmtKind::For {
+                n: self.atom(n),
+                index: self.var(*index),
+                reverse: *reverse,
+                body: self.block(body),
+            },
+            StmtKind::If { cond, then_branch, else_branch } => StmtKind::If {
+                cond: self.atom(cond),
+                then_branch: self.block(then_branch),
+                else_branch: self.block(else_branch),
+            },
+        };
+        Stmt { kind, loc: s.loc }
+    }
+
+    /// Applies the substitution to a block.
+    pub fn block(&self, b: &Block) -> Block {
+        Block { stmts: b.stmts.iter().map(|s| self.stmt(s)).collect(), results: self.atoms(&b.results) }
+    }
+}
