@@ -4,6 +4,7 @@
 //!
 //! [`optimize`] runs them in the order the AD output needs.
 
+pub mod accum;
 pub mod cse;
 pub mod dce;
 pub mod fuse;
@@ -17,6 +18,7 @@ use crate::program::Function;
 pub fn optimize(f: &mut Function) {
     for _ in 0..4 {
         let before = f.body.clone();
+        accum::fold_accumulators(f);
         simplify::simplify(f);
         fuse::fuse(f);
         cse::cse(f);
