@@ -68,10 +68,10 @@ backend_args=()
 if [ -n "${ARRAYAD_BACKEND:-}" ]; then
     backend_args=(--backend "$ARRAYAD_BACKEND")
 fi
-echo "==> arrayad build examples/gmm.arr -o $out/libgmm.so --wrt alphas,means,icf ${backend_args[*]:-}"
+echo "==> arrayad build examples/gmm.arr -o $out/libgmm.so --export gmm --wrt alphas,means,icf ${backend_args[*]:-}"
 build_start=$(date +%s.%N)
 (cd "$root" && "$arrayad" build examples/gmm.arr -o "$out/libgmm.so" \
-    --wrt alphas,means,icf ${backend_args[@]+"${backend_args[@]}"})
+    --export gmm --wrt alphas,means,icf ${backend_args[@]+"${backend_args[@]}"})
 build_end=$(date +%s.%N)
 echo "    (arrayad build took $(awk -v a="$build_start" -v b="$build_end" 'BEGIN { printf "%.3f", b - a }') s)"
 

@@ -47,8 +47,8 @@ if [ -z "$input" ]; then
     "$out/gen_gmm" 10 25 1000 > "$input"
 fi
 
-echo "==> arrayad build examples/gmm.arr -o $out/libgmm.so --wrt alphas,means,icf"
-(cd "$root" && "$arrayad" build examples/gmm.arr -o "$out/libgmm.so" --wrt alphas,means,icf)
+echo "==> arrayad build examples/gmm.arr -o $out/libgmm.so --export gmm --wrt alphas,means,icf"
+(cd "$root" && "$arrayad" build examples/gmm.arr -o "$out/libgmm.so" --export gmm --wrt alphas,means,icf)
 
 echo "==> compiling main.c"
 "$cc" -std=c99 -O2 -Wall -Werror "$script_dir/main.c" -o "$out/gmm" \

@@ -1,0 +1,263 @@
+//! Shared harness of the differential tests: runs one program through the
+//! interpreter, the optimiser, the Cranelift JIT, both compiled derivative
+//! transformations and both runtime oracles, and checks they agree.
+
+#![allow(dead_code)]
+
+pub mod generate;
+
+use arrayad_codegen::JitModule;
+use arrayad_ir::{interp, ArrayData, ArrayValue, FuncId, Program, Scalar, Type, Value};
+
+/// One test case: a program, the function to test and its arguments (JSON,
+/// one entry per flattened parameter).
+pub struct Case {
+    pub file: String,
+    pub source: String,
+    pub func: String,
+    pub args: serde_json::Value,
+    pub finite_differences: bool,
+}
+
+/// A deterministic pseudo-random sequence (splitmix64).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [-1, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+/// Converts JSON to a value of IR type `ty`.
+pub fn json_value(j: &serde_json::Value, ty: Type) -> Value {
+    if ty.rank == 0 {
+        return match ty.elem {
+            Scalar::F64 => Value::F64(j.as_f64().expect("f64")),
+            Scalar::I64 => Value::I64(j.as_i64().expect("i64")),
+            Scalar::Bool => Value::Bool(j.as_bool().expect("bool")),
+        };
+    }
+    let mut shape = Vec::new();
+    let mut cur = j;
+    for _ in 0..ty.rank {
+        let a = cur.as_array().expect("array");
+        shape.push(a.len());
+        if a.is_empty() {
+            break;
+        }
+        cur = &a[0];
+    }
+    while shape.len() < ty.rank as usize {
+        shape.push(0);
+    }
+    let mut leaves = Vec::new();
+    fn flat<'a>(j: &'a serde_json::Value, depth: u8, out: &mut Vec<&'a serde_json::Value>) {
+        if depth == 0 {
+            out.push(j);
+        } else {
+            for e in j.as_array().expect("array") {
+                flat(e, depth - 1, out);
+            }
+        }
+    }
+    flat(j, ty.rank, &mut leaves);
+    let data = match ty.elem {
+        Scalar::F64 => ArrayData::F64(leaves.iter().map(|v| v.as_f64().unwrap()).collect()),
+        Scalar::I64 => ArrayData::I64(leaves.iter().map(|v| v.as_i64().unwrap()).collect()),
+        Scalar::Bool => ArrayData::Bool(leaves.iter().map(|v| v.as_bool().unwrap()).collect()),
+    };
+    Value::Array(ArrayValue { shape, data })
+}
+
+fn f64s(v: &Value) -> Vec<f64> {
+    v.f64_elements().map(|s| s.to_vec()).unwrap_or_default()
+}
+
+/// A random f64 value shaped like `like` (an f64 scalar or array).
+fn random_like(like: &Value, rng: &mut Rng) -> Value {
+    match like {
+        Value::Array(a) => Value::Array(ArrayValue {
+            shape: a.shape.clone(),
+            data: ArrayData::F64((0..a.data.len()).map(|_| rng.unit()).collect()),
+        }),
+        _ => Value::F64(rng.unit()),
+    }
+}
+
+fn ones_like(like: &Value) -> Value {
+    match like {
+        Value::Array(a) => {
+            Value::Array(ArrayValue { shape: a.shape.clone(), data: ArrayData::F64(vec![1.0; a.data.len()]) })
+        }
+        _ => Value::F64(1.0),
+    }
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= rel * a.abs().max(b.abs()).max(1.0)
+}
+
+fn assert_values(what: &str, case: &Case, got: &[Value], want: &[Value], rel: f64) {
+    assert_eq!(got.len(), want.len(), "{}:{} {what}: result count", case.file, case.func);
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        match (g, w) {
+            (Value::I64(a), Value::I64(b)) => assert_eq!(a, b, "{}:{} {what} result {k}", case.file, case.func),
+            (Value::Bool(a), Value::Bool(b)) => assert_eq!(a, b, "{}:{} {what} result {k}", case.file, case.func),
+            _ => {
+                assert_eq!(g.ty(), w.ty(), "{}:{} {what} result {k} type", case.file, case.func);
+                if let (Value::Array(a), Value::Array(b)) = (g, w) {
+                    assert_eq!(a.shape, b.shape, "{}:{} {what} result {k} shape", case.file, case.func);
+                }
+                match (&g, &w) {
+                    (Value::Array(ArrayValue { data: ArrayData::I64(a), .. }), Value::Array(ArrayValue { data: ArrayData::I64(b), .. })) => {
+                        assert_eq!(a, b)
+                    }
+                    _ => {
+                        let (a, b) = (f64s(g), f64s(w));
+                        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+                            assert!(
+                                close(*x, *y, rel),
+                                "{}:{} {what} result {k} element {i}: got {x}, want {y}",
+                                case.file,
+                                case.func
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn dot_values(a: &[Value], b: &[Value]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| f64s(x).iter().zip(f64s(y)).map(|(p, q)| p * q).sum::<f64>()).sum()
+}
+
+/// Runs every check on `case`; returns the gradient (vjp with all-ones
+/// cotangent), flattened over the active (f64) parameters.
+pub fn check_case(case: &Case) -> Vec<f64> {
+    let program = arrayad_frontend::compile(&case.file, &case.source)
+        .unwrap_or_else(|d| panic!("{} does not compile:\n{}", case.file, d.render()));
+    let fid = program.find(&case.func).unwrap_or_else(|| panic!("no function {}", case.func));
+    let func = program.func(fid);
+    let ptypes = func.param_types();
+    let jargs = case.args.as_array().expect("args array");
+    assert_eq!(jargs.len(), ptypes.len(), "{}:{} argument count", case.file, case.func);
+    let args: Vec<Value> = jargs.iter().zip(&ptypes).map(|(j, t)| json_value(j, *t)).collect();
+    let active: Vec<bool> = ptypes.iter().map(|t| t.elem == Scalar::F64).collect();
+
+    // Values: source program, optimised program, JIT.
+    let reference = interp::run(&program, fid, &args).unwrap_or_else(|e| panic!("{}:{} interp: {e}", case.file, case.func));
+    let prim = arrayad_ad::prepare(&program, fid);
+    arrayad_ir::verify::verify_function(&prim, None).unwrap_or_else(|e| panic!("{e}"));
+    let single = |f: arrayad_ir::Function| Program { file: case.file.clone(), funcs: vec![f] };
+    let optimised = interp::run(&single(prim.clone()), FuncId(0), &args).unwrap();
+    assert_values("optimised interp", case, &optimised, &reference, 1e-12);
+
+    let jvp = arrayad_ad::jvp(&program, fid, &active).unwrap_or_else(|e| panic!("{}:{} jvp: {e}", case.file, case.func));
+    let vjp = arrayad_ad::vjp(&program, fid, &active).unwrap_or_else(|e| panic!("{}:{} vjp: {e}", case.file, case.func));
+    for f in [&jvp, &vjp] {
+        arrayad_ir::verify::verify_function(f, None)
+            .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(f, None)));
+    }
+    let jit = JitModule::compile(&case.file, &[prim.clone(), jvp.clone(), vjp.clone()])
+        .unwrap_or_else(|e| panic!("{}:{} codegen: {e}", case.file, case.func));
+    let jitted = jit.call(&prim.name, &args).unwrap_or_else(|e| panic!("{}:{} jit: {e}", case.file, case.func));
+    assert_values("JIT", case, &jitted, &reference, 1e-12);
+
+    // Random tangents and cotangents.
+    let mut rng = Rng(0x5eed ^ case.source.len() as u64);
+    let f64_results: Vec<&Value> = reference.iter().filter(|v| v.ty().elem == Scalar::F64).collect();
+    let cts: Vec<Value> = f64_results.iter().map(|v| random_like(v, &mut rng)).collect();
+    let active_args: Vec<(usize, &Value)> = args.iter().enumerate().filter(|(k, _)| active[*k]).collect();
+    let tans: Vec<Value> = active_args.iter().map(|(_, v)| random_like(v, &mut rng)).collect();
+
+    // Compiled vjp (interp and JIT) vs the Delta oracle.
+    let mut vargs = args.clone();
+    vargs.extend(cts.iter().cloned());
+    let n_res = reference.len();
+    let v_interp = interp::run(&single(vjp.clone()), FuncId(0), &vargs).unwrap_or_else(|e| {
+        panic!("{}:{} vjp interp: {e}\n{}", case.file, case.func, arrayad_ir::printer::print_function(&vjp, None))
+    });
+    let v_jit = jit.call(&vjp.name, &vargs).unwrap_or_else(|e| panic!("{}:{} vjp jit: {e}", case.file, case.func));
+    assert_values("vjp JIT vs interp", case, &v_jit, &v_interp, 1e-12);
+    assert_values("vjp primal", case, &v_interp[..n_res], &reference, 1e-12);
+    let mut oracle_cts: Vec<Option<Value>> = Vec::new();
+    let mut it = cts.iter();
+    for r in &reference {
+        oracle_cts.push(if r.ty().elem == Scalar::F64 { it.next().cloned() } else { None });
+    }
+    let (_, oracle_grad) = arrayad_ad::oracle::vjp(&program, fid, &args, &active, &oracle_cts)
+        .unwrap_or_else(|e| panic!("{}:{} oracle vjp: {e}", case.file, case.func));
+    let oracle_grad: Vec<Value> = oracle_grad.into_iter().flatten().collect();
+    assert_values("vjp vs Delta oracle", case, &v_interp[n_res..], &oracle_grad, 1e-9);
+
+    // Compiled jvp vs the dual-number oracle, and the transposition identity.
+    let mut jargs2 = args.clone();
+    jargs2.extend(tans.iter().cloned());
+    let j_interp = interp::run(&single(jvp.clone()), FuncId(0), &jargs2).unwrap_or_else(|e| panic!("{}:{} jvp interp: {e}", case.file, case.func));
+    let j_jit = jit.call(&jvp.name, &jargs2).unwrap_or_else(|e| panic!("{}:{} jvp jit: {e}", case.file, case.func));
+    assert_values("jvp JIT vs interp", case, &j_jit, &j_interp, 1e-12);
+    let mut oracle_tans: Vec<Option<Value>> = vec![None; args.len()];
+    for ((k, _), t) in active_args.iter().zip(&tans) {
+        oracle_tans[*k] = Some(t.clone());
+    }
+    let (_, oracle_jt) = arrayad_ad::oracle::jvp(&program, fid, &args, &oracle_tans)
+        .unwrap_or_else(|e| panic!("{}:{} oracle jvp: {e}", case.file, case.func));
+    let oracle_jt: Vec<Value> = oracle_jt.into_iter().flatten().collect();
+    assert_values("jvp vs dual-number oracle", case, &j_interp[n_res..], &oracle_jt, 1e-9);
+    let lhs = dot_values(&cts, &j_interp[n_res..]);
+    let rhs = dot_values(&v_interp[n_res..], &tans);
+    assert!(close(lhs, rhs, 1e-9), "{}:{} <ct, J t> = {lhs} but <J^T ct, t> = {rhs}", case.file, case.func);
+
+    // Finite differences of <ct, f(x)> along each active input element.
+    if case.finite_differences {
+        let objective = |a: &[Value]| -> f64 {
+            let r = interp::run(&program, fid, a).unwrap();
+            let f: Vec<Value> = r.into_iter().filter(|v| v.ty().elem == Scalar::F64).collect();
+            dot_values(&cts, &f)
+        };
+        for ((k, arg), g) in active_args.iter().zip(&v_interp[n_res..]) {
+            let base = f64s(arg);
+            let grad = f64s(g);
+            for i in 0..base.len() {
+                let h = 1e-6 * base[i].abs().max(1.0);
+                let shifted = |delta: f64| {
+                    let mut a = args.clone();
+                    let mut v = base.clone();
+                    v[i] += delta;
+                    a[*k] = match &args[*k] {
+                        Value::Array(arr) => Value::Array(ArrayValue { shape: arr.shape.clone(), data: ArrayData::F64(v) }),
+                        _ => Value::F64(v[0]),
+                    };
+                    objective(&a)
+                };
+                let fd = (shifted(h) - shifted(-h)) / (2.0 * h);
+                assert!(
+                    (fd - grad[i]).abs() <= 1e-5 * fd.abs().max(grad[i].abs()).max(1.0),
+                    "{}:{} param {k} element {i}: finite differences {fd}, vjp {}",
+                    case.file,
+                    case.func,
+                    grad[i]
+                );
+            }
+        }
+    }
+
+    // Gradient with all-ones cotangent (JIT).
+    let mut gargs = args.clone();
+    gargs.extend(f64_results.iter().map(|v| ones_like(v)));
+    let g = jit.call(&vjp.name, &gargs).unwrap();
+    g[n_res..].iter().flat_map(f64s).collect()
+}
