@@ -5,7 +5,7 @@
 //! binding are residuals of the forward pass (primal values) or the
 //! Deltas of the inputs (`d<param>`). `arrayad emit --stage delta` prints it.
 
-use crate::jvp::JvpOutput;
+use crate::forward::JvpOutput;
 use arrayad_ir::{Atom, BinOp, Block, Expr, Function, ReduceOp, StmtKind, UnOp, VarId};
 use std::fmt::Write;
 
@@ -74,13 +74,19 @@ fn block(j: &JvpOutput, b: &Block, depth: usize, out: &mut String) {
             Expr::Build { n, index, body } => {
                 let _ = writeln!(out, "{pad}let {lhs} = Build({}, {} =>", atom(f, n), name(f, *index));
                 block(j, body, depth + 1, out);
-                let rs: Vec<String> = body.results.iter().filter(|r| is_lin(j, r) || !matches!(r, Atom::Var(_))).map(|r| atom(f, r)).collect();
+                let rs: Vec<String> = body
+                    .results
+                    .iter()
+                    .filter(|r| is_lin(j, r) || !matches!(r, Atom::Var(_)))
+                    .map(|r| atom(f, r))
+                    .collect();
                 let _ = writeln!(out, "{pad}  yield {})", rs.join(", "));
                 continue;
             }
             Expr::Loop { n, index, states, body, .. } => {
                 let st: Vec<String> = states.iter().filter(|s| j.linear.contains(s)).map(|s| name(f, *s)).collect();
-                let _ = writeln!(out, "{pad}let {lhs} = Loop({}, {}, ({}) =>", atom(f, n), name(f, *index), st.join(", "));
+                let _ =
+                    writeln!(out, "{pad}let {lhs} = Loop({}, {}, ({}) =>", atom(f, n), name(f, *index), st.join(", "));
                 block(j, body, depth + 1, out);
                 let rs: Vec<String> = body.results.iter().filter(|r| is_lin(j, r)).map(|r| atom(f, r)).collect();
                 let _ = writeln!(out, "{pad}  yield {})", rs.join(", "));

@@ -16,13 +16,13 @@
 //! time.
 
 mod delta_print;
-mod jvp;
+mod forward;
 pub mod oracle;
 mod reverse;
 mod rules;
 
 pub use delta_print::print_delta;
-pub use jvp::JvpOutput;
+pub use forward::JvpOutput;
 
 use arrayad_ir::passes;
 use arrayad_ir::{FuncId, Function, Program, Scalar, Signature};
@@ -55,7 +55,7 @@ pub fn prepare(program: &Program, func: FuncId) -> Function {
 /// results ++ one tangent per f64 result.
 pub fn jvp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function, AdError> {
     let prim = prepare(program, func);
-    let mut out = jvp::jvp_function(&prim, active)?.func;
+    let mut out = forward::jvp_function(&prim, active)?.func;
     passes::optimize(&mut out);
     Ok(out)
 }
@@ -65,7 +65,7 @@ pub fn jvp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function,
 /// reverse mode).
 pub fn linearize(program: &Program, func: FuncId, active: &[bool]) -> Result<JvpOutput, AdError> {
     let prim = prepare(program, func);
-    let mut j = jvp::jvp_function(&prim, active)?;
+    let mut j = forward::jvp_function(&prim, active)?;
     passes::dce::dce(&mut j.func);
     Ok(j)
 }
@@ -102,6 +102,8 @@ pub fn active_leaves(sig: &Signature, wrt: Option<&[String]>) -> Vec<bool> {
 pub fn active_params(sig: &Signature, wrt: Option<&[String]>) -> Vec<bool> {
     sig.params
         .iter()
-        .map(|p| wrt.is_none_or(|w| w.iter().any(|n| n == &p.name)) && p.ty.leaves().iter().any(|t| t.elem == Scalar::F64))
+        .map(|p| {
+            wrt.is_none_or(|w| w.iter().any(|n| n == &p.name)) && p.ty.leaves().iter().any(|t| t.elem == Scalar::F64)
+        })
         .collect()
 }

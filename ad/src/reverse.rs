@@ -1,7 +1,7 @@
 //! Reverse mode: the monadic Delta translation of Krawiec et al. (POPL
 //! 2022), compiled (DESIGN.md, "Reverse mode").
 //!
-//! The input is the jvp of a function (`jvp.rs`), whose linear statements
+//! The input is the jvp of a function (`forward.rs`), whose linear statements
 //! are exactly the Delta bindings of the translation: `dy = c * dx` is
 //! `Scale c (Var x)`, `dz = dx + dy` is `Add`, `dy = dA[i]` is `Index`,
 //! `build`/`loop`/`if` carry their bodies' bindings. Every binding is a
@@ -27,7 +27,7 @@
 //! Cost: every primal statement gives O(1) backward statements of the same
 //! asymptotic cost, so gradient time and tape size are O(primal time).
 
-use crate::jvp::JvpOutput;
+use crate::forward::JvpOutput;
 use crate::AdError;
 use arrayad_ir::visit::{stmt_uses, Subst};
 use arrayad_ir::{Atom, BinOp, Block, Expr, Function, Loc, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId};
@@ -212,7 +212,9 @@ impl Rev<'_> {
             .stmts
             .iter()
             .flat_map(|s| match &s.kind {
-                StmtKind::Let { vars, expr } if !matches!(expr, Expr::Index { .. } | Expr::Slice { .. }) => vars.clone(),
+                StmtKind::Let { vars, expr } if !matches!(expr, Expr::Index { .. } | Expr::Slice { .. }) => {
+                    vars.clone()
+                }
                 _ => vec![],
             })
             .collect();
@@ -258,7 +260,9 @@ impl Rev<'_> {
                     Expr::Index { array, indices } if self.out.ty(*v).is_array() => {
                         self.ct.get(array).map(|c| Expr::Index { array: *c, indices: indices.clone() })
                     }
-                    Expr::Slice { array, lo, hi } => self.ct.get(array).map(|c| Expr::Slice { array: *c, lo: *lo, hi: *hi }),
+                    Expr::Slice { array, lo, hi } => {
+                        self.ct.get(array).map(|c| Expr::Slice { array: *c, lo: *lo, hi: *hi })
+                    }
                     _ => None,
                 };
                 if view.is_some() {
@@ -340,7 +344,9 @@ impl Rev<'_> {
             let twin = self.new_var(&self.out.var(*v).name.clone(), self.out.ty(*v));
             subst.map.insert(*v, Atom::Var(twin));
             match defs.get(v) {
-                Some((e, loc)) => recompute.push(Stmt { kind: StmtKind::Let { vars: vec![*v], expr: e.clone() }, loc: *loc }),
+                Some((e, loc)) => {
+                    recompute.push(Stmt { kind: StmtKind::Let { vars: vec![*v], expr: e.clone() }, loc: *loc })
+                }
                 None => taped.push(*v),
             }
         }
@@ -412,10 +418,18 @@ impl Rev<'_> {
                         let n = self.let1(out, "n", Expr::Dim { array: self.ct[&dy], axis: 0 }, Type::I64);
                         let j = self.new_var("j", Type::I64);
                         let mut body = Vec::new();
-                        let row = self.let1(&mut body, "row", Expr::Index { array: self.ct[&dy], indices: vec![Atom::Var(j)] }, self.out.ty(dy).row());
+                        let row = self.let1(
+                            &mut body,
+                            "row",
+                            Expr::Index { array: self.ct[&dy], indices: vec![Atom::Var(j)] },
+                            self.out.ty(dy).row(),
+                        );
                         let at = self.let1(&mut body, "at", Expr::Binary(BinOp::Add, *lo, Atom::Var(j)), Type::I64);
                         Self::push(&mut body, StmtKind::AccAdd { acc: c, indices: vec![at], value: row });
-                        Self::push(out, StmtKind::For { n, index: j, reverse: false, body: Block { stmts: body, results: vec![] } });
+                        Self::push(
+                            out,
+                            StmtKind::For { n, index: j, reverse: false, body: Block { stmts: body, results: vec![] } },
+                        );
                     }
                 }
             }
@@ -437,7 +451,12 @@ impl Rev<'_> {
                 for (k, el) in elems.iter().enumerate() {
                     if self.is_lin(el).is_some() {
                         let gv = g.as_var().ok_or_else(|| AdError::new("array cotangent is not a variable"))?;
-                        let t = self.let1(out, "ct", Expr::Index { array: gv, indices: vec![Atom::I64(k as i64)] }, elem_ty.with_elem(Scalar::F64));
+                        let t = self.let1(
+                            out,
+                            "ct",
+                            Expr::Index { array: gv, indices: vec![Atom::I64(k as i64)] },
+                            elem_ty.with_elem(Scalar::F64),
+                        );
                         self.accumulate(el, t, out);
                     }
                 }

@@ -11,7 +11,7 @@
 //! To add a primitive: give it a rule here (and a transposition rule in
 //! `reverse.rs` if it is a new *linear* form).
 
-use crate::jvp::Jvp;
+use crate::forward::Jvp;
 use arrayad_ir::builder::Builder;
 use arrayad_ir::{Atom, BinOp, Block, Expr, Type, UnOp};
 

@@ -19,7 +19,10 @@ fn func(name: &str, params: &[(&str, Type)]) -> Function {
                     ty: if t.rank == 0 {
                         SrcType::Scalar(t.elem)
                     } else {
-                        SrcType::Array { elem: t.elem, dims: (0..t.rank).map(|k| SrcDim::Var(format!("n{k}"))).collect() }
+                        SrcType::Array {
+                            elem: t.elem,
+                            dims: (0..t.rank).map(|k| SrcDim::Var(format!("n{k}"))).collect(),
+                        }
                     },
                 })
                 .collect(),
@@ -79,11 +82,7 @@ fn vjp_matches_finite_differences() {
     let vjp = arrayad_ad::vjp(&p, FuncId(0), &[true, true]).unwrap();
     verify::verify_function(&vjp, None).unwrap_or_else(|e| panic!("{e}\n{}", printer::print_function(&vjp, None)));
     let vp = Program { file: "t.arr".into(), funcs: vec![vjp] };
-    let args = [
-        Value::Array(ArrayValue::f64(vec![4], x.clone()).unwrap()),
-        Value::F64(y),
-        Value::F64(1.0),
-    ];
+    let args = [Value::Array(ArrayValue::f64(vec![4], x.clone()).unwrap()), Value::F64(y), Value::F64(1.0)];
     let out = interp::run(&vp, FuncId(0), &args).unwrap_or_else(|e| panic!("{e}\n{}", printer::print_program(&vp)));
     assert!((out[0].as_f64().unwrap() - eval(&p, &x, y)).abs() < 1e-14);
     let gx = out[1].f64_elements().unwrap().to_vec();
@@ -121,4 +120,14 @@ fn print_vjp() {
     let p = sample();
     let vjp = arrayad_ad::vjp(&p, FuncId(0), &[true, true]).unwrap();
     println!("{}", printer::print_function(&vjp, None));
+}
+
+#[test]
+fn delta_program_prints_scale_and_index() {
+    let p = sample();
+    let j = arrayad_ad::linearize(&p, FuncId(0), &[true, true]).unwrap();
+    let text = arrayad_ad::print_delta(&j);
+    assert!(text.contains("Scale("), "{text}");
+    assert!(text.contains("Index("), "{text}");
+    assert!(text.contains("Loop("), "{text}");
 }

@@ -87,10 +87,9 @@ impl Value {
     /// or cotangent); `None` for scalars that are not `f64`.
     pub fn zero_tangent(&self) -> Value {
         match self {
-            Value::Array(a) => Value::Array(ArrayValue {
-                shape: a.shape.clone(),
-                data: ArrayData::F64(vec![0.0; a.data.len()]),
-            }),
+            Value::Array(a) => {
+                Value::Array(ArrayValue { shape: a.shape.clone(), data: ArrayData::F64(vec![0.0; a.data.len()]) })
+            }
             _ => Value::F64(0.0),
         }
     }
@@ -156,10 +155,7 @@ pub struct RuntimeError {
 impl RuntimeError {
     /// An error at a source location of `file`.
     pub fn at(kind: ErrorKind, file: &str, loc: Loc, detail: impl fmt::Display) -> RuntimeError {
-        RuntimeError {
-            kind,
-            message: format!("{}:{}:{}: {}: {}", file, loc.line, loc.col, kind.describe(), detail),
-        }
+        RuntimeError { kind, message: format!("{}:{}:{}: {}: {}", file, loc.line, loc.col, kind.describe(), detail) }
     }
     /// An error without a source location (bad arguments from a caller).
     pub fn new(kind: ErrorKind, detail: impl fmt::Display) -> RuntimeError {

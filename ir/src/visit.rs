@@ -220,12 +220,9 @@ impl Subst {
                 StmtKind::CheckSize { a: self.atom(a), b: self.atom(b), what: what.clone() }
             }
             StmtKind::Push(a) => StmtKind::Push(self.atom(a)),
-            StmtKind::For { n, index, reverse, body } => StmtKind::For {
-                n: self.atom(n),
-                index: self.var(*index),
-                reverse: *reverse,
-                body: self.block(body),
-            },
+            StmtKind::For { n, index, reverse, body } => {
+                StmtKind::For { n: self.atom(n), index: self.var(*index), reverse: *reverse, body: self.block(body) }
+            }
             StmtKind::If { cond, then_branch, else_branch } => StmtKind::If {
                 cond: self.atom(cond),
                 then_branch: self.block(then_branch),

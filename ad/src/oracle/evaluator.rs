@@ -15,7 +15,9 @@ use super::rules;
 use super::values::{DArr, DVal, RowStore, Store};
 use arrayad_ir::interp::stack::MAX_DEPTH;
 use arrayad_ir::interp::{errors, ops};
-use arrayad_ir::{Atom, Block, Expr, FuncId, Function, Loc, Program, ReduceOp, RuntimeError, Stmt, StmtKind, Type, VarId};
+use arrayad_ir::{
+    Atom, Block, Expr, FuncId, Function, Loc, Program, ReduceOp, RuntimeError, Stmt, StmtKind, Type, VarId,
+};
 use ops::{OpError, Prim};
 
 type Res<T> = Result<T, RuntimeError>;
@@ -126,6 +128,17 @@ impl<'p, M: Mode> Evaluator<'p, M> {
 
     fn atoms(&self, fr: &Frame<M::D>, atoms: &[Atom], loc: Loc) -> Res<Vec<DVal<M::D>>> {
         atoms.iter().map(|a| self.atom(fr, a, loc)).collect()
+    }
+
+    /// The static type of an atom.
+    fn atom_ty(&self, fr: &Frame<M::D>, a: &Atom, loc: Loc) -> Res<Type> {
+        match a {
+            Atom::Var(v) => match fr.func.vars.get(v.index()) {
+                Some(info) => Ok(info.ty),
+                None => Err(self.malformed(fr, loc, format!("variable %{} is not in the table", v.0))),
+            },
+            _ => Ok(fr.func.atom_ty(a)),
+        }
     }
 
     fn int(&self, fr: &Frame<M::D>, a: &Atom, loc: Loc) -> Res<i64> {
@@ -243,7 +256,9 @@ impl<'p, M: Mode> Evaluator<'p, M> {
                 let arr = self.array(fr, *array, loc)?;
                 match arr.shape.get(*axis as usize) {
                     Some(&d) => one(DVal::I64(d as i64)),
-                    None => Err(self.malformed(fr, loc, format!("axis {axis} of an array of rank {}", arr.shape.len()))),
+                    None => {
+                        Err(self.malformed(fr, loc, format!("axis {axis} of an array of rank {}", arr.shape.len())))
+                    }
                 }
             }
             Expr::Reduce { op, array } => one(self.reduce(fr, *op, *array, loc)?),
@@ -262,8 +277,10 @@ impl<'p, M: Mode> Evaluator<'p, M> {
                 }
                 let rows = usize::try_from(n)
                     .map_err(|_| errors::out_of_memory(self.program, loc, format!("for of size {n}")))?;
-                let mut stackers: Vec<Stacker<M::D>> =
-                    body.results.iter().map(|r| Stacker::new(fr.func.atom_ty(r), rows)).collect();
+                let mut stackers: Vec<Stacker<M::D>> = Vec::with_capacity(body.results.len());
+                for r in &body.results {
+                    stackers.push(Stacker::new(self.atom_ty(fr, r, loc)?, rows));
+                }
                 for i in 0..n {
                     self.set(fr, *index, DVal::I64(i), loc)?;
                     let vals = self.nested(fr, body, loc)?;
@@ -436,7 +453,9 @@ impl<D: Clone> Stacker<D> {
                 }
                 self.row_shape = Some(shape.to_vec());
             }
-            Some(first) if first.as_slice() != shape => return Err(errors::irregular(ev.program, loc, k, shape, first)),
+            Some(first) if first.as_slice() != shape => {
+                return Err(errors::irregular(ev.program, loc, k, shape, first))
+            }
             Some(_) => {}
         }
         if !self.store.push(row) {

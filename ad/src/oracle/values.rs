@@ -10,6 +10,16 @@ use arrayad_ir::types::{Scalar, Type};
 use arrayad_ir::value::{ArrayData, ArrayValue, Value};
 use std::rc::Rc;
 
+/// The number of elements of an array of extents `dims` (0 if any extent
+/// is 0, saturating otherwise).
+fn size(dims: &[usize]) -> usize {
+    if dims.contains(&0) {
+        0
+    } else {
+        dims.iter().fold(1usize, |n, &d| n.saturating_mul(d))
+    }
+}
+
 /// A dual value.
 #[derive(Clone, Debug)]
 pub(crate) enum DVal<D> {
@@ -58,16 +68,21 @@ impl<D: Clone> DArr<D> {
         DArr { store: Rc::new(store), off: 0, shape }
     }
 
+    /// Number of elements; it cannot overflow (see
+    /// [`DArr::stride`]).
     pub fn len(&self) -> usize {
-        self.shape.iter().product()
+        size(&self.shape)
     }
 
     pub fn range(&self) -> std::ops::Range<usize> {
         self.off..self.off + self.len()
     }
 
+    /// Number of elements of one row block at `axis`. Products of extents
+    /// of a view cannot overflow: either an extent is 0, or the product is
+    /// at most the length of the store the view lies in.
     pub fn stride(&self, axis: usize) -> usize {
-        self.shape.get(axis + 1..).map_or(1, |s| s.iter().product())
+        self.shape.get(axis + 1..).map_or(1, size)
     }
 
     pub fn ty(&self) -> Type {

@@ -85,7 +85,8 @@ fn map_fuse(f: &mut Function, out: &mut Vec<Stmt>, n: Atom, index: VarId, body: 
         if let StmtKind::Let { vars, expr: Expr::Index { array, indices } } = &s.kind {
             if counts[array.index()] == 1 && indices.as_slice() == [Atom::Var(index)] && f.ty(*array).rank == 1 {
                 if let Some(pos) = producer(out, *array) {
-                    let same_n = matches!(&out[pos].kind, StmtKind::Let { expr: Expr::Build { n: pn, .. }, .. } if *pn == n);
+                    let same_n =
+                        matches!(&out[pos].kind, StmtKind::Let { expr: Expr::Build { n: pn, .. }, .. } if *pn == n);
                     if same_n {
                         let prod = out.remove(pos);
                         if let StmtKind::Let { expr: Expr::Build { index: pj, body: pbody, .. }, .. } = prod.kind {

@@ -24,7 +24,9 @@ fn block(f: &Function, b: Block, subst: &mut Subst) -> Block {
                     Expr::Loop { n, index, states, init, body } => {
                         Expr::Loop { n, index, states, init, body: block(f, body, subst) }
                     }
-                    Expr::If { cond: Atom::Bool(c), then_branch, else_branch } if vars.iter().all(|v| !f.var(*v).mutable) => {
+                    Expr::If { cond: Atom::Bool(c), then_branch, else_branch }
+                        if vars.iter().all(|v| !f.var(*v).mutable) =>
+                    {
                         let taken = block(f, if c { then_branch } else { else_branch }, subst);
                         out.extend(taken.stmts);
                         for (v, r) in vars.iter().zip(&taken.results) {
@@ -120,9 +122,7 @@ fn fold(f: &Function, e: Expr) -> Expr {
             }
             (BinOp::Div, x, F64(y)) if *y == 1.0 => Expr::Atom(*x),
             (BinOp::Sub, x, F64(y)) if *y == 0.0 && y.is_sign_positive() => Expr::Atom(*x),
-            (BinOp::Add, x, F64(y)) | (BinOp::Add, F64(y), x) if *y == 0.0 && y.is_sign_negative() => {
-                Expr::Atom(*x)
-            }
+            (BinOp::Add, x, F64(y)) | (BinOp::Add, F64(y), x) if *y == 0.0 && y.is_sign_negative() => Expr::Atom(*x),
             (BinOp::Add, x, I64(0)) | (BinOp::Add, I64(0), x) | (BinOp::Sub, x, I64(0)) => Expr::Atom(*x),
             (BinOp::Mul, x, I64(1)) | (BinOp::Mul, I64(1), x) | (BinOp::Div, x, I64(1)) => Expr::Atom(*x),
             (BinOp::And, x, Bool(true)) | (BinOp::And, Bool(true), x) => Expr::Atom(*x),

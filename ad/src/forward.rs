@@ -244,7 +244,9 @@ impl Jvp {
                 b.loc = s.loc;
                 b.stmt(StmtKind::Let { vars: all, expr: Expr::Build { n: *n, index: *index, body } });
             }
-            Expr::Loop { n, index, states, init, body } => self.loop_rule(b, s, vars, *n, *index, states, init, body)?,
+            Expr::Loop { n, index, states, init, body } => {
+                self.loop_rule(b, s, vars, *n, *index, states, init, body)?
+            }
             Expr::If { cond, then_branch, else_branch } => self.if_rule(b, s, vars, *cond, then_branch, else_branch)?,
             Expr::Call { .. } => return Err(AdError::new("call not inlined before differentiation")),
             Expr::ZerosLike(_) | Expr::Pop => return Err(AdError::new("imperative expression in a primal program")),
@@ -320,7 +322,8 @@ impl Jvp {
                 }
             }
             let tans = self.block(b, body)?;
-            let next: Vec<bool> = (0..states.len()).map(|k| active[k] || (tans[k].is_some() && is_f64(b, states[k]))).collect();
+            let next: Vec<bool> =
+                (0..states.len()).map(|k| active[k] || (tans[k].is_some() && is_f64(b, states[k]))).collect();
             if next == active {
                 let mut results = body.results.clone();
                 for (k, t) in tans.into_iter().enumerate() {

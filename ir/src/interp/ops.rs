@@ -1,0 +1,272 @@
+//! Scalar semantics of [`UnOp`], [`BinOp`] and the reductions (LANGUAGE.md
+//! sections 3-5), shared by the interpreter and the AD oracles so that every
+//! evaluator of the IR computes bit-identical primal values.
+//!
+//! `f64` arithmetic is IEEE-754; the math functions are those of the C
+//! library (`libm`), which Rust's `std` calls for `exp`, `ln`, `sin`, ...,
+//! and which [`erf`] and [`lgamma`] call directly.
+
+use crate::program::{BinOp, UnOp};
+use crate::types::Scalar;
+
+/// A scalar value.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Prim {
+    /// `f64`.
+    F64(f64),
+    /// `i64`.
+    I64(i64),
+    /// `bool`.
+    Bool(bool),
+}
+
+impl Prim {
+    /// The element type.
+    pub fn elem(self) -> Scalar {
+        match self {
+            Prim::F64(_) => Scalar::F64,
+            Prim::I64(_) => Scalar::I64,
+            Prim::Bool(_) => Scalar::Bool,
+        }
+    }
+}
+
+/// Why a scalar operation failed.
+#[derive(Clone, PartialEq, Debug)]
+pub enum OpError {
+    /// `i64` division or remainder by zero; the dividend.
+    DivisionByZero(BinOp, i64),
+    /// Operands of types the operation does not accept (IR that does not
+    /// verify).
+    IllTyped(String),
+}
+
+mod libm {
+    use std::os::raw::c_int;
+    extern "C" {
+        pub fn erf(x: f64) -> f64;
+        pub fn lgamma_r(x: f64, sign: *mut c_int) -> f64;
+    }
+}
+
+/// The error function, from the C library.
+pub fn erf(x: f64) -> f64 {
+    // SAFETY: `erf` is a pure function of its argument (C99, libm).
+    unsafe { libm::erf(x) }
+}
+
+/// `ln |Gamma(x)|`, from the C library (`lgamma_r`, the thread-safe
+/// variant of `lgamma`, which computes the same value).
+pub fn lgamma(x: f64) -> f64 {
+    let mut sign: std::os::raw::c_int = 0;
+    // SAFETY: `lgamma_r` writes the sign of Gamma(x) through the pointer,
+    // which points to a live local.
+    unsafe { libm::lgamma_r(x, &mut sign) }
+}
+
+/// The sign of an `f64`: 1.0 if `x > 0`, -1.0 if `x < 0`, otherwise `x`
+/// itself (±0 and NaN map to themselves).
+pub fn sign(x: f64) -> f64 {
+    if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else {
+        x
+    }
+}
+
+/// The digamma function ψ = (ln Γ)′, operation for operation as the
+/// runtime's `arrayad_digamma`: the reflection formula
+/// ψ(x) = ψ(1 − x) − π / tan(πx) for x < 0.5, the recurrence
+/// ψ(x) = ψ(x + 1) − 1/x up to x ≥ 6, then the asymptotic series
+/// ln x − 1/(2x) − Σ B₂ₖ / (2k x²ᵏ) to k = 7. Poles (0, −1, −2, ...) and
+/// −∞ give NaN, +∞ gives +∞.
+pub fn digamma(x: f64) -> f64 {
+    use std::f64::consts::PI;
+    if x.is_nan() || x == f64::NEG_INFINITY {
+        return f64::NAN;
+    }
+    if x == f64::INFINITY {
+        return f64::INFINITY;
+    }
+    if x <= 0.0 && x.floor() == x {
+        return f64::NAN;
+    }
+    if x < 0.5 {
+        // 1 - x >= 0.5: no further reflection.
+        return digamma(1.0 - x) - PI / (PI * x).tan();
+    }
+    let mut x = x;
+    let mut r = 0.0;
+    while x < 6.0 {
+        r -= 1.0 / x;
+        x += 1.0;
+    }
+    let f = 1.0 / (x * x);
+    let t = f
+        * (-1.0 / 12.0
+            + f * (1.0 / 120.0
+                + f * (-1.0 / 252.0
+                    + f * (1.0 / 240.0 + f * (-1.0 / 132.0 + f * (691.0 / 32760.0 + f * (-1.0 / 12.0)))))));
+    r + x.ln() - 0.5 / x + t
+}
+
+/// `min` of two `f64`: NaN if either operand is NaN, else the smaller (the
+/// first one when they compare equal, e.g. `min(0.0, -0.0) = 0.0`).
+pub fn min_f64(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if b < a {
+        b
+    } else {
+        a
+    }
+}
+
+/// `max` of two `f64`: NaN if either operand is NaN, else the larger (the
+/// first one when they compare equal).
+pub fn max_f64(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if b > a {
+        b
+    } else {
+        a
+    }
+}
+
+/// A math function `f64 -> f64` (including `Neg`, `Abs`, `Floor`, `Ceil`);
+/// `None` for the operations that are not of that type.
+pub fn math(op: UnOp, x: f64) -> Option<f64> {
+    use UnOp::*;
+    Some(match op {
+        Neg => -x,
+        Exp => x.exp(),
+        Log => x.ln(),
+        Sqrt => x.sqrt(),
+        Sin => x.sin(),
+        Cos => x.cos(),
+        Tan => x.tan(),
+        Tanh => x.tanh(),
+        Sinh => x.sinh(),
+        Cosh => x.cosh(),
+        Asin => x.asin(),
+        Acos => x.acos(),
+        Atan => x.atan(),
+        Log1p => x.ln_1p(),
+        Expm1 => x.exp_m1(),
+        Erf => erf(x),
+        Lgamma => lgamma(x),
+        Abs => x.abs(),
+        Floor => x.floor(),
+        Ceil => x.ceil(),
+        Sign => sign(x),
+        Digamma => digamma(x),
+        Not | ToF64 | ToI64 => return None,
+    })
+}
+
+/// A unary operation on a scalar.
+///
+/// `ToI64` truncates toward zero, saturating, NaN -> 0 (Rust's `as`); `i64`
+/// negation wraps.
+pub fn unary(op: UnOp, x: Prim) -> Result<Prim, OpError> {
+    Ok(match (op, x) {
+        (UnOp::Neg, Prim::I64(i)) => Prim::I64(i.wrapping_neg()),
+        (UnOp::Not, Prim::Bool(b)) => Prim::Bool(!b),
+        (UnOp::ToF64, Prim::I64(i)) => Prim::F64(i as f64),
+        (UnOp::ToF64, Prim::F64(v)) => Prim::F64(v),
+        (UnOp::ToI64, Prim::F64(v)) => Prim::I64(v as i64),
+        (UnOp::ToI64, Prim::I64(i)) => Prim::I64(i),
+        (op, Prim::F64(v)) => match math(op, v) {
+            Some(r) => Prim::F64(r),
+            None => return Err(ill_typed_unary(op, x)),
+        },
+        _ => return Err(ill_typed_unary(op, x)),
+    })
+}
+
+fn ill_typed_unary(op: UnOp, x: Prim) -> OpError {
+    OpError::IllTyped(format!("{} of {}", op.name(), x.elem()))
+}
+
+/// A binary operation on two scalars of the same type.
+///
+/// `i64`: `+ - *` wrap; `/` truncates and `%` has the sign of the dividend,
+/// both failing on a zero divisor; `i64::MIN / -1` wraps to `i64::MIN` and
+/// `i64::MIN % -1` is 0. `f64`: IEEE; `pow` is `powf`, `atan2(y, x)` is
+/// `y.atan2(x)`, `min`/`max` per [`min_f64`]/[`max_f64`].
+pub fn binary(op: BinOp, a: Prim, b: Prim) -> Result<Prim, OpError> {
+    use BinOp::*;
+    Ok(match (a, b) {
+        (Prim::F64(x), Prim::F64(y)) => match op {
+            Add => Prim::F64(x + y),
+            Sub => Prim::F64(x - y),
+            Mul => Prim::F64(x * y),
+            Div => Prim::F64(x / y),
+            Pow => Prim::F64(x.powf(y)),
+            Atan2 => Prim::F64(x.atan2(y)),
+            Min => Prim::F64(min_f64(x, y)),
+            Max => Prim::F64(max_f64(x, y)),
+            Eq => Prim::Bool(x == y),
+            Ne => Prim::Bool(x != y),
+            Lt => Prim::Bool(x < y),
+            Le => Prim::Bool(x <= y),
+            Gt => Prim::Bool(x > y),
+            Ge => Prim::Bool(x >= y),
+            Rem | And | Or => return Err(ill_typed_binary(op, a)),
+        },
+        (Prim::I64(x), Prim::I64(y)) => match op {
+            Add => Prim::I64(x.wrapping_add(y)),
+            Sub => Prim::I64(x.wrapping_sub(y)),
+            Mul => Prim::I64(x.wrapping_mul(y)),
+            Div | Rem if y == 0 => return Err(OpError::DivisionByZero(op, x)),
+            Div => Prim::I64(x.wrapping_div(y)),
+            Rem => Prim::I64(x.wrapping_rem(y)),
+            Min => Prim::I64(x.min(y)),
+            Max => Prim::I64(x.max(y)),
+            Eq => Prim::Bool(x == y),
+            Ne => Prim::Bool(x != y),
+            Lt => Prim::Bool(x < y),
+            Le => Prim::Bool(x <= y),
+            Gt => Prim::Bool(x > y),
+            Ge => Prim::Bool(x >= y),
+            Pow | Atan2 | And | Or => return Err(ill_typed_binary(op, a)),
+        },
+        (Prim::Bool(x), Prim::Bool(y)) => match op {
+            And => Prim::Bool(x && y),
+            Or => Prim::Bool(x || y),
+            Eq => Prim::Bool(x == y),
+            Ne => Prim::Bool(x != y),
+            _ => return Err(ill_typed_binary(op, a)),
+        },
+        _ => return Err(OpError::IllTyped(format!("{} of {} and {}", op.name(), a.elem(), b.elem()))),
+    })
+}
+
+fn ill_typed_binary(op: BinOp, a: Prim) -> OpError {
+    OpError::IllTyped(format!("{} of {}", op.name(), a.elem()))
+}
+
+/// `sum` of `f64`s: a left fold from `0.0` (0 for none).
+pub fn sum_f64(xs: impl IntoIterator<Item = f64>) -> f64 {
+    xs.into_iter().fold(0.0, |s, x| s + x)
+}
+
+/// `sum` of `i64`s, wrapping (0 for none).
+pub fn sum_i64(xs: impl IntoIterator<Item = i64>) -> i64 {
+    xs.into_iter().fold(0, i64::wrapping_add)
+}
+
+/// `maximum`: NaN if any element is NaN, else the largest; `None` when
+/// empty.
+pub fn maximum(xs: impl IntoIterator<Item = f64>) -> Option<f64> {
+    xs.into_iter().fold(None, |m, x| Some(m.map_or(x, |m| max_f64(m, x))))
+}
+
+/// `minimum`: NaN if any element is NaN, else the smallest; `None` when
+/// empty.
+pub fn minimum(xs: impl IntoIterator<Item = f64>) -> Option<f64> {
+    xs.into_iter().fold(None, |m, x| Some(m.map_or(x, |m| min_f64(m, x))))
+}
