@@ -1,0 +1,300 @@
+//! Name resolution, type checking and size-variable analysis: the AST to
+//! the typed AST ([`crate::tast`]).
+//!
+//! Every definition is checked, called or not. Errors do not stop the
+//! checker: an ill-typed expression gets [`Ty::Error`], which is compatible
+//! with everything, so each mistake is reported once and checking goes on.
+
+mod builtins;
+mod coerce;
+mod control;
+mod expr;
+
+use crate::ast::{Def, DimKind, Program, TypeKind};
+use crate::diagnostics::Diagnostic;
+use crate::span::{LineIndex, Span};
+use crate::tast::{DimTarget, EntryStep, Local, LocalId, ShapeCheck, TDef};
+use crate::types::{src_type, type_leaves, Ty};
+use arrayad_ir::{Signature, SrcParam};
+use std::collections::{HashMap, HashSet};
+
+/// What the checker knows about a definition before checking bodies.
+struct Sig {
+    name: String,
+    params: Vec<(String, Ty)>,
+    result: Ty,
+}
+
+/// The checked definitions and, for each, the definitions it calls (with
+/// the span of each call site).
+pub(crate) struct Checked {
+    pub defs: Vec<TDef>,
+    pub calls: Vec<Vec<(usize, Span)>>,
+}
+
+/// Checks every definition of `program`. `broken` names definitions that
+/// failed to parse: calls to them are not reported.
+pub(crate) fn check_program(
+    program: &Program,
+    broken: &[String],
+    lines: &LineIndex<'_>,
+    diags: &mut Vec<Diagnostic>,
+) -> Checked {
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut first_span: HashMap<String, Span> = HashMap::new();
+    for (i, d) in program.defs.iter().enumerate() {
+        let name = &d.name.name;
+        if builtins::lookup(name).is_some() {
+            diags.push(Diagnostic::new(d.name.span, format!("`{name}` is a builtin function and cannot be redefined")));
+        } else if let Some(first) = first_span.get(name) {
+            let (line, col) = lines.line_col(first.start);
+            diags.push(
+                Diagnostic::new(d.name.span, format!("`{name}` is defined twice"))
+                    .with_note(format!("the first definition of `{name}` is at line {line}, column {col}")),
+            );
+        } else {
+            index.insert(name.clone(), i);
+            first_span.insert(name.clone(), d.name.span);
+        }
+    }
+    let sigs: Vec<Sig> = program
+        .defs
+        .iter()
+        .map(|d| Sig {
+            name: d.name.name.clone(),
+            params: d.params.iter().map(|p| (p.name.name.clone(), Ty::from_src(&src_type(&p.ty)))).collect(),
+            result: Ty::from_src(&src_type(&d.result)),
+        })
+        .collect();
+    let broken: HashSet<String> = broken.iter().cloned().collect();
+    let globals = Globals { sigs: &sigs, index: &index, broken: &broken };
+    let mut defs = Vec::new();
+    let mut calls = Vec::new();
+    for d in &program.defs {
+        let (def, c) = check_def(&globals, d, diags);
+        defs.push(def);
+        calls.push(c);
+    }
+    Checked { defs, calls }
+}
+
+/// Program-wide facts shared by the checks of all definitions.
+struct Globals<'a> {
+    sigs: &'a [Sig],
+    index: &'a HashMap<String, usize>,
+    broken: &'a HashSet<String>,
+}
+
+/// Names in scope: a stack of bindings with a map for lookup.
+#[derive(Default)]
+struct Scope {
+    stack: Vec<String>,
+    map: HashMap<String, Vec<LocalId>>,
+}
+
+impl Scope {
+    fn push(&mut self, name: &str, id: LocalId) {
+        self.stack.push(name.to_string());
+        self.map.entry(name.to_string()).or_default().push(id);
+    }
+    fn mark(&self) -> usize {
+        self.stack.len()
+    }
+    fn reset(&mut self, mark: usize) {
+        while self.stack.len() > mark {
+            if let Some(name) = self.stack.pop() {
+                if let Some(ids) = self.map.get_mut(&name) {
+                    ids.pop();
+                }
+            }
+        }
+    }
+    fn get(&self, name: &str) -> Option<LocalId> {
+        self.map.get(name).and_then(|ids| ids.last().copied())
+    }
+}
+
+/// How many times per definition a `loop` whose initial state is an
+/// integer literal is re-checked with an `f64` state (bounds the work on
+/// nested loops).
+const RETRY_BUDGET: usize = 32;
+
+/// The checker of one definition body.
+struct Fx<'g, 'd> {
+    g: &'g Globals<'g>,
+    diags: &'d mut Vec<Diagnostic>,
+    locals: Vec<Local>,
+    scope: Scope,
+    calls: Vec<(usize, Span)>,
+    retries: usize,
+}
+
+impl Fx<'_, '_> {
+    fn new_local(&mut self, name: &str, ty: Ty) -> LocalId {
+        let id = LocalId(self.locals.len());
+        self.locals.push(Local { name: name.to_string(), ty, int_literal: false });
+        id
+    }
+
+    fn bind_local(&mut self, name: &str, ty: Ty) -> LocalId {
+        let id = self.new_local(name, ty);
+        if name != "_" {
+            self.scope.push(name, id);
+        }
+        id
+    }
+
+    fn report(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+}
+
+/// The expression that gives a body its value: the body of a `let` chain.
+fn result_expr(e: &crate::ast::Expr) -> &crate::ast::Expr {
+    match &e.kind {
+        crate::ast::ExprKind::Let { body, .. } => result_expr(body),
+        _ => e,
+    }
+}
+
+/// Describes a parameter leaf for messages: `x`, or `p.1` inside a tuple.
+fn leaf_label(name: &str, path: &[usize]) -> String {
+    let mut s = name.to_string();
+    for i in path {
+        s.push_str(&format!(".{i}"));
+    }
+    s
+}
+
+fn check_def(g: &Globals<'_>, def: &Def, diags: &mut Vec<Diagnostic>) -> (TDef, Vec<(usize, Span)>) {
+    let mut fx = Fx { g, diags, locals: Vec::new(), scope: Scope::default(), calls: Vec::new(), retries: RETRY_BUDGET };
+
+    // Size variables, in order of first appearance, and the entry checks
+    // (located at the definition: a call with mismatched sizes fails there).
+    let mut sizes: Vec<(String, LocalId)> = Vec::new();
+    let mut origin: Vec<String> = Vec::new();
+    let mut entry = Vec::new();
+    let mut leaf = 0usize;
+    for p in &def.params {
+        for (path, te) in type_leaves(&p.ty) {
+            if let TypeKind::Array { dims, .. } = &te.kind {
+                let label = leaf_label(&p.name.name, &path);
+                for (axis, d) in dims.iter().enumerate() {
+                    let axis = crate::types::rank_u8(axis);
+                    match &d.kind {
+                        DimKind::Var(v) => match sizes.iter().position(|(n, _)| n == v) {
+                            Some(k) => entry.push(EntryStep::Check(ShapeCheck {
+                                leaf,
+                                axis,
+                                target: DimTarget::Local(sizes[k].1),
+                                what: format!("argument `{label}` axis {axis} must equal {v} ({})", origin[k]),
+                                span: def.keyword,
+                            })),
+                            None => {
+                                let local = fx.new_local(v, Ty::I64);
+                                sizes.push((v.clone(), local));
+                                origin.push(format!("axis {axis} of argument `{label}`"));
+                                entry.push(EntryStep::Bind { leaf, axis, local, span: def.keyword });
+                            }
+                        },
+                        DimKind::Lit(n) => entry.push(EntryStep::Check(ShapeCheck {
+                            leaf,
+                            axis,
+                            target: DimTarget::Lit(*n),
+                            what: format!("argument `{label}` axis {axis} must equal {n}"),
+                            span: def.keyword,
+                        })),
+                    }
+                }
+            }
+            leaf += 1;
+        }
+    }
+    for (name, local) in &sizes {
+        fx.scope.push(name, *local);
+    }
+
+    // Parameters.
+    let mut params = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for p in &def.params {
+        let name = p.name.name.as_str();
+        if !seen.insert(name) {
+            fx.report(Diagnostic::new(p.name.span, format!("duplicate parameter `{name}`")));
+        } else if sizes.iter().any(|(n, _)| n == name) {
+            fx.report(
+                Diagnostic::new(p.name.span, format!("`{name}` is both a parameter and a size variable"))
+                    .with_note(format!("size variables are bound by the array types; drop the parameter `{name}`")),
+            );
+        }
+        let ty = Ty::from_src(&src_type(&p.ty));
+        params.push(fx.bind_local(name, ty));
+    }
+
+    // The result type: its size variables must come from the parameters.
+    let result = Ty::from_src(&src_type(&def.result));
+    let mut result_checks = Vec::new();
+    let tuple_result = matches!(def.result.kind, TypeKind::Tuple(_));
+    for (leaf, (path, te)) in type_leaves(&def.result).into_iter().enumerate() {
+        if let TypeKind::Array { dims, .. } = &te.kind {
+            let label = if tuple_result { leaf_label("result", &path) } else { "result".to_string() };
+            for (axis, d) in dims.iter().enumerate() {
+                let axis = crate::types::rank_u8(axis);
+                let (target, shown) = match &d.kind {
+                    DimKind::Var(v) => match sizes.iter().find(|(n, _)| n == v) {
+                        Some(&(_, local)) => (DimTarget::Local(local), v.clone()),
+                        None => {
+                            let mut diag = Diagnostic::new(
+                                d.span,
+                                format!("size variable `{v}` of the result type does not occur in any parameter type"),
+                            );
+                            if def.params.iter().any(|p| &p.name.name == v) {
+                                diag = diag.with_note(format!(
+                                    "`{v}` is a parameter, not a size variable: sizes are bound by array parameter types"
+                                ));
+                            }
+                            fx.report(diag);
+                            continue;
+                        }
+                    },
+                    DimKind::Lit(n) => (DimTarget::Lit(*n), n.to_string()),
+                };
+                result_checks.push(ShapeCheck {
+                    leaf,
+                    axis,
+                    target,
+                    what: format!("{label} axis {axis} must equal {shown}"),
+                    span: d.span,
+                });
+            }
+        }
+    }
+
+    // The body.
+    let mut body = fx.expr(&def.body);
+    if coerce::can_coerce(&body, &result) {
+        coerce::coerce(&mut body, &result);
+    } else {
+        let msg =
+            format!("the body of `{}` has type {} but the declared result type is {}", def.name.name, body.ty, result);
+        fx.report(Diagnostic::new(result_expr(&def.body).span, msg));
+    }
+
+    let signature = Signature {
+        params: def.params.iter().map(|p| SrcParam { name: p.name.name.clone(), ty: src_type(&p.ty) }).collect(),
+        result: src_type(&def.result),
+    };
+    let calls = std::mem::take(&mut fx.calls);
+    let tdef = TDef {
+        name: def.name.name.clone(),
+        params,
+        entry,
+        body,
+        result,
+        result_checks,
+        locals: fx.locals,
+        signature,
+        keyword: def.keyword,
+    };
+    (tdef, calls)
+}
