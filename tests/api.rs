@@ -1,0 +1,167 @@
+//! The Rust host API (LANGUAGE.md section 9): compiling, calling with
+//! borrowed data of every type, derivatives, `wrt`, both backends, and the
+//! error variants.
+
+use arrayad::{Arg, Backend, Error, ErrorKind, Module, Options, Value};
+
+const SOURCE: &str = "\
+def f(x: [n]f64, w: [n]f64) -> f64 = sum(x * w) + exp(x[0])
+def scale(a: f64, v: [n]f64) -> [n]f64 = a * v
+def pick(m: [r][c]f64, flags: [r]bool, i: i64) -> (f64, i64) =
+  (if flags[i] then sum(m[i]) else 0.0, r * c)
+def tup(p: (f64, [2]f64), k: [k2]i64) -> f64 = p.0 * p.1[1] + f64(sum(k))
+def get(x: [n]f64, i: i64) -> f64 = x[i]
+";
+
+fn both() -> [Module; 2] {
+    [
+        Module::compile("api.arr", SOURCE).expect("compiles"),
+        Module::compile_with("api.arr", SOURCE, Options::backend(Backend::Interp)).expect("compiles"),
+    ]
+}
+
+fn f64s(v: &Option<Value>) -> Vec<f64> {
+    v.as_ref().and_then(Value::f64_elements).expect("f64 data").to_vec()
+}
+
+#[test]
+fn module_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Module>();
+    assert_send_sync::<arrayad::Function<'static>>();
+    assert_send_sync::<Error>();
+}
+
+#[test]
+fn calls_with_every_argument_type() {
+    for m in both() {
+        let pick = m.function("pick").unwrap();
+        let data = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let flags = [true, false];
+        let args =
+            [Arg::Array { data: &data, shape: &[2, 3] }, Arg::BoolArray { data: &flags, shape: &[2] }, Arg::I64(0)];
+        assert_eq!(pick.call(&args).unwrap(), vec![Value::F64(6.0), Value::I64(6)]);
+        let args = [args[0], args[1], Arg::I64(1)];
+        assert_eq!(pick.call(&args).unwrap(), vec![Value::F64(0.0), Value::I64(6)]);
+
+        // Tuple parameters take one argument per component.
+        let tup = m.function("tup").unwrap();
+        assert_eq!(tup.arg_names(), ["p.0", "p.1", "k"]);
+        assert_eq!(tup.active(), [true, true, false]);
+        let ks = [1i64, 2, 3];
+        let p1 = [10.0, 20.0];
+        let args = [Arg::F64(0.5), Arg::Vector(&p1), Arg::I64Array { data: &ks, shape: &[3] }];
+        assert_eq!(tup.call(&args).unwrap(), vec![Value::F64(16.0)]);
+        let (v, g) = tup.grad(&args).unwrap();
+        assert_eq!(v, 16.0);
+        assert_eq!(g[0], Some(Value::F64(20.0)));
+        assert_eq!(f64s(&g[1]), [0.0, 0.5]);
+        assert_eq!(g[2], None);
+
+        // Results can be passed back in as arguments.
+        let scale = m.function("scale").unwrap();
+        let out = scale.call(&[Arg::F64(2.0), Arg::Vector(&[1.0, 2.0])]).unwrap();
+        let again = scale.call(&[Arg::F64(2.0), Arg::Value(&out[0])]).unwrap();
+        assert_eq!(f64s(&Some(again[0].clone())), [4.0, 8.0]);
+    }
+}
+
+#[test]
+fn derivatives_agree_with_each_other() {
+    for m in both() {
+        let f = m.function("scale").unwrap();
+        let v = [1.0, -2.0, 3.0];
+        let args = [Arg::F64(1.5), Arg::Vector(&v)];
+        // jvp with a zero tangent for `a` (None) and t for v.
+        let t = [0.5, 0.25, -1.0];
+        let j = f.jvp(&args, &[None, Some(Arg::Vector(&t))]).unwrap();
+        assert_eq!(f64s(&j.tangent[0]), [0.75, 0.375, -1.5]);
+        // vjp: <ct, J t> == <J^T ct, t> with t = (ta, tv)
+        let ct = [1.0, 2.0, 3.0];
+        let r = f.vjp(&args, &[Some(Arg::Vector(&ct))]).unwrap();
+        let ta = 0.3;
+        let j = f.jvp(&args, &[Some(Arg::F64(ta)), Some(Arg::Vector(&t))]).unwrap();
+        let lhs: f64 = ct.iter().zip(f64s(&j.tangent[0])).map(|(a, b)| a * b).sum();
+        let da = r.cotangent[0].as_ref().and_then(Value::as_f64).unwrap();
+        let rhs: f64 = da * ta + f64s(&r.cotangent[1]).iter().zip(&t).map(|(a, b)| a * b).sum::<f64>();
+        assert!((lhs - rhs).abs() < 1e-12, "{lhs} vs {rhs}");
+        // The Jacobian's rows are the vjps of unit cotangents.
+        let jac = f.jacobian(&args).unwrap();
+        assert_eq!((jac.rows, jac.cols), (3, 4));
+        for row in 0..3 {
+            let mut e = [0.0; 3];
+            e[row] = 1.0;
+            let r = f.vjp(&args, &[Some(Arg::Vector(&e))]).unwrap();
+            let mut want = vec![r.cotangent[0].as_ref().and_then(Value::as_f64).unwrap()];
+            want.extend(f64s(&r.cotangent[1]));
+            assert_eq!(jac.row(row), &want[..]);
+        }
+    }
+}
+
+#[test]
+fn wrt_restricts_the_active_parameters() {
+    let m = Module::compile_with("api.arr", SOURCE, Options::default().with_wrt(&["w"])).unwrap();
+    let f = m.function("f").unwrap();
+    assert_eq!(f.active(), [false, true]);
+    let x = [1.0, 2.0];
+    let (_, g) = f.grad(&[Arg::Vector(&x), Arg::Vector(&[3.0, 4.0])]).unwrap();
+    assert_eq!(g[0], None);
+    assert_eq!(f64s(&g[1]), x);
+    // A tangent for an inactive parameter is refused.
+    let e = f.jvp(&[Arg::Vector(&x), Arg::Vector(&x)], &[Some(Arg::Vector(&x)), None]).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    // Unknown names are usage errors.
+    let e = Module::compile_with("api.arr", SOURCE, Options::default().with_wrt(&["nope"])).unwrap_err();
+    assert!(matches!(&e, Error::Usage(m) if m.contains("`nope`")), "{e}");
+}
+
+#[test]
+fn errors_are_typed_values() {
+    let e = Module::compile("bad.arr", "def f(x: f64) -> f64 =\n  x + true\n").unwrap_err();
+    assert!(matches!(&e, Error::Compile(d) if d.contains("bad.arr:2:3") && d.contains('^')), "{e}");
+    assert_eq!(e.exit_code(), 1);
+
+    for m in both() {
+        assert!(matches!(m.function("nope"), Err(Error::Usage(_))));
+        let f = m.function("f").unwrap();
+        let x = [1.0, 2.0];
+        // wrong count, wrong type, inconsistent shape
+        assert!(matches!(f.call(&[Arg::Vector(&x)]), Err(Error::InvalidArgument(_))));
+        assert!(matches!(f.call(&[Arg::Vector(&x), Arg::F64(1.0)]), Err(Error::InvalidArgument(_))));
+        let e = f.call(&[Arg::Vector(&x), Arg::Array { data: &x, shape: &[3] }]).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        // size mismatch between arguments: a run-time error at the definition
+        let e = f.call(&[Arg::Vector(&x), Arg::Vector(&[1.0])]).unwrap_err();
+        assert_eq!(e.runtime_kind(), Some(ErrorKind::SizeMismatch));
+        assert!(e.to_string().starts_with("api.arr:1:1: size mismatch"), "{e}");
+        assert_eq!(e.exit_code(), 3);
+        // grad of a non-scalar function
+        let s = m.function("scale").unwrap();
+        assert!(matches!(s.grad(&[Arg::F64(1.0), Arg::Vector(&x)]), Err(Error::Usage(_))));
+        // cotangent of the wrong shape
+        let e = s.vjp(&[Arg::F64(1.0), Arg::Vector(&x)], &[Some(Arg::Vector(&[1.0]))]).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        // run-time errors in the derivatives too
+        let g = m.function("get").unwrap();
+        for r in [
+            g.call(&[Arg::Vector(&x), Arg::I64(2)]).map(|_| ()),
+            g.grad(&[Arg::Vector(&x), Arg::I64(2)]).map(|_| ()),
+            g.jvp(&[Arg::Vector(&x), Arg::I64(-1)], &[None, None]).map(|_| ()),
+            g.jacobian(&[Arg::Vector(&x), Arg::I64(7)]).map(|_| ()),
+        ] {
+            let e = r.unwrap_err();
+            assert_eq!(e.runtime_kind(), Some(ErrorKind::IndexOutOfBounds), "{e}");
+            assert!(e.to_string().starts_with("api.arr:6:"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn precompile_builds_everything() {
+    let m = Module::compile("api.arr", SOURCE).unwrap();
+    m.precompile().unwrap();
+    assert_eq!(m.functions().map(|f| f.name().to_string()).collect::<Vec<_>>(), ["f", "scale", "pick", "tup", "get"]);
+    let clif = m.function("f").unwrap().clif("vjp").unwrap();
+    assert!(clif.is_some_and(|c| c.contains("function")));
+}

@@ -1,0 +1,323 @@
+//! The C ABI of `arrayad build` (LANGUAGE.md section 8): a shared library
+//! built by the CLI, used from a C program compiled with
+//! `cc -std=c99 -Wall -Werror`; values, gradients, jvp, vjp, Jacobian,
+//! error codes and last-error messages; the header as C++; the library's
+//! dynamic dependencies.
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use support::{arrayad, assert_close_all, have, run_in, scratch};
+
+const PROGRAM: &str = "\
+def f(x: [n]f64, w: [n]f64) -> f64 = sum(x * w) + exp(x[0])
+def get(x: [n]f64, i: i64) -> f64 = x[i]
+def add(x: [n]f64, y: [m]f64) -> [n]f64 = x + y
+def count(k: i64) -> f64 = sum(for i < k => 1.0)
+def scale(a: f64, v: [n]f64) -> [n]f64 = a * v
+def pair(a: f64, p: (f64, i64)) -> (f64, [2]f64) = (a * p.0, [a, f64(p.1)])
+";
+
+/// The C driver: prints `key value...` lines that the test parses.
+const MAIN_C: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include "libprog.h"
+
+static void print(const char *key, const double *v, int n) {
+    int i;
+    printf("%s", key);
+    for (i = 0; i < n; i++) printf(" %.17g", v[i]);
+    printf("\n");
+}
+
+int main(void) {
+    const double x[3] = {1.0, 2.0, 3.0};
+    const double w[3] = {0.5, -1.0, 2.0};
+    const double tx[3] = {1.0, 0.0, -1.0};
+    const double tw[3] = {2.0, 2.0, 2.0};
+    const double v[3] = {1.0, 2.0, 3.0};
+    const double ct3[3] = {1.0, 10.0, 100.0};
+    double value = 0, tangent = 0, dx[3], dw[3], out3[3], dv[3], jac[12], da = 0;
+    double p0 = 0, p1[2], pjac[6];
+    int32_t rc;
+
+    rc = f(3, x, w, &value);
+    printf("f_rc %d\n", (int)rc);
+    print("f", &value, 1);
+
+    rc = f_grad(3, x, w, &value, dx, dw);
+    printf("f_grad_rc %d\n", (int)rc);
+    print("f_grad_value", &value, 1);
+    print("f_grad_dx", dx, 3);
+    print("f_grad_dw", dw, 3);
+
+    rc = f_jvp(3, x, w, tx, tw, &value, &tangent);
+    printf("f_jvp_rc %d\n", (int)rc);
+    print("f_jvp_value", &value, 1);
+    print("f_jvp_tangent", &tangent, 1);
+
+    /* outputs are overwritten, not added to */
+    memset(dx, 0x7f, sizeof dx);
+    rc = f_vjp(3, x, w, 2.0, &value, dx, dw);
+    printf("f_vjp_rc %d\n", (int)rc);
+    print("f_vjp_dx", dx, 3);
+    print("f_vjp_dw", dw, 3);
+
+    rc = f_jacobian(3, x, w, &value, jac);
+    printf("f_jacobian_rc %d\n", (int)rc);
+    print("f_jacobian", jac, 6);
+
+    rc = scale_vjp(3, 2.0, v, ct3, out3, &da, dv);
+    printf("scale_vjp_rc %d\n", (int)rc);
+    print("scale_vjp_value", out3, 3);
+    print("scale_vjp_da", &da, 1);
+    print("scale_vjp_dv", dv, 3);
+
+    rc = scale_jacobian(3, 2.0, v, out3, jac);
+    printf("scale_jacobian_rc %d\n", (int)rc);
+    print("scale_jacobian", jac, 12);
+
+    rc = pair_jacobian(2.0, 3.0, 4, &p0, p1, pjac);
+    printf("pair_jacobian_rc %d\n", (int)rc);
+    print("pair_value", &p0, 1);
+    print("pair_value1", p1, 2);
+    print("pair_jacobian", pjac, 6);
+
+    rc = get(3, x, 2, &value);
+    printf("get_ok_rc %d\n", (int)rc);
+    print("get_ok", &value, 1);
+
+    rc = get(3, x, 5, &value);
+    printf("get_oob_rc %d\n", (int)rc);
+    printf("get_oob_msg %s\n", prog_last_error());
+    printf("get_oob_code_is_macro %d\n", rc == PROG_ERR_INDEX_OUT_OF_BOUNDS);
+
+    rc = get_grad(3, x, -1, &value, dx);
+    printf("get_grad_oob_rc %d\n", (int)rc);
+
+    rc = add(3, 2, x, v, out3);
+    printf("add_mismatch_rc %d\n", (int)rc);
+    printf("add_mismatch_msg %s\n", prog_last_error());
+
+    rc = count(-1, &value);
+    printf("count_negative_rc %d\n", (int)rc);
+    printf("count_negative_msg %s\n", prog_last_error());
+
+    rc = count(4, &value);
+    printf("count_ok_rc %d\n", (int)rc);
+    print("count_ok", &value, 1);
+    return 0;
+}
+"#;
+
+/// Builds `libprog.so` + `libprog.h` in a scratch directory and compiles
+/// and runs the C driver; returns its output lines by key.
+struct Built {
+    dir: PathBuf,
+}
+
+fn build(name: &str) -> Option<Built> {
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping the C ABI test");
+        return None;
+    }
+    let dir = scratch("c_abi", name);
+    std::fs::write(dir.join("prog.arr"), PROGRAM).unwrap();
+    let out = arrayad(&dir, &["build", "prog.arr", "-o", "libprog.so"]);
+    assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
+    assert!(dir.join("libprog.so").is_file() && dir.join("libprog.h").is_file(), "build wrote no library/header");
+    Some(Built { dir })
+}
+
+fn compile_and_run(dir: &Path, main: &str, lib: &str) -> HashMap<String, String> {
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    let out = run_in(
+        dir,
+        "cc",
+        &[
+            "-std=c99",
+            "-Wall",
+            "-Werror",
+            "main.c",
+            "-o",
+            "main",
+            "-I.",
+            "-L.",
+            &format!("-l{lib}"),
+            "-Wl,-rpath,$ORIGIN",
+            "-lm",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "cc failed: {out:#?}");
+    let out = run_in(dir, dir.join("main").to_str().unwrap(), &[], None);
+    assert_eq!(out.code, 0, "the C program failed: {out:#?}");
+    out.stdout.lines().filter_map(|l| l.split_once(' ').map(|(k, v)| (k.to_string(), v.to_string()))).collect()
+}
+
+fn numbers(lines: &HashMap<String, String>, key: &str) -> Vec<f64> {
+    let line = lines.get(key).unwrap_or_else(|| panic!("no line `{key}` in the C output"));
+    line.split_whitespace().map(|t| t.parse().unwrap_or_else(|_| panic!("{key}: not a number: {t}"))).collect()
+}
+
+fn code(lines: &HashMap<String, String>, key: &str) -> i32 {
+    lines.get(key).unwrap_or_else(|| panic!("no line `{key}`")).trim().parse().unwrap()
+}
+
+#[test]
+fn c_program_gets_values_derivatives_and_errors() {
+    let Some(b) = build("main") else { return };
+    let lines = compile_and_run(&b.dir, MAIN_C, "prog");
+    let e1 = 1f64.exp();
+    let value = 0.5 - 2.0 + 6.0 + e1;
+    let grad_x = [0.5 + e1, -1.0, 2.0];
+    let grad_w = [1.0, 2.0, 3.0];
+
+    for key in ["f_rc", "f_grad_rc", "f_jvp_rc", "f_vjp_rc", "f_jacobian_rc", "scale_vjp_rc", "scale_jacobian_rc"] {
+        assert_eq!(code(&lines, key), 0, "{key}: {}", lines.get(&key.replace("_rc", "_msg")).map_or("", |s| s));
+    }
+    assert_close_all("f", &numbers(&lines, "f"), &[value], 1e-15);
+    assert_close_all("f_grad value", &numbers(&lines, "f_grad_value"), &[value], 1e-15);
+    assert_close_all("f_grad dx", &numbers(&lines, "f_grad_dx"), &grad_x, 1e-15);
+    assert_close_all("f_grad dw", &numbers(&lines, "f_grad_dw"), &grad_w, 1e-15);
+    assert_close_all("f_jvp value", &numbers(&lines, "f_jvp_value"), &[value], 1e-15);
+    let tangent = grad_x[0] - grad_x[2] + 2.0 * (grad_w[0] + grad_w[1] + grad_w[2]);
+    assert_close_all("f_jvp tangent", &numbers(&lines, "f_jvp_tangent"), &[tangent], 1e-14);
+    let twice = |v: &[f64]| v.iter().map(|x| 2.0 * x).collect::<Vec<_>>();
+    assert_close_all("f_vjp dx", &numbers(&lines, "f_vjp_dx"), &twice(&grad_x), 1e-15);
+    assert_close_all("f_vjp dw", &numbers(&lines, "f_vjp_dw"), &twice(&grad_w), 1e-15);
+    let jac: Vec<f64> = grad_x.iter().chain(&grad_w).copied().collect();
+    assert_close_all("f_jacobian", &numbers(&lines, "f_jacobian"), &jac, 1e-15);
+
+    // scale(a, v) = a * v: vjp with ct = (1, 10, 100)
+    assert_close_all("scale value", &numbers(&lines, "scale_vjp_value"), &[2.0, 4.0, 6.0], 0.0);
+    assert_close_all("scale da", &numbers(&lines, "scale_vjp_da"), &[1.0 + 20.0 + 300.0], 0.0);
+    assert_close_all("scale dv", &numbers(&lines, "scale_vjp_dv"), &[2.0, 20.0, 200.0], 0.0);
+    // Jacobian [3 rows][4 cols]: column 0 is v, then 2 * identity.
+    #[rustfmt::skip]
+    let want = [1.0, 2.0, 0.0, 0.0,
+                2.0, 0.0, 2.0, 0.0,
+                3.0, 0.0, 0.0, 2.0];
+    assert_close_all("scale_jacobian", &numbers(&lines, "scale_jacobian"), &want, 0.0);
+    // Tuples: pair(a, (p0, p1)) = (a p0, [a, p1]); columns a, p0.
+    assert_eq!(code(&lines, "pair_jacobian_rc"), 0);
+    assert_close_all("pair value", &numbers(&lines, "pair_value"), &[6.0], 0.0);
+    assert_close_all("pair value 1", &numbers(&lines, "pair_value1"), &[2.0, 4.0], 0.0);
+    assert_close_all("pair_jacobian", &numbers(&lines, "pair_jacobian"), &[3.0, 2.0, 1.0, 0.0, 0.0, 0.0], 0.0);
+
+    // Errors: codes per kind and a message with the location.
+    assert_eq!(code(&lines, "get_ok_rc"), 0);
+    assert_close_all("get", &numbers(&lines, "get_ok"), &[3.0], 0.0);
+    assert_eq!(code(&lines, "get_oob_rc"), 1, "index out of bounds is code 1");
+    assert_eq!(code(&lines, "get_oob_code_is_macro"), 1);
+    let msg = &lines["get_oob_msg"];
+    assert!(msg.contains("prog.arr:2:") && msg.contains("index out of bounds") && msg.contains('5'), "{msg}");
+    assert_eq!(code(&lines, "get_grad_oob_rc"), 1);
+    assert_eq!(code(&lines, "add_mismatch_rc"), 3, "size mismatch is code 3");
+    let msg = &lines["add_mismatch_msg"];
+    assert!(msg.contains("prog.arr:3:") && msg.contains("size mismatch"), "{msg}");
+    assert_eq!(code(&lines, "count_negative_rc"), 5, "negative size is code 5");
+    let msg = &lines["count_negative_msg"];
+    assert!(msg.contains("prog.arr:4:") && msg.contains("negative size"), "{msg}");
+    assert_eq!(code(&lines, "count_ok_rc"), 0);
+    assert_close_all("count", &numbers(&lines, "count_ok"), &[4.0], 0.0);
+}
+
+#[test]
+fn header_compiles_as_cxx() {
+    let Some(b) = build("cxx") else { return };
+    if !have("c++") {
+        eprintln!("note: no C++ compiler `c++`: skipping");
+        return;
+    }
+    let out = run_in(&b.dir, "c++", &["-fsyntax-only", "-Wall", "-Werror", "-x", "c++", "libprog.h"], None);
+    assert_eq!(out.code, 0, "the header does not compile as C++: {out:#?}");
+    // And as strict C99 on its own.
+    let out = run_in(
+        &b.dir,
+        "cc",
+        &["-fsyntax-only", "-std=c99", "-pedantic", "-Wall", "-Werror", "-x", "c", "libprog.h"],
+        None,
+    );
+    assert_eq!(out.code, 0, "the header does not compile as C99: {out:#?}");
+}
+
+#[test]
+fn build_options_select_exports_wrt_name_and_header() {
+    let Some(b) = build("options") else { return };
+    let dir = &b.dir;
+    std::fs::create_dir_all(dir.join("out")).unwrap();
+    let out = arrayad(
+        dir,
+        &[
+            "build",
+            "prog.arr",
+            "-o",
+            "out/libother.so",
+            "--export",
+            "f",
+            "--wrt",
+            "w",
+            "--name",
+            "mymod",
+            "--header",
+            "out/api.h",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:#?}");
+    let header = std::fs::read_to_string(dir.join("out/api.h")).expect("the header is where --header says");
+    assert!(header.contains("mymod_last_error"), "{header}");
+    assert!(!header.contains("get("), "--export f exported more: {header}");
+    // Only w is active: one cotangent output.
+    let grad_line = header.lines().find(|l| l.contains("f_grad(")).expect("f_grad declared");
+    let outputs = grad_line.matches("double *").count() - grad_line.matches("const double *").count();
+    assert_eq!(outputs, 2, "value and d_w only: {grad_line}");
+    let main = r#"
+#include <stdio.h>
+#include "api.h"
+int main(void) {
+    const double x[2] = {1.0, 2.0}, w[2] = {3.0, 4.0};
+    double value, dw[2];
+    int32_t rc = f_grad(2, x, w, &value, dw);
+    printf("rc %d\nvalue %.17g\ndw %.17g %.17g\n", (int)rc, value, dw[0], dw[1]);
+    return 0;
+}
+"#;
+    let lines = compile_and_run(&dir.join("out"), main, "other");
+    assert_eq!(code(&lines, "rc"), 0);
+    assert_close_all("value", &numbers(&lines, "value"), &[3.0 + 8.0 + 1f64.exp()], 1e-15);
+    assert_close_all("dw", &numbers(&lines, "dw"), &[1.0, 2.0], 0.0);
+
+    // Default header path and module name.
+    let out = arrayad(dir, &["build", "prog.arr", "-o", "out/libthird.so", "--export", "scale"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let header = std::fs::read_to_string(dir.join("out/libthird.h")).expect("default header OUT.h");
+    assert!(header.contains("third_last_error"), "{header}");
+    // Error cases: unknown export, unknown --wrt, compile error.
+    assert_eq!(arrayad(dir, &["build", "prog.arr", "-o", "x.so", "--export", "nope"]).code, 2);
+    assert_eq!(arrayad(dir, &["build", "prog.arr", "-o", "x.so", "--wrt", "nope"]).code, 2);
+    std::fs::write(dir.join("bad.arr"), "def f(x: f64) -> f64 = y\n").unwrap();
+    assert_eq!(arrayad(dir, &["build", "bad.arr", "-o", "x.so"]).code, 1);
+}
+
+#[test]
+fn library_needs_only_libc_and_libm() {
+    let Some(b) = build("needed") else { return };
+    if !have("readelf") {
+        eprintln!("note: no readelf: skipping");
+        return;
+    }
+    let out = run_in(&b.dir, "readelf", &["-d", "libprog.so"], None);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let needed: Vec<String> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("(NEEDED)"))
+        .filter_map(|l| l.split('[').nth(1).and_then(|s| s.split(']').next()).map(str::to_string))
+        .collect();
+    let allowed = |n: &str| n.starts_with("libc.so") || n.starts_with("libm.so");
+    let extra: Vec<&String> = needed.iter().filter(|n| !allowed(n)).collect();
+    assert!(extra.is_empty(), "libprog.so needs more than libc and libm: {extra:?} (all: {needed:?})");
+}
