@@ -1,1 +1,76 @@
-//! placeholder
+//! arrayad code generation: IR -> Cranelift, JIT and object files, the C
+//! header, the C ABI wrappers and linking a shared library.
+//!
+//! - [`JitModule`] compiles IR functions in-process and calls them with
+//!   [`arrayad_ir::Value`]s.
+//! - [`build_shared_library`] writes a `.so` (depending only on libc and
+//!   libm) and its header for [`ExportedFunction`]s; [`c_header`] gives the
+//!   header text alone.
+//!
+//! # Internal calling convention
+//!
+//! Every IR function becomes a machine function
+//! `extern "C" fn(ctx: *mut Ctx, args: *const u64, results: *mut u64) -> i32`
+//! ([`arrayad_runtime::Ctx`]). `args` and `results` are arrays of 8-byte
+//! slots: a scalar takes one slot (`f64` bits, `i64`, `bool` as 0/1), an
+//! array `1 + rank` slots (data pointer, then the extent of each axis).
+//! Arrays are contiguous and row-major; bool elements take one byte. The
+//! status is 0 on success, else the [`arrayad_ir::ErrorKind`] code of the
+//! error, whose message the context holds. Result arrays point into the
+//! context's arena (valid until the context is released) or into argument
+//! memory.
+//!
+//! # Generated code
+//!
+//! Arrays allocated during a call come from the context's arena (inline
+//! bump allocation; `arrayad_alloc_slow` for a new chunk). Loops whose body
+//! allocates but lets nothing escape (no array pushed on the tape or
+//! assigned, array rows copied into the result) reset the arena after every
+//! iteration, so temporary arrays in loops take constant memory. The tape is
+//! a stack of 8-byte slots in the context with inline push/pop. Run-time
+//! checks branch to cold blocks that record the error (kind, a static
+//! message template with `FILE:LINE:COL`, the offending values) and return
+//! its kind.
+
+mod abi;
+mod c_abi;
+mod compile;
+mod error;
+mod header;
+mod jit;
+mod link;
+mod lower;
+mod object;
+
+pub use error::CodegenError;
+pub use header::c_header;
+pub use jit::JitModule;
+pub use link::build_shared_library;
+
+use arrayad_ir::{Function, Signature};
+
+/// One exported definition of a shared library: its source signature, which
+/// source parameters are active (one flag per `signature.params`), and three
+/// IR functions:
+/// - `primal`: params = flattened leaves, results = flattened leaves;
+/// - `jvp`: params = primal params ++ one tangent per f64 leaf of the active
+///   params (same type as the leaf), results = primal results ++ one tangent
+///   per f64 result leaf;
+/// - `vjp`: params = primal params ++ one cotangent per f64 result leaf,
+///   results = primal results ++ one cotangent per f64 leaf of the active
+///   params.
+#[derive(Clone, Debug)]
+pub struct ExportedFunction {
+    /// The definition's name (the C name of the primal function).
+    pub name: String,
+    /// Its source signature.
+    pub signature: Signature,
+    /// Which parameters are differentiated.
+    pub active: Vec<bool>,
+    /// The primal function.
+    pub primal: Function,
+    /// Forward mode.
+    pub jvp: Function,
+    /// Reverse mode.
+    pub vjp: Function,
+}

@@ -1,1 +1,417 @@
-//! placeholder
+//! The arrayad runtime: the C support code that generated code calls.
+//!
+//! Everything lives in one C file, [`RUNTIME_C_SOURCE`] (with its header
+//! [`RUNTIME_C_HEADER`]): the per-call context [`Ctx`] with its arena
+//! (bump allocation of every array of a call, 32-byte aligned, freed when the
+//! call ends), its tape (a LIFO stack of 8-byte slots) and its error record;
+//! error message formatting; `digamma` and a thread-safe `lgamma`; and the
+//! support of the C ABI wrappers of shared libraries (`arrayad_invoke`,
+//! `arrayad_jacobian`). The build script compiles it into this crate for the
+//! JIT; `arrayad build` writes the same source next to the generated object
+//! and compiles it into the shared library.
+//!
+//! [`jit_symbols`] lists the symbols that JIT-compiled code may call, with
+//! their addresses in this process.
+
+use std::ffi::c_char;
+
+/// The C source of the runtime (`arrayad_runtime.c`).
+pub const RUNTIME_C_SOURCE: &str = include_str!("arrayad_runtime.c");
+/// The C header of the runtime (`arrayad_runtime.h`), included by the source.
+pub const RUNTIME_C_HEADER: &str = include_str!("arrayad_runtime.h");
+/// The file name the source includes the header as.
+pub const RUNTIME_C_HEADER_NAME: &str = "arrayad_runtime.h";
+
+/// Size of the buffer for messages composed at run time (`ARRAYAD_ERR_BUF`).
+pub const ERR_BUF: usize = 256;
+
+/// Mirror of the C `arrayad_ctx` (layout checked against the C side in
+/// tests). Generated code accesses the fields at the offsets of [`offsets`].
+#[repr(C)]
+pub struct Ctx {
+    /// Next free byte of the current arena chunk (32-byte aligned).
+    pub arena_ptr: *mut u8,
+    /// End of the current arena chunk.
+    pub arena_end: *mut u8,
+    /// The current chunk (opaque).
+    pub arena_cur: *mut u8,
+    /// Next free tape slot.
+    pub tape_ptr: *mut u64,
+    /// End of the tape buffer.
+    pub tape_end: *mut u64,
+    /// Start of the tape buffer.
+    pub tape_base: *mut u64,
+    /// First chunk of the arena (opaque).
+    pub arena_first: *mut u8,
+    /// Message template or `err_buf`.
+    pub err_msg: *const c_char,
+    /// Values of the message.
+    pub err_vals: [i64; 3],
+    /// Error kind (0: none).
+    pub err_kind: i32,
+    /// Padding.
+    pub reserved: i32,
+    /// Text of messages composed at run time.
+    pub err_buf: [c_char; ERR_BUF],
+}
+
+/// Byte offsets of the [`Ctx`] fields that generated code uses.
+pub mod offsets {
+    use super::Ctx;
+    use std::mem::offset_of;
+    /// `arena_ptr`.
+    pub const ARENA_PTR: i32 = offset_of!(Ctx, arena_ptr) as i32;
+    /// `arena_end`.
+    pub const ARENA_END: i32 = offset_of!(Ctx, arena_end) as i32;
+    /// `arena_cur`.
+    pub const ARENA_CUR: i32 = offset_of!(Ctx, arena_cur) as i32;
+    /// `tape_ptr`.
+    pub const TAPE_PTR: i32 = offset_of!(Ctx, tape_ptr) as i32;
+    /// `tape_end`.
+    pub const TAPE_END: i32 = offset_of!(Ctx, tape_end) as i32;
+    /// `tape_base`.
+    pub const TAPE_BASE: i32 = offset_of!(Ctx, tape_base) as i32;
+}
+
+/// The C functions of the runtime.
+#[allow(missing_docs)]
+pub mod ffi {
+    use super::Ctx;
+    use std::ffi::c_char;
+    extern "C" {
+        pub fn arrayad_ctx_init(ctx: *mut Ctx);
+        pub fn arrayad_ctx_release(ctx: *mut Ctx);
+        pub fn arrayad_ctx_reset(ctx: *mut Ctx);
+        pub fn arrayad_ctx_size() -> usize;
+        pub fn arrayad_ctx_capacity(ctx: *const Ctx) -> u64;
+        pub fn arrayad_alloc_slow(ctx: *mut Ctx, size: u64) -> *mut u8;
+        pub fn arrayad_tape_grow(ctx: *mut Ctx, slots: u64) -> i32;
+        pub fn arrayad_fail(ctx: *mut Ctx, kind: i32, msg: *const c_char, a: i64, b: i64, c: i64) -> i32;
+        pub fn arrayad_fail_shapes(
+            ctx: *mut Ctx,
+            kind: i32,
+            msg: *const c_char,
+            row: i64,
+            rank: i64,
+            shape: *const i64,
+            first: *const i64,
+        ) -> i32;
+        pub fn arrayad_error_kind(ctx: *const Ctx) -> i32;
+        pub fn arrayad_format_error(ctx: *const Ctx, buf: *mut c_char, cap: usize) -> usize;
+        pub fn arrayad_digamma(x: f64) -> f64;
+        pub fn arrayad_lgamma(x: f64) -> f64;
+    }
+}
+
+/// The libm functions generated code calls.
+mod libm {
+    extern "C" {
+        pub fn exp(x: f64) -> f64;
+        pub fn log(x: f64) -> f64;
+        pub fn sin(x: f64) -> f64;
+        pub fn cos(x: f64) -> f64;
+        pub fn tan(x: f64) -> f64;
+        pub fn tanh(x: f64) -> f64;
+        pub fn sinh(x: f64) -> f64;
+        pub fn cosh(x: f64) -> f64;
+        pub fn asin(x: f64) -> f64;
+        pub fn acos(x: f64) -> f64;
+        pub fn atan(x: f64) -> f64;
+        pub fn log1p(x: f64) -> f64;
+        pub fn expm1(x: f64) -> f64;
+        pub fn erf(x: f64) -> f64;
+        pub fn pow(x: f64, y: f64) -> f64;
+        pub fn atan2(y: f64, x: f64) -> f64;
+        pub fn floor(x: f64) -> f64;
+        pub fn ceil(x: f64) -> f64;
+        pub fn sqrt(x: f64) -> f64;
+        pub fn fmin(x: f64, y: f64) -> f64;
+        pub fn fmax(x: f64, y: f64) -> f64;
+        pub fn memcpy(d: *mut u8, s: *const u8, n: usize) -> *mut u8;
+        pub fn memmove(d: *mut u8, s: *const u8, n: usize) -> *mut u8;
+        pub fn memset(d: *mut u8, c: i32, n: usize) -> *mut u8;
+    }
+}
+
+/// The unary libm function implementing a math operation (`exp`, `log`, ...),
+/// or `None`. Also gives the exact functions the reference interpreter
+/// should call to agree bit for bit with compiled code.
+pub fn libm_unary(name: &str) -> Option<extern "C" fn(f64) -> f64> {
+    // SAFETY: these are the C library's pure functions of one double.
+    unsafe {
+        let f: unsafe extern "C" fn(f64) -> f64 = match name {
+            "exp" => libm::exp,
+            "log" => libm::log,
+            "sin" => libm::sin,
+            "cos" => libm::cos,
+            "tan" => libm::tan,
+            "tanh" => libm::tanh,
+            "sinh" => libm::sinh,
+            "cosh" => libm::cosh,
+            "asin" => libm::asin,
+            "acos" => libm::acos,
+            "atan" => libm::atan,
+            "log1p" => libm::log1p,
+            "expm1" => libm::expm1,
+            "erf" => libm::erf,
+            "floor" => libm::floor,
+            "ceil" => libm::ceil,
+            "sqrt" => libm::sqrt,
+            "arrayad_lgamma" | "lgamma" => ffi::arrayad_lgamma,
+            "arrayad_digamma" | "digamma" => ffi::arrayad_digamma,
+            _ => return None,
+        };
+        Some(std::mem::transmute::<unsafe extern "C" fn(f64) -> f64, extern "C" fn(f64) -> f64>(f))
+    }
+}
+
+/// `digamma(x)`, the derivative of `lgamma` (the runtime's implementation).
+pub fn digamma(x: f64) -> f64 {
+    // SAFETY: a pure C function of one double.
+    unsafe { ffi::arrayad_digamma(x) }
+}
+
+/// `lgamma(x)` as compiled code computes it (thread-safe `lgamma_r`).
+pub fn lgamma(x: f64) -> f64 {
+    // SAFETY: a pure C function of one double.
+    unsafe { ffi::arrayad_lgamma(x) }
+}
+
+/// A symbol name and its address in this process.
+pub type Symbol = (&'static str, *const u8);
+
+/// Every symbol that generated code may call (runtime functions, libm and
+/// libc functions), with its address, for registration with the JIT.
+pub fn jit_symbols() -> Vec<Symbol> {
+    macro_rules! syms {
+        ($($m:ident :: $f:ident),* $(,)?) => {
+            vec![$((stringify!($f), $m::$f as *const u8)),*]
+        };
+    }
+    syms![
+        ffi::arrayad_alloc_slow,
+        ffi::arrayad_tape_grow,
+        ffi::arrayad_fail,
+        ffi::arrayad_fail_shapes,
+        ffi::arrayad_digamma,
+        ffi::arrayad_lgamma,
+        libm::exp,
+        libm::log,
+        libm::sin,
+        libm::cos,
+        libm::tan,
+        libm::tanh,
+        libm::sinh,
+        libm::cosh,
+        libm::asin,
+        libm::acos,
+        libm::atan,
+        libm::log1p,
+        libm::expm1,
+        libm::erf,
+        libm::pow,
+        libm::atan2,
+        libm::floor,
+        libm::ceil,
+        libm::sqrt,
+        libm::fmin,
+        libm::fmax,
+        libm::memcpy,
+        libm::memmove,
+        libm::memset,
+    ]
+}
+
+/// An owned, initialised context on the heap, released on drop.
+pub struct OwnedCtx(Box<Ctx>);
+
+impl Default for OwnedCtx {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OwnedCtx {
+    /// A fresh context (allocates nothing until generated code needs it).
+    pub fn new() -> OwnedCtx {
+        let mut b = Box::new(Ctx {
+            arena_ptr: std::ptr::null_mut(),
+            arena_end: std::ptr::null_mut(),
+            arena_cur: std::ptr::null_mut(),
+            tape_ptr: std::ptr::null_mut(),
+            tape_end: std::ptr::null_mut(),
+            tape_base: std::ptr::null_mut(),
+            arena_first: std::ptr::null_mut(),
+            err_msg: std::ptr::null(),
+            err_vals: [0; 3],
+            err_kind: 0,
+            reserved: 0,
+            err_buf: [0; ERR_BUF],
+        });
+        // SAFETY: a valid, exclusively owned context.
+        unsafe { ffi::arrayad_ctx_init(&mut *b) };
+        OwnedCtx(b)
+    }
+
+    /// The raw pointer to pass to generated code.
+    pub fn as_ptr(&mut self) -> *mut Ctx {
+        &mut *self.0
+    }
+
+    /// Empties the arena and the tape and clears the error, keeping memory.
+    pub fn reset(&mut self) {
+        // SAFETY: a valid context.
+        unsafe { ffi::arrayad_ctx_reset(&mut *self.0) }
+    }
+
+    /// Bytes of arena chunks and tape this context holds (kept by
+    /// [`OwnedCtx::reset`]).
+    pub fn capacity(&self) -> u64 {
+        // SAFETY: valid context.
+        unsafe { ffi::arrayad_ctx_capacity(&*self.0) }
+    }
+
+    /// The recorded error kind (0 when none).
+    pub fn error_kind(&self) -> i32 {
+        self.0.err_kind
+    }
+
+    /// The recorded error message (empty when none). Message templates
+    /// point into the code that raised the error: call this only while that
+    /// code is loaded.
+    pub fn error_message(&self) -> String {
+        let mut buf = vec![0u8; 512];
+        // SAFETY: valid context; buf has the given capacity.
+        let n = unsafe { ffi::arrayad_format_error(&*self.0, buf.as_mut_ptr() as *mut c_char, buf.len()) };
+        if n >= buf.len() {
+            buf = vec![0u8; n + 1];
+            // SAFETY: as above.
+            unsafe { ffi::arrayad_format_error(&*self.0, buf.as_mut_ptr() as *mut c_char, buf.len()) };
+        }
+        buf.truncate(n);
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    /// Records an error as generated code does (mainly for tests).
+    pub fn fail(&mut self, kind: i32, template: &'static std::ffi::CStr, vals: [i64; 3]) -> i32 {
+        // SAFETY: valid context; the template is static.
+        unsafe { ffi::arrayad_fail(&mut *self.0, kind, template.as_ptr(), vals[0], vals[1], vals[2]) }
+    }
+
+    /// Allocates `size` bytes from the arena (the slow path generated code
+    /// uses); `None` on failure (an error is recorded).
+    pub fn alloc(&mut self, size: u64) -> Option<*mut u8> {
+        // SAFETY: valid context.
+        let p = unsafe { ffi::arrayad_alloc_slow(&mut *self.0, size) };
+        (!p.is_null()).then_some(p)
+    }
+}
+
+impl Drop for OwnedCtx {
+    fn drop(&mut self) {
+        // SAFETY: valid context, released once.
+        unsafe { ffi::arrayad_ctx_release(&mut *self.0) }
+    }
+}
+
+// SAFETY: a context is exclusively owned; it holds no thread-bound state.
+unsafe impl Send for OwnedCtx {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_matches_c() {
+        assert_eq!(std::mem::size_of::<Ctx>(), unsafe { ffi::arrayad_ctx_size() });
+        assert_eq!(offsets::ARENA_PTR, 0);
+        assert_eq!(offsets::ARENA_END, 8);
+        assert_eq!(offsets::ARENA_CUR, 16);
+        assert_eq!(offsets::TAPE_PTR, 24);
+        assert_eq!(offsets::TAPE_END, 32);
+        assert_eq!(offsets::TAPE_BASE, 40);
+        assert_eq!(std::mem::offset_of!(Ctx, err_kind), 88);
+        assert_eq!(std::mem::offset_of!(Ctx, err_buf), 96);
+    }
+
+    #[test]
+    fn arena_allocations_are_aligned_and_distinct() {
+        let mut c = OwnedCtx::new();
+        let mut prev: Vec<(usize, usize)> = Vec::new();
+        for size in [1u64, 8, 31, 32, 33, 1000, 100_000, 3, 1 << 20] {
+            let p = c.alloc(size).expect("alloc") as usize;
+            assert_eq!(p % 32, 0);
+            for &(q, s) in &prev {
+                assert!(p + size as usize <= q || q + s <= p, "overlap");
+            }
+            prev.push((p, size as usize));
+        }
+    }
+
+    #[test]
+    fn huge_allocation_is_out_of_memory() {
+        let mut c = OwnedCtx::new();
+        assert!(c.alloc(u64::MAX).is_none());
+        assert_eq!(c.error_kind(), 8);
+        assert!(c.error_message().starts_with("out of memory"), "{}", c.error_message());
+    }
+
+    #[test]
+    fn message_template_is_formatted() {
+        let mut c = OwnedCtx::new();
+        let k = c.fail(1, c"f.arr:3:7: index out of bounds: index %1, size %2 (100%%)", [7, 5, 0]);
+        assert_eq!(k, 1);
+        assert_eq!(c.error_message(), "f.arr:3:7: index out of bounds: index 7, size 5 (100%)");
+        c.reset();
+        assert_eq!(c.error_kind(), 0);
+        assert_eq!(c.error_message(), "");
+    }
+
+    #[test]
+    fn shapes_message() {
+        let mut c = OwnedCtx::new();
+        let (a, b) = ([2i64, 3], [2i64, 4]);
+        let t = c"f:1:2: irregular array: row %1 has shape %A but row 0 has shape %B";
+        let k = unsafe { ffi::arrayad_fail_shapes(c.as_ptr(), 4, t.as_ptr(), 5, 2, a.as_ptr(), b.as_ptr()) };
+        assert_eq!(k, 4);
+        assert_eq!(c.error_message(), "f:1:2: irregular array: row 5 has shape [2, 3] but row 0 has shape [2, 4]");
+    }
+
+    #[test]
+    fn digamma_matches_the_interpreter_algorithm() {
+        // recurrence to x >= 6, the same series: equal to the IR interpreter
+        // bit for bit is tested in the codegen crate; here: accuracy.
+        let g = 0.5772156649015329;
+        let want = -g - 2.0 * 2f64.ln() + (0..6).map(|k| 1.0 / (0.5 + k as f64)).sum::<f64>();
+        assert!((digamma(6.5) - want).abs() < 1e-12, "{} {want}", digamma(6.5));
+    }
+
+    #[test]
+    fn digamma_values() {
+        // psi(1) = -gamma, psi(0.5) = -gamma - 2 ln 2, psi(10) = H_9 - gamma
+        let g = 0.5772156649015329;
+        assert!((digamma(1.0) + g).abs() < 1e-12);
+        assert!((digamma(0.5) + g + 2.0 * 2f64.ln()).abs() < 1e-12);
+        let h9: f64 = (1..10).map(|k| 1.0 / k as f64).sum();
+        assert!((digamma(10.0) - (h9 - g)).abs() < 1e-12);
+        // reflection: psi(1 - x) - psi(x) = pi cot(pi x)
+        let x = -2.3;
+        let lhs = digamma(1.0 - x) - digamma(x);
+        let rhs = std::f64::consts::PI / (std::f64::consts::PI * x).tan();
+        assert!((lhs - rhs).abs() < 1e-11, "{lhs} {rhs}");
+        assert!(digamma(0.0).is_nan() && digamma(-3.0).is_nan());
+        // the derivative of lgamma
+        let x = 3.7;
+        let h = 1e-6;
+        let fd = (lgamma(x + h) - lgamma(x - h)) / (2.0 * h);
+        assert!((fd - digamma(x)).abs() < 1e-8);
+    }
+
+    #[test]
+    fn symbols_are_resolved() {
+        let syms = jit_symbols();
+        assert!(syms.iter().all(|(_, p)| !p.is_null()));
+        assert!(syms.iter().any(|(n, _)| *n == "exp"));
+        assert_eq!(libm_unary("exp").map(|f| f(0.0)), Some(1.0));
+    }
+}

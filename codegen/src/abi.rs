@@ -1,0 +1,467 @@
+//! The C interface of exported definitions (LANGUAGE.md section 8): the
+//! flattened leaves, their C names and types, and checks that the IR
+//! functions of an export match its signature. Shared by the header and the
+//! wrapper generators.
+
+use crate::error::CodegenError;
+use crate::ExportedFunction;
+use arrayad_ir::{Scalar, SrcDim, SrcType, Type};
+use std::collections::HashSet;
+
+/// An extent of a leaf: a literal or the index of a size variable.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum DimRef {
+    Lit(i64),
+    Size(usize),
+}
+
+/// One flattened parameter or result.
+#[derive(Clone, Debug)]
+pub(crate) struct Leaf {
+    /// Its C name.
+    pub name: String,
+    /// Element type.
+    pub elem: Scalar,
+    /// Extents (empty for a scalar).
+    pub dims: Vec<DimRef>,
+    /// The source-level type text of the leaf (`[n][m]f64`).
+    pub src: String,
+}
+
+impl Leaf {
+    pub fn ty(&self) -> Type {
+        Type::array(self.elem, self.dims.len() as u8)
+    }
+    pub fn is_f64(&self) -> bool {
+        self.elem == Scalar::F64
+    }
+    pub fn is_array(&self) -> bool {
+        !self.dims.is_empty()
+    }
+    /// The same shape with a different name and `f64` elements.
+    pub fn derived(&self, name: String) -> Leaf {
+        Leaf { name, elem: Scalar::F64, dims: self.dims.clone(), src: self.src.clone() }
+    }
+}
+
+/// The C interface of one exported definition.
+#[derive(Clone, Debug)]
+pub(crate) struct Interface {
+    /// The definition's name (the C name of the primal).
+    pub name: String,
+    /// The source signature text, for documentation.
+    pub signature_text: String,
+    /// C names of the size parameters.
+    pub sizes: Vec<String>,
+    /// Parameter leaves.
+    pub params: Vec<Leaf>,
+    /// Result leaves (`out0`, ...).
+    pub results: Vec<Leaf>,
+    /// Indices into `params` of the active `f64` leaves.
+    pub active: Vec<usize>,
+    /// Indices into `results` of the `f64` leaves.
+    pub f64_results: Vec<usize>,
+    /// Tangent inputs (one per active leaf: `t_NAME`).
+    pub tangents_in: Vec<Leaf>,
+    /// Tangent outputs (one per f64 result: `t_outK`).
+    pub tangents_out: Vec<Leaf>,
+    /// Cotangent inputs (one per f64 result: `ct_outK`).
+    pub cotangents_in: Vec<Leaf>,
+    /// Cotangent outputs (one per active leaf: `d_NAME`).
+    pub cotangents_out: Vec<Leaf>,
+    /// Whether `f_grad` exists (the result is one `f64`).
+    pub has_grad: bool,
+    /// The name of `f_grad`'s value output.
+    pub value_name: String,
+    /// The name of `f_jacobian`'s matrix output.
+    pub jac_name: String,
+}
+
+/// The variants of the public functions of one export.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Variant {
+    Primal,
+    Jvp,
+    Vjp,
+    Grad,
+    Jacobian,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 5] = [Variant::Primal, Variant::Jvp, Variant::Vjp, Variant::Grad, Variant::Jacobian];
+
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Variant::Primal => "",
+            Variant::Jvp => "_jvp",
+            Variant::Vjp => "_vjp",
+            Variant::Grad => "_grad",
+            Variant::Jacobian => "_jacobian",
+        }
+    }
+}
+
+/// One C parameter of a public function.
+pub(crate) struct CParam {
+    pub ty: String,
+    pub name: String,
+    /// Documentation of the parameter.
+    pub doc: String,
+}
+
+const C_KEYWORDS: &[&str] = &[
+    "auto",
+    "break",
+    "case",
+    "char",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "while",
+    "_Bool",
+    "_Complex",
+    "_Imaginary",
+    "bool",
+    "true",
+    "false",
+    "asm",
+    "catch",
+    "class",
+    "delete",
+    "friend",
+    "mutable",
+    "namespace",
+    "new",
+    "operator",
+    "private",
+    "protected",
+    "public",
+    "template",
+    "this",
+    "throw",
+    "try",
+    "typeid",
+    "typename",
+    "using",
+    "virtual",
+    "wchar_t",
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "bitand",
+    "bitor",
+    "compl",
+    "const_cast",
+    "constexpr",
+    "decltype",
+    "dynamic_cast",
+    "explicit",
+    "export",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "or",
+    "or_eq",
+    "reinterpret_cast",
+    "static_assert",
+    "static_cast",
+    "thread_local",
+    "xor",
+    "xor_eq",
+    "char16_t",
+    "char32_t",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
+    "size_t",
+    "NULL",
+];
+
+/// `s` as a C identifier (invalid characters become `_`).
+pub(crate) fn c_ident(s: &str) -> String {
+    let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, '_');
+    }
+    out
+}
+
+/// Hands out unique C parameter names within one function.
+struct Namer(HashSet<String>);
+
+impl Namer {
+    fn name(&mut self, wanted: &str) -> String {
+        let mut n = c_ident(wanted);
+        while C_KEYWORDS.contains(&n.as_str()) || self.0.contains(&n) {
+            n.push('_');
+        }
+        self.0.insert(n.clone());
+        n
+    }
+}
+
+fn src_leaves(name: &str, t: &SrcType, out: &mut Vec<(String, SrcType)>) {
+    match t {
+        SrcType::Tuple(ts) => {
+            for (k, t) in ts.iter().enumerate() {
+                src_leaves(&format!("{name}_{k}"), t, out);
+            }
+        }
+        t => out.push((name.to_string(), t.clone())),
+    }
+}
+
+fn leaf(name: String, t: &SrcType, sizes: &[String], what: &str) -> Result<Leaf, CodegenError> {
+    Ok(match t {
+        SrcType::Scalar(s) => Leaf { name, elem: *s, dims: vec![], src: t.to_string() },
+        SrcType::Array { elem, dims } => {
+            let dims =
+                dims.iter()
+                    .map(|d| match d {
+                        SrcDim::Lit(n) if *n >= 0 => Ok(DimRef::Lit(*n)),
+                        SrcDim::Lit(n) => Err(CodegenError::Abi(format!("{what} has the negative extent {n}"))),
+                        SrcDim::Var(v) => sizes.iter().position(|s| s == v).map(DimRef::Size).ok_or_else(|| {
+                            CodegenError::Abi(format!("{what}: size `{v}` is not bound by a parameter"))
+                        }),
+                    })
+                    .collect::<Result<_, _>>()?;
+            Leaf { name, elem: *elem, dims, src: t.to_string() }
+        }
+        SrcType::Tuple(_) => unreachable!("tuples are flattened"),
+    })
+}
+
+fn check_types(what: &str, got: &[Type], want: &[Type]) -> Result<(), CodegenError> {
+    if got != want {
+        let show = |ts: &[Type]| ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
+        return Err(CodegenError::Abi(format!(
+            "{what}: IR types ({}) differ from the interface ({})",
+            show(got),
+            show(want)
+        )));
+    }
+    Ok(())
+}
+
+impl Interface {
+    /// The interface of an export, after checking its three IR functions.
+    pub(crate) fn new(e: &ExportedFunction) -> Result<Interface, CodegenError> {
+        let name = c_ident(&e.name);
+        if name != e.name || C_KEYWORDS.contains(&name.as_str()) {
+            return Err(CodegenError::Abi(format!("`{}` cannot be the name of a C function", e.name)));
+        }
+        let sig = &e.signature;
+        if e.active.len() != sig.params.len() {
+            return Err(CodegenError::Abi(format!(
+                "`{}`: {} activity flags for {} parameters",
+                e.name,
+                e.active.len(),
+                sig.params.len()
+            )));
+        }
+        let src_sizes = sig.size_vars();
+        let mut namer = Namer(HashSet::new());
+        let sizes: Vec<String> = src_sizes.iter().map(|s| namer.name(s)).collect();
+        let mut params = Vec::new();
+        let mut active = Vec::new();
+        for (p, act) in sig.params.iter().zip(&e.active) {
+            let mut ls = Vec::new();
+            src_leaves(&p.name, &p.ty, &mut ls);
+            for (n, t) in ls {
+                let l = leaf(namer.name(&n), &t, &src_sizes, &format!("parameter `{}`", p.name))?;
+                if *act && l.is_f64() {
+                    active.push(params.len());
+                }
+                params.push(l);
+            }
+        }
+        let mut rs = Vec::new();
+        src_leaves("out", &sig.result, &mut rs);
+        let mut results = Vec::new();
+        for (k, (_, t)) in rs.iter().enumerate() {
+            results.push(leaf(namer.name(&format!("out{k}")), t, &src_sizes, &format!("result of `{}`", e.name))?);
+        }
+        let f64_results: Vec<usize> = (0..results.len()).filter(|k| results[*k].is_f64()).collect();
+        let tangents_in =
+            active.iter().map(|k| params[*k].derived(namer.name(&format!("t_{}", params[*k].name)))).collect();
+        let tangents_out =
+            f64_results.iter().map(|k| results[*k].derived(namer.name(&format!("t_{}", results[*k].name)))).collect();
+        let cotangents_in =
+            f64_results.iter().map(|k| results[*k].derived(namer.name(&format!("ct_{}", results[*k].name)))).collect();
+        let cotangents_out =
+            active.iter().map(|k| params[*k].derived(namer.name(&format!("d_{}", params[*k].name)))).collect();
+        let has_grad = results.len() == 1 && results[0].is_f64() && !results[0].is_array();
+        let value_name = namer.name("value");
+        let jac_name = namer.name("jac");
+        let params_text: Vec<String> = sig.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
+        let i = Interface {
+            name,
+            signature_text: format!("{}({}) -> {}", e.name, params_text.join(", "), sig.result),
+            sizes,
+            params,
+            results,
+            active,
+            f64_results,
+            tangents_in,
+            tangents_out,
+            cotangents_in,
+            cotangents_out,
+            has_grad,
+            value_name,
+            jac_name,
+        };
+        i.check_ir(e)?;
+        Ok(i)
+    }
+
+    /// The C parameters of a variant, in order.
+    pub(crate) fn c_params(&self, v: Variant) -> Vec<CParam> {
+        let mut out: Vec<CParam> = self
+            .sizes
+            .iter()
+            .map(|s| CParam { ty: "int64_t ".into(), name: s.clone(), doc: "size (extent), >= 0".into() })
+            .collect();
+        let ins = |ls: &[Leaf], what: &str, out: &mut Vec<CParam>| {
+            for l in ls {
+                let doc = if l.is_array() {
+                    format!("{what}{} {}, row-major", shape_text(l, &self.sizes), l.elem)
+                } else {
+                    format!("{what}{}", l.elem)
+                };
+                out.push(CParam { ty: c_in_type(l), name: l.name.clone(), doc });
+            }
+        };
+        let outs = |ls: &[Leaf], what: &str, out: &mut Vec<CParam>| {
+            for l in ls {
+                let doc = if l.is_array() {
+                    format!("{what}buffer of {} {}, row-major", shape_text(l, &self.sizes), l.elem)
+                } else {
+                    format!("{what}{}", l.elem)
+                };
+                out.push(CParam { ty: c_out_type(l), name: l.name.clone(), doc });
+            }
+        };
+        ins(&self.params, "", &mut out);
+        match v {
+            Variant::Primal => outs(&self.results, "out: ", &mut out),
+            Variant::Jvp => {
+                ins(&self.tangents_in, "tangent: ", &mut out);
+                outs(&self.results, "out: ", &mut out);
+                outs(&self.tangents_out, "out, tangent: ", &mut out);
+            }
+            Variant::Vjp => {
+                ins(&self.cotangents_in, "cotangent: ", &mut out);
+                outs(&self.results, "out: ", &mut out);
+                outs(&self.cotangents_out, "out, cotangent: ", &mut out);
+            }
+            Variant::Grad => {
+                out.push(CParam { ty: "double *".into(), name: self.value_name.clone(), doc: "out: the value".into() });
+                outs(&self.cotangents_out, "out, gradient: ", &mut out);
+            }
+            Variant::Jacobian => {
+                outs(&self.results, "out: ", &mut out);
+                out.push(CParam {
+                    ty: "double *".into(),
+                    name: self.jac_name.clone(),
+                    doc: "out: the Jacobian, [rows][cols] row-major: rows = f64 result elements, \
+                          cols = active f64 parameter elements"
+                        .into(),
+                });
+            }
+        }
+        out
+    }
+
+    /// The variants this export has.
+    pub(crate) fn variants(&self) -> Vec<Variant> {
+        Variant::ALL.iter().copied().filter(|v| *v != Variant::Grad || self.has_grad).collect()
+    }
+
+    fn check_ir(&self, e: &ExportedFunction) -> Result<(), CodegenError> {
+        let tys = |ls: &[Leaf]| ls.iter().map(|l| l.ty()).collect::<Vec<_>>();
+        let p = tys(&self.params);
+        let r = tys(&self.results);
+        let ti = tys(&self.tangents_in);
+        let to = tys(&self.tangents_out);
+        let what = |k: &str| format!("`{}` ({k})", e.name);
+        check_types(&what("primal parameters"), &e.primal.param_types(), &p)?;
+        check_types(&what("primal results"), &e.primal.result_types, &r)?;
+        check_types(&what("jvp parameters"), &e.jvp.param_types(), &[p.clone(), ti.clone()].concat())?;
+        check_types(&what("jvp results"), &e.jvp.result_types, &[r.clone(), to.clone()].concat())?;
+        check_types(&what("vjp parameters"), &e.vjp.param_types(), &[p, to].concat())?;
+        check_types(&what("vjp results"), &e.vjp.result_types, &[r, ti].concat())?;
+        Ok(())
+    }
+}
+
+/// The C type of an input leaf (by value for scalars, `const T *` for arrays).
+pub(crate) fn c_in_type(l: &Leaf) -> String {
+    let base = c_scalar(l.elem);
+    if l.is_array() {
+        format!("const {base} *")
+    } else {
+        format!("{base} ")
+    }
+}
+
+/// The C type of an output leaf (always a pointer).
+pub(crate) fn c_out_type(l: &Leaf) -> String {
+    format!("{} *", c_scalar(l.elem))
+}
+
+pub(crate) fn c_scalar(s: Scalar) -> &'static str {
+    match s {
+        Scalar::F64 => "double",
+        Scalar::I64 => "int64_t",
+        Scalar::Bool => "bool",
+    }
+}
+
+/// `[K][D]` from the size names.
+pub(crate) fn shape_text(l: &Leaf, sizes: &[String]) -> String {
+    l.dims
+        .iter()
+        .map(|d| match d {
+            DimRef::Lit(n) => format!("[{n}]"),
+            DimRef::Size(k) => format!("[{}]", sizes[*k]),
+        })
+        .collect()
+}
+
+/// The uppercase macro prefix of a module (`MODULE` -> `MODULE_ERR_...`).
+pub(crate) fn macro_prefix(module: &str) -> String {
+    c_ident(module).to_ascii_uppercase()
+}

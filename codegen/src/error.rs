@@ -1,0 +1,47 @@
+//! The error type of code generation.
+
+/// Why code generation, object emission or linking failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CodegenError {
+    /// The IR contains something the code generator does not handle (for
+    /// example an `Expr::Call`, which must be inlined before codegen).
+    #[error("codegen: unsupported IR in `{func}`: {message}")]
+    Unsupported {
+        /// The function.
+        func: String,
+        /// What is unsupported.
+        message: String,
+    },
+    /// The IR is malformed in a way the verifier should have caught.
+    #[error("codegen: malformed IR in `{func}`: {message}")]
+    Malformed {
+        /// The function.
+        func: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Cranelift rejected the generated code or the module.
+    #[error("codegen: cranelift: {0}")]
+    Cranelift(String),
+    /// The host or target is not supported (e.g. not 64-bit).
+    #[error("codegen: unsupported target: {0}")]
+    Target(String),
+    /// An exported interface cannot be expressed in C.
+    #[error("codegen: C ABI: {0}")]
+    Abi(String),
+    /// Writing files or running the C compiler failed.
+    #[error("codegen: {0}")]
+    Link(String),
+}
+
+impl CodegenError {
+    pub(crate) fn malformed(func: &str, message: impl Into<String>) -> CodegenError {
+        CodegenError::Malformed { func: func.to_string(), message: message.into() }
+    }
+}
+
+impl From<cranelift_module::ModuleError> for CodegenError {
+    fn from(e: cranelift_module::ModuleError) -> Self {
+        CodegenError::Cranelift(format!("{e:?}"))
+    }
+}

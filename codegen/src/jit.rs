@@ -1,0 +1,248 @@
+//! JIT compilation of IR functions and calls with [`Value`]s.
+
+use crate::compile::{define_functions, host_isa};
+use crate::error::CodegenError;
+use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Type, Value};
+use arrayad_runtime::{Ctx, OwnedCtx};
+use cranelift_codegen::ir as clif;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::Linkage;
+use std::collections::HashMap;
+
+/// The machine-code signature of every compiled function.
+type RawFn = unsafe extern "C" fn(*mut Ctx, *const u64, *mut u64) -> i32;
+
+struct JitFunction {
+    code: RawFn,
+    params: Vec<Type>,
+    results: Vec<Type>,
+    clif: clif::Function,
+}
+
+/// Functions compiled to machine code in this process, callable by name.
+///
+/// The code is immutable once compiled; every call gets its own context
+/// (arena, tape, error), so a module can be shared between threads.
+pub struct JitModule {
+    module: Option<JITModule>,
+    funcs: HashMap<String, JitFunction>,
+}
+
+// SAFETY: after `finalize_definitions` the module is never mutated again; it
+// only owns the executable memory (freed on drop). Calls share nothing but
+// that read-only code and data.
+unsafe impl Send for JitModule {}
+// SAFETY: as above; `&JitModule` only reads.
+unsafe impl Sync for JitModule {}
+
+impl Drop for JitModule {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: no function of the module can run any more: calls
+            // borrow `self`.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+impl std::fmt::Debug for JitModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&String> = self.funcs.keys().collect();
+        names.sort();
+        f.debug_struct("JitModule").field("functions", &names).finish()
+    }
+}
+
+impl JitModule {
+    /// Compiles functions (verified, without `Expr::Call`) into executable
+    /// code. `file` is the source file name used in error messages.
+    pub fn compile(file: &str, funcs: &[arrayad_ir::Function]) -> Result<JitModule, CodegenError> {
+        let isa = host_isa(false)?;
+        let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+        for (name, addr) in arrayad_runtime::jit_symbols() {
+            builder.symbol(name, addr);
+        }
+        let mut module = JITModule::new(builder);
+        let items: Vec<(String, Linkage, &arrayad_ir::Function)> =
+            funcs.iter().enumerate().map(|(k, f)| (format!("arrayad_jit_{k}_{}", f.name), Linkage::Local, f)).collect();
+        let mut names = std::collections::HashSet::new();
+        for f in funcs {
+            if !names.insert(f.name.as_str()) {
+                return Err(CodegenError::Malformed {
+                    func: f.name.clone(),
+                    message: "two functions with this name".into(),
+                });
+            }
+        }
+        let defined = define_functions(&mut module, file, &items)?;
+        module.finalize_definitions()?;
+        let mut map = HashMap::new();
+        for (f, d) in funcs.iter().zip(defined) {
+            let ptr = module.get_finalized_function(d.id);
+            // SAFETY: the function was compiled with the internal signature.
+            let code = unsafe { std::mem::transmute::<*const u8, RawFn>(ptr) };
+            map.insert(
+                f.name.clone(),
+                JitFunction { code, params: f.param_types(), results: f.result_types.clone(), clif: d.clif },
+            );
+        }
+        Ok(JitModule { module: Some(module), funcs: map })
+    }
+
+    /// The names of the compiled functions.
+    pub fn functions(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.funcs.keys().map(|s| s.as_str()).collect();
+        v.sort();
+        v
+    }
+
+    /// The Cranelift IR text of a compiled function, as generated (before
+    /// Cranelift's optimisations).
+    pub fn clif(&self, name: &str) -> Option<String> {
+        self.funcs.get(name).map(|f| f.clif.display().to_string())
+    }
+
+    /// Calls a compiled function with one value per IR parameter. Checks the
+    /// number of arguments, their types and data lengths (InvalidArgument),
+    /// runs the code and copies the results into owned values.
+    pub fn call(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, RuntimeError> {
+        let f = self
+            .funcs
+            .get(name)
+            .ok_or_else(|| RuntimeError::new(ErrorKind::InvalidArgument, format!("no compiled function `{name}`")))?;
+        let slots = pack_args(name, &f.params, args)?;
+        let mut results = vec![0u64; f.results.iter().map(|t| crate::lower::slots(*t)).sum()];
+        let mut ctx = take_ctx();
+        // SAFETY: `slots` describes live argument memory borrowed from `args`
+        // for the duration of the call (checked lengths), `results` has one
+        // slot per result slot, and the code follows the internal convention.
+        let status = unsafe { (f.code)(ctx.as_ptr(), slots.as_ptr(), results.as_mut_ptr()) };
+        let out = if status != 0 {
+            Err(RuntimeError {
+                kind: ErrorKind::from_code(status).unwrap_or(ErrorKind::InvalidArgument),
+                message: ctx.error_message(),
+            })
+        } else {
+            // SAFETY: the results point into the ctx arena (alive until the
+            // context is reset, after this) or into the arguments.
+            unsafe { unpack_results(name, &f.results, &results) }
+        };
+        give_back_ctx(ctx);
+        out
+    }
+}
+
+/// Contexts kept at most this large between calls of one thread.
+const KEEP_CTX_BYTES: u64 = 64 << 20;
+
+thread_local! {
+    /// The context of the thread's previous call, reused (reset) so that
+    /// calls do not map fresh arena and tape memory every time.
+    static SPARE_CTX: std::cell::RefCell<Option<OwnedCtx>> = const { std::cell::RefCell::new(None) };
+}
+
+fn take_ctx() -> OwnedCtx {
+    SPARE_CTX.try_with(|c| c.borrow_mut().take()).ok().flatten().unwrap_or_default()
+}
+
+fn give_back_ctx(mut ctx: OwnedCtx) {
+    if ctx.capacity() <= KEEP_CTX_BYTES {
+        ctx.reset();
+        let _ = SPARE_CTX.try_with(|c| *c.borrow_mut() = Some(ctx));
+    }
+}
+
+fn invalid(msg: String) -> RuntimeError {
+    RuntimeError::new(ErrorKind::InvalidArgument, msg)
+}
+
+/// The argument slots of a call.
+fn pack_args(name: &str, params: &[Type], args: &[Value]) -> Result<Vec<u64>, RuntimeError> {
+    if args.len() != params.len() {
+        return Err(invalid(format!("`{name}` takes {} arguments, got {}", params.len(), args.len())));
+    }
+    let mut slots = Vec::new();
+    for (k, (a, t)) in args.iter().zip(params).enumerate() {
+        if a.ty() != *t {
+            return Err(invalid(format!("argument {k} of `{name}`: expected {t}, got {}", a.ty())));
+        }
+        match a {
+            Value::F64(x) => slots.push(x.to_bits()),
+            Value::I64(x) => slots.push(*x as u64),
+            Value::Bool(x) => slots.push(*x as u64),
+            Value::Array(av) => {
+                let count = av.shape.iter().try_fold(1usize, |acc, d| acc.checked_mul(*d));
+                if count != Some(av.data.len()) || av.shape.iter().any(|d| *d > i64::MAX as usize) {
+                    return Err(invalid(format!(
+                        "argument {k} of `{name}`: shape {:?} does not match {} elements",
+                        av.shape,
+                        av.data.len()
+                    )));
+                }
+                let ptr = match &av.data {
+                    ArrayData::F64(v) => v.as_ptr() as u64,
+                    ArrayData::I64(v) => v.as_ptr() as u64,
+                    ArrayData::Bool(v) => v.as_ptr() as u64,
+                };
+                slots.push(ptr);
+                slots.extend(av.shape.iter().map(|d| *d as u64));
+            }
+        }
+    }
+    Ok(slots)
+}
+
+/// Copies results out of their slots.
+///
+/// # Safety
+/// Array slots must describe live memory of the given shapes.
+unsafe fn unpack_results(name: &str, types: &[Type], slots: &[u64]) -> Result<Vec<Value>, RuntimeError> {
+    let mut out = Vec::with_capacity(types.len());
+    let mut k = 0;
+    for t in types {
+        let s = slots[k];
+        if t.is_scalar() {
+            out.push(match t.elem {
+                Scalar::F64 => Value::F64(f64::from_bits(s)),
+                Scalar::I64 => Value::I64(s as i64),
+                Scalar::Bool => Value::Bool(s != 0),
+            });
+            k += 1;
+            continue;
+        }
+        let rank = t.rank as usize;
+        let dims = &slots[k + 1..k + 1 + rank];
+        k += 1 + rank;
+        let mut shape = Vec::with_capacity(rank);
+        let mut count = 1usize;
+        for &d in dims {
+            let d = usize::try_from(d as i64)
+                .map_err(|_| invalid(format!("`{name}` returned an array with a negative extent")))?;
+            count = count
+                .checked_mul(d)
+                .ok_or_else(|| invalid(format!("`{name}` returned an array of impossible size")))?;
+            shape.push(d);
+        }
+        let ptr = s as *const u8;
+        let data = if count == 0 {
+            match t.elem {
+                Scalar::F64 => ArrayData::F64(Vec::new()),
+                Scalar::I64 => ArrayData::I64(Vec::new()),
+                Scalar::Bool => ArrayData::Bool(Vec::new()),
+            }
+        } else {
+            // SAFETY: the caller guarantees `count` elements at `ptr`.
+            unsafe {
+                match t.elem {
+                    Scalar::F64 => ArrayData::F64(std::slice::from_raw_parts(ptr as *const f64, count).to_vec()),
+                    Scalar::I64 => ArrayData::I64(std::slice::from_raw_parts(ptr as *const i64, count).to_vec()),
+                    Scalar::Bool => {
+                        ArrayData::Bool(std::slice::from_raw_parts(ptr, count).iter().map(|b| *b != 0).collect())
+                    }
+                }
+            }
+        };
+        out.push(Value::Array(ArrayValue { shape, data }));
+    }
+    Ok(out)
+}

@@ -1,0 +1,567 @@
+/* arrayad runtime: arena, tape, errors, math helpers and the support of the
+ * C ABI wrappers. See arrayad_runtime.h. C99 + _Thread_local, libc + libm. */
+#if !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE 1 /* lgamma_r */
+#endif
+#include "arrayad_runtime.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* glibc declares lgamma_r only with _DEFAULT_SOURCE; declare it in case the
+ * headers were included before our feature macro took effect. */
+extern double lgamma_r(double x, int *sign);
+
+/* Layout checks: generated code uses these offsets (C99 static assertions). */
+typedef char arrayad_check_ptr_size[(sizeof(void *) == 8) ? 1 : -1];
+typedef char arrayad_check_arena_ptr[(offsetof(arrayad_ctx, arena_ptr) == 0) ? 1 : -1];
+typedef char arrayad_check_arena_end[(offsetof(arrayad_ctx, arena_end) == 8) ? 1 : -1];
+typedef char arrayad_check_arena_cur[(offsetof(arrayad_ctx, arena_cur) == 16) ? 1 : -1];
+typedef char arrayad_check_tape_ptr[(offsetof(arrayad_ctx, tape_ptr) == 24) ? 1 : -1];
+typedef char arrayad_check_tape_end[(offsetof(arrayad_ctx, tape_end) == 32) ? 1 : -1];
+typedef char arrayad_check_tape_base[(offsetof(arrayad_ctx, tape_base) == 40) ? 1 : -1];
+typedef char arrayad_check_err_kind[(offsetof(arrayad_ctx, err_kind) == 88) ? 1 : -1];
+typedef char arrayad_check_err_buf[(offsetof(arrayad_ctx, err_buf) == 96) ? 1 : -1];
+
+/* ---- Arena ------------------------------------------------------------- */
+
+struct arrayad_chunk {
+    arrayad_chunk *next;
+    uint64_t size; /* usable bytes at data, a multiple of 32 */
+    char *data;    /* 32-byte aligned */
+    void *raw;     /* what malloc returned */
+};
+
+#define ARRAYAD_MIN_CHUNK ((uint64_t)1 << 16)
+#define ARRAYAD_MAX_CHUNK_GROWTH ((uint64_t)1 << 26)
+/* Larger requests are reported as out of memory without trying malloc. */
+#define ARRAYAD_MAX_ALLOC ((uint64_t)1 << 56)
+
+void arrayad_ctx_init(arrayad_ctx *ctx) { memset(ctx, 0, sizeof *ctx); }
+
+void arrayad_ctx_release(arrayad_ctx *ctx) {
+    arrayad_chunk *c = ctx->arena_first;
+    while (c) {
+        arrayad_chunk *next = c->next;
+        free(c->raw);
+        c = next;
+    }
+    free(ctx->tape_base);
+    arrayad_ctx_init(ctx);
+}
+
+void arrayad_ctx_reset(arrayad_ctx *ctx) {
+    arrayad_chunk *first = ctx->arena_first;
+    ctx->arena_cur = first;
+    ctx->arena_ptr = first ? first->data : NULL;
+    ctx->arena_end = first ? first->data + first->size : NULL;
+    ctx->tape_ptr = ctx->tape_base;
+    ctx->err_msg = NULL;
+    ctx->err_vals[0] = ctx->err_vals[1] = ctx->err_vals[2] = 0;
+    ctx->err_kind = 0;
+    ctx->err_buf[0] = '\0';
+}
+
+arrayad_ctx *arrayad_ctx_new(void) {
+    arrayad_ctx *ctx = (arrayad_ctx *)malloc(sizeof *ctx);
+    if (ctx) arrayad_ctx_init(ctx);
+    return ctx;
+}
+
+void arrayad_ctx_free(arrayad_ctx *ctx) {
+    if (!ctx) return;
+    arrayad_ctx_release(ctx);
+    free(ctx);
+}
+
+size_t arrayad_ctx_size(void) { return sizeof(arrayad_ctx); }
+
+uint64_t arrayad_ctx_capacity(const arrayad_ctx *ctx) {
+    uint64_t total = (uint64_t)(ctx->tape_end - ctx->tape_base) * sizeof(uint64_t);
+    const arrayad_chunk *c;
+    for (c = ctx->arena_first; c; c = c->next) total += c->size;
+    return total;
+}
+
+static void use_chunk(arrayad_ctx *ctx, arrayad_chunk *c) {
+    ctx->arena_cur = c;
+    ctx->arena_ptr = c->data;
+    ctx->arena_end = c->data + c->size;
+}
+
+void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
+    uint64_t rounded, want, prev;
+    arrayad_chunk *c;
+    char *p;
+    if (size > ARRAYAD_MAX_ALLOC) {
+        arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                     "out of memory: an array of %1 bytes (or more) is too large", (int64_t)size,
+                     0, 0);
+        return NULL;
+    }
+    rounded = (size + 31) & ~(uint64_t)31;
+    if (ctx->arena_cur && (uint64_t)(ctx->arena_end - ctx->arena_ptr) >= rounded) {
+        p = ctx->arena_ptr;
+        ctx->arena_ptr += rounded;
+        return p;
+    }
+    /* chunks after the current one are free (left there by a release to a mark) */
+    for (c = ctx->arena_cur ? ctx->arena_cur->next : ctx->arena_first; c; c = c->next) {
+        if (c->size >= rounded) {
+            use_chunk(ctx, c);
+            ctx->arena_ptr += rounded;
+            return c->data;
+        }
+    }
+    prev = ctx->arena_cur ? ctx->arena_cur->size : 0;
+    want = prev < ARRAYAD_MAX_CHUNK_GROWTH ? 2 * prev : prev;
+    if (want < ARRAYAD_MIN_CHUNK) want = ARRAYAD_MIN_CHUNK;
+    if (want < rounded) want = rounded;
+    c = (arrayad_chunk *)malloc(sizeof *c);
+    if (c) {
+        c->raw = (size_t)want + 32 >= (size_t)want ? malloc((size_t)want + 32) : NULL;
+        if (!c->raw) {
+            free(c);
+            c = NULL;
+        }
+    }
+    if (!c) {
+        arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                     "out of memory: could not allocate an array of %1 bytes", (int64_t)size, 0, 0);
+        return NULL;
+    }
+    c->size = want;
+    c->data = (char *)(((uintptr_t)c->raw + 31) & ~(uintptr_t)31);
+    if (ctx->arena_cur) {
+        c->next = ctx->arena_cur->next;
+        ctx->arena_cur->next = c;
+    } else {
+        c->next = ctx->arena_first;
+        ctx->arena_first = c;
+    }
+    use_chunk(ctx, c);
+    ctx->arena_ptr += rounded;
+    return c->data;
+}
+
+/* ---- Tape -------------------------------------------------------------- */
+
+int32_t arrayad_tape_grow(arrayad_ctx *ctx, uint64_t slots) {
+    uint64_t used = (uint64_t)(ctx->tape_ptr - ctx->tape_base);
+    uint64_t cap = (uint64_t)(ctx->tape_end - ctx->tape_base);
+    uint64_t want = cap ? 2 * cap : 1024;
+    uint64_t *mem;
+    if (slots > ((uint64_t)1 << 58) || used + slots > ((uint64_t)1 << 58)) {
+        return arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                            "out of memory: the tape would exceed %1 slots", (int64_t)1 << 58, 0,
+                            0);
+    }
+    if (want < used + slots) want = used + slots;
+    mem = (uint64_t *)realloc(ctx->tape_base, (size_t)want * sizeof(uint64_t));
+    if (!mem) {
+        return arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                            "out of memory: could not grow the tape to %1 slots", (int64_t)want,
+                            0, 0);
+    }
+    ctx->tape_base = mem;
+    ctx->tape_ptr = mem + used;
+    ctx->tape_end = mem + want;
+    return 0;
+}
+
+/* ---- Errors ------------------------------------------------------------ */
+
+static void put(char *buf, size_t cap, size_t *len, const char *s, size_t n);
+
+int32_t arrayad_fail(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t a, int64_t b,
+                     int64_t c) {
+    ctx->err_kind = kind;
+    ctx->err_msg = msg;
+    ctx->err_vals[0] = a;
+    ctx->err_vals[1] = b;
+    ctx->err_vals[2] = c;
+    return kind;
+}
+
+int32_t arrayad_fail_text(arrayad_ctx *ctx, int32_t kind, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err_buf, sizeof ctx->err_buf, fmt, ap);
+    va_end(ap);
+    ctx->err_kind = kind;
+    ctx->err_msg = ctx->err_buf;
+    return kind;
+}
+
+/* Appends "[d0, d1, ...]" to buf at *len (cap bytes). */
+static void put_shape(char *buf, size_t cap, size_t *len, int64_t rank, const int64_t *dims);
+
+int32_t arrayad_fail_shapes(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t row,
+                            int64_t rank, const int64_t *shape, const int64_t *first) {
+    size_t len = 0, cap = sizeof ctx->err_buf;
+    const char *m = msg;
+    while (*m) {
+        if (m[0] == '%' && m[1] == '1') {
+            char num[32];
+            int n = snprintf(num, sizeof num, "%lld", (long long)row);
+            put(ctx->err_buf, cap, &len, num, n > 0 ? (size_t)n : 0);
+            m += 2;
+        } else if (m[0] == '%' && (m[1] == 'A' || m[1] == 'B')) {
+            put_shape(ctx->err_buf, cap, &len, rank, m[1] == 'A' ? shape : first);
+            m += 2;
+        } else if (m[0] == '%' && m[1] == '%') {
+            put(ctx->err_buf, cap, &len, "%", 1);
+            m += 2;
+        } else {
+            put(ctx->err_buf, cap, &len, m, 1);
+            m++;
+        }
+    }
+    ctx->err_buf[len < cap ? len : cap - 1] = '\0';
+    ctx->err_kind = kind;
+    ctx->err_msg = ctx->err_buf;
+    return kind;
+}
+
+static void put_shape(char *buf, size_t cap, size_t *len, int64_t rank, const int64_t *dims) {
+    int64_t a;
+    put(buf, cap, len, "[", 1);
+    for (a = 0; a < rank; a++) {
+        char num[32];
+        int n = snprintf(num, sizeof num, "%lld", (long long)dims[a]);
+        if (a > 0) put(buf, cap, len, ", ", 2);
+        put(buf, cap, len, num, n > 0 ? (size_t)n : 0);
+    }
+    put(buf, cap, len, "]", 1);
+}
+
+int32_t arrayad_error_kind(const arrayad_ctx *ctx) { return ctx->err_kind; }
+
+/* Appends text to buf (truncating at cap), counting the full length in *len. */
+static void put(char *buf, size_t cap, size_t *len, const char *s, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        if (*len + 1 < cap) buf[*len] = s[i];
+        (*len)++;
+    }
+}
+
+size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap) {
+    size_t len = 0;
+    const char *m = ctx->err_msg;
+    if (!m) m = ctx->err_kind ? "error (no message recorded)" : "";
+    if (m == ctx->err_buf) {
+        put(buf, cap, &len, m, strlen(m));
+    } else {
+        while (*m) {
+            if (m[0] == '%' && m[1] >= '1' && m[1] <= '3') {
+                char num[32];
+                int n = snprintf(num, sizeof num, "%lld", (long long)ctx->err_vals[m[1] - '1']);
+                put(buf, cap, &len, num, n > 0 ? (size_t)n : 0);
+                m += 2;
+            } else if (m[0] == '%' && m[1] == '%') {
+                put(buf, cap, &len, "%", 1);
+                m += 2;
+            } else {
+                put(buf, cap, &len, m, 1);
+                m++;
+            }
+        }
+    }
+    if (cap > 0) buf[len < cap ? len : cap - 1] = '\0';
+    return len;
+}
+
+/* ---- Math -------------------------------------------------------------- */
+
+double arrayad_lgamma(double x) {
+    int sign;
+    return lgamma_r(x, &sign);
+}
+
+/* The digamma function psi = (log Gamma)': the reflection formula for
+ * x < 0.5, the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 6, then the
+ * asymptotic series to the x^-14 term. Poles (0, -1, -2, ...) and -inf give
+ * NaN. The reference interpreter (arrayad_ir::interp::ops::digamma) does
+ * the same operations in the same order: keep the two in sync. */
+double arrayad_digamma(double x) {
+    const double pi = 3.14159265358979323846;
+    double r = 0.0, f, t;
+    if (isnan(x) || x == -INFINITY) return NAN;
+    if (x == INFINITY) return INFINITY;
+    if (x <= 0.0 && floor(x) == x) return NAN;
+    if (x < 0.5) return arrayad_digamma(1.0 - x) - pi / tan(pi * x);
+    while (x < 6.0) {
+        r -= 1.0 / x;
+        x += 1.0;
+    }
+    f = 1.0 / (x * x);
+    t = f * (-1.0 / 12 +
+             f * (1.0 / 120 +
+                  f * (-1.0 / 252 + f * (1.0 / 240 + f * (-1.0 / 132 + f * (691.0 / 32760 + f * (-1.0 / 12)))))));
+    return r + log(x) - 0.5 / x + t;
+}
+
+/* ---- C ABI support ----------------------------------------------------- */
+
+static size_t elem_size(int32_t elem) { return elem == ARRAYAD_BOOL ? 1 : 8; }
+
+static const char *elem_name(int32_t elem) {
+    return elem == ARRAYAD_F64 ? "f64" : elem == ARRAYAD_I64 ? "i64" : "bool";
+}
+
+/* The extents of a leaf from the sizes; the element count in *count.
+ * 0, or an error (OutOfMemory when the count overflows). */
+static int32_t leaf_dims(arrayad_ctx *ctx, const arrayad_sig *sig, const arrayad_leaf *l,
+                         const int64_t *sizes, int64_t *dims, int64_t *count) {
+    int32_t a;
+    uint64_t n = 1;
+    for (a = 0; a < l->rank; a++) {
+        int64_t d = l->dims[a];
+        int64_t e = d >= 0 ? d : sizes[-d - 1];
+        dims[a] = e;
+        if (e != 0 && n > ((uint64_t)1 << 56) / (uint64_t)e) {
+            return arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                                     "out of memory: %s: the element count of `%s` overflows",
+                                     sig->fname, l->name);
+        }
+        n *= (uint64_t)e;
+    }
+    *count = (int64_t)n;
+    return 0;
+}
+
+#define ARRAYAD_STACK_SLOTS 64
+#define ARRAYAD_MAX_RANK 255
+
+static void shape_text(char *buf, size_t cap, int32_t rank, const int64_t *dims) {
+    size_t len = 0;
+    int32_t a;
+    buf[0] = '\0';
+    for (a = 0; a < rank && len + 1 < cap; a++) {
+        int n = snprintf(buf + len, cap - len, "[%lld]", (long long)dims[a]);
+        if (n < 0) break;
+        len += (size_t)n;
+    }
+}
+
+int32_t arrayad_invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
+                       const int64_t *sizes, const void *const *in, void *const *out) {
+    uint64_t stack_slots[ARRAYAD_STACK_SLOTS];
+    uint64_t *slots = stack_slots, *args, *res;
+    int64_t dims[ARRAYAD_MAX_RANK];
+    int32_t i, a, st = 0;
+    size_t nin_slots = 0, nout_slots = 0, k;
+
+    for (i = 0; i < sig->nsizes; i++) {
+        if (sizes[i] < 0) {
+            return arrayad_fail_text(ctx, ARRAYAD_ERR_NEGATIVE_SIZE,
+                                     "negative size: %s: size `%s` is %lld", sig->fname,
+                                     sig->size_names[i], (long long)sizes[i]);
+        }
+    }
+    for (i = 0; i < sig->nin; i++) nin_slots += 1 + (size_t)sig->in[i].rank;
+    for (i = 0; i < sig->nout; i++) nout_slots += 1 + (size_t)sig->out[i].rank;
+    if (nin_slots + nout_slots > ARRAYAD_STACK_SLOTS) {
+        slots = (uint64_t *)malloc((nin_slots + nout_slots) * sizeof(uint64_t));
+        if (!slots) {
+            return arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                                     "out of memory: %s: argument slots", sig->fname);
+        }
+    }
+    args = slots;
+    res = slots + nin_slots;
+
+    /* pack the arguments */
+    k = 0;
+    for (i = 0; i < sig->nin && st == 0; i++) {
+        const arrayad_leaf *l = &sig->in[i];
+        if (l->rank == 0) {
+            if (!in[i]) {
+                st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                                       "invalid argument: %s: null pointer for `%s`", sig->fname,
+                                       l->name);
+            } else if (l->elem == ARRAYAD_F64) {
+                memcpy(&args[k], in[i], 8);
+            } else if (l->elem == ARRAYAD_I64) {
+                memcpy(&args[k], in[i], 8);
+            } else {
+                args[k] = *(const unsigned char *)in[i] ? 1 : 0;
+            }
+            k++;
+        } else {
+            int64_t count;
+            st = leaf_dims(ctx, sig, l, sizes, dims, &count);
+            if (st == 0 && count > 0 && !in[i]) {
+                st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                                       "invalid argument: %s: null pointer for the %s array `%s`",
+                                       sig->fname, elem_name(l->elem), l->name);
+            }
+            args[k++] = (uint64_t)(uintptr_t)in[i];
+            for (a = 0; a < l->rank; a++) args[k++] = (uint64_t)dims[a];
+        }
+    }
+    /* the output pointers */
+    for (i = 0; i < sig->nout && st == 0; i++) {
+        const arrayad_leaf *l = &sig->out[i];
+        int64_t count = 1;
+        if (l->rank > 0) st = leaf_dims(ctx, sig, l, sizes, dims, &count);
+        if (st == 0 && count > 0 && !out[i]) {
+            st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                                   "invalid argument: %s: null pointer for the output `%s`",
+                                   sig->fname, l->name);
+        }
+    }
+    if (st == 0) st = fn(ctx, args, res);
+    /* copy the results out */
+    k = 0;
+    for (i = 0; i < sig->nout && st == 0; i++) {
+        const arrayad_leaf *l = &sig->out[i];
+        if (l->rank == 0) {
+            if (l->elem == ARRAYAD_BOOL) {
+                *(unsigned char *)out[i] = res[k] ? 1 : 0;
+            } else {
+                memcpy(out[i], &res[k], 8);
+            }
+            k++;
+        } else {
+            int64_t count;
+            const void *src = (const void *)(uintptr_t)res[k];
+            st = leaf_dims(ctx, sig, l, sizes, dims, &count);
+            for (a = 0; a < l->rank && st == 0; a++) {
+                if ((int64_t)res[k + 1 + a] != dims[a]) {
+                    char want[128], got[128];
+                    shape_text(want, sizeof want, l->rank, dims);
+                    shape_text(got, sizeof got, l->rank, (const int64_t *)&res[k + 1]);
+                    st = arrayad_fail_text(ctx, ARRAYAD_ERR_SIZE_MISMATCH,
+                                           "size mismatch: %s: result `%s` has shape %s, "
+                                           "declared %s",
+                                           sig->fname, l->name, got, want);
+                }
+            }
+            if (st == 0 && count > 0) memmove(out[i], src, (size_t)count * elem_size(l->elem));
+            k += 1 + (size_t)l->rank;
+        }
+    }
+    if (slots != stack_slots) free(slots);
+    return st;
+}
+
+/* Element count of leaf i of a signature's inputs or outputs. */
+static int32_t count_of(arrayad_ctx *ctx, const arrayad_sig *sig, const arrayad_leaf *l,
+                        const int64_t *sizes, int64_t *count) {
+    int64_t dims[ARRAYAD_MAX_RANK];
+    if (l->rank == 0) {
+        *count = 1;
+        return 0;
+    }
+    return leaf_dims(ctx, sig, l, sizes, dims, count);
+}
+
+int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int64_t *sizes,
+                         const void *const *in, void *const *out, double *jac) {
+    const arrayad_sig *ps = d->primal_sig;
+    int64_t rows = 0, cols = 0, c, r, total;
+    int64_t *act_count = NULL, *res_count = NULL;
+    const void **in2 = NULL;
+    void **out2 = NULL;
+    double *unit = NULL, *tout = NULL;
+    int32_t i, st;
+    int32_t np = ps->nin, nr = ps->nout;
+
+    st = arrayad_invoke(ctx, d->primal, ps, sizes, in, out);
+    if (st) return st;
+    act_count = (int64_t *)calloc((size_t)d->nact + 1, sizeof(int64_t));
+    res_count = (int64_t *)calloc((size_t)d->nres + 1, sizeof(int64_t));
+    in2 = (const void **)calloc((size_t)(np + d->nact + d->nres) + 1, sizeof(void *));
+    out2 = (void **)calloc((size_t)(nr + d->nact + d->nres) + 1, sizeof(void *));
+    if (!act_count || !res_count || !in2 || !out2) {
+        st = arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY, "out of memory: %s_jacobian",
+                               ps->fname);
+        goto done;
+    }
+    for (i = 0; i < d->nact && st == 0; i++) {
+        st = count_of(ctx, ps, &ps->in[d->act[i]], sizes, &act_count[i]);
+        cols += act_count[i];
+    }
+    for (i = 0; i < d->nres && st == 0; i++) {
+        st = count_of(ctx, ps, &ps->out[d->res[i]], sizes, &res_count[i]);
+        rows += res_count[i];
+    }
+    if (st) goto done;
+    if (cols > 0 && rows > (((int64_t)1 << 56) / cols)) {
+        st = arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                               "out of memory: %s_jacobian: %lld x %lld entries", ps->fname,
+                               (long long)rows, (long long)cols);
+        goto done;
+    }
+    total = rows * cols;
+    if (total > 0 && !jac) {
+        st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                               "invalid argument: %s_jacobian: null pointer for `jac`", ps->fname);
+        goto done;
+    }
+    if (total == 0) goto done;
+    for (i = 0; i < np; i++) in2[i] = in[i];
+    for (i = 0; i < nr; i++) out2[i] = out[i];
+    if (rows <= cols) {
+        /* reverse mode: one vjp per row with a one-hot cotangent */
+        int64_t off;
+        unit = (double *)calloc((size_t)rows, sizeof(double));
+        if (!unit) goto oom;
+        off = 0;
+        for (i = 0; i < d->nres; i++) {
+            in2[np + i] = unit + off;
+            off += res_count[i];
+        }
+        for (r = 0; r < rows && st == 0; r++) {
+            if (r > 0) unit[r - 1] = 0.0;
+            unit[r] = 1.0;
+            off = 0;
+            for (i = 0; i < d->nact; i++) {
+                out2[nr + i] = jac + r * cols + off;
+                off += act_count[i];
+            }
+            arrayad_ctx_reset(ctx);
+            st = arrayad_invoke(ctx, d->vjp, d->vjp_sig, sizes, in2, out2);
+        }
+    } else {
+        /* forward mode: one jvp per column with a one-hot tangent */
+        int64_t off;
+        unit = (double *)calloc((size_t)cols, sizeof(double));
+        tout = (double *)calloc((size_t)rows, sizeof(double));
+        if (!unit || !tout) goto oom;
+        off = 0;
+        for (i = 0; i < d->nact; i++) {
+            in2[np + i] = unit + off;
+            off += act_count[i];
+        }
+        off = 0;
+        for (i = 0; i < d->nres; i++) {
+            out2[nr + i] = tout + off;
+            off += res_count[i];
+        }
+        for (c = 0; c < cols && st == 0; c++) {
+            if (c > 0) unit[c - 1] = 0.0;
+            unit[c] = 1.0;
+            arrayad_ctx_reset(ctx);
+            st = arrayad_invoke(ctx, d->jvp, d->jvp_sig, sizes, in2, out2);
+            for (r = 0; r < rows && st == 0; r++) jac[r * cols + c] = tout[r];
+        }
+    }
+    goto done;
+oom:
+    st = arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY, "out of memory: %s_jacobian",
+                           ps->fname);
+done:
+    free(act_count);
+    free(res_count);
+    free((void *)in2);
+    free(out2);
+    free(unit);
+    free(tout);
+    return st;
+}
