@@ -36,15 +36,18 @@ def gmm(alphas: [K]f64, means: [K][D]f64, icf: [K][T]f64, x: [N][D]f64,
   // Per component: the diagonal of Q_k and log det Q_k = sum of the diagonal logs.
   let qdiags = for k < K, j < D => exp(icf[k, j])
   let sum_qs = for k < K => sum(icf[k][0:D])
+  // The strictly lower part of each Q_k unpacked once into dense rows:
+  // lower_qs[k, r, c] = Q_k[r, c] for c < r (zero elsewhere, never read).
+  let lower_qs = for k < K, r < D, c < D =>
+    if c < r then icf[k, D + c * (2 * D - c - 1) / 2 + r - c - 1] else 0.0
   // Mixture log-likelihood: for every point, the logsumexp over the components of
   //   alpha_k + log det Q_k - 1/2 |Q_k (x_i - mu_k)|^2.
   let slse = sum(for i < N =>
     let terms = for k < K =>
       let xc = x[i] - means[k]
+      let lower = lower_qs[k]
       // qx = Q_k xc, row by row: the diagonal entry plus the strictly lower part of row r
-      let qx = for r < D =>
-        qdiags[k, r] * xc[r] +
-        sum(for c < r => icf[k, D + c * (2 * D - c - 1) / 2 + r - c - 1] * xc[c])
+      let qx = for r < D => qdiags[k, r] * xc[r] + dot(lower[r][0:r], xc[0:r])
       in alphas[k] + sum_qs[k] - 0.5 * dot(qx, qx)
     in logsumexp(terms))
   // Wishart prior on the factors: 1/2 gamma^2 |Q_k|_F^2 - m log det Q_k, per component.

@@ -4,9 +4,7 @@
 
 mod gmm_reference;
 
-use gmm_reference::{
-    format_gmm, generate_gmm, gmm_gradient, gmm_objective, lower_index, read_gmm, GmmInput,
-};
+use gmm_reference::{format_gmm, generate_gmm, gmm_gradient, gmm_objective, lower_index, read_gmm, GmmInput};
 use std::path::PathBuf;
 
 /// Mutable view of parameter `idx` of the concatenated (alphas, means, icf) vector.
@@ -43,12 +41,7 @@ fn check_against_finite_differences(inp: &GmmInput, tol: f64) {
     let (f, grad) = gmm_gradient(inp);
     let f0 = gmm_objective(inp);
     assert!(f0.is_finite(), "objective is not finite: {}", f0);
-    assert!(
-        (f - f0).abs() <= 1e-12 * f0.abs().max(1.0),
-        "gmm_gradient value {} differs from gmm_objective {}",
-        f,
-        f0
-    );
+    assert!((f - f0).abs() <= 1e-12 * f0.abs().max(1.0), "gmm_gradient value {} differs from gmm_objective {}", f, f0);
     assert_eq!(grad.len(), inp.gradient_len());
     let mut worst = (0.0f64, 0usize);
     for (idx, &g) in grad.iter().enumerate() {
@@ -156,8 +149,7 @@ fn reader_rejects_malformed_files() {
 
 #[test]
 fn reads_adbench_d2_k5_when_present() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/adbench/gmm/gmm_d2_K5.txt");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/adbench/gmm/gmm_d2_K5.txt");
     if !path.exists() {
         eprintln!("skipping: {} not found", path.display());
         return;

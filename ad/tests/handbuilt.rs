@@ -131,3 +131,17 @@ fn delta_program_prints_scale_and_index() {
     assert!(text.contains("Index("), "{text}");
     assert!(text.contains("Loop("), "{text}");
 }
+
+#[test]
+#[ignore]
+fn print_gmm() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/gmm.arr")).unwrap();
+    let p = arrayad_frontend::compile("gmm.arr", &src).unwrap();
+    let fid = p.find("gmm").unwrap();
+    let active =
+        arrayad_ad::active_leaves(&p.func(fid).signature, Some(&["alphas".into(), "means".into(), "icf".into()]));
+    let prim = arrayad_ad::prepare(&p, fid);
+    println!("{}", printer::print_function(&prim, None));
+    let vjp = arrayad_ad::vjp(&p, fid, &active).unwrap();
+    println!("{}", printer::print_function(&vjp, None));
+}

@@ -129,14 +129,39 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
          #define ARRAYAD_HIDDEN\n\
          #endif\n\
          \n\
-         static _Thread_local char {m}_error_buf[1024];\n\
+         #include <pthread.h>\n\
+         #include <stdlib.h>\n\
+         \n\
+         /* The calling thread's last error message: a heap buffer per thread\n\
+            reached through an initial-exec TLS pointer (8 bytes of static TLS\n\
+            and no __tls_get_addr, so the library needs only libc and libm),\n\
+            freed at thread exit by a pthread key destructor. */\n\
+         #define {m}_ERROR_CAP 1024\n\
+         static __thread char *{m}_error_msg __attribute__((tls_model(\"initial-exec\")));\n\
+         static pthread_key_t {m}_error_key;\n\
+         static pthread_once_t {m}_error_once = PTHREAD_ONCE_INIT;\n\
+         static void {m}_error_free(void *p) {{ free(p); }}\n\
+         static void {m}_error_init(void) {{ (void)pthread_key_create(&{m}_error_key, {m}_error_free); }}\n\
+         static char *{m}_error_buf(void) {{\n\
+         \x20   if (!{m}_error_msg) {{\n\
+         \x20       {m}_error_msg = (char *)calloc(1, {m}_ERROR_CAP);\n\
+         \x20       if ({m}_error_msg) {{\n\
+         \x20           (void)pthread_once(&{m}_error_once, {m}_error_init);\n\
+         \x20           (void)pthread_setspecific({m}_error_key, {m}_error_msg);\n\
+         \x20       }}\n\
+         \x20   }}\n\
+         \x20   return {m}_error_msg;\n\
+         }}\n\
          static const double {m}_one = 1.0;\n\
          \n\
-         const char *{m}_last_error(void) {{ return {m}_error_buf; }}\n\
+         const char *{m}_last_error(void) {{ return {m}_error_msg ? {m}_error_msg : \"\"; }}\n\
          \n\
          /* Keeps the message of a failed call, then frees the context. */\n\
          static int32_t {m}_finish(arrayad_ctx *ctx, int32_t status) {{\n\
-         \x20   if (status != 0) arrayad_format_error(ctx, {m}_error_buf, sizeof {m}_error_buf);\n\
+         \x20   if (status != 0) {{\n\
+         \x20       char *buf = {m}_error_buf();\n\
+         \x20       if (buf) arrayad_format_error(ctx, buf, {m}_ERROR_CAP);\n\
+         \x20   }}\n\
          \x20   arrayad_ctx_release(ctx);\n\
          \x20   return status;\n\
          }}\n",

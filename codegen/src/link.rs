@@ -88,7 +88,7 @@ pub fn build_shared_library(
     let tmp_so = d.join("out.so");
     let cc = c_compiler();
     let output = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-O2", "-std=c99", "-ffp-contract=off", "-fvisibility=hidden", "-o"])
+        .args(["-shared", "-fPIC", "-O2", "-std=gnu99", "-ffp-contract=off", "-fvisibility=hidden", "-o"])
         .arg(&tmp_so)
         .arg(d.join("arrayad_wrappers.c"))
         .arg(d.join("arrayad_runtime.c"))

@@ -120,7 +120,10 @@ fn assert_values(what: &str, case: &Case, got: &[Value], want: &[Value], rel: f6
                     assert_eq!(a.shape, b.shape, "{}:{} {what} result {k} shape", case.file, case.func);
                 }
                 match (&g, &w) {
-                    (Value::Array(ArrayValue { data: ArrayData::I64(a), .. }), Value::Array(ArrayValue { data: ArrayData::I64(b), .. })) => {
+                    (
+                        Value::Array(ArrayValue { data: ArrayData::I64(a), .. }),
+                        Value::Array(ArrayValue { data: ArrayData::I64(b), .. }),
+                    ) => {
                         assert_eq!(a, b)
                     }
                     _ => {
@@ -158,15 +161,18 @@ pub fn check_case(case: &Case) -> Vec<f64> {
     let active: Vec<bool> = ptypes.iter().map(|t| t.elem == Scalar::F64).collect();
 
     // Values: source program, optimised program, JIT.
-    let reference = interp::run(&program, fid, &args).unwrap_or_else(|e| panic!("{}:{} interp: {e}", case.file, case.func));
+    let reference =
+        interp::run(&program, fid, &args).unwrap_or_else(|e| panic!("{}:{} interp: {e}", case.file, case.func));
     let prim = arrayad_ad::prepare(&program, fid);
     arrayad_ir::verify::verify_function(&prim, None).unwrap_or_else(|e| panic!("{e}"));
     let single = |f: arrayad_ir::Function| Program { file: case.file.clone(), funcs: vec![f] };
     let optimised = interp::run(&single(prim.clone()), FuncId(0), &args).unwrap();
     assert_values("optimised interp", case, &optimised, &reference, 1e-12);
 
-    let jvp = arrayad_ad::jvp(&program, fid, &active).unwrap_or_else(|e| panic!("{}:{} jvp: {e}", case.file, case.func));
-    let vjp = arrayad_ad::vjp(&program, fid, &active).unwrap_or_else(|e| panic!("{}:{} vjp: {e}", case.file, case.func));
+    let jvp =
+        arrayad_ad::jvp(&program, fid, &active).unwrap_or_else(|e| panic!("{}:{} jvp: {e}", case.file, case.func));
+    let vjp =
+        arrayad_ad::vjp(&program, fid, &active).unwrap_or_else(|e| panic!("{}:{} vjp: {e}", case.file, case.func));
     for f in [&jvp, &vjp] {
         arrayad_ir::verify::verify_function(f, None)
             .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(f, None)));
@@ -206,7 +212,8 @@ pub fn check_case(case: &Case) -> Vec<f64> {
     // Compiled jvp vs the dual-number oracle, and the transposition identity.
     let mut jargs2 = args.clone();
     jargs2.extend(tans.iter().cloned());
-    let j_interp = interp::run(&single(jvp.clone()), FuncId(0), &jargs2).unwrap_or_else(|e| panic!("{}:{} jvp interp: {e}", case.file, case.func));
+    let j_interp = interp::run(&single(jvp.clone()), FuncId(0), &jargs2)
+        .unwrap_or_else(|e| panic!("{}:{} jvp interp: {e}", case.file, case.func));
     let j_jit = jit.call(&jvp.name, &jargs2).unwrap_or_else(|e| panic!("{}:{} jvp jit: {e}", case.file, case.func));
     assert_values("jvp JIT vs interp", case, &j_jit, &j_interp, 1e-12);
     let mut oracle_tans: Vec<Option<Value>> = vec![None; args.len()];
@@ -238,7 +245,9 @@ pub fn check_case(case: &Case) -> Vec<f64> {
                     let mut v = base.clone();
                     v[i] += delta;
                     a[*k] = match &args[*k] {
-                        Value::Array(arr) => Value::Array(ArrayValue { shape: arr.shape.clone(), data: ArrayData::F64(v) }),
+                        Value::Array(arr) => {
+                            Value::Array(ArrayValue { shape: arr.shape.clone(), data: ArrayData::F64(v) })
+                        }
                         _ => Value::F64(v[0]),
                     };
                     objective(&a)

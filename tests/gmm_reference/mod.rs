@@ -82,32 +82,25 @@ struct Tokens<'a> {
 
 impl<'a> Tokens<'a> {
     fn next(&mut self, what: &str) -> Result<&'a str, String> {
-        self.iter
-            .next()
-            .ok_or_else(|| format!("{}: unexpected end of file while reading {}", self.path, what))
+        self.iter.next().ok_or_else(|| format!("{}: unexpected end of file while reading {}", self.path, what))
     }
 
     fn size(&mut self, what: &str) -> Result<usize, String> {
         let tok = self.next(what)?;
         match tok.parse::<usize>() {
             Ok(v) if v > 0 => Ok(v),
-            _ => Err(format!(
-                "{}: {} must be a positive integer, found '{}'",
-                self.path, what, tok
-            )),
+            _ => Err(format!("{}: {} must be a positive integer, found '{}'", self.path, what, tok)),
         }
     }
 
     fn int(&mut self, what: &str) -> Result<i64, String> {
         let tok = self.next(what)?;
-        tok.parse::<i64>()
-            .map_err(|_| format!("{}: {} must be an integer, found '{}'", self.path, what, tok))
+        tok.parse::<i64>().map_err(|_| format!("{}: {} must be an integer, found '{}'", self.path, what, tok))
     }
 
     fn real(&mut self, what: &str) -> Result<f64, String> {
         let tok = self.next(what)?;
-        tok.parse::<f64>()
-            .map_err(|_| format!("{}: {} must be a number, found '{}'", self.path, what, tok))
+        tok.parse::<f64>().map_err(|_| format!("{}: {} must be a number, found '{}'", self.path, what, tok))
     }
 
     fn reals(&mut self, count: usize, what: &str) -> Result<Vec<f64>, String> {
@@ -123,8 +116,7 @@ impl<'a> Tokens<'a> {
 /// Tokens are whitespace separated; line breaks carry no meaning. Anything but
 /// whitespace after `gamma m` is an error.
 pub fn read_gmm(path: &Path) -> Result<GmmInput, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {}", path.display(), e))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {}", path.display(), e))?;
     let mut t = Tokens { iter: text.split_whitespace(), path: path.display().to_string() };
     let d = t.size("d (dimension)")?;
     let k = t.size("K (number of components)")?;

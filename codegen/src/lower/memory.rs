@@ -91,6 +91,8 @@ impl<M: Module> Lower<'_, '_, M> {
         self.b.set_cold_block(oom);
         let res = self.b.append_block_param(join, types::I64);
         self.b.ins().brif(fits, fast, &[], slow, &[]);
+        self.b.seal_block(fast);
+        self.b.seal_block(slow);
 
         self.b.switch_to_block(fast);
         let r = self.b.ins().iadd_imm_s(size, 31);
@@ -103,6 +105,8 @@ impl<M: Module> Lower<'_, '_, M> {
         let q = self.call(Extern::AllocSlow, &[ctx, size])?[0];
         let null = self.b.ins().icmp_imm_s(IntCC::Equal, q, 0);
         self.b.ins().brif(null, oom, &[], join, &[BlockArg::Value(q)]);
+        self.b.seal_block(oom);
+        self.b.seal_block(join);
 
         // Replace the runtime's message by one with the location.
         self.b.switch_to_block(oom);
@@ -112,6 +116,8 @@ impl<M: Module> Lower<'_, '_, M> {
         self.b.set_cold_block(too_big);
         self.b.set_cold_block(failed);
         self.b.ins().brif(overflow, too_big, &[], failed, &[]);
+        self.b.seal_block(too_big);
+        self.b.seal_block(failed);
         self.b.switch_to_block(too_big);
         self.raise(ErrorKind::OutOfMemory, "the size of an array overflows", &[])?;
         self.b.switch_to_block(failed);
@@ -186,12 +192,15 @@ impl<M: Module> Lower<'_, '_, M> {
         self.b.set_cold_block(fail);
         let at = self.b.append_block_param(join, types::I64);
         self.b.ins().brif(fits, join, &[BlockArg::Value(tp)], grow, &[]);
+        self.b.seal_block(grow);
 
         self.b.switch_to_block(grow);
         let kk = self.iconst(k);
         let st = self.call(Extern::TapeGrow, &[ctx, kk])?[0];
         let tp2 = self.b.ins().load(types::I64, ctx_flags(), ctx, offsets::TAPE_PTR);
         self.b.ins().brif(st, fail, &[], join, &[BlockArg::Value(tp2)]);
+        self.b.seal_block(fail);
+        self.b.seal_block(join);
 
         self.b.switch_to_block(fail);
         self.raise(ErrorKind::OutOfMemory, "the tape cannot grow", &[])?;

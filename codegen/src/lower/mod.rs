@@ -56,6 +56,7 @@ pub(crate) fn lower_function<M: Module>(
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
+    b.seal_block(entry);
     let params = b.block_params(entry).to_vec();
     let mut l = Lower {
         m,
@@ -367,6 +368,8 @@ impl<M: Module> Lower<'_, '_, M> {
         self.b.set_cold_block(cold);
         let cont = self.b.create_block();
         self.b.ins().brif(ok, cont, &[], cold, &[]);
+        self.b.seal_block(cold);
+        self.b.seal_block(cont);
         self.b.switch_to_block(cold);
         let rank = dims.len();
         let ss = self.b.create_sized_stack_slot(clif::StackSlotData::new(
@@ -397,6 +400,8 @@ impl<M: Module> Lower<'_, '_, M> {
         self.b.set_cold_block(cold);
         let cont = self.b.create_block();
         self.b.ins().brif(ok, cont, &[], cold, &[]);
+        self.b.seal_block(cold);
+        self.b.seal_block(cont);
         self.b.switch_to_block(cold);
         self.raise(kind, detail, vals)?;
         self.b.switch_to_block(cont);
@@ -436,6 +441,10 @@ impl<M: Module> Lower<'_, '_, M> {
         };
         self.b.def_var(ivar, next);
         self.b.ins().brif(again, body_blk, &[], exit, &[]);
+        // All predecessors of the loop header and the exit are known now:
+        // sealing here keeps loop-invariant variables out of block params.
+        self.b.seal_block(body_blk);
+        self.b.seal_block(exit);
         self.b.switch_to_block(exit);
         Ok(())
     }
@@ -451,12 +460,15 @@ impl<M: Module> Lower<'_, '_, M> {
         let e = self.b.create_block();
         let join = self.b.create_block();
         self.b.ins().brif(cond, t, &[], e, &[]);
+        self.b.seal_block(t);
+        self.b.seal_block(e);
         self.b.switch_to_block(t);
         then_(self)?;
         self.b.ins().jump(join, &[]);
         self.b.switch_to_block(e);
         else_(self)?;
         self.b.ins().jump(join, &[]);
+        self.b.seal_block(join);
         self.b.switch_to_block(join);
         Ok(())
     }

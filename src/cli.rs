@@ -1,0 +1,580 @@
+//! The `arrayad` command line (LANGUAGE.md section 7).
+//!
+//! Each command returns its standard output as a string or an [`Error`];
+//! [`run`] prints either and returns the exit status.
+
+use arrayad::json::{self, encode_f64, encode_per_param, encode_result, encode_tree};
+use arrayad::{Backend, Error, Module, Options, Scalar, SrcType, Value};
+use arrayad_codegen::{ExportedFunction, JitModule};
+use arrayad_ir::{printer::print_function, FuncId, Program};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// arrayad: compile a first-order array language, with derivatives.
+#[derive(Parser, Debug)]
+#[command(name = "arrayad", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Parse and type-check FILE.
+    Check {
+        /// The source file (.arr).
+        file: PathBuf,
+    },
+    /// Run definition FUNC of FILE on ARGS and print one JSON object
+    /// {"value": ...} (plus the derivative asked for).
+    #[command(allow_negative_numbers = true)]
+    Run(RunArgs),
+    /// Build a shared library with a C header.
+    Build(BuildArgs),
+    /// Print an intermediate stage of compilation.
+    Emit(EmitArgs),
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// The source file (.arr).
+    file: PathBuf,
+    /// The definition to run.
+    func: String,
+    /// The arguments: a JSON file, `-` for standard input, or inline JSON
+    /// starting with `[`; an array with one entry per parameter.
+    #[arg(long, value_name = "ARGS")]
+    args: String,
+    #[command(flatten)]
+    mode: Mode,
+    /// Differentiate only these parameters (comma separated).
+    #[arg(long, value_name = "P,..", value_delimiter = ',')]
+    wrt: Option<Vec<String>>,
+    /// The backend.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
+    backend: BackendArg,
+}
+
+/// What to compute besides the value (at most one).
+#[derive(Args, Debug)]
+#[group(multiple = false)]
+struct Mode {
+    /// Also print the gradient (the result must be one f64).
+    #[arg(long)]
+    grad: bool,
+    /// Also print the tangent of the result for these tangents (one per
+    /// parameter, `null` for those without f64 parts).
+    #[arg(long, value_name = "TANGENTS")]
+    jvp: Option<String>,
+    /// Also print the cotangent of every parameter for this cotangent of the
+    /// result.
+    #[arg(long, value_name = "COTANGENT")]
+    vjp: Option<String>,
+    /// Also print the Jacobian: one row per f64 element of the result.
+    #[arg(long)]
+    jacobian: bool,
+}
+
+#[derive(Args, Debug)]
+struct BuildArgs {
+    /// The source file (.arr).
+    file: PathBuf,
+    /// The shared library to write.
+    #[arg(short = 'o', long = "output", value_name = "OUT.so")]
+    output: PathBuf,
+    /// The backend (cranelift).
+    #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
+    backend: BackendArg,
+    /// Export only these definitions (comma separated; default: all).
+    #[arg(long, value_name = "f,g", value_delimiter = ',')]
+    export: Option<Vec<String>>,
+    /// Differentiate only these parameters (comma separated).
+    #[arg(long, value_name = "P,..", value_delimiter = ',')]
+    wrt: Option<Vec<String>>,
+    /// The module name (prefix of MODULE_last_error); default: OUT's file
+    /// stem without a leading `lib`.
+    #[arg(long, value_name = "MODULE")]
+    name: Option<String>,
+    /// The C header to write; default: OUT with `.h` in place of `.so`.
+    #[arg(long, value_name = "PATH")]
+    header: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct EmitArgs {
+    /// The source file (.arr).
+    file: PathBuf,
+    /// The stage to print.
+    #[arg(long, value_enum)]
+    stage: Stage,
+    /// Print only this definition (default: all).
+    #[arg(long, value_name = "F")]
+    function: Option<String>,
+    /// Differentiate only these parameters (jvp, vjp, delta, clif).
+    #[arg(long, value_name = "P,..", value_delimiter = ',')]
+    wrt: Option<Vec<String>>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum BackendArg {
+    /// Cranelift (JIT for `run`, object code for `build`).
+    Cranelift,
+    /// LLVM (only when built with LLVM support).
+    Llvm,
+    /// The reference interpreter (`run` only).
+    Interp,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// The syntax tree.
+    Ast,
+    /// The optimised IR of the primal, calls inlined.
+    Ir,
+    /// The forward-mode (jvp) IR.
+    Jvp,
+    /// The reverse-mode (vjp) IR.
+    Vjp,
+    /// The linearised program: the Delta bindings of reverse mode.
+    Delta,
+    /// Cranelift IR of the primal, jvp and vjp.
+    Clif,
+    /// LLVM IR (only when built with LLVM support).
+    Llvm,
+}
+
+const NO_LLVM: &str = "this arrayad is not built with LLVM support (use --backend cranelift or interp)";
+
+/// Parses `argv`, runs the command, prints its output or error and returns
+/// the exit status (0 success, 1 compile error, 2 usage error, 3 run-time
+/// error, 70 internal error).
+pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version print to stdout and succeed.
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match execute(cli) {
+        Ok(out) => {
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            if stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush()).is_err() {
+                eprintln!("arrayad: error: cannot write to standard output");
+                return 2;
+            }
+            0
+        }
+        Err(e) => {
+            report(&e);
+            e.exit_code()
+        }
+    }
+}
+
+/// Prints an error to standard error.
+fn report(e: &Error) {
+    match e {
+        // Rendered diagnostics already say `error: ...` with locations.
+        Error::Compile(d) => eprint!("{}", if d.ends_with('\n') { d.clone() } else { format!("{d}\n") }),
+        Error::Runtime(r) => eprintln!("error: {}", r.message),
+        Error::Internal(m) => eprintln!("arrayad: internal error: {m}"),
+        other => eprintln!("error: {other}"),
+    }
+}
+
+fn execute(cli: Cli) -> Result<String, Error> {
+    match cli.command {
+        Command::Check { file } => {
+            let (name, source) = read_source(&file)?;
+            compile(&name, &source)?;
+            Ok(String::new())
+        }
+        Command::Run(a) => run_command(a),
+        Command::Build(a) => build_command(a),
+        Command::Emit(a) => emit_command(a),
+    }
+}
+
+/// Reads a source file; the name in messages is the path as given.
+fn read_source(path: &Path) -> Result<(String, String), Error> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("cannot read {name}: {e}")))?;
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok((name, s)),
+        Err(e) => {
+            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+            let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+            let col = String::from_utf8_lossy(&valid[line_start..]).chars().count() + 1;
+            let bytes = e.as_bytes();
+            let line_end = bytes[line_start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |p| line_start + p);
+            let text = String::from_utf8_lossy(&bytes[line_start..line_end]);
+            let gutter = " ".repeat(line.to_string().len());
+            Err(Error::Compile(format!(
+                "error: the file is not valid UTF-8\n{gutter} ┌─ {name}:{line}:{col}\n{gutter} │\n{line} │ {text}\n{gutter} │ {}^\n",
+                " ".repeat(col - 1)
+            )))
+        }
+    }
+}
+
+fn compile(name: &str, source: &str) -> Result<Program, Error> {
+    Ok(arrayad_frontend::compile(name, source)?)
+}
+
+fn backend(b: BackendArg, what: &str) -> Result<Backend, Error> {
+    match b {
+        BackendArg::Cranelift => Ok(Backend::Cranelift),
+        BackendArg::Interp => Ok(Backend::Interp),
+        BackendArg::Llvm => Err(Error::Usage(format!("{what}: {NO_LLVM}"))),
+    }
+}
+
+fn find(program: &Program, name: &str) -> Result<FuncId, Error> {
+    program.find(name).ok_or_else(|| {
+        let names: Vec<&str> = program.funcs.iter().map(|f| f.name.as_str()).collect();
+        Error::Usage(format!(
+            "no definition `{name}` in {} (it defines: {})",
+            program.file,
+            if names.is_empty() { "nothing".into() } else { names.join(", ") }
+        ))
+    })
+}
+
+/// Checks that every `--wrt` name is a parameter of one of `funcs`.
+fn check_wrt(program: &Program, funcs: &[FuncId], wrt: Option<&[String]>) -> Result<(), Error> {
+    for name in wrt.unwrap_or(&[]) {
+        let known = funcs.iter().any(|&id| program.func(id).signature.params.iter().any(|p| &p.name == name));
+        if !known {
+            let which: Vec<&str> = funcs.iter().map(|&id| program.func(id).name.as_str()).collect();
+            return Err(Error::Usage(format!(
+                "--wrt `{name}` matches no parameter of {}",
+                if which.len() == 1 {
+                    format!("`{}`", which[0])
+                } else {
+                    format!("the definitions {}", which.join(", "))
+                }
+            )));
+        }
+    }
+    Ok(())
+}
+
+// ----------------------------------------------------------------------------
+// run
+// ----------------------------------------------------------------------------
+
+/// Where a JSON input comes from; standard input can be read once.
+struct Inputs {
+    stdin_used: bool,
+}
+
+impl Inputs {
+    /// Reads `ARGS`/`TANGENTS`/`COTANGENT`: inline JSON starting with `[`,
+    /// `-` for standard input, or a file. A text that is not an existing
+    /// file but is valid JSON (e.g. `1.0` as a scalar cotangent) is taken
+    /// inline too.
+    fn read(&mut self, what: &str, spec: &str) -> Result<serde_json::Value, Error> {
+        if spec.trim_start().starts_with('[') {
+            return json::parse(what, spec);
+        }
+        if spec == "-" {
+            if self.stdin_used {
+                return Err(Error::Usage(format!("{what}: standard input is already used by another input")));
+            }
+            self.stdin_used = true;
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| Error::Io(format!("{what}: cannot read standard input: {e}")))?;
+            return json::parse(&format!("{what} (standard input)"), &text);
+        }
+        let path = Path::new(spec);
+        if path.is_file() {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Error::Io(format!("{what}: cannot read {}: {e}", path.display())))?;
+            return json::parse(&format!("{what} ({})", path.display()), &text);
+        }
+        if let Ok(j) = serde_json::from_str(spec) {
+            return Ok(j);
+        }
+        Err(Error::Io(format!(
+            "{what}: `{spec}` is neither a readable file, `-`, nor JSON text (inline JSON starts with `[`)"
+        )))
+    }
+}
+
+fn run_command(a: RunArgs) -> Result<String, Error> {
+    let backend = backend(a.backend, "--backend llvm")?;
+    let (name, source) = read_source(&a.file)?;
+    let program = compile(&name, &source)?;
+    let id = find(&program, &a.func)?;
+    check_wrt(&program, &[id], a.wrt.as_deref())?;
+    let result_ty = program.func(id).signature.result.clone();
+    if a.mode.grad && result_ty != SrcType::Scalar(Scalar::F64) {
+        return Err(Error::Usage(format!(
+            "--grad needs a function whose result is one f64, but `{}` returns {result_ty} \
+             (use --vjp or --jacobian)",
+            a.func
+        )));
+    }
+    let mut inputs = Inputs { stdin_used: false };
+    let args_json = inputs.read("ARGS", &a.args)?;
+    let module = Module::from_program(program, Options { backend, wrt: a.wrt.clone() })?;
+    let f = module.function(&a.func)?;
+    let sig = f.signature();
+    let args = json::decode_args(&a.func, sig, &args_json)?;
+
+    let mut out = String::from("{\"value\": ");
+    if a.mode.grad {
+        let (value, grad) = f.grad_values(&args)?;
+        out.push_str(&encode_f64(value));
+        out.push_str(", \"gradient\": ");
+        out.push_str(&encode_per_param(sig, &grad));
+    } else if let Some(spec) = &a.mode.jvp {
+        let tj = inputs.read("TANGENTS", spec)?;
+        let tangents = json::decode_tangents(&a.func, sig, &args, f.active(), &tj)?;
+        let r = f.jvp_values(&args, &tangents)?;
+        out.push_str(&encode_result(&result_ty, &r.value));
+        out.push_str(", \"tangent\": ");
+        let leaves: Vec<Option<&Value>> = r.tangent.iter().map(Option::as_ref).collect();
+        out.push_str(&encode_tree(&result_ty, &leaves));
+    } else if let Some(spec) = &a.mode.vjp {
+        let cj = inputs.read("COTANGENT", spec)?;
+        let shapes = f.result_shapes(&args)?;
+        let cts = json::decode_cotangent(&result_ty, &shapes, &cj)?;
+        let r = f.vjp_values(&args, &cts)?;
+        out.push_str(&encode_result(&result_ty, &r.value));
+        out.push_str(", \"cotangent\": ");
+        out.push_str(&encode_per_param(sig, &r.cotangent));
+    } else if a.mode.jacobian {
+        let j = f.jacobian_values(&args)?;
+        out.push_str(&encode_result(&result_ty, &j.value));
+        out.push_str(", \"jacobian\": [");
+        for r in 0..j.rows {
+            if r > 0 {
+                out.push_str(", ");
+            }
+            out.push('[');
+            for (c, x) in j.row(r).iter().enumerate() {
+                if c > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&encode_f64(*x));
+            }
+            out.push(']');
+        }
+        out.push(']');
+    } else {
+        let value = f.call_values(&args)?;
+        out.push_str(&encode_result(&result_ty, &value));
+    }
+    out.push_str("}\n");
+    Ok(out)
+}
+
+// ----------------------------------------------------------------------------
+// build
+// ----------------------------------------------------------------------------
+
+fn build_command(a: BuildArgs) -> Result<String, Error> {
+    match a.backend {
+        BackendArg::Cranelift => {}
+        BackendArg::Llvm => return Err(Error::Usage(format!("--backend llvm: {NO_LLVM}"))),
+        BackendArg::Interp => {
+            return Err(Error::Usage("--backend interp cannot build a shared library (use --backend cranelift)".into()))
+        }
+    }
+    let module_name = match &a.name {
+        Some(n) => n.clone(),
+        None => default_module_name(&a.output)?,
+    };
+    if module_name.is_empty() {
+        return Err(Error::Usage("--name: the module name must not be empty".into()));
+    }
+    let header = a.header.clone().unwrap_or_else(|| a.output.with_extension("h"));
+    if header == a.output {
+        return Err(Error::Usage(format!(
+            "the header and the library would both be written to {}; use --header",
+            header.display()
+        )));
+    }
+    let (name, source) = read_source(&a.file)?;
+    let program = compile(&name, &source)?;
+    let ids: Vec<FuncId> = match &a.export {
+        None => (0..program.funcs.len()).map(|i| FuncId(i as u32)).collect(),
+        Some(names) => {
+            let mut ids = Vec::new();
+            for n in names {
+                let id = find(&program, n)?;
+                if ids.contains(&id) {
+                    return Err(Error::Usage(format!("--export lists `{n}` twice")));
+                }
+                ids.push(id);
+            }
+            ids
+        }
+    };
+    if ids.is_empty() {
+        return Err(Error::Usage(format!("{name} has no definition to export")));
+    }
+    check_wrt(&program, &ids, a.wrt.as_deref())?;
+    check_c_names(&program, &ids, &module_name)?;
+    let wrt = a.wrt.as_deref();
+    let exports = ids
+        .iter()
+        .map(|&id| {
+            let f = program.func(id);
+            let leaves = arrayad_ad::active_leaves(&f.signature, wrt);
+            let ad = |e: arrayad_ad::AdError| Error::Internal(e.to_string());
+            Ok(ExportedFunction {
+                name: f.name.clone(),
+                signature: f.signature.clone(),
+                active: arrayad_ad::active_params(&f.signature, wrt),
+                primal: arrayad_ad::prepare(&program, id),
+                jvp: arrayad_ad::jvp(&program, id, &leaves).map_err(ad)?,
+                vjp: arrayad_ad::vjp(&program, id, &leaves).map_err(ad)?,
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    arrayad_codegen::build_shared_library(&name, &exports, &module_name, &a.output, &header)?;
+    Ok(String::new())
+}
+
+/// OUT's file stem without a leading `lib`: `libgmm.so` -> `gmm`.
+fn default_module_name(out: &Path) -> Result<String, Error> {
+    let stem = out
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or_else(|| Error::Usage(format!("cannot derive a module name from {}; use --name", out.display())))?;
+    let name = stem.strip_prefix("lib").filter(|s| !s.is_empty()).unwrap_or(stem);
+    Ok(name.to_string())
+}
+
+/// Rejects exports whose C symbols would collide (a definition `f_jvp`
+/// next to the jvp of `f`, or `MODULE_last_error`).
+fn check_c_names(program: &Program, ids: &[FuncId], module: &str) -> Result<(), Error> {
+    let mut symbols: Vec<(String, String)> = vec![(format!("{module}_last_error"), "the last-error function".into())];
+    for &id in ids {
+        let f = program.func(id);
+        let mut names = vec![
+            (f.name.clone(), format!("`{}`", f.name)),
+            (format!("{}_jvp", f.name), format!("the jvp of `{}`", f.name)),
+            (format!("{}_vjp", f.name), format!("the vjp of `{}`", f.name)),
+            (format!("{}_jacobian", f.name), format!("the Jacobian of `{}`", f.name)),
+        ];
+        if f.signature.result == SrcType::Scalar(Scalar::F64) {
+            names.push((format!("{}_grad", f.name), format!("the gradient of `{}`", f.name)));
+        }
+        for (sym, what) in names {
+            if let Some((_, other)) = symbols.iter().find(|(s, _)| *s == sym) {
+                return Err(Error::Usage(format!(
+                    "the C symbol `{sym}` would name both {other} and {what}; export fewer definitions \
+                     (--export) or choose another module name (--name)"
+                )));
+            }
+            symbols.push((sym, what));
+        }
+    }
+    Ok(())
+}
+
+// ----------------------------------------------------------------------------
+// emit
+// ----------------------------------------------------------------------------
+
+fn emit_command(a: EmitArgs) -> Result<String, Error> {
+    if a.stage == Stage::Llvm {
+        return Err(Error::Usage(format!("--stage llvm: {NO_LLVM}")));
+    }
+    let (name, source) = read_source(&a.file)?;
+    if a.stage == Stage::Ast {
+        let ast = arrayad_frontend::parse(&name, &source)?;
+        return Ok(match &a.function {
+            None => format!("{ast:#?}\n"),
+            Some(f) => {
+                let def = ast
+                    .defs
+                    .iter()
+                    .find(|d| d.name.name == *f)
+                    .ok_or_else(|| Error::Usage(format!("no definition `{f}` in {name}")))?;
+                format!("{def:#?}\n")
+            }
+        });
+    }
+    let program = compile(&name, &source)?;
+    let ids: Vec<FuncId> = match &a.function {
+        Some(f) => vec![find(&program, f)?],
+        None => (0..program.funcs.len()).map(|i| FuncId(i as u32)).collect(),
+    };
+    check_wrt(&program, &ids, a.wrt.as_deref())?;
+    let wrt = a.wrt.as_deref();
+    let ad = |e: arrayad_ad::AdError| Error::Internal(e.to_string());
+    let mut out = String::new();
+    for (n, &id) in ids.iter().enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        let f = program.func(id);
+        let active = arrayad_ad::active_leaves(&f.signature, wrt);
+        match a.stage {
+            Stage::Ir => out.push_str(&print_function(&arrayad_ad::prepare(&program, id), Some(&program))),
+            Stage::Jvp => out.push_str(&print_function(&arrayad_ad::jvp(&program, id, &active).map_err(ad)?, None)),
+            Stage::Vjp => out.push_str(&print_function(&arrayad_ad::vjp(&program, id, &active).map_err(ad)?, None)),
+            Stage::Delta => {
+                let lin = arrayad_ad::linearize(&program, id, &active).map_err(ad)?;
+                let mut ids: Vec<_> = lin.linear.iter().copied().collect();
+                ids.sort();
+                let linear: Vec<String> = ids.iter().map(|v| format!("{}%{}", lin.func.var(*v).name, v.0)).collect();
+                out.push_str(&format!("// linear (Delta) variables: {}\n", linear.join(", ")));
+                out.push_str(&print_function(&lin.func, None));
+            }
+            Stage::Clif => {
+                let funcs = vec![
+                    arrayad_ad::prepare(&program, id),
+                    arrayad_ad::jvp(&program, id, &active).map_err(ad)?,
+                    arrayad_ad::vjp(&program, id, &active).map_err(ad)?,
+                ];
+                let jit = JitModule::compile(&name, &funcs)?;
+                for (k, func) in funcs.iter().enumerate() {
+                    if k > 0 {
+                        out.push('\n');
+                    }
+                    out.push_str(&format!("; {}\n", func.name));
+                    match jit.clif(&func.name) {
+                        Some(text) => out.push_str(&text),
+                        None => out.push_str("; (no Cranelift IR recorded)\n"),
+                    }
+                    if !out.ends_with('\n') {
+                        out.push('\n');
+                    }
+                }
+            }
+            Stage::Ast | Stage::Llvm => {}
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names() {
+        assert_eq!(default_module_name(Path::new("out/libgmm.so")).unwrap(), "gmm");
+        assert_eq!(default_module_name(Path::new("quick.so")).unwrap(), "quick");
+        assert_eq!(default_module_name(Path::new("lib.so")).unwrap(), "lib");
+    }
+
+    #[test]
+    fn clap_definition_is_valid() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,169 @@
+//! Compiled modules: [`Module`] (one source file) and its [`Options`].
+
+use crate::engine::{guard, Backend, Engine, Kind};
+use crate::error::Error;
+use crate::function::Function;
+use arrayad_ir::{FuncId, Program};
+use std::sync::{Arc, OnceLock};
+
+/// How [`Module::compile_with`] compiles a source file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Cranelift JIT (the default) or the reference interpreter.
+    pub backend: Backend,
+    /// The parameters to differentiate (LANGUAGE.md section 6, `--wrt`):
+    /// `None` differentiates every parameter with `f64` parts; otherwise
+    /// only parameters of these names are active, in every definition. A
+    /// name that matches no parameter of any definition is an
+    /// [`Error::Usage`].
+    pub wrt: Option<Vec<String>>,
+}
+
+impl Options {
+    /// The default options with `backend`.
+    pub fn backend(backend: Backend) -> Options {
+        Options { backend, wrt: None }
+    }
+
+    /// These options with the active parameters set to `names`.
+    pub fn with_wrt<S: AsRef<str>>(mut self, names: &[S]) -> Options {
+        self.wrt = Some(names.iter().map(|s| s.as_ref().to_string()).collect());
+        self
+    }
+}
+
+/// A compiled source file: every definition with its primal, jvp and vjp.
+///
+/// The code of each definition is generated on first use (the AD
+/// transformation and the Cranelift compilation run once per definition
+/// and kind, then the machine code is reused by every call);
+/// [`Module::precompile`] does all of it up front. A `Module` is
+/// `Send + Sync`: share it between threads with `&` or `Arc`; calls do not
+/// share mutable state.
+pub struct Module {
+    pub(crate) program: Arc<Program>,
+    pub(crate) options: Options,
+    pub(crate) defs: Vec<Def>,
+}
+
+/// One definition of a module and its lazily built code.
+pub(crate) struct Def {
+    /// Its id in the program.
+    pub id: FuncId,
+    /// Which IR params (flattened leaves) are differentiated.
+    pub active: Vec<bool>,
+    /// The primal, jvp and vjp code, indexed by [`Kind`].
+    pub code: [OnceLock<Result<Engine, Error>>; 3],
+}
+
+impl Module {
+    /// Compiles `source` (the contents of a file called `file_name`, used
+    /// in messages) for the Cranelift JIT with every parameter with `f64`
+    /// parts differentiated.
+    ///
+    /// Errors: [`Error::Compile`] with rendered diagnostics.
+    pub fn compile(file_name: &str, source: &str) -> Result<Module, Error> {
+        Module::compile_with(file_name, source, Options::default())
+    }
+
+    /// Compiles `source` with `options`.
+    ///
+    /// Errors: [`Error::Compile`] with rendered diagnostics;
+    /// [`Error::Usage`] for a `wrt` name that matches no parameter.
+    pub fn compile_with(file_name: &str, source: &str, options: Options) -> Result<Module, Error> {
+        let program = guard(|| Ok(arrayad_frontend::compile(file_name, source)?))?;
+        Module::from_program(program, options)
+    }
+
+    /// Wraps an already compiled program.
+    ///
+    /// Errors: [`Error::Usage`] for a `wrt` name that matches no parameter
+    /// of any definition.
+    pub fn from_program(program: Program, options: Options) -> Result<Module, Error> {
+        if let Some(wrt) = &options.wrt {
+            for name in wrt {
+                let known = program.funcs.iter().any(|f| f.signature.params.iter().any(|p| &p.name == name));
+                if !known {
+                    return Err(Error::Usage(format!(
+                        "--wrt `{name}` matches no parameter of any definition in {}",
+                        program.file
+                    )));
+                }
+            }
+        }
+        let defs = (0..program.funcs.len())
+            .map(|i| {
+                let id = FuncId(i as u32);
+                let active = arrayad_ad::active_leaves(&program.func(id).signature, options.wrt.as_deref());
+                Def { id, active, code: Default::default() }
+            })
+            .collect();
+        Ok(Module { program: Arc::new(program), options, defs })
+    }
+
+    /// The definition called `name`.
+    ///
+    /// Errors: [`Error::Usage`] naming the definitions there are.
+    pub fn function(&self, name: &str) -> Result<Function<'_>, Error> {
+        match self.program.find(name) {
+            Some(id) => Ok(Function { module: self, index: id.0 as usize }),
+            None => {
+                let names: Vec<&str> = self.program.funcs.iter().map(|f| f.name.as_str()).collect();
+                Err(Error::Usage(format!(
+                    "no definition `{name}` in {} (it defines: {})",
+                    self.program.file,
+                    if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
+                )))
+            }
+        }
+    }
+
+    /// Every definition, in source order.
+    pub fn functions(&self) -> impl Iterator<Item = Function<'_>> {
+        (0..self.defs.len()).map(move |index| Function { module: self, index })
+    }
+
+    /// The compiled program (IR), e.g. to print it.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The options the module was compiled with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Differentiates and compiles the primal, jvp and vjp of every
+    /// definition now instead of at their first call.
+    ///
+    /// Errors: the first failure ([`Error::Internal`] for a bug of the AD
+    /// or of code generation).
+    pub fn precompile(&self) -> Result<(), Error> {
+        for index in 0..self.defs.len() {
+            for kind in [Kind::Primal, Kind::Jvp, Kind::Vjp] {
+                self.engine(index, kind)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The code of `kind` of definition `index`, built on first use.
+    pub(crate) fn engine(&self, index: usize, kind: Kind) -> Result<&Engine, Error> {
+        let def = &self.defs[index];
+        def.code[kind as usize]
+            .get_or_init(|| Engine::build(&self.program, def.id, kind, &def.active, self.options.backend))
+            .as_ref()
+            .map_err(|e| e.clone())
+    }
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.program.funcs.iter().map(|f| f.name.as_str()).collect();
+        f.debug_struct("Module")
+            .field("file", &self.program.file)
+            .field("functions", &names)
+            .field("options", &self.options)
+            .finish()
+    }
+}
