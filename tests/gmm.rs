@@ -4,8 +4,9 @@
 //! the interpreter, and through the C library built by `arrayad build` with
 //! the example driver `examples/gmm/main.c`.
 //!
-//! Inputs: a generated d=3 K=4 n=30 problem, and `gmm_d2_K5.txt` and
-//! `gmm_d10_K25.txt` of `../shared/data/adbench/gmm/` when present.
+//! Inputs: a generated d=3 K=4 n=30 problem, and every ADBench GMM file of
+//! `../shared/data/adbench/gmm/` when present (d2 K5 and d10 K25 on both
+//! backends, d20 K50 and d64 K100 on the JIT).
 
 mod gmm_reference;
 mod support;
@@ -107,6 +108,17 @@ fn gmm_adbench_d10_k25_jit_and_interp() {
     let inp = read_gmm(&path).expect("readable ADBench file");
     check_api(&compile(Backend::Cranelift), "d10 K25 (cranelift)", &inp);
     check_api(&compile(Backend::Interp), "d10 K25 (interp)", &inp);
+}
+
+#[test]
+fn gmm_adbench_d20_k50_and_d64_k100_jit() {
+    // The two larger files run on the JIT only (the interpreter would take
+    // minutes); the reference gradient is the hand-derived one.
+    for name in ["gmm_d20_K50.txt", "gmm_d64_K100.txt"] {
+        let Some(path) = data_file(name) else { continue };
+        let inp = read_gmm(&path).expect("readable ADBench file");
+        check_api(&compile(Backend::Cranelift), &format!("{name} (cranelift)"), &inp);
+    }
 }
 
 #[test]

@@ -283,7 +283,7 @@ double arrayad_lgamma(double x) {
 }
 
 /* The digamma function psi = (log Gamma)': the reflection formula for
- * x < 0.5, the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 6, then the
+ * x < 0.5, the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the
  * asymptotic series to the x^-14 term. Poles (0, -1, -2, ...) and -inf give
  * NaN. The reference interpreter (arrayad_ir::interp::ops::digamma) does
  * the same operations in the same order: keep the two in sync. */
@@ -294,7 +294,7 @@ double arrayad_digamma(double x) {
     if (x == INFINITY) return INFINITY;
     if (x <= 0.0 && floor(x) == x) return NAN;
     if (x < 0.5) return arrayad_digamma(1.0 - x) - pi / tan(pi * x);
-    while (x < 6.0) {
+    while (x < 10.0) {
         r -= 1.0 / x;
         x += 1.0;
     }

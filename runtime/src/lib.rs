@@ -379,7 +379,7 @@ mod tests {
 
     #[test]
     fn digamma_matches_the_interpreter_algorithm() {
-        // recurrence to x >= 6, the same series: equal to the IR interpreter
+        // recurrence to x >= 10, the same series: equal to the IR interpreter
         // bit for bit is tested in the codegen crate; here: accuracy.
         let g = 0.5772156649015329;
         let want = -g - 2.0 * 2f64.ln() + (0..6).map(|k| 1.0 / (0.5 + k as f64)).sum::<f64>();
@@ -390,7 +390,7 @@ mod tests {
     fn digamma_values() {
         // psi(1) = -gamma, psi(0.5) = -gamma - 2 ln 2, psi(10) = H_9 - gamma
         let g = 0.5772156649015329;
-        assert!((digamma(1.0) + g).abs() < 1e-12);
+        assert!((digamma(1.0) + g).abs() < 1e-15);
         assert!((digamma(0.5) + g + 2.0 * 2f64.ln()).abs() < 1e-12);
         let h9: f64 = (1..10).map(|k| 1.0 / k as f64).sum();
         assert!((digamma(10.0) - (h9 - g)).abs() < 1e-12);

@@ -208,13 +208,15 @@ impl<M: Module> Lower<'_, '_, M> {
         for (ax, idx) in indices.iter().enumerate() {
             let i = self.scalar(idx)?;
             let d = a.dims[ax];
-            let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, i, d);
-            self.check(
-                ok,
-                ErrorKind::IndexOutOfBounds,
-                &format!("index %1 is out of bounds for axis {ax} of `{}`, of extent %2", name.replace('%', "%%")),
-                &[i, d],
-            )?;
+            if !self.known_in_bounds(i, d) {
+                let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, i, d);
+                self.check(
+                    ok,
+                    ErrorKind::IndexOutOfBounds,
+                    &format!("index %1 is out of bounds for axis {ax} of `{}`, of extent %2", name.replace('%', "%%")),
+                    &[i, d],
+                )?;
+            }
             off = Some(match off {
                 None => i,
                 Some(o) => {
@@ -224,6 +226,15 @@ impl<M: Module> Lower<'_, '_, M> {
             });
         }
         Ok(off.expect("at least one index"))
+    }
+
+    /// True when `0 <= i < d` is known here: `i` is the index of an
+    /// enclosing counted loop over `0..n` and `n` is `d`, or was checked equal
+    /// to it.
+    pub(super) fn known_in_bounds(&self, i: Value, d: Value) -> bool {
+        self.in_bounds.iter().any(|&(j, n)| {
+            j == i && (n == d || self.equal.iter().any(|&(a, b)| (a == n && b == d) || (a == d && b == n)))
+        })
     }
 
     fn index(&mut self, array: VarId, indices: &[Atom]) -> Result<Val> {
@@ -264,7 +275,7 @@ impl<M: Module> Lower<'_, '_, M> {
         let stride = self.product(&rest);
         let eoff = self.b.ins().imul(lo, stride);
         let ptr = self.elem_addr(a.ptr, eoff, t.elem);
-        let len = self.b.ins().isub(hi, lo);
+        let len = self.memo_sub(hi, lo);
         let mut dims = vec![len];
         dims.extend(rest);
         Ok(Arr { ptr, dims })

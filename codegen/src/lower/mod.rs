@@ -15,14 +15,14 @@ mod memory;
 mod stmt;
 
 use crate::error::CodegenError;
-use arrayad_ir::{Atom, ErrorKind, Loc, Scalar, VarId};
+use arrayad_ir::{Atom, ErrorKind, Expr, Loc, Scalar, StmtKind, VarId};
 use cranelift_codegen::ir::{
     self as clif, condcodes::IntCC, types, AbiParam, FuncRef, InstBuilder, MemFlagsData, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{DataId, FuncId, Module};
 use imports::{Extern, Imports};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub(crate) type Result<T> = std::result::Result<T, CodegenError>;
 
@@ -69,6 +69,10 @@ pub(crate) fn lower_function<M: Module>(
         frefs: HashMap::new(),
         msgs: HashMap::new(),
         loc: f.loc,
+        rebound: rebound_vars(f),
+        in_bounds: Vec::new(),
+        equal: Vec::new(),
+        memo: Vec::new(),
     };
     // Arguments.
     let args = params[1];
@@ -121,8 +125,15 @@ pub(crate) fn lower_function<M: Module>(
 /// How an IR variable lives in Cranelift.
 #[derive(Clone, Debug)]
 pub(crate) enum Repr {
+    /// A variable bound once (the IR's scoping makes its definition dominate
+    /// every use): the SSA values themselves, so that identical values stay
+    /// recognisable (bounds-check elimination compares them).
+    Fixed(Val),
     Scalar(Variable),
-    Array { ptr: Variable, dims: Vec<Variable> },
+    Array {
+        ptr: Variable,
+        dims: Vec<Variable>,
+    },
 }
 
 /// An array at one program point: data pointer and extents.
@@ -156,6 +167,37 @@ pub(crate) fn elem_size(s: Scalar) -> i64 {
     }
 }
 
+/// The variables bound more than once: loop states.
+fn rebound_vars(f: &arrayad_ir::Function) -> HashSet<VarId> {
+    fn walk(b: &arrayad_ir::Block, out: &mut HashSet<VarId>) {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Let { expr, .. } => match expr {
+                    Expr::Loop { states, body, .. } => {
+                        out.extend(states.iter().copied());
+                        walk(body, out);
+                    }
+                    Expr::Build { body, .. } => walk(body, out),
+                    Expr::If { then_branch, else_branch, .. } => {
+                        walk(then_branch, out);
+                        walk(else_branch, out);
+                    }
+                    _ => {}
+                },
+                StmtKind::For { body, .. } => walk(body, out),
+                StmtKind::If { then_branch, else_branch, .. } => {
+                    walk(then_branch, out);
+                    walk(else_branch, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashSet::new();
+    walk(&f.body, &mut out);
+    out
+}
+
 /// The state of the lowering of one function.
 pub(crate) struct Lower<'a, 'b, M: Module> {
     m: &'a mut M,
@@ -170,6 +212,23 @@ pub(crate) struct Lower<'a, 'b, M: Module> {
     msgs: HashMap<DataId, clif::GlobalValue>,
     /// The location of the statement being lowered.
     loc: Loc,
+    /// Variables assigned more than once (loop states, mutable variables):
+    /// they live in Cranelift `Variable`s.
+    rebound: HashSet<VarId>,
+    /// `(i, n)`: `0 <= i < n` holds here (counted-loop indices).
+    in_bounds: Vec<(Value, Value)>,
+    /// `(a, b)`: `a == b` holds here (size checks passed).
+    equal: Vec<(Value, Value)>,
+    /// Integer constants and differences computed in enclosing scopes, reused
+    /// so that equal sizes are the same SSA value (for bounds checks).
+    memo: Vec<(Memo, Value)>,
+}
+
+/// A memoised integer computation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Memo {
+    Const(i64),
+    Sub(Value, Value),
 }
 
 impl<M: Module> Lower<'_, '_, M> {
@@ -198,6 +257,7 @@ impl<M: Module> Lower<'_, '_, M> {
 
     fn def_repr(&mut self, r: &Repr, v: Val) -> Result<()> {
         match (r, v) {
+            (Repr::Fixed(_), _) => return Err(self.malformed("a variable bound twice")),
             (Repr::Scalar(var), Val::S(x)) => self.b.def_var(*var, x),
             (Repr::Array { ptr, dims }, Val::A(a)) if dims.len() == a.dims.len() => {
                 self.b.def_var(*ptr, a.ptr);
@@ -212,6 +272,7 @@ impl<M: Module> Lower<'_, '_, M> {
 
     fn use_repr(&mut self, r: &Repr) -> Val {
         match r {
+            Repr::Fixed(v) => v.clone(),
             Repr::Scalar(v) => Val::S(self.b.use_var(*v)),
             Repr::Array { ptr, dims } => {
                 let ptr = self.b.use_var(*ptr);
@@ -226,6 +287,10 @@ impl<M: Module> Lower<'_, '_, M> {
         let t = self.var_ty(v)?;
         let r = match &self.vars[v.index()] {
             Some(r) => r.clone(),
+            None if !self.f.var(v).mutable && !self.rebound.contains(&v) => {
+                self.vars[v.index()] = Some(Repr::Fixed(val));
+                return Ok(());
+            }
             None => {
                 let r = self.fresh_repr(t);
                 self.vars[v.index()] = Some(r.clone());
@@ -247,9 +312,29 @@ impl<M: Module> Lower<'_, '_, M> {
         Ok(match a {
             Atom::Var(v) => self.use_ir_var(*v)?,
             Atom::F64(x) => Val::S(self.b.ins().f64const(*x)),
-            Atom::I64(x) => Val::S(self.b.ins().iconst(types::I64, *x)),
+            Atom::I64(x) => Val::S(self.memo_const(*x)),
             Atom::Bool(x) => Val::S(self.b.ins().iconst(types::I8, *x as i64)),
         })
+    }
+
+    /// The `i64` constant `x`, shared within the current scope.
+    pub(crate) fn memo_const(&mut self, x: i64) -> Value {
+        if let Some((_, v)) = self.memo.iter().rev().find(|(k, _)| *k == Memo::Const(x)) {
+            return *v;
+        }
+        let v = self.b.ins().iconst(types::I64, x);
+        self.memo.push((Memo::Const(x), v));
+        v
+    }
+
+    /// `a - b` (`i64`), shared within the current scope.
+    pub(crate) fn memo_sub(&mut self, a: Value, b: Value) -> Value {
+        if let Some((_, v)) = self.memo.iter().rev().find(|(k, _)| *k == Memo::Sub(a, b)) {
+            return *v;
+        }
+        let v = self.b.ins().isub(a, b);
+        self.memo.push((Memo::Sub(a, b), v));
+        v
     }
 
     fn scalar(&mut self, a: &Atom) -> Result<Value> {
@@ -431,7 +516,13 @@ impl<M: Module> Lower<'_, '_, M> {
         self.b.ins().brif(enter, body_blk, &[], exit, &[]);
         self.b.switch_to_block(body_blk);
         let i = self.b.use_var(ivar);
-        body(self, i)?;
+        // Every caller starts at a non-negative constant: 0 <= i < n.
+        self.in_bounds.push((i, n));
+        let memo = self.memo.len();
+        let r = body(self, i);
+        self.memo.truncate(memo);
+        self.in_bounds.pop();
+        r?;
         let (next, again) = if reverse {
             let next = self.b.ins().iadd_imm_s(i, -1);
             (next, self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, next, start))
@@ -462,11 +553,15 @@ impl<M: Module> Lower<'_, '_, M> {
         self.b.ins().brif(cond, t, &[], e, &[]);
         self.b.seal_block(t);
         self.b.seal_block(e);
+        // Values computed in one arm do not dominate the other or the join.
+        let memo = self.memo.len();
         self.b.switch_to_block(t);
         then_(self)?;
+        self.memo.truncate(memo);
         self.b.ins().jump(join, &[]);
         self.b.switch_to_block(e);
         else_(self)?;
+        self.memo.truncate(memo);
         self.b.ins().jump(join, &[]);
         self.b.seal_block(join);
         self.b.switch_to_block(join);

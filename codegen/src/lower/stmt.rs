@@ -8,10 +8,12 @@ use cranelift_module::Module;
 
 impl<M: Module> Lower<'_, '_, M> {
     pub(super) fn stmts(&mut self, stmts: &[Stmt]) -> Result<()> {
-        for s in stmts {
-            self.stmt(s)?;
-        }
-        Ok(())
+        // Facts learnt inside a block do not hold after it.
+        let (facts, memo) = (self.equal.len(), self.memo.len());
+        let r = stmts.iter().try_for_each(|s| self.stmt(s));
+        self.equal.truncate(facts);
+        self.memo.truncate(memo);
+        r
     }
 
     fn stmt(&mut self, s: &Stmt) -> Result<()> {
@@ -41,6 +43,7 @@ impl<M: Module> Lower<'_, '_, M> {
                     &format!("{}: %1 and %2 differ", what.replace('%', "%%")),
                     &[x, y],
                 )?;
+                self.equal.push((x, y));
             }
             StmtKind::Push(a) => {
                 let t = self.f.atom_ty(a);

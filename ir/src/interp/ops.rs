@@ -79,7 +79,7 @@ pub fn sign(x: f64) -> f64 {
 /// The digamma function ψ = (ln Γ)′, operation for operation as the
 /// runtime's `arrayad_digamma`: the reflection formula
 /// ψ(x) = ψ(1 − x) − π / tan(πx) for x < 0.5, the recurrence
-/// ψ(x) = ψ(x + 1) − 1/x up to x ≥ 6, then the asymptotic series
+/// ψ(x) = ψ(x + 1) − 1/x up to x ≥ 10, then the asymptotic series
 /// ln x − 1/(2x) − Σ B₂ₖ / (2k x²ᵏ) to k = 7. Poles (0, −1, −2, ...) and
 /// −∞ give NaN, +∞ gives +∞.
 pub fn digamma(x: f64) -> f64 {
@@ -99,7 +99,7 @@ pub fn digamma(x: f64) -> f64 {
     }
     let mut x = x;
     let mut r = 0.0;
-    while x < 6.0 {
+    while x < 10.0 {
         r -= 1.0 / x;
         x += 1.0;
     }
