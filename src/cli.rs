@@ -136,6 +136,10 @@ enum Stage {
     Jvp,
     /// The reverse-mode (vjp) IR.
     Vjp,
+    /// The many-row vjp IR of dense Jacobians: one forward pass, one
+    /// backward pass per cotangent row (tape rewound in between).
+    #[value(name = "vjp_rows")]
+    VjpRows,
     /// The linearised program: the Delta bindings of reverse mode.
     Delta,
     /// Cranelift IR of the primal, jvp and vjp.
@@ -439,6 +443,7 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
                 primal: arrayad_ad::prepare(&program, id),
                 jvp: arrayad_ad::jvp(&program, id, &leaves).map_err(ad)?,
                 vjp: arrayad_ad::vjp(&program, id, &leaves).map_err(ad)?,
+                vjp_rows: arrayad_ad::vjp_rows(&program, id, &leaves).map_err(ad)?,
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;
@@ -526,6 +531,9 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
             Stage::Ir => out.push_str(&print_function(&arrayad_ad::prepare(&program, id), Some(&program))),
             Stage::Jvp => out.push_str(&print_function(&arrayad_ad::jvp(&program, id, &active).map_err(ad)?, None)),
             Stage::Vjp => out.push_str(&print_function(&arrayad_ad::vjp(&program, id, &active).map_err(ad)?, None)),
+            Stage::VjpRows => {
+                out.push_str(&print_function(&arrayad_ad::vjp_rows(&program, id, &active).map_err(ad)?, None))
+            }
             Stage::Delta => {
                 let lin = arrayad_ad::linearize(&program, id, &active).map_err(ad)?;
                 let mut ids: Vec<_> = lin.linear.iter().copied().collect();

@@ -1,4 +1,5 @@
-//! The executable code of one definition: its primal, jvp or vjp, either
+//! The executable code of one definition: its primal, jvp, vjp or many-row
+//! vjp (Jacobians), either
 //! JIT-compiled by Cranelift or run by the reference interpreter.
 
 use crate::error::Error;
@@ -26,6 +27,15 @@ pub(crate) enum Kind {
     Jvp = 1,
     /// Reverse mode: params ++ cotangents -> results ++ cotangents.
     Vjp = 2,
+    /// Reverse mode for many cotangent rows after one forward pass (dense
+    /// Jacobians): params ++ stacked cotangents -> results ++ stacked
+    /// cotangents.
+    VjpRows = 3,
+}
+
+impl Kind {
+    /// Every kind, in index order.
+    pub const ALL: [Kind; 4] = [Kind::Primal, Kind::Jvp, Kind::Vjp, Kind::VjpRows];
 }
 
 impl Kind {
@@ -35,6 +45,7 @@ impl Kind {
             Kind::Primal => "primal",
             Kind::Jvp => "jvp",
             Kind::Vjp => "vjp",
+            Kind::VjpRows => "many-row vjp",
         }
     }
 }
@@ -48,13 +59,15 @@ pub(crate) enum Engine {
 }
 
 /// The IR function of `kind` for definition `id`: the optimised, inlined
-/// primal ([`arrayad_ad::prepare`]), or its jvp or vjp with the IR params
+/// primal ([`arrayad_ad::prepare`]), or its jvp, vjp or many-row vjp
+/// ([`arrayad_ad::vjp_rows`]) with the IR params
 /// marked in `active` differentiated.
 pub(crate) fn ir_function(program: &Program, id: FuncId, kind: Kind, active: &[bool]) -> Result<Function, Error> {
     guard(|| match kind {
         Kind::Primal => Ok(arrayad_ad::prepare(program, id)),
         Kind::Jvp => Ok(arrayad_ad::jvp(program, id, active)?),
         Kind::Vjp => Ok(arrayad_ad::vjp(program, id, active)?),
+        Kind::VjpRows => Ok(arrayad_ad::vjp_rows(program, id, active)?),
     })
 }
 

@@ -6,7 +6,7 @@ use crate::engine::{Engine, Kind};
 use crate::error::Error;
 use crate::module::Module;
 use crate::shapes::{self, check_args, check_f64_like, leaf_infos, param_leaves, shape_of, zeros, Site, Sizes};
-use arrayad_ir::{ErrorKind, RuntimeError, Scalar, Signature, SrcType, Type, Value};
+use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Signature, SrcType, Type, Value};
 
 /// A definition of a [`Module`], found by [`Module::function`].
 ///
@@ -103,14 +103,16 @@ impl<'m> Function<'m> {
         &self.module.defs[self.index].active
     }
 
-    /// The Cranelift IR of the primal, jvp or vjp (`kind` is `"primal"`,
-    /// `"jvp"` or `"vjp"`), when the module uses the Cranelift backend.
+    /// The Cranelift IR of the primal, jvp, vjp or many-row vjp of the
+    /// Jacobian (`kind` is `"primal"`, `"jvp"`, `"vjp"` or `"vjp_rows"`),
+    /// when the module uses the Cranelift backend.
     pub fn clif(&self, kind: &str) -> Result<Option<String>, Error> {
         let kind = match kind {
             "primal" => Kind::Primal,
             "jvp" => Kind::Jvp,
             "vjp" => Kind::Vjp,
-            other => return Err(Error::Usage(format!("unknown code kind `{other}` (primal, jvp, vjp)"))),
+            "vjp_rows" => Kind::VjpRows,
+            other => return Err(Error::Usage(format!("unknown code kind `{other}` (primal, jvp, vjp, vjp_rows)"))),
         };
         Ok(self.engine(kind)?.clif())
     }
@@ -178,9 +180,9 @@ impl<'m> Function<'m> {
     }
 
     /// The dense Jacobian of the `f64` result elements with respect to the
-    /// `f64` elements of the active arguments, by reverse mode (one vjp per
-    /// row) or forward mode (one jvp per column), whichever needs fewer
-    /// passes.
+    /// `f64` elements of the active arguments, by reverse mode (one forward
+    /// pass, then one backward pass per row) when there are no more rows
+    /// than columns, else forward mode (one jvp per column).
     pub fn jacobian(&self, args: &[Arg<'_>]) -> Result<Jacobian, Error> {
         self.jacobian_values(&self.values_of(args, "argument")?)
     }
@@ -305,9 +307,14 @@ impl<'m> Function<'m> {
 
     /// [`Function::jacobian`] on owned values.
     pub fn jacobian_values(&self, args: &[Value]) -> Result<Jacobian, Error> {
-        let value = self.call_values(args)?;
-        let result_shapes: Vec<Option<&[usize]>> =
-            value.iter().map(|v| (v.ty().elem == Scalar::F64).then(|| shape_of(v))).collect();
+        let sizes = check_args(self.site(), self.signature(), args)?;
+        let leaves = leaf_infos("result", &self.signature().result);
+        let mut result_shapes_owned: Vec<Option<Vec<usize>>> = Vec::with_capacity(leaves.len());
+        for leaf in &leaves {
+            let f64_leaf = shapes::leaf_type(leaf.ty).elem == Scalar::F64;
+            result_shapes_owned.push(if f64_leaf { Some(self.result_shape(&sizes, leaf.ty)?) } else { None });
+        }
+        let result_shapes: Vec<Option<&[usize]>> = result_shapes_owned.iter().map(|s| s.as_deref()).collect();
         let param_shapes: Vec<Option<&[usize]>> =
             args.iter().zip(self.active()).map(|(a, &act)| act.then(|| shape_of(a))).collect();
         let count = |s: &[Option<&[usize]>]| -> usize { s.iter().flatten().map(|s| s.iter().product::<usize>()).sum() };
@@ -316,36 +323,88 @@ impl<'m> Function<'m> {
         let mut data = Vec::new();
         let total = rows.checked_mul(cols).filter(|&t| data.try_reserve_exact(t).is_ok());
         let Some(total) = total else {
-            return Err(Error::Runtime(RuntimeError::new(
-                ErrorKind::OutOfMemory,
-                format!("the Jacobian of `{}` has {rows} x {cols} entries", self.name()),
-            )));
+            return Err(self.too_large(format!("the Jacobian of `{}` has {rows} x {cols} entries", self.name())));
         };
         data.resize(total, 0.0);
+        if total > 0 && rows <= cols {
+            // Reverse mode: one forward pass, then one backward pass per row.
+            let value = self.jacobian_rows(args, &result_shapes, &param_shapes, rows, &mut data)?;
+            return Ok(Jacobian { value, rows, cols, data });
+        }
+        let value = self.call_values(args)?;
         if total == 0 {
             return Ok(Jacobian { value, rows, cols, data });
         }
+        // Forward mode: one jvp per column, with a one-hot tangent.
         let mut buf = Vec::new();
-        if rows < cols {
-            // Reverse mode: one vjp per row, with a one-hot cotangent.
-            for (r, (leaf, elem)) in unit_positions(&result_shapes).enumerate() {
-                let cts = one_hot(&result_shapes, leaf, elem);
-                let v = self.vjp_values(args, &cts)?;
-                flatten_f64(&v.cotangent, &param_shapes, &mut buf)?;
-                data[r * cols..(r + 1) * cols].copy_from_slice(&buf);
-            }
-        } else {
-            // Forward mode: one jvp per column, with a one-hot tangent.
-            for (c, (leaf, elem)) in unit_positions(&param_shapes).enumerate() {
-                let ts = one_hot(&param_shapes, leaf, elem);
-                let j = self.jvp_values(args, &ts)?;
-                flatten_f64(&j.tangent, &result_shapes, &mut buf)?;
-                for (r, &x) in buf.iter().enumerate() {
-                    data[r * cols + c] = x;
-                }
+        for (c, (leaf, elem)) in unit_positions(&param_shapes).enumerate() {
+            let ts = one_hot(&param_shapes, leaf, elem);
+            let j = self.jvp_values(args, &ts)?;
+            flatten_f64(&j.tangent, &result_shapes, &mut buf)?;
+            for (r, &x) in buf.iter().enumerate() {
+                data[r * cols + c] = x;
             }
         }
         Ok(Jacobian { value, rows, cols, data })
+    }
+
+    /// The reverse-mode Jacobian into `data` (`rows` x cols, row-major) by
+    /// one call of the many-row vjp whose cotangent rows are the rows of the
+    /// identity (leaf by leaf: each result leaf gets the stack of its rows
+    /// of it); returns the value.
+    fn jacobian_rows(
+        &self,
+        args: &[Value],
+        result_shapes: &[Option<&[usize]>],
+        param_shapes: &[Option<&[usize]>],
+        rows: usize,
+        data: &mut [f64],
+    ) -> Result<Vec<Value>, Error> {
+        let mut full = args.to_vec();
+        let mut first = 0;
+        for shape in result_shapes.iter().flatten() {
+            let n: usize = shape.iter().product();
+            let mut stack = Vec::new();
+            if rows.checked_mul(n).is_none_or(|len| stack.try_reserve_exact(len).is_err()) {
+                return Err(self.too_large(format!(
+                    "the cotangents of the Jacobian of `{}` ({rows} rows of {n} elements)",
+                    self.name()
+                )));
+            }
+            stack.resize(rows * n, 0.0);
+            for e in 0..n {
+                stack[(first + e) * n + e] = 1.0;
+            }
+            let mut shape_r = vec![rows];
+            shape_r.extend_from_slice(shape);
+            full.push(Value::Array(ArrayValue { shape: shape_r, data: ArrayData::F64(stack) }));
+            first += n;
+        }
+        let mut out = self.engine(Kind::VjpRows)?.run(&full)?;
+        let n_active = self.active().iter().filter(|a| **a).count();
+        self.check_result_count(&out, n_active, Kind::VjpRows)?;
+        let stacks = out.split_off(result_shapes.len());
+        let cols = data.len() / rows;
+        let mut off = 0;
+        for (stack, shape) in stacks.iter().zip(param_shapes.iter().flatten()) {
+            let n: usize = shape.iter().product();
+            let elems = stack
+                .f64_elements()
+                .filter(|e| e.len() == rows * n)
+                .ok_or_else(|| Error::Internal(format!("the many-row vjp of `{}` has the wrong shape", self.name())))?;
+            if n > 0 {
+                for (r, g) in elems.chunks_exact(n).enumerate() {
+                    data[r * cols + off..r * cols + off + n].copy_from_slice(g);
+                }
+            }
+            off += n;
+        }
+        Ok(out)
+    }
+
+    /// An out-of-memory run-time error (a Jacobian too large to allocate).
+    fn too_large(&self, what: String) -> Error {
+        Error::Runtime(RuntimeError::new(ErrorKind::OutOfMemory, what))
     }
 
     /// The shapes of the result leaves for the arguments `args` (`[]` for

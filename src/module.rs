@@ -32,7 +32,8 @@ impl Options {
     }
 }
 
-/// A compiled source file: every definition with its primal, jvp and vjp.
+/// A compiled source file: every definition with its primal, jvp and vjp
+/// (and the many-row vjp of its Jacobian).
 ///
 /// The code of each definition is generated on first use (the AD
 /// transformation and the Cranelift compilation run once per definition
@@ -52,8 +53,8 @@ pub(crate) struct Def {
     pub id: FuncId,
     /// Which IR params (flattened leaves) are differentiated.
     pub active: Vec<bool>,
-    /// The primal, jvp and vjp code, indexed by [`Kind`].
-    pub code: [OnceLock<Result<Engine, Error>>; 3],
+    /// The primal, jvp, vjp and many-row vjp code, indexed by [`Kind`].
+    pub code: [OnceLock<Result<Engine, Error>>; 4],
 }
 
 impl Module {
@@ -133,14 +134,15 @@ impl Module {
         &self.options
     }
 
-    /// Differentiates and compiles the primal, jvp and vjp of every
-    /// definition now instead of at their first call.
+    /// Differentiates and compiles the primal, jvp, vjp and many-row vjp
+    /// (for [`Function::jacobian`]) of every definition now instead of at
+    /// their first call.
     ///
     /// Errors: the first failure ([`Error::Internal`] for a bug of the AD
     /// or of code generation).
     pub fn precompile(&self) -> Result<(), Error> {
         for index in 0..self.defs.len() {
-            for kind in [Kind::Primal, Kind::Jvp, Kind::Vjp] {
+            for kind in Kind::ALL {
                 self.engine(index, kind)?;
             }
         }

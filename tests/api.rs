@@ -164,4 +164,39 @@ fn precompile_builds_everything() {
     assert_eq!(m.functions().map(|f| f.name().to_string()).collect::<Vec<_>>(), ["f", "scale", "pick", "tup", "get"]);
     let clif = m.function("f").unwrap().clif("vjp").unwrap();
     assert!(clif.is_some_and(|c| c.contains("function")));
+    let clif = m.function("f").unwrap().clif("vjp_rows").unwrap();
+    assert!(clif.is_some_and(|c| c.contains("function")));
+    assert!(matches!(m.function("f").unwrap().clif("nope"), Err(Error::Usage(_))));
+}
+
+#[test]
+fn jacobian_rows_split_over_the_result_leaves() {
+    // Result leaves [2]f64, i64, f64: 3 rows <= 6 columns, reverse mode
+    // (one forward pass, one backward pass per row).
+    let src = "def split(x: [n]f64, w: [n]f64, k: i64) -> ([2]f64, i64, f64) =\n  \
+               ([x[0] * w[1], x[1] + w[0] * w[0]], k + n, sum(x * w))\n";
+    let (x, w) = ([1.0, 2.0, 3.0], [0.5, -1.0, 2.0]);
+    #[rustfmt::skip]
+    let want = [-1.0, 0.0, 0.0, 0.0, 1.0, 0.0,
+                0.0, 1.0, 0.0, 1.0, 0.0, 0.0,
+                0.5, -1.0, 2.0, 1.0, 2.0, 3.0];
+    for backend in [Backend::Cranelift, Backend::Interp] {
+        let m = Module::compile_with("jac.arr", src, Options::backend(backend)).unwrap();
+        let f = m.function("split").unwrap();
+        let args = [Arg::Vector(&x), Arg::Vector(&w), Arg::I64(7)];
+        let jac = f.jacobian(&args).unwrap();
+        assert_eq!((jac.rows, jac.cols), (3, 6));
+        assert_eq!(jac.data, want);
+        assert_eq!(jac.value, f.call(&args).unwrap());
+        assert_eq!(jac.value[1], Value::I64(10));
+        // Row 1 is the vjp of the unit cotangent of element 1 of leaf 0.
+        let r = f.vjp(&args, &[Some(Arg::Vector(&[0.0, 1.0])), None, Some(Arg::F64(0.0))]).unwrap();
+        let row: Vec<f64> = f64s(&r.cotangent[0]).into_iter().chain(f64s(&r.cotangent[1])).collect();
+        assert_eq!(jac.row(1), &row[..]);
+        // With only w active: 3 rows, 3 columns, still by rows.
+        let m = Module::compile_with("jac.arr", src, Options::backend(backend).with_wrt(&["w"])).unwrap();
+        let jac = m.function("split").unwrap().jacobian(&args).unwrap();
+        assert_eq!((jac.rows, jac.cols), (3, 3));
+        assert_eq!(jac.data, [0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 2.0, 3.0]);
+    }
 }

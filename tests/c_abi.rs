@@ -17,6 +17,7 @@ def add(x: [n]f64, y: [m]f64) -> [n]f64 = x + y
 def count(k: i64) -> f64 = sum(for i < k => 1.0)
 def scale(a: f64, v: [n]f64) -> [n]f64 = a * v
 def pair(a: f64, p: (f64, i64)) -> (f64, [2]f64) = (a * p.0, [a, f64(p.1)])
+def split(x: [n]f64, w: [n]f64, k: i64) -> ([2]f64, i64, f64) = ([x[0] * w[1], x[1] + w[0] * w[0]], k + n, sum(x * w))
 ";
 
 /// The C driver: prints `key value...` lines that the test parses.
@@ -84,6 +85,26 @@ int main(void) {
     print("pair_value", &p0, 1);
     print("pair_value1", p1, 2);
     print("pair_jacobian", pjac, 6);
+
+    {
+        /* result leaves [2]f64, i64, f64: 3 rows <= 6 columns (reverse mode) */
+        double s0[2], s2 = 0, sjac[18];
+        int64_t s1 = 0;
+        rc = split_jacobian(3, x, w, 7, s0, &s1, &s2, sjac);
+        printf("split_jacobian_rc %d\n", (int)rc);
+        print("split_value0", s0, 2);
+        printf("split_value1 %lld\n", (long long)s1);
+        print("split_value2", &s2, 1);
+        print("split_jacobian", sjac, 18);
+    }
+
+    rc = f_jacobian(3, x, w, &value, NULL);
+    printf("f_jacobian_null_rc %d\n", (int)rc);
+    printf("f_jacobian_null_msg %s\n", prog_last_error());
+
+    rc = get_jacobian(3, x, 5, &value, jac);
+    printf("get_jacobian_oob_rc %d\n", (int)rc);
+    printf("get_jacobian_oob_msg %s\n", prog_last_error());
 
     rc = get(3, x, 2, &value);
     printf("get_ok_rc %d\n", (int)rc);
@@ -206,6 +227,24 @@ fn c_program_gets_values_derivatives_and_errors() {
     assert_close_all("pair value", &numbers(&lines, "pair_value"), &[6.0], 0.0);
     assert_close_all("pair value 1", &numbers(&lines, "pair_value1"), &[2.0, 4.0], 0.0);
     assert_close_all("pair_jacobian", &numbers(&lines, "pair_jacobian"), &[3.0, 2.0, 1.0, 0.0, 0.0, 0.0], 0.0);
+
+    // Several result leaves, one of them not f64: the one-hot cotangent rows
+    // of the reverse-mode Jacobian split across the f64 leaves; columns x, w.
+    assert_eq!(code(&lines, "split_jacobian_rc"), 0);
+    assert_close_all("split value 0", &numbers(&lines, "split_value0"), &[-1.0, 2.25], 0.0);
+    assert_eq!(code(&lines, "split_value1"), 10);
+    assert_close_all("split value 2", &numbers(&lines, "split_value2"), &[value - e1], 1e-15);
+    #[rustfmt::skip]
+    let want = [-1.0, 0.0, 0.0, 0.0, 1.0, 0.0,
+                0.0, 1.0, 0.0, 1.0, 0.0, 0.0,
+                0.5, -1.0, 2.0, 1.0, 2.0, 3.0];
+    assert_close_all("split_jacobian", &numbers(&lines, "split_jacobian"), &want, 0.0);
+    // A null Jacobian buffer; a run-time error in the forward pass.
+    assert_eq!(code(&lines, "f_jacobian_null_rc"), 9, "invalid argument is code 9");
+    assert!(lines["f_jacobian_null_msg"].contains("`jac`"), "{}", lines["f_jacobian_null_msg"]);
+    assert_eq!(code(&lines, "get_jacobian_oob_rc"), 1);
+    let msg = &lines["get_jacobian_oob_msg"];
+    assert!(msg.contains("prog.arr:2:") && msg.contains("index out of bounds") && msg.contains('5'), "{msg}");
 
     // Errors: codes per kind and a message with the location.
     assert_eq!(code(&lines, "get_ok_rc"), 0);

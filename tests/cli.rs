@@ -375,6 +375,8 @@ fn emit_prints_every_stage() {
     assert!(jvp.contains("def f_jvp("), "{jvp}");
     let vjp = emit("vjp");
     assert!(vjp.contains("def f_vjp("), "{vjp}");
+    let rows = emit("vjp_rows");
+    assert!(rows.contains("def f_vjp_rows(") && rows.contains("tape_mark") && rows.contains("tape_rewind"), "{rows}");
     let delta = emit("delta");
     assert!(delta.contains("linear") && delta.contains("def f_jvp("), "{delta}");
     let clif = emit("clif");

@@ -16,12 +16,12 @@ mod common;
 use common::{check_case, Case};
 use std::path::Path;
 
-#[test]
-fn corpus_programs_agree_across_backends_and_oracles() {
+/// The test cases of the corpus in `tests/programs/`.
+fn corpus_cases() -> Vec<Case> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
     let mut entries: Vec<_> = std::fs::read_dir(&dir).expect("tests/programs").flatten().map(|e| e.path()).collect();
     entries.sort();
-    let mut n = 0;
+    let mut cases = Vec::new();
     for path in entries.iter().filter(|p| p.extension().is_some_and(|e| e == "arr")) {
         let source = std::fs::read_to_string(path).expect("readable corpus file");
         let fd = !source.contains("// nofd");
@@ -29,25 +29,51 @@ fn corpus_programs_agree_across_backends_and_oracles() {
             if let Some(rest) = line.trim().strip_prefix("// test:") {
                 let rest = rest.trim();
                 let (func, args) = rest.split_once(' ').expect("// test: FUNC ARGS");
-                let case = Case {
+                cases.push(Case {
                     file: path.file_name().unwrap().to_string_lossy().into_owned(),
                     source: source.clone(),
                     func: func.to_string(),
                     args: serde_json::from_str(args).expect("JSON args"),
                     finite_differences: fd,
-                };
-                check_case(&case);
-                n += 1;
+                });
             }
         }
     }
-    assert!(n >= 15, "only {n} corpus cases found");
+    cases
 }
 
 #[test]
-fn gmm_example_agrees_across_backends_and_oracles() {
+fn corpus_programs_agree_across_backends_and_oracles() {
+    let cases = corpus_cases();
+    for case in &cases {
+        check_case(case);
+    }
+    assert!(cases.len() >= 15, "only {} corpus cases found", cases.len());
+}
+
+/// The dense Jacobian from the many-row vjp (one forward pass, the tape
+/// replayed for every row; interpreter and JIT) equals the rows of single
+/// vjp calls and the columns of jvp calls, for every corpus case with f64
+/// results, the GMM example and the generated programs.
+#[test]
+fn jacobians_by_vjp_rows_agree_with_vjp_rows_and_jvp_columns() {
+    let mut with_rows = 0;
+    let mut multi_row = 0;
+    for case in &corpus_cases() {
+        let rows = common::check_jacobian(case);
+        with_rows += (rows > 0) as usize;
+        multi_row += (rows > 1) as usize;
+    }
+    assert!(with_rows >= 15 && multi_row >= 5, "{with_rows} cases with rows, {multi_row} with several");
+    assert_eq!(common::check_jacobian(&gmm_case()), 1);
+    for seed in 0..40u64 {
+        common::check_jacobian(&common::generate::program(seed));
+    }
+}
+
+fn gmm_case() -> Case {
     let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/gmm.arr")).unwrap();
-    let case = Case {
+    Case {
         file: "gmm.arr".into(),
         source,
         func: "gmm".into(),
@@ -60,8 +86,12 @@ fn gmm_example_agrees_across_backends_and_oracles() {
             0
         ]),
         finite_differences: true,
-    };
-    check_case(&case);
+    }
+}
+
+#[test]
+fn gmm_example_agrees_across_backends_and_oracles() {
+    check_case(&gmm_case());
 }
 
 #[test]
@@ -91,4 +121,40 @@ fn sharing_chain_gradient_is_instant() {
     let grad = check_case(&case);
     assert_eq!(grad[0], 2f64.powi(60));
     assert!(start.elapsed().as_secs_f64() < 5.0, "took {:?}", start.elapsed());
+}
+
+#[test]
+fn runtime_errors_are_the_same_on_every_backend() {
+    // (program, function, args): each fails at run time; the interpreter on
+    // the source program, the interpreter on the optimised program and the
+    // JIT must report the same kind and the same message.
+    let cases: &[(&str, &str, serde_json::Value)] = &[
+        ("def f(x: [n]f64, i: i64) -> f64 = x[i] * 2", "f", serde_json::json!([[1.0, 2.0], 5])),
+        ("def f(x: [n]f64, k: i64) -> f64 = sum(x[1:k])", "f", serde_json::json!([[1.0, 2.0], 7])),
+        ("def f(a: i64, b: i64) -> i64 = a / b + 1", "f", serde_json::json!([3, 0])),
+        ("def f(x: [n]f64, y: [m]f64) -> [n]f64 = x + y", "f", serde_json::json!([[1.0, 2.0], [1.0]])),
+        ("def f(k: i64) -> f64 = sum(for i < k => 1.0)", "f", serde_json::json!([-3])),
+        ("def f(x: [n]f64, k: i64) -> f64 = maximum(x[0:k])", "f", serde_json::json!([[1.0], 0])),
+        (
+            "def f(k: i64) -> [3][2]f64 =\n  for i < 3 =>\n    for j < (if i == 1 then k else 2) => 1.0",
+            "f",
+            serde_json::json!([5]),
+        ),
+    ];
+    for (src, func, args) in cases {
+        let program = arrayad_frontend::compile("err.arr", src).unwrap_or_else(|d| panic!("{}", d.render()));
+        let fid = program.find(func).unwrap();
+        let ptypes = program.func(fid).param_types();
+        let args: Vec<arrayad_ir::Value> =
+            args.as_array().unwrap().iter().zip(&ptypes).map(|(j, t)| common::json_value(j, *t)).collect();
+        let reference = arrayad_ir::interp::run(&program, fid, &args).expect_err("fails");
+        assert!(reference.message.starts_with("err.arr:"), "{}", reference.message);
+        let prim = arrayad_ad::prepare(&program, fid);
+        let optimised = arrayad_ir::Program { file: "err.arr".into(), funcs: vec![prim.clone()] };
+        let opt = arrayad_ir::interp::run(&optimised, arrayad_ir::FuncId(0), &args).expect_err("fails");
+        let jit = arrayad_codegen::JitModule::compile("err.arr", std::slice::from_ref(&prim)).unwrap();
+        let got = jit.call(&prim.name, &args).expect_err("fails");
+        assert_eq!(opt, reference, "{src}");
+        assert_eq!(got, reference, "{src}");
+    }
 }

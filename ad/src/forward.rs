@@ -249,7 +249,9 @@ impl Jvp {
             }
             Expr::If { cond, then_branch, else_branch } => self.if_rule(b, s, vars, *cond, then_branch, else_branch)?,
             Expr::Call { .. } => return Err(AdError::new("call not inlined before differentiation")),
-            Expr::ZerosLike(_) | Expr::Pop => return Err(AdError::new("imperative expression in a primal program")),
+            Expr::ZerosLike(_) | Expr::Pop | Expr::TapeMark => {
+                return Err(AdError::new("imperative expression in a primal program"))
+            }
         }
         Ok(())
     }

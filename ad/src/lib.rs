@@ -2,7 +2,8 @@
 //!
 //! - Forward mode ([`jvp`]): dual numbers as an IR-to-IR transformation
 //!   (Krawiec et al., POPL 2022, Fig. 3).
-//! - Reverse mode ([`vjp`]): the monadic Delta translation of Krawiec et
+//! - Reverse mode ([`vjp`], and [`vjp_rows`] for many cotangents after one
+//!   forward pass): the monadic Delta translation of Krawiec et
 //!   al. (Figs. 9-11, 15), compiled: the jvp's linear statements are the
 //!   Delta bindings; they are unzipped from the primal statements into a
 //!   forward pass that tapes only the residuals they need and a backward
@@ -80,6 +81,27 @@ pub fn vjp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function,
     let j = linearize(program, func, active)?;
     let name = format!("{}_vjp", program.func(func).name);
     let mut out = reverse::vjp_function(&j, &name)?;
+    passes::optimize(&mut out);
+    Ok(out)
+}
+
+/// Reverse mode for many cotangents at once (dense Jacobians): the
+/// `NAME_vjp_rows` function of `func`, one forward pass and then one
+/// backward pass per cotangent row.
+///
+/// `active` as for [`jvp`]. The result has params = primal params ++ for
+/// each f64 result a stack of `R` cotangents (the result's type with one
+/// more leading axis: `[R]f64` for an f64 result, `[R][n]f64` for an
+/// `[n]f64` one; every stack must have the same `R`, else a size mismatch),
+/// and results = primal results ++ for each active param with f64 elements
+/// the stack of its `R` cotangents (row `r` is what [`vjp`] returns for
+/// cotangent row `r`). The forward pass runs once; its tape is replayed
+/// for every row ([`arrayad_ir::Expr::TapeMark`],
+/// [`arrayad_ir::StmtKind::TapeRewind`]). With no f64 result, `R` is 0.
+pub fn vjp_rows(program: &Program, func: FuncId, active: &[bool]) -> Result<Function, AdError> {
+    let j = linearize(program, func, active)?;
+    let name = format!("{}_vjp_rows", program.func(func).name);
+    let mut out = reverse::vjp_rows_function(&j, &name)?;
     passes::optimize(&mut out);
     Ok(out)
 }

@@ -33,9 +33,30 @@ use arrayad_ir::visit::{stmt_uses, Subst};
 use arrayad_ir::{Atom, BinOp, Block, Expr, Function, Loc, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId};
 use std::collections::{HashMap, HashSet};
 
-/// Builds the vjp of a jvp: params = primal params ++ one cotangent per f64
-/// result; results = primal results ++ cotangents of the tangent params.
-pub fn vjp_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
+/// The vjp of a jvp, unzipped but not yet assembled into a function: the
+/// part [`vjp_function`] and [`vjp_rows_function`] share.
+struct Unzipped {
+    /// The function under construction (its variable table holds every
+    /// variable below); body, params and results are set by the caller.
+    out: Function,
+    /// The primal params.
+    primal_params: Vec<VarId>,
+    /// One cotangent variable per f64 result (the vjp's cotangent params).
+    ct_outs: Vec<VarId>,
+    /// The forward pass: the primal statements plus the pushes of nested
+    /// blocks. Its top-level variables stay in scope for `bwd`.
+    fwd: Vec<Stmt>,
+    /// The backward pass: reads `ct_outs`, pops what `fwd` pushed.
+    bwd: Vec<Stmt>,
+    /// The primal results and their types.
+    primal_results: Vec<Atom>,
+    primal_types: Vec<Type>,
+    /// The cotangent of each tangent param, as computed at the end of `bwd`.
+    grads: Vec<VarId>,
+}
+
+/// Unzips a jvp into its forward and backward passes (module docs).
+fn unzip(j: &JvpOutput, name: &str) -> Result<Unzipped, AdError> {
     let jf = &j.func;
     let mut rev =
         Rev { out: jf.clone(), linear: &j.linear, primal_of: &j.primal_of, ct: HashMap::new(), views: HashSet::new() };
@@ -46,31 +67,110 @@ pub fn vjp_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
     let tangent_results: Vec<Atom> = jf.body.results[j.n_primal_results..].to_vec();
 
     // Cotangent inputs, one per tangent result.
-    let mut ct_params = Vec::new();
+    let mut ct_outs = Vec::new();
     let mut seeds = Vec::new();
     for (k, r) in tangent_results.iter().enumerate() {
         let ty = jf.result_types[j.n_primal_results + k];
         let c = rev.out.new_var("ct_out", ty);
-        ct_params.push(c);
+        ct_outs.push(c);
         seeds.push(Seed { target: *r, value: Expr::Atom(Atom::Var(c)), alias: false });
     }
     // Cotangent accumulators of the tangent params are the linear binders
     // of the function body.
     let binders: Vec<(VarId, Option<Expr>)> = tangent_params.iter().map(|dp| (*dp, None)).collect();
     let (fwd, bwd) = rev.block(&jf.body, false, &[], &[], binders, seeds, Vec::new())?;
-    let mut stmts = fwd;
-    stmts.extend(bwd);
-    let mut results = primal_results;
-    let mut rtypes: Vec<Type> = jf.result_types[..j.n_primal_results].to_vec();
-    for dp in &tangent_params {
-        let c = rev.ct[dp];
-        results.push(Atom::Var(c));
-        rtypes.push(rev.out.ty(c));
+    let grads = tangent_params.iter().map(|dp| rev.ct[dp]).collect();
+    Ok(Unzipped {
+        out: rev.out,
+        primal_params,
+        ct_outs,
+        fwd,
+        bwd,
+        primal_results,
+        primal_types: jf.result_types[..j.n_primal_results].to_vec(),
+        grads,
+    })
+}
+
+/// Builds the vjp of a jvp: params = primal params ++ one cotangent per f64
+/// result; results = primal results ++ cotangents of the tangent params.
+pub fn vjp_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
+    let u = unzip(j, name)?;
+    let mut out = u.out;
+    let mut stmts = u.fwd;
+    stmts.extend(u.bwd);
+    let mut results = u.primal_results;
+    let mut rtypes = u.primal_types;
+    for c in &u.grads {
+        results.push(Atom::Var(*c));
+        rtypes.push(out.ty(*c));
     }
-    let mut out = rev.out;
     out.body = Block { stmts, results };
-    out.params = primal_params;
-    out.params.extend(ct_params);
+    out.params = u.primal_params;
+    out.params.extend(u.ct_outs);
+    out.result_types = rtypes;
+    Ok(out)
+}
+
+/// Builds the many-row vjp of a jvp: one forward pass, then one backward
+/// pass per cotangent row.
+///
+/// Params = primal params ++ per f64 result a stack of `R` cotangents (one
+/// more leading axis than the result); results = primal results ++ per
+/// tangent param the stack of its `R` cotangents (row `r` answers cotangent
+/// row `r`). The body is the forward pass, a check that every cotangent
+/// stack has `R` rows, a [`Expr::TapeMark`] and
+/// `build row < R => { tape_rewind mark; ct_out = ct_rows[row]; backward }`:
+/// the backward pass pops what the forward pass pushed, and the rewind
+/// replays the tape for the next row. With no f64 result, `R` is 0.
+pub fn vjp_rows_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
+    let u = unzip(j, name)?;
+    let mut out = u.out;
+    let mut stmts = u.fwd;
+    let stmt = |kind| Stmt { kind, loc: Loc::default() };
+    let ct_rows: Vec<VarId> = u.ct_outs.iter().map(|c| out.new_var("ct_rows", out.ty(*c).lift())).collect();
+    let mut results = u.primal_results;
+    let mut rtypes = u.primal_types;
+    let rows = match ct_rows.first() {
+        Some(&first) => {
+            let r = out.new_var("rows", Type::I64);
+            stmts.push(stmt(StmtKind::Let { vars: vec![r], expr: Expr::Dim { array: first, axis: 0 } }));
+            for (k, &c) in ct_rows.iter().enumerate().skip(1) {
+                let rk = out.new_var("rows", Type::I64);
+                stmts.push(stmt(StmtKind::Let { vars: vec![rk], expr: Expr::Dim { array: c, axis: 0 } }));
+                stmts.push(stmt(StmtKind::CheckSize {
+                    a: Atom::Var(rk),
+                    b: Atom::Var(r),
+                    what: format!("the row counts of cotangent {k} and of cotangent 0"),
+                }));
+            }
+            Atom::Var(r)
+        }
+        None => Atom::I64(0),
+    };
+    if !u.grads.is_empty() {
+        let mark = out.new_var("tape_mark", Type::I64);
+        stmts.push(stmt(StmtKind::Let { vars: vec![mark], expr: Expr::TapeMark }));
+        let row = out.new_var("row", Type::I64);
+        let mut body = vec![stmt(StmtKind::TapeRewind(Atom::Var(mark)))];
+        for (c, cr) in u.ct_outs.iter().zip(&ct_rows) {
+            body.push(stmt(StmtKind::Let {
+                vars: vec![*c],
+                expr: Expr::Index { array: *cr, indices: vec![Atom::Var(row)] },
+            }));
+        }
+        body.extend(u.bwd);
+        let body = Block { stmts: body, results: u.grads.iter().map(|c| Atom::Var(*c)).collect() };
+        let stacks: Vec<VarId> = u.grads.iter().map(|c| out.new_var("grad_rows", out.ty(*c).lift())).collect();
+        stmts.push(stmt(StmtKind::Let { vars: stacks.clone(), expr: Expr::Build { n: rows, index: row, body } }));
+        for s in stacks {
+            results.push(Atom::Var(s));
+            rtypes.push(out.ty(s));
+        }
+    }
+    out.body = Block { stmts, results };
+    out.params = u.primal_params;
+    out.params.extend(ct_rows);
     out.result_types = rtypes;
     Ok(out)
 }

@@ -42,6 +42,13 @@ impl Leaf {
     pub fn derived(&self, name: String) -> Leaf {
         Leaf { name, elem: Scalar::F64, dims: self.dims.clone(), src: self.src.clone() }
     }
+    /// A stack of rows of this leaf: one more leading axis, of extent size
+    /// variable `rows` (the `R` of `vjp_rows`).
+    pub fn stacked(&self, rows: usize) -> Leaf {
+        let mut dims = vec![DimRef::Size(rows)];
+        dims.extend(self.dims.iter().cloned());
+        Leaf { name: self.name.clone(), elem: self.elem, dims, src: format!("[R]{}", self.src) }
+    }
 }
 
 /// The C interface of one exported definition.
@@ -421,8 +428,11 @@ impl Interface {
         check_types(&what("primal results"), &e.primal.result_types, &r)?;
         check_types(&what("jvp parameters"), &e.jvp.param_types(), &[p.clone(), ti.clone()].concat())?;
         check_types(&what("jvp results"), &e.jvp.result_types, &[r.clone(), to.clone()].concat())?;
-        check_types(&what("vjp parameters"), &e.vjp.param_types(), &[p, to].concat())?;
-        check_types(&what("vjp results"), &e.vjp.result_types, &[r, ti].concat())?;
+        check_types(&what("vjp parameters"), &e.vjp.param_types(), &[p.clone(), to.clone()].concat())?;
+        check_types(&what("vjp results"), &e.vjp.result_types, &[r.clone(), ti.clone()].concat())?;
+        let lift = |ts: &[Type]| ts.iter().map(|t| t.lift()).collect::<Vec<_>>();
+        check_types(&what("vjp_rows parameters"), &e.vjp_rows.param_types(), &[p, lift(&to)].concat())?;
+        check_types(&what("vjp_rows results"), &e.vjp_rows.result_types, &[r, lift(&ti)].concat())?;
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! The C source of the public ABI wrappers of a shared library: for each
 //! export `f`, the functions `f`, `f_jvp`, `f_vjp`, `f_grad`, `f_jacobian`
-//! (LANGUAGE.md section 8) over the internal functions, plus
+//! (LANGUAGE.md section 8) over the internal functions (primal, jvp, vjp
+//! and, for the Jacobian, vjp_rows), plus
 //! `MODULE_last_error`. The wrappers describe their parameters with static
 //! tables and let the runtime (`arrayad_invoke`, `arrayad_jacobian`)
 //! validate sizes and pointers, pack the slots and copy the results.
@@ -171,7 +172,7 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
         let f = &i.name;
         let p = format!("{m}__{f}");
         let _ = writeln!(out, "\n/* ---- {} ---- */", i.signature_text);
-        for which in ["primal", "jvp", "vjp"] {
+        for which in ["primal", "jvp", "vjp", "vjp_rows"] {
             let _ = writeln!(
                 out,
                 "ARRAYAD_HIDDEN int32_t {}(arrayad_ctx *ctx, const uint64_t *args, uint64_t *results);",
@@ -214,6 +215,26 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
             &vin.iter().collect::<Vec<_>>(),
             &vout.iter().collect::<Vec<_>>(),
         );
+        // vjp_rows: one more size, the rows R, last; cotangents stacked.
+        let rows_sizes = {
+            let mut names: Vec<String> = i.sizes.iter().map(|s| c_string(s)).collect();
+            names.push(c_string("rows"));
+            let _ = writeln!(out, "static const char *const {p}_rows_size_names[] = {{{}}};", names.join(", "));
+            format!("{p}_rows_size_names")
+        };
+        let rin: Vec<Leaf> =
+            params.iter().map(|l| (*l).clone()).chain(i.cotangents_in.iter().map(|l| l.stacked(ns))).collect();
+        let rout: Vec<Leaf> =
+            results.iter().map(|l| (*l).clone()).chain(i.cotangents_out.iter().map(|l| l.stacked(ns))).collect();
+        let rows_sig = sig_table(
+            &mut out,
+            &format!("{p}_vjp_rows"),
+            &format!("{f}_jacobian"),
+            &rows_sizes,
+            ns + 1,
+            &rin.iter().collect::<Vec<_>>(),
+            &rout.iter().collect::<Vec<_>>(),
+        );
         let grad_sig = if i.has_grad {
             Some(sig_table(
                 &mut out,
@@ -240,10 +261,10 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
         let res = idx("res", &i.f64_results, &mut out);
         let _ = writeln!(
             out,
-            "static const arrayad_jac_desc {p}_jac = {{{}, {}, {}, &{primal_sig}, &{jvp_sig}, &{vjp_sig}, {}, {act}, {}, {res}}};",
+            "static const arrayad_jac_desc {p}_jac = {{{}, {}, {}, &{primal_sig}, &{jvp_sig}, &{rows_sig}, {}, {act}, {}, {res}}};",
             internal_symbol(module, f, "primal"),
             internal_symbol(module, f, "jvp"),
-            internal_symbol(module, f, "vjp"),
+            internal_symbol(module, f, "vjp_rows"),
             i.active.len(),
             i.f64_results.len()
         );

@@ -58,7 +58,10 @@ use arrayad_ir::{Function, Signature};
 ///   per f64 result leaf;
 /// - `vjp`: params = primal params ++ one cotangent per f64 result leaf,
 ///   results = primal results ++ one cotangent per f64 leaf of the active
-///   params.
+///   params;
+/// - `vjp_rows` (for `f_jacobian`): as `vjp`, but every cotangent, in and
+///   out, has one more leading axis, the `R` rows
+///   (`arrayad_ad::vjp_rows`).
 #[derive(Clone, Debug)]
 pub struct ExportedFunction {
     /// The definition's name (the C name of the primal function).
@@ -73,4 +76,6 @@ pub struct ExportedFunction {
     pub jvp: Function,
     /// Reverse mode.
     pub vjp: Function,
+    /// Reverse mode for many cotangent rows after one forward pass.
+    pub vjp_rows: Function,
 }

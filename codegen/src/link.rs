@@ -76,6 +76,7 @@ pub fn build_shared_library(
         funcs.push((internal_symbol(module, &e.name, "primal"), &e.primal));
         funcs.push((internal_symbol(module, &e.name, "jvp"), &e.jvp));
         funcs.push((internal_symbol(module, &e.name, "vjp"), &e.vjp));
+        funcs.push((internal_symbol(module, &e.name, "vjp_rows"), &e.vjp_rows));
     }
     let obj = compile_object(file, &funcs)?;
     let dir = TempDir::new()?;

@@ -218,7 +218,7 @@ fn loops_with_scalar_and_array_states() {
     let r = run_both(&p, &[arr_f64(&[2], &[1.0, 3.0]), Value::I64(0)]).unwrap();
     assert_eq!(r, vec![Value::F64(0.0), arr_f64(&[2], &[1.0, 3.0])]);
     let msg = expect_err(run_both(&p, &[arr_f64(&[2], &[1.0, 3.0]), Value::I64(-2)]), ErrorKind::NegativeSize, &[]);
-    assert_eq!(msg, "t.arr:3:7: negative size: loop of size -2");
+    assert_eq!(msg, "t.arr:3:7: negative size: -2 iterations");
 }
 
 /// A scalar loop whose body allocates (the arena is reset per iteration):
@@ -272,7 +272,7 @@ fn negative_build_size_and_bool_arrays() {
     let bools = arr_bool(&[3], &[true, false, true]);
     assert_eq!(run_both(&p, &[Value::I64(3), bools.clone()]).unwrap(), vec![arr_bool(&[3], &[false, true, false])]);
     let msg = expect_err(run_both(&p, &[Value::I64(-1), bools]), ErrorKind::NegativeSize, &[]);
-    assert_eq!(msg, "t.arr:3:7: negative size: for of size -1");
+    assert_eq!(msg, "t.arr:3:7: negative size: -1 iterations");
 }
 
 #[test]

@@ -208,3 +208,114 @@ fn hand_written_reverse_pass() {
     let r = run_both(&p, &[arr_f64(&[4], &[2.0, 3.0, 5.0, 7.0])]).unwrap();
     assert_eq!(r, vec![Value::F64(210.0), arr_f64(&[4], &[105.0, 70.0, 42.0, 30.0])]);
 }
+
+/// One forward pass, many backward passes: a loop pushes `i` and the array
+/// `x * i` (arena memory, by reference) for `i < n`; then
+/// `build row < rows => { tape_rewind mark; acc := 0; g = zeros_like x;
+/// for rev i < n { a = pop; k = pop; acc := acc * 10 + k + row; g += a };
+/// yield acc, g }` pops the same entries for every row.
+fn replay_program() -> Program {
+    program1(&[Type::I64, Type::I64, F1], &[I1, F2, Type::BOOL], |b, ps| {
+        let (n, rows, x) = (v(ps[0]), v(ps[1]), ps[2]);
+        for_(b, n, false, |b, i| {
+            b.stmt(StmtKind::Push(i));
+            let fi = b.unary(UnOp::ToF64, i);
+            let len = b.let_one("len", Expr::Dim { array: x, axis: 0 });
+            let xs = build(b, len, |b, j| {
+                let e = idx(b, x, &[j]);
+                b.binary(BinOp::Mul, e, fi)
+            });
+            b.stmt(StmtKind::Push(xs));
+        });
+        let mark = b.let1("mark", Expr::TapeMark, Type::I64);
+        let row = b.var("row", Type::I64);
+        b.begin_block();
+        b.stmt(StmtKind::TapeRewind(v(mark)));
+        let acc = b.func.new_mut_var("acc", Type::I64);
+        b.stmt(StmtKind::Let { vars: vec![acc], expr: Expr::Atom(Atom::I64(0)) });
+        let g = b.let_one("g", Expr::ZerosLike(x)).as_var().unwrap();
+        for_(b, n, true, |b, _| {
+            let a = pop(b, F1);
+            let k = pop(b, Type::I64);
+            let t = b.binary(BinOp::Mul, v(acc), Atom::I64(10));
+            let t = b.binary(BinOp::Add, t, k);
+            let t = b.binary(BinOp::Add, t, v(row));
+            b.stmt(StmtKind::Assign { var: acc, value: t });
+            b.stmt(StmtKind::AccAdd { acc: g, indices: vec![], value: a });
+        });
+        let body = b.end_block(vec![v(acc), v(g)]);
+        let (accs, gs) = (b.var("accs", I1), b.var("gs", F2));
+        b.stmt(StmtKind::Let { vars: vec![accs, gs], expr: Expr::Build { n: rows, index: row, body } });
+        // Whether the tape is empty now (after a row popped everything the
+        // forward pass pushed). Marks count entries in the interpreter and
+        // 8-byte slots in compiled code: only 0 means the same.
+        let left = b.let1("left", Expr::TapeMark, Type::I64);
+        let empty = b.binary(BinOp::Eq, v(left), Atom::I64(0));
+        vec![v(accs), v(gs), empty]
+    })
+}
+
+#[test]
+fn tape_rewind_replays_the_forward_pass_for_every_row() {
+    let p = replay_program();
+    let x = arr_f64(&[2], &[1.5, -2.0]);
+    let r = run_both(&p, &[Value::I64(3), Value::I64(4), x.clone()]).unwrap();
+    // Row r pops k = 2, 1, 0: ((2 + r) * 10 + 1 + r) * 10 + 0 + r.
+    let accs: Vec<i64> = (0..4).map(|r| ((2 + r) * 10 + 1 + r) * 10 + r).collect();
+    // g = x * (0 + 1 + 2) in every row.
+    let gs: Vec<f64> = (0..4).flat_map(|_| [4.5, -6.0]).collect();
+    assert_eq!(r, vec![arr_i64(&[4], &accs), arr_f64(&[4, 2], &gs), Value::Bool(true)]);
+    // No rows, no iterations.
+    let r = run_both(&p, &[Value::I64(0), Value::I64(2), x.clone()]).unwrap();
+    assert_eq!(r[0], arr_i64(&[2], &[0, 0]));
+    let r = run_both(&p, &[Value::I64(3), Value::I64(0), x.clone()]).unwrap();
+    assert_eq!(r[0], arr_i64(&[0], &[]));
+    assert_eq!(r[2], Value::Bool(false));
+    // A long forward pass: the tape grows (and moves) before the mark.
+    let n = 20_000i64;
+    let r = run_both(&p, &[Value::I64(n), Value::I64(3), x]).unwrap();
+    let s = (n * (n - 1) / 2) as f64;
+    assert_eq!(r[1], arr_f64(&[3, 2], &[1.5 * s, -2.0 * s, 1.5 * s, -2.0 * s, 1.5 * s, -2.0 * s]));
+}
+
+/// A rewind to a mark beyond the stored tape (or a negative one) is an
+/// internal error of the generated code, reported, never a crash.
+#[test]
+fn tape_rewind_past_the_stored_tape_is_reported_not_a_crash() {
+    let p = program1(&[Type::I64], &[Type::F64], |b, ps| {
+        b.stmt(StmtKind::Push(Atom::F64(2.5)));
+        let m = b.let1("m", Expr::TapeMark, Type::I64);
+        let x = pop(b, Type::F64);
+        b.stmt(StmtKind::TapeRewind(v(m)));
+        let y = pop(b, Type::F64);
+        b.stmt(StmtKind::TapeRewind(v(ps[0])));
+        let z = pop(b, Type::F64);
+        let s = b.binary(BinOp::Add, x, y);
+        vec![b.binary(BinOp::Add, s, z)]
+    });
+    let m = jit(&p);
+    assert_eq!(m.call("f", &[Value::I64(1)]).unwrap(), vec![Value::F64(7.5)]);
+    assert_eq!(arrayad_ir::interp::run(&p, FuncId(0), &[Value::I64(1)]).unwrap(), vec![Value::F64(7.5)]);
+    for bad in [2, -1, i64::MAX, i64::MIN] {
+        let e = m.call("f", &[Value::I64(bad)]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument, "{}", e.message);
+        assert!(e.message.contains("tape rewind"), "{}", e.message);
+        let e = arrayad_ir::interp::run(&p, FuncId(0), &[Value::I64(bad)]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument, "{}", e.message);
+    }
+    // A push after pops discards them: the old mark is beyond the tape.
+    let p = program1(&[], &[Type::F64], |b, _| {
+        b.stmt(StmtKind::Push(Atom::F64(1.0)));
+        b.stmt(StmtKind::Push(Atom::F64(2.0)));
+        let m = b.let1("m", Expr::TapeMark, Type::I64);
+        pop(b, Type::F64);
+        pop(b, Type::F64);
+        b.stmt(StmtKind::Push(Atom::F64(3.0)));
+        b.stmt(StmtKind::TapeRewind(v(m)));
+        vec![pop(b, Type::F64)]
+    });
+    let e = jit(&p).call("f", &[]).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument, "{}", e.message);
+    let e = arrayad_ir::interp::run(&p, FuncId(0), &[]).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument, "{}", e.message);
+}

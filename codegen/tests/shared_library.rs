@@ -1,4 +1,4 @@
-//! Builds a shared library from hand-built primal/jvp/vjp IR, checks the
+//! Builds a shared library from hand-built primal/jvp/vjp/vjp_rows IR, checks the
 //! header compiles as C99 and C++, and runs a C program against the library.
 
 mod common;
@@ -7,7 +7,7 @@ use arrayad_ir::builder::Builder;
 use arrayad_ir::program::*;
 use arrayad_ir::types::{Scalar, Type};
 use arrayad_ir::verify::verify_function;
-use common::{build, v, F1};
+use common::{build, v, F1, F2};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -102,7 +102,33 @@ fn export_f() -> ExportedFunction {
         let ds = b.binary(BinOp::Mul, v(ct), t);
         vec![r, dx, ds]
     });
-    ExportedFunction { name: "f".into(), signature: s, active: vec![true, true], primal, jvp, vjp }
+    // One forward pass (t), then per cotangent row the backward pass.
+    let vjp_rows = func("f_vjp_rows", &s, &[F1, Type::F64, F1], &[Type::F64, F2, F1], |b, p| {
+        let (x, sc, ct_rows) = (p[0], p[1], p[2]);
+        let t = sum_sq(b, x);
+        let r = b.binary(BinOp::Mul, v(sc), t);
+        let rows = b.let_one("rows", Expr::Dim { array: ct_rows, axis: 0 });
+        let row = b.var("row", Type::I64);
+        b.begin_block();
+        let ct = b.let_one("ct", Expr::Index { array: ct_rows, indices: vec![v(row)] });
+        let dx = b.let_one("dx", Expr::ZerosLike(x));
+        let n = b.let_one("n", Expr::Dim { array: x, axis: 0 });
+        let k = b.binary(BinOp::Mul, ct, v(sc));
+        let k2 = b.binary(BinOp::Mul, k, Atom::F64(2.0));
+        let i = b.var("i", Type::I64);
+        b.begin_block();
+        let e = b.let_one("e", Expr::Index { array: x, indices: vec![v(i)] });
+        let g = b.binary(BinOp::Mul, k2, e);
+        b.stmt(StmtKind::AccAdd { acc: dx.as_var().unwrap(), indices: vec![v(i)], value: g });
+        let body = b.end_block(vec![]);
+        b.stmt(StmtKind::For { n, index: i, reverse: true, body });
+        let ds = b.binary(BinOp::Mul, ct, t);
+        let body = b.end_block(vec![dx, ds]);
+        let (dxs, dss) = (b.var("dxs", F2), b.var("dss", F1));
+        b.stmt(StmtKind::Let { vars: vec![dxs, dss], expr: Expr::Build { n: rows, index: row, body } });
+        vec![r, v(dxs), v(dss)]
+    });
+    ExportedFunction { name: "f".into(), signature: s, active: vec![true, true], primal, jvp, vjp, vjp_rows }
 }
 
 /// h(a: f64) -> [3]f64 = [a, 2a, a*a]   (forward-mode Jacobian: 3 rows > 1 column)
@@ -133,7 +159,22 @@ fn export_h() -> ExportedFunction {
         let s1 = b.binary(BinOp::Add, c[0], x1);
         vec![r, b.binary(BinOp::Add, s1, x2)]
     });
-    ExportedFunction { name: "h".into(), signature: s, active: vec![true], primal, jvp, vjp }
+    let vjp_rows = func("h_vjp_rows", &s, &[Type::F64, F2], &[F1, F1], |b, p| {
+        let a2 = b.binary(BinOp::Mul, Atom::F64(2.0), v(p[0]));
+        let aa = b.binary(BinOp::Mul, v(p[0]), v(p[0]));
+        let r = lit(b, vec![v(p[0]), a2, aa]);
+        let rows = b.let_one("rows", Expr::Dim { array: p[1], axis: 0 });
+        let das = build(b, rows, |b, row| {
+            let c: Vec<Atom> =
+                (0..3).map(|k| b.let_one("c", Expr::Index { array: p[1], indices: vec![row, Atom::I64(k)] })).collect();
+            let x1 = b.binary(BinOp::Mul, Atom::F64(2.0), c[1]);
+            let x2 = b.binary(BinOp::Mul, a2, c[2]);
+            let s1 = b.binary(BinOp::Add, c[0], x1);
+            b.binary(BinOp::Add, s1, x2)
+        });
+        vec![r, das]
+    });
+    ExportedFunction { name: "h".into(), signature: s, active: vec![true], primal, jvp, vjp, vjp_rows }
 }
 
 /// e(x: [n]f64, i: i64) -> f64 = x[i]   (x inactive: no tangents)
@@ -147,7 +188,8 @@ fn export_e() -> ExportedFunction {
         r
     });
     let vjp = func("e_vjp", &s, &[F1, Type::I64, Type::F64], &[Type::F64], body);
-    ExportedFunction { name: "e".into(), signature: s, active: vec![false, false], primal, jvp, vjp }
+    let vjp_rows = func("e_vjp_rows", &s, &[F1, Type::I64, F1], &[Type::F64], body);
+    ExportedFunction { name: "e".into(), signature: s, active: vec![false, false], primal, jvp, vjp, vjp_rows }
 }
 
 const MAIN_C: &str = r#"

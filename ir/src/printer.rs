@@ -96,6 +96,9 @@ impl Printer<'_> {
             StmtKind::Push(a) => {
                 let _ = write!(self.out, "push {}", self.atom(a));
             }
+            StmtKind::TapeRewind(m) => {
+                let _ = write!(self.out, "tape_rewind {}", self.atom(m));
+            }
             StmtKind::For { n, index, reverse, body } => {
                 let r = if *reverse { "rev " } else { "" };
                 let _ = write!(self.out, "for {}{} < {} do ", r, self.var(*index), self.atom(n));
@@ -174,6 +177,7 @@ impl Printer<'_> {
                 let _ = write!(self.out, "zeros_like {}", self.var(*v));
             }
             Expr::Pop => self.out.push_str("pop"),
+            Expr::TapeMark => self.out.push_str("tape_mark"),
         }
     }
 }

@@ -10,7 +10,8 @@
 //! backward pass of reverse mode needs (DESIGN.md, "Reverse mode"): mutable
 //! variables ([`StmtKind::Assign`]), zero-initialised accumulator buffers
 //! ([`Expr::ZerosLike`], [`StmtKind::AccAdd`]), the residual tape
-//! ([`StmtKind::Push`], [`Expr::Pop`]) and effect-only loops and branches
+//! ([`StmtKind::Push`], [`Expr::Pop`], and [`Expr::TapeMark`] /
+//! [`StmtKind::TapeRewind`] to replay it) and effect-only loops and branches
 //! ([`StmtKind::For`], [`StmtKind::If`]).
 //!
 //! Run-time checks are implicit in the operations that can fail (index and
@@ -393,6 +394,11 @@ pub enum Expr {
     /// The most recently pushed, not yet popped tape entry (LIFO). The type
     /// is that of the bound variable.
     Pop,
+    /// The current position of the tape, an `i64` (how many entries lie
+    /// below the top; in compiled code, 8-byte slots), for a later
+    /// [`StmtKind::TapeRewind`]. Its only use is rewinding to it. An
+    /// effect: passes never remove, share or move it.
+    TapeMark,
 }
 
 /// A statement. `loc` is reported by run-time errors raised by it.
@@ -419,8 +425,19 @@ pub enum StmtKind {
     /// Fails with [`ErrorKind::SizeMismatch`] unless the `i64`s `a == b`;
     /// `what` describes the two sizes for the message.
     CheckSize { a: Atom, b: Atom, what: String },
-    /// Push a value (any type; arrays by reference) on the tape.
+    /// Push a value (any type; arrays by reference) on the tape. The tape
+    /// is a stack of stored entries with a top position: a push writes at
+    /// the top and discards every stored entry above it; [`Expr::Pop`]
+    /// moves the top down and reads the entry there, leaving it stored.
     Push(Atom),
+    /// Set the tape position back to `mark`, an `i64` that
+    /// [`Expr::TapeMark`] yielded earlier: entries pushed after the mark
+    /// and popped since can be popped again (pops never erase entries).
+    /// A mark beyond the stored entries (or negative) is
+    /// [`ErrorKind::InvalidArgument`], an internal error of the generated
+    /// code. Used to run one backward pass several times after one forward
+    /// pass (`vjp_rows`).
+    TapeRewind(Atom),
     /// Run `body` (no results) for `index` in `0..n`, or `n-1` down to 0
     /// when `reverse`. `n < 0` runs it zero times.
     For { n: Atom, index: VarId, reverse: bool, body: Block },

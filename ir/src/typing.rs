@@ -129,6 +129,7 @@ impl Function {
                 vec![ta.with_elem(Scalar::F64)]
             }
             Expr::Pop => vec![],
+            Expr::TapeMark => vec![Type::I64],
         })
     }
 }

@@ -155,6 +155,12 @@ impl Verifier<'_> {
                 }
             }
             StmtKind::Push(a) => self.atom(a)?,
+            StmtKind::TapeRewind(m) => {
+                self.atom(m)?;
+                if self.f.atom_ty(m) != Type::I64 {
+                    return Err("tape_rewind to a mark that is not i64".into());
+                }
+            }
             StmtKind::For { n, index, body, .. } => {
                 self.atom(n)?;
                 if self.f.atom_ty(n) != Type::I64 || self.f.ty(*index) != Type::I64 {
@@ -227,7 +233,7 @@ impl Verifier<'_> {
                 }
                 return Ok(callee.result_types.clone());
             }
-            Expr::Pop => {}
+            Expr::Pop | Expr::TapeMark => {}
         }
         self.f.expr_types(e)
     }

@@ -44,7 +44,7 @@ pub fn expr_uses(expr: &Expr, f: &mut dyn FnMut(VarId)) {
             block_uses(else_branch, f);
         }
         Expr::Call { args, .. } => args.iter().for_each(|e| atom(e, f)),
-        Expr::Pop => {}
+        Expr::Pop | Expr::TapeMark => {}
     }
 }
 
@@ -70,7 +70,7 @@ pub fn stmt_uses(stmt: &StmtKind, f: &mut dyn FnMut(VarId)) {
             atom(a, f);
             atom(b, f);
         }
-        StmtKind::Push(a) => atom(a, f),
+        StmtKind::Push(a) | StmtKind::TapeRewind(a) => atom(a, f),
         StmtKind::For { n, body, .. } => {
             atom(n, f);
             block_uses(body, f);
@@ -205,6 +205,7 @@ impl Subst {
             Expr::Call { func, args } => Expr::Call { func: *func, args: self.atoms(args) },
             Expr::ZerosLike(v) => Expr::ZerosLike(self.var(*v)),
             Expr::Pop => Expr::Pop,
+            Expr::TapeMark => Expr::TapeMark,
         }
     }
 
@@ -220,6 +221,7 @@ impl Subst {
                 StmtKind::CheckSize { a: self.atom(a), b: self.atom(b), what: what.clone() }
             }
             StmtKind::Push(a) => StmtKind::Push(self.atom(a)),
+            StmtKind::TapeRewind(a) => StmtKind::TapeRewind(self.atom(a)),
             StmtKind::For { n, index, reverse, body } => {
                 StmtKind::For { n: self.atom(n), index: self.var(*index), reverse: *reverse, body: self.block(body) }
             }

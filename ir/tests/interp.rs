@@ -246,6 +246,91 @@ fn tape_is_last_in_first_out_and_arrays_are_pushed_by_reference() {
 }
 
 #[test]
+fn tape_rewind_replays_popped_entries() {
+    // push 1, 2, 3; m0 = mark; pop a, b; rewind m0; pop c, d; m1 = mark;
+    // pop e; rewind m1; pop f
+    let p = program1(&[], &[Type::I64; 7], |b, _| {
+        for k in 1..=3 {
+            b.stmt(StmtKind::Push(Atom::I64(k)));
+        }
+        let m0 = b.let1("m0", Expr::TapeMark, Type::I64);
+        let a = b.let1("a", Expr::Pop, Type::I64);
+        let bb = b.let1("b", Expr::Pop, Type::I64);
+        b.stmt(StmtKind::TapeRewind(v(m0)));
+        let c = b.let1("c", Expr::Pop, Type::I64);
+        let d = b.let1("d", Expr::Pop, Type::I64);
+        let m1 = b.let1("m1", Expr::TapeMark, Type::I64);
+        let e = b.let1("e", Expr::Pop, Type::I64);
+        b.stmt(StmtKind::TapeRewind(v(m1)));
+        let f = b.let1("f", Expr::Pop, Type::I64);
+        vec![v(a), v(bb), v(c), v(d), v(e), v(f), v(m0)]
+    });
+    let want: Vec<Value> = [3, 2, 3, 2, 1, 1, 3].iter().map(|k| Value::I64(*k)).collect();
+    assert_eq!(run(&p, &[]).unwrap(), want);
+}
+
+#[test]
+fn tape_rewind_past_the_stored_tape_is_an_error() {
+    // push 1, 2; m = mark (2); pop; pop; push 9 (discards both); rewind m
+    let p = program1(&[], &[Type::I64], |b, _| {
+        b.stmt(StmtKind::Push(Atom::I64(1)));
+        b.stmt(StmtKind::Push(Atom::I64(2)));
+        let m = b.let1("m", Expr::TapeMark, Type::I64);
+        b.let1("x", Expr::Pop, Type::I64);
+        b.let1("y", Expr::Pop, Type::I64);
+        b.stmt(StmtKind::Push(Atom::I64(9)));
+        b.stmt(StmtKind::TapeRewind(v(m)));
+        vec![v(b.let1("z", Expr::Pop, Type::I64))]
+    });
+    expect_err(run(&p, &[]), ErrorKind::InvalidArgument, &["tape_rewind to mark 2", "holds 1 entries"]);
+    // A mark from a parameter: beyond the tape, or negative.
+    let p = program1(&[Type::I64], &[Type::I64], |b, ps| {
+        b.stmt(StmtKind::Push(Atom::I64(5)));
+        b.stmt(StmtKind::TapeRewind(v(ps[0])));
+        vec![v(b.let1("z", Expr::Pop, Type::I64))]
+    });
+    assert_eq!(run(&p, &[Value::I64(1)]).unwrap(), vec![Value::I64(5)]);
+    expect_err(run(&p, &[Value::I64(2)]), ErrorKind::InvalidArgument, &["tape_rewind to mark 2"]);
+    expect_err(run(&p, &[Value::I64(-1)]), ErrorKind::InvalidArgument, &["tape_rewind to mark -1"]);
+    expect_err(run(&p, &[Value::I64(i64::MAX)]), ErrorKind::InvalidArgument, &["tape_rewind"]);
+    // Rewinding to 0 leaves nothing to pop.
+    expect_err(run(&p, &[Value::I64(0)]), ErrorKind::InvalidArgument, &["empty tape"]);
+}
+
+#[test]
+fn tape_marks_and_rewinds_survive_the_optimiser() {
+    // push 1; push 2; m1 = mark (unused); m2 = mark; a = pop; rewind m2;
+    // b = pop; a + b. Marks are effects: neither removed nor merged.
+    let mut p = program1(&[], &[Type::I64], |b, _| {
+        b.stmt(StmtKind::Push(Atom::I64(1)));
+        b.stmt(StmtKind::Push(Atom::I64(2)));
+        b.let1("m1", Expr::TapeMark, Type::I64);
+        let m2 = b.let1("m2", Expr::TapeMark, Type::I64);
+        let a = b.let1("a", Expr::Pop, Type::I64);
+        b.stmt(StmtKind::TapeRewind(v(m2)));
+        let c = b.let1("c", Expr::Pop, Type::I64);
+        vec![b.binary(BinOp::Add, v(a), v(c))]
+    });
+    arrayad_ir::passes::optimize(&mut p.funcs[0]);
+    verify_program(&p).unwrap();
+    let text = arrayad_ir::printer::print_function(&p.funcs[0], None);
+    assert_eq!(text.matches("= tape_mark").count(), 2, "{text}");
+    assert_eq!(text.matches("tape_rewind m2").count(), 1, "{text}");
+    assert_eq!(run(&p, &[]).unwrap(), vec![Value::I64(4)]);
+}
+
+#[test]
+fn tape_rewind_of_a_non_integer_does_not_verify() {
+    let (mut f, _) = function("f", &[], &[]);
+    let mut b = Builder::new(&mut f);
+    b.stmt(StmtKind::TapeRewind(Atom::F64(1.0)));
+    f.body = b.finish(vec![]);
+    let p = Program { file: FILE.into(), funcs: vec![f] };
+    let e = verify_program(&p).unwrap_err();
+    assert!(e.message.contains("tape_rewind"), "{e}");
+}
+
+#[test]
 fn pop_from_an_empty_tape_is_an_error() {
     let p = program1(&[], &[Type::I64], |b, _| vec![v(b.let1("x", Expr::Pop, Type::I64))]);
     expect_err(run(&p, &[]), ErrorKind::InvalidArgument, &["empty tape"]);

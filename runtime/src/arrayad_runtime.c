@@ -25,6 +25,7 @@ typedef char arrayad_check_tape_end[(offsetof(arrayad_ctx, tape_end) == 32) ? 1 
 typedef char arrayad_check_tape_base[(offsetof(arrayad_ctx, tape_base) == 40) ? 1 : -1];
 typedef char arrayad_check_err_kind[(offsetof(arrayad_ctx, err_kind) == 88) ? 1 : -1];
 typedef char arrayad_check_err_buf[(offsetof(arrayad_ctx, err_buf) == 96) ? 1 : -1];
+typedef char arrayad_check_tape_top[(offsetof(arrayad_ctx, tape_top) == 352) ? 1 : -1];
 
 /* ---- Arena ------------------------------------------------------------- */
 
@@ -59,6 +60,7 @@ void arrayad_ctx_reset(arrayad_ctx *ctx) {
     ctx->arena_ptr = first ? first->data : NULL;
     ctx->arena_end = first ? first->data + first->size : NULL;
     ctx->tape_ptr = ctx->tape_base;
+    ctx->tape_top = ctx->tape_base;
     ctx->err_msg = NULL;
     ctx->err_vals[0] = ctx->err_vals[1] = ctx->err_vals[2] = 0;
     ctx->err_kind = 0;
@@ -168,6 +170,8 @@ int32_t arrayad_tape_grow(arrayad_ctx *ctx, uint64_t slots) {
     }
     ctx->tape_base = mem;
     ctx->tape_ptr = mem + used;
+    /* only a push grows the tape, and it discards the popped slots above it */
+    ctx->tape_top = mem + used;
     ctx->tape_end = mem + want;
     return 0;
 }
@@ -348,14 +352,9 @@ static void shape_text(char *buf, size_t cap, int32_t rank, const int64_t *dims)
     }
 }
 
-int32_t arrayad_invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
-                       const int64_t *sizes, const void *const *in, void *const *out) {
-    uint64_t stack_slots[ARRAYAD_STACK_SLOTS];
-    uint64_t *slots = stack_slots, *args, *res;
-    int64_t dims[ARRAYAD_MAX_RANK];
-    int32_t i, a, st = 0;
-    size_t nin_slots = 0, nout_slots = 0, k;
-
+/* 0, or NegativeSize for the first negative size. */
+static int32_t check_sizes(arrayad_ctx *ctx, const arrayad_sig *sig, const int64_t *sizes) {
+    int32_t i;
     for (i = 0; i < sig->nsizes; i++) {
         if (sizes[i] < 0) {
             return arrayad_fail_text(ctx, ARRAYAD_ERR_NEGATIVE_SIZE,
@@ -363,6 +362,32 @@ int32_t arrayad_invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
                                      sig->size_names[i], (long long)sizes[i]);
         }
     }
+    return 0;
+}
+
+/* Where arrayad_jacobian wants the results of vjp_rows from output `first`
+ * on: each is a stack of `rows` rows whose row r goes to row r of jac
+ * (`cols` columns), from the next free column on. */
+typedef struct row_scatter {
+    int32_t first;
+    int64_t rows, cols;
+    double *jac;
+} row_scatter;
+
+/* arrayad_invoke, with the outputs from sc->first on scattered into a
+ * Jacobian (when sc is not NULL) rather than copied to out. */
+static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
+                      const int64_t *sizes, const void *const *in, void *const *out,
+                      const row_scatter *sc) {
+    uint64_t stack_slots[ARRAYAD_STACK_SLOTS];
+    uint64_t *slots = stack_slots, *args, *res;
+    int64_t dims[ARRAYAD_MAX_RANK + 1];
+    int32_t i, a, st = 0;
+    size_t nin_slots = 0, nout_slots = 0, k;
+    int64_t col = 0;
+
+    st = check_sizes(ctx, sig, sizes);
+    if (st) return st;
     for (i = 0; i < sig->nin; i++) nin_slots += 1 + (size_t)sig->in[i].rank;
     for (i = 0; i < sig->nout; i++) nout_slots += 1 + (size_t)sig->out[i].rank;
     if (nin_slots + nout_slots > ARRAYAD_STACK_SLOTS) {
@@ -442,7 +467,17 @@ int32_t arrayad_invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
                                            sig->fname, l->name, got, want);
                 }
             }
-            if (st == 0 && count > 0) memmove(out[i], src, (size_t)count * elem_size(l->elem));
+            if (st == 0 && count > 0 && sc && i >= sc->first) {
+                /* a [rows][n] stack of f64 rows into columns col.. of jac */
+                int64_t r, n = count / sc->rows;
+                for (r = 0; r < sc->rows; r++) {
+                    memcpy(sc->jac + r * sc->cols + col, (const double *)src + r * n,
+                           (size_t)n * sizeof(double));
+                }
+                col += n;
+            } else if (st == 0 && count > 0) {
+                memmove(out[i], src, (size_t)count * elem_size(l->elem));
+            }
             k += 1 + (size_t)l->rank;
         }
     }
@@ -450,10 +485,15 @@ int32_t arrayad_invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
     return st;
 }
 
+int32_t arrayad_invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
+                       const int64_t *sizes, const void *const *in, void *const *out) {
+    return invoke(ctx, fn, sig, sizes, in, out, NULL);
+}
+
 /* Element count of leaf i of a signature's inputs or outputs. */
 static int32_t count_of(arrayad_ctx *ctx, const arrayad_sig *sig, const arrayad_leaf *l,
                         const int64_t *sizes, int64_t *count) {
-    int64_t dims[ARRAYAD_MAX_RANK];
+    int64_t dims[ARRAYAD_MAX_RANK + 1];
     if (l->rank == 0) {
         *count = 1;
         return 0;
@@ -465,24 +505,20 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
                          const void *const *in, void *const *out, double *jac) {
     const arrayad_sig *ps = d->primal_sig;
     int64_t rows = 0, cols = 0, c, r, total;
-    int64_t *act_count = NULL, *res_count = NULL;
+    int64_t *act_count = NULL, *res_count = NULL, *sizes2 = NULL;
     const void **in2 = NULL;
     void **out2 = NULL;
     double *unit = NULL, *tout = NULL;
     int32_t i, st;
     int32_t np = ps->nin, nr = ps->nout;
 
-    st = arrayad_invoke(ctx, d->primal, ps, sizes, in, out);
+    st = check_sizes(ctx, ps, sizes);
     if (st) return st;
     act_count = (int64_t *)calloc((size_t)d->nact + 1, sizeof(int64_t));
     res_count = (int64_t *)calloc((size_t)d->nres + 1, sizeof(int64_t));
     in2 = (const void **)calloc((size_t)(np + d->nact + d->nres) + 1, sizeof(void *));
     out2 = (void **)calloc((size_t)(nr + d->nact + d->nres) + 1, sizeof(void *));
-    if (!act_count || !res_count || !in2 || !out2) {
-        st = arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY, "out of memory: %s_jacobian",
-                               ps->fname);
-        goto done;
-    }
+    if (!act_count || !res_count || !in2 || !out2) goto oom;
     for (i = 0; i < d->nact && st == 0; i++) {
         st = count_of(ctx, ps, &ps->in[d->act[i]], sizes, &act_count[i]);
         cols += act_count[i];
@@ -492,6 +528,7 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
         rows += res_count[i];
     }
     if (st) goto done;
+    /* each count is at most 2^56 (leaf_dims), so are the sums of a few */
     if (cols > 0 && rows > (((int64_t)1 << 56) / cols)) {
         st = arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
                                "out of memory: %s_jacobian: %lld x %lld entries", ps->fname,
@@ -504,31 +541,39 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
                                "invalid argument: %s_jacobian: null pointer for `jac`", ps->fname);
         goto done;
     }
-    if (total == 0) goto done;
     for (i = 0; i < np; i++) in2[i] = in[i];
     for (i = 0; i < nr; i++) out2[i] = out[i];
-    if (rows <= cols) {
-        /* reverse mode: one vjp per row with a one-hot cotangent */
-        int64_t off;
-        unit = (double *)calloc((size_t)rows, sizeof(double));
-        if (!unit) goto oom;
-        off = 0;
+    if (total > 0 && rows <= cols) {
+        /* reverse mode: one call of vjp_rows (one forward pass, then one
+           backward pass per row) with the rows x rows identity as the
+           cotangents: leaf i's cotangent stack is [rows][res_count[i]], row
+           r one-hot at element r - (first row of leaf i) */
+        int64_t off = 0;
+        row_scatter sc;
+        sizes2 = (int64_t *)calloc((size_t)ps->nsizes + 1, sizeof(int64_t));
+        /* rows * rows <= rows * cols <= 2^56: no overflow */
+        unit = (double *)calloc((size_t)(rows * rows), sizeof(double));
+        if (!sizes2 || !unit) goto oom;
+        for (i = 0; i < ps->nsizes; i++) sizes2[i] = sizes[i];
+        sizes2[ps->nsizes] = rows;
         for (i = 0; i < d->nres; i++) {
-            in2[np + i] = unit + off;
+            double *block = unit + rows * off;
+            for (r = 0; r < res_count[i]; r++) block[(off + r) * res_count[i] + r] = 1.0;
+            in2[np + i] = block;
             off += res_count[i];
         }
-        for (r = 0; r < rows && st == 0; r++) {
-            if (r > 0) unit[r - 1] = 0.0;
-            unit[r] = 1.0;
-            off = 0;
-            for (i = 0; i < d->nact; i++) {
-                out2[nr + i] = jac + r * cols + off;
-                off += act_count[i];
-            }
-            arrayad_ctx_reset(ctx);
-            st = arrayad_invoke(ctx, d->vjp, d->vjp_sig, sizes, in2, out2);
-        }
-    } else {
+        /* the stacks of the active leaves go straight into their columns */
+        for (i = 0; i < d->nact; i++) out2[nr + i] = jac;
+        sc.first = nr;
+        sc.rows = rows;
+        sc.cols = cols;
+        sc.jac = jac;
+        st = invoke(ctx, d->vjp_rows, d->vjp_rows_sig, sizes2, in2, out2, &sc);
+        goto done;
+    }
+    st = arrayad_invoke(ctx, d->primal, ps, sizes, in, out);
+    if (st || total == 0) goto done;
+    {
         /* forward mode: one jvp per column with a one-hot tangent */
         int64_t off;
         unit = (double *)calloc((size_t)cols, sizeof(double));
@@ -559,6 +604,7 @@ oom:
 done:
     free(act_count);
     free(res_count);
+    free(sizes2);
     free((void *)in2);
     free(out2);
     free(unit);

@@ -4,7 +4,8 @@
  *   - the arena: every array allocated during a call comes from it (bump
  *     allocation, 32-byte aligned, chunks from malloc, all freed by
  *     arrayad_ctx_release);
- *   - the tape: a LIFO stack of 8-byte slots (Push/Pop of the IR);
+ *   - the tape: a LIFO stack of 8-byte slots (Push/Pop of the IR); popped
+ *     slots stay stored up to tape_top so that TapeRewind can replay them;
  *   - the error of the call: kind, a message template and up to three values.
  *
  * Generated functions have the signature arrayad_fn: they take the context,
@@ -42,7 +43,8 @@ extern "C" {
 typedef struct arrayad_chunk arrayad_chunk;
 
 /* The per-call context. Generated code accesses the fields before err_buf
- * at fixed offsets (64-bit targets): keep them in sync with the Rust mirror. */
+ * and tape_top at fixed offsets (64-bit targets): keep them in sync with the
+ * Rust mirror. */
 typedef struct arrayad_ctx {
     char *arena_ptr;            /*  0: next free byte of the current chunk (32-aligned) */
     char *arena_end;            /*  8: end of the current chunk */
@@ -56,6 +58,8 @@ typedef struct arrayad_ctx {
     int32_t err_kind;           /* 88: 0 = no error */
     int32_t reserved;           /* 92 */
     char err_buf[ARRAYAD_ERR_BUF]; /* 96: text of messages composed at run time */
+    uint64_t *tape_top;         /* 352: end of the stored tape: a push stores up to
+                                   here, pops leave it (a rewind may replay them) */
 } arrayad_ctx;
 
 /* A compiled function: (ctx, argument slots, result slots) -> status. */
@@ -143,10 +147,12 @@ int32_t arrayad_invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
 
 /* What arrayad_jacobian needs: the three compiled functions and their
  * interfaces, plus which primal inputs are active f64 leaves and which
- * primal outputs are f64 leaves. */
+ * primal outputs are f64 leaves. vjp_rows is the many-row vjp: its
+ * signature has one more size, the number of rows R, last; its cotangent
+ * inputs and outputs have R as an extra leading axis. */
 typedef struct arrayad_jac_desc {
-    arrayad_fn primal, jvp, vjp;
-    const arrayad_sig *primal_sig, *jvp_sig, *vjp_sig;
+    arrayad_fn primal, jvp, vjp_rows;
+    const arrayad_sig *primal_sig, *jvp_sig, *vjp_rows_sig;
     int32_t nact;                /* active f64 input leaves (the columns) */
     const int32_t *act;          /* their indices among the primal inputs */
     int32_t nres;                /* f64 output leaves (the rows) */
@@ -155,7 +161,8 @@ typedef struct arrayad_jac_desc {
 
 /* The dense Jacobian (rows = f64 result elements, columns = active f64
  * parameter elements, row-major into jac) and the values (into out), by
- * reverse mode when rows <= cols, else forward mode. */
+ * reverse mode when rows <= cols (one call of vjp_rows: one forward pass,
+ * one backward pass per row), else forward mode (one jvp per column). */
 int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int64_t *sizes,
                          const void *const *in, void *const *out, double *jac);
 

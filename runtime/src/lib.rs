@@ -3,7 +3,8 @@
 //! Everything lives in one C file, [`RUNTIME_C_SOURCE`] (with its header
 //! [`RUNTIME_C_HEADER`]): the per-call context [`Ctx`] with its arena
 //! (bump allocation of every array of a call, 32-byte aligned, freed when the
-//! call ends), its tape (a LIFO stack of 8-byte slots) and its error record;
+//! call ends), its tape (a LIFO stack of 8-byte slots, whose popped slots
+//! stay stored for a rewind) and its error record;
 //! error message formatting; `digamma` and a thread-safe `lgamma`; and the
 //! support of the C ABI wrappers of shared libraries (`arrayad_invoke`,
 //! `arrayad_jacobian`). The build script compiles it into this crate for the
@@ -53,6 +54,9 @@ pub struct Ctx {
     pub reserved: i32,
     /// Text of messages composed at run time.
     pub err_buf: [c_char; ERR_BUF],
+    /// End of the stored tape: pushes store up to here, pops leave it in
+    /// place (so that a rewind to an earlier mark replays popped slots).
+    pub tape_top: *mut u64,
 }
 
 /// Byte offsets of the [`Ctx`] fields that generated code uses.
@@ -71,6 +75,8 @@ pub mod offsets {
     pub const TAPE_END: i32 = offset_of!(Ctx, tape_end) as i32;
     /// `tape_base`.
     pub const TAPE_BASE: i32 = offset_of!(Ctx, tape_base) as i32;
+    /// `tape_top`.
+    pub const TAPE_TOP: i32 = offset_of!(Ctx, tape_top) as i32;
 }
 
 /// The C functions of the runtime.
@@ -247,6 +253,7 @@ impl OwnedCtx {
             err_kind: 0,
             reserved: 0,
             err_buf: [0; ERR_BUF],
+            tape_top: std::ptr::null_mut(),
         });
         // SAFETY: a valid, exclusively owned context.
         unsafe { ffi::arrayad_ctx_init(&mut *b) };
@@ -332,6 +339,7 @@ mod tests {
         assert_eq!(offsets::TAPE_BASE, 40);
         assert_eq!(std::mem::offset_of!(Ctx, err_kind), 88);
         assert_eq!(std::mem::offset_of!(Ctx, err_buf), 96);
+        assert_eq!(offsets::TAPE_TOP, 352);
     }
 
     #[test]

@@ -270,3 +270,165 @@ pub fn check_case(case: &Case) -> Vec<f64> {
     let g = jit.call(&vjp.name, &gargs).unwrap();
     g[n_res..].iter().flat_map(f64s).collect()
 }
+
+/// The optimised many-row vjp keeps its shape: at the top level a tape mark,
+/// then the build over rows that first rewinds to it; the forward pass (every
+/// push) stays outside the build.
+fn check_rows_structure(f: &arrayad_ir::Function, what: &str) {
+    use arrayad_ir::{Block, Expr, StmtKind};
+    fn pushes(b: &Block) -> usize {
+        let mut n = 0;
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Push(_) => n += 1,
+                StmtKind::Let { expr: Expr::Build { body, .. } | Expr::Loop { body, .. }, .. }
+                | StmtKind::For { body, .. } => n += pushes(body),
+                StmtKind::Let { expr: Expr::If { then_branch, else_branch, .. }, .. }
+                | StmtKind::If { then_branch, else_branch, .. } => n += pushes(then_branch) + pushes(else_branch),
+                _ => {}
+            }
+        }
+        n
+    }
+    let text = || arrayad_ir::printer::print_function(f, None);
+    let mark = f.body.stmts.iter().position(|s| matches!(&s.kind, StmtKind::Let { expr: Expr::TapeMark, .. }));
+    let rows = f.body.stmts.iter().position(|s| match &s.kind {
+        StmtKind::Let { expr: Expr::Build { body, .. }, .. } => {
+            body.stmts.first().is_some_and(|s| matches!(s.kind, StmtKind::TapeRewind(_)))
+        }
+        _ => false,
+    });
+    // No active f64 parameter: no backward pass at all.
+    if f.result_types.len() == f.signature.result.leaves().len() {
+        assert!(rows.is_none(), "{what}: a build over rows without cotangents to return\n{}", text());
+        return;
+    }
+    let (Some(mark), Some(rows)) = (mark, rows) else {
+        panic!("{what}: no top-level tape mark and build over rows\n{}", text())
+    };
+    assert!(mark < rows, "{what}: the tape mark follows the build over rows\n{}", text());
+    if let StmtKind::Let { expr: Expr::Build { body, .. }, .. } = &f.body.stmts[rows].kind {
+        assert_eq!(pushes(body), 0, "{what}: the forward pass moved into the build over rows\n{}", text());
+    }
+}
+
+/// One-hot values shaped like `shapes` (one per leaf, f64 scalars or
+/// arrays) with a 1.0 at flattened position `pos` across all of them.
+fn one_hot_like(shapes: &[Value], pos: usize) -> Vec<Value> {
+    let mut first = 0;
+    shapes
+        .iter()
+        .map(|like| {
+            let n = f64s(like).len().max(if matches!(like, Value::Array(_)) { 0 } else { 1 });
+            let hot = |k: usize| if first + k == pos { 1.0 } else { 0.0 };
+            let v = match like {
+                Value::Array(a) => {
+                    Value::Array(ArrayValue { shape: a.shape.clone(), data: ArrayData::F64((0..n).map(hot).collect()) })
+                }
+                _ => Value::F64(hot(0)),
+            };
+            first += n;
+            v
+        })
+        .collect()
+}
+
+/// The dense Jacobian of `case` (rows: f64 result elements, columns: f64
+/// elements of the f64 parameters) three ways: from the many-row vjp
+/// (`vjp_rows`, interpreter and JIT, which must agree), from one vjp per
+/// one-hot cotangent row and from one jvp per one-hot tangent column. Returns
+/// the number of rows (0: nothing to compare).
+pub fn check_jacobian(case: &Case) -> usize {
+    let what = format!("{}:{}", case.file, case.func);
+    let program = arrayad_frontend::compile(&case.file, &case.source)
+        .unwrap_or_else(|d| panic!("{} does not compile:\n{}", case.file, d.render()));
+    let fid = program.find(&case.func).unwrap_or_else(|| panic!("no function {}", case.func));
+    let ptypes = program.func(fid).param_types();
+    let args: Vec<Value> =
+        case.args.as_array().expect("args array").iter().zip(&ptypes).map(|(j, t)| json_value(j, *t)).collect();
+    let active: Vec<bool> = ptypes.iter().map(|t| t.elem == Scalar::F64).collect();
+    let reference = interp::run(&program, fid, &args).unwrap_or_else(|e| panic!("{what} interp: {e}"));
+    let f64_results: Vec<Value> = reference.iter().filter(|v| v.ty().elem == Scalar::F64).cloned().collect();
+    let active_args: Vec<Value> = args.iter().zip(&active).filter(|(_, a)| **a).map(|(v, _)| v.clone()).collect();
+    let count =
+        |vs: &[Value]| -> usize { vs.iter().map(|v| if let Value::Array(a) = v { a.data.len() } else { 1 }).sum() };
+    let rows = count(&f64_results);
+    let cols = count(&active_args);
+    if rows == 0 {
+        return 0;
+    }
+
+    let vjp = arrayad_ad::vjp(&program, fid, &active).unwrap_or_else(|e| panic!("{what} vjp: {e}"));
+    let jvp = arrayad_ad::jvp(&program, fid, &active).unwrap_or_else(|e| panic!("{what} jvp: {e}"));
+    let rows_f = arrayad_ad::vjp_rows(&program, fid, &active).unwrap_or_else(|e| panic!("{what} vjp_rows: {e}"));
+    assert_eq!(rows_f.name, format!("{}_vjp_rows", case.func));
+    arrayad_ir::verify::verify_function(&rows_f, None)
+        .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(&rows_f, None)));
+    check_rows_structure(&rows_f, &what);
+    let single = |f: &arrayad_ir::Function| Program { file: case.file.clone(), funcs: vec![f.clone()] };
+    let jit =
+        JitModule::compile(&case.file, std::slice::from_ref(&rows_f)).unwrap_or_else(|e| panic!("{what} codegen: {e}"));
+
+    // The many-row vjp on the identity: each f64 result leaf gets the stack
+    // of its rows of the rows x rows identity.
+    let mut rargs = args.clone();
+    let mut first = 0;
+    for like in &f64_results {
+        let n = count(std::slice::from_ref(like));
+        let mut data = vec![0.0; rows * n];
+        for e in 0..n {
+            data[(first + e) * n + e] = 1.0;
+        }
+        let mut shape = vec![rows];
+        if let Value::Array(a) = like {
+            shape.extend_from_slice(&a.shape);
+        }
+        rargs.push(Value::Array(ArrayValue { shape, data: ArrayData::F64(data) }));
+        first += n;
+    }
+    let by_interp = interp::run(&single(&rows_f), FuncId(0), &rargs).unwrap_or_else(|e| {
+        panic!("{what} vjp_rows interp: {e}\n{}", arrayad_ir::printer::print_function(&rows_f, None))
+    });
+    let by_jit = jit.call(&rows_f.name, &rargs).unwrap_or_else(|e| panic!("{what} vjp_rows jit: {e}"));
+    let n_res = reference.len();
+    assert_values("vjp_rows JIT vs interp", case, &by_jit, &by_interp, 1e-12);
+    assert_values("vjp_rows primal", case, &by_interp[..n_res], &reference, 1e-12);
+    assert_eq!(by_interp.len(), n_res + active_args.len(), "{what}: vjp_rows result count");
+    // Row r of the Jacobian: row r of every stack, leaves left to right.
+    let mut jac = vec![0.0; rows * cols];
+    let mut off = 0;
+    for stack in &by_interp[n_res..] {
+        let e = f64s(stack);
+        let n = e.len() / rows;
+        assert_eq!(e.len(), rows * n, "{what}: stack size");
+        for r in 0..rows {
+            jac[r * cols + off..r * cols + off + n].copy_from_slice(&e[r * n..(r + 1) * n]);
+        }
+        off += n;
+    }
+    assert_eq!(off, cols, "{what}: columns");
+
+    // One vjp per row.
+    for r in 0..rows {
+        let mut vargs = args.clone();
+        vargs.extend(one_hot_like(&f64_results, r));
+        let out = interp::run(&single(&vjp), FuncId(0), &vargs).unwrap_or_else(|e| panic!("{what} vjp: {e}"));
+        let row: Vec<f64> = out[n_res..].iter().flat_map(f64s).collect();
+        for (c, (x, y)) in jac[r * cols..(r + 1) * cols].iter().zip(&row).enumerate() {
+            assert!(close(*x, *y, 1e-12), "{what}: J[{r}][{c}]: vjp_rows {x}, vjp {y}");
+        }
+    }
+    // One jvp per column.
+    for c in 0..cols {
+        let mut jargs = args.clone();
+        jargs.extend(one_hot_like(&active_args, c));
+        let out = interp::run(&single(&jvp), FuncId(0), &jargs).unwrap_or_else(|e| panic!("{what} jvp: {e}"));
+        let col: Vec<f64> = out[n_res..].iter().flat_map(f64s).collect();
+        assert_eq!(col.len(), rows, "{what}: jvp column length");
+        for (r, y) in col.iter().enumerate() {
+            let x = jac[r * cols + c];
+            assert!(close(x, *y, 1e-9), "{what}: J[{r}][{c}]: vjp_rows {x}, jvp {y}");
+        }
+    }
+    rows
+}

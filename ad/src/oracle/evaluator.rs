@@ -200,6 +200,7 @@ impl<'p, M: Mode> Evaluator<'p, M> {
             StmtKind::Assign { .. }
             | StmtKind::AccAdd { .. }
             | StmtKind::Push(_)
+            | StmtKind::TapeRewind(_)
             | StmtKind::For { .. }
             | StmtKind::If { .. } => Err(self.impure(fr, loc)),
         }
@@ -273,7 +274,7 @@ impl<'p, M: Mode> Evaluator<'p, M> {
             Expr::Build { n, index, body } => {
                 let n = self.int(fr, n, loc)?;
                 if n < 0 {
-                    return Err(errors::negative_size(self.program, loc, "for", n));
+                    return Err(errors::negative_size(self.program, loc, n));
                 }
                 let rows = usize::try_from(n)
                     .map_err(|_| errors::out_of_memory(self.program, loc, format!("for of size {n}")))?;
@@ -293,7 +294,7 @@ impl<'p, M: Mode> Evaluator<'p, M> {
             Expr::Loop { n, index, states, init, body } => {
                 let n = self.int(fr, n, loc)?;
                 if n < 0 {
-                    return Err(errors::negative_size(self.program, loc, "loop", n));
+                    return Err(errors::negative_size(self.program, loc, n));
                 }
                 let mut cur = self.atoms(fr, init, loc)?;
                 if cur.len() != states.len() || body.results.len() != states.len() {
@@ -317,7 +318,7 @@ impl<'p, M: Mode> Evaluator<'p, M> {
                 let args = self.atoms(fr, args, loc)?;
                 self.call(*func, args, loc)
             }
-            Expr::ZerosLike(_) | Expr::Pop => Err(self.impure(fr, loc)),
+            Expr::ZerosLike(_) | Expr::Pop | Expr::TapeMark => Err(self.impure(fr, loc)),
         }
     }
 

@@ -26,7 +26,7 @@ pub(crate) fn nothing_escapes(f: &Function, body: &Block) -> bool {
         StmtKind::If { then_branch, else_branch, .. } => {
             nothing_escapes(f, then_branch) && nothing_escapes(f, else_branch)
         }
-        StmtKind::AccAdd { .. } | StmtKind::CheckSize { .. } => true,
+        StmtKind::AccAdd { .. } | StmtKind::CheckSize { .. } | StmtKind::TapeRewind(_) => true,
     })
 }
 

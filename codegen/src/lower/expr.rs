@@ -54,6 +54,7 @@ impl<M: Module> Lower<'_, '_, M> {
                 let t = self.var_ty(*v)?;
                 vec![self.pop(t)?]
             }
+            Expr::TapeMark => vec![Val::S(self.tape_mark())],
         })
     }
 
@@ -372,14 +373,14 @@ impl<M: Module> Lower<'_, '_, M> {
     }
 
     /// Checks a trip count: negative is an error.
-    fn check_size(&mut self, n: Value, what: &str) -> Result<()> {
+    fn check_size(&mut self, n: Value) -> Result<()> {
         let ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, 0);
-        self.check(ok, ErrorKind::NegativeSize, &format!("{what} of size %1"), &[n])
+        self.check(ok, ErrorKind::NegativeSize, "%1 iterations", &[n])
     }
 
     fn build(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<Vec<Val>> {
         let n = self.scalar(n)?;
-        self.check_size(n, "for")?;
+        self.check_size(n)?;
         let mut outs = Vec::new();
         for r in &body.results {
             let t = self.f.atom_ty(r);
@@ -499,7 +500,7 @@ impl<M: Module> Lower<'_, '_, M> {
             return Err(self.malformed("loop states, initial values and results differ in number"));
         }
         let n = self.scalar(n)?;
-        self.check_size(n, "loop")?;
+        self.check_size(n)?;
         let init_vals: Vec<Val> = init.iter().map(|a| self.atom(a)).collect::<Result<_>>()?;
         for (s, v) in states.iter().zip(init_vals) {
             self.def(*s, v)?;

@@ -217,6 +217,41 @@ impl<M: Module> Lower<'_, '_, M> {
         }
         let np = self.b.ins().iadd_imm_s(at, k * 8);
         self.b.ins().store(ctx_flags(), np, ctx, offsets::TAPE_PTR);
+        // A push discards the popped slots above it: the stored tape ends here.
+        self.b.ins().store(ctx_flags(), np, ctx, offsets::TAPE_TOP);
+        Ok(())
+    }
+
+    /// The tape position as an `i64` slot count (`Expr::TapeMark`): an
+    /// offset from the base, since the buffer moves when it grows.
+    pub(super) fn tape_mark(&mut self) -> Value {
+        let ctx = self.ctx;
+        let tp = self.b.ins().load(types::I64, ctx_flags(), ctx, offsets::TAPE_PTR);
+        let tb = self.b.ins().load(types::I64, ctx_flags(), ctx, offsets::TAPE_BASE);
+        let used = self.b.ins().isub(tp, tb);
+        self.b.ins().ushr_imm_u(used, 3)
+    }
+
+    /// Sets the tape position back to `mark` slots (`StmtKind::TapeRewind`).
+    /// Pops never overwrite slots and the buffer never shrinks, so every
+    /// slot below the end of the stored tape (`tape_top`) is intact; a mark
+    /// beyond it (or negative) is an internal error, reported, never a crash.
+    pub(super) fn tape_rewind(&mut self, mark: Value) -> Result<()> {
+        let ctx = self.ctx;
+        let tb = self.b.ins().load(types::I64, ctx_flags(), ctx, offsets::TAPE_BASE);
+        let top = self.b.ins().load(types::I64, ctx_flags(), ctx, offsets::TAPE_TOP);
+        let stored = self.b.ins().isub(top, tb);
+        let stored = self.b.ins().ushr_imm_u(stored, 3);
+        let ok = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, mark, stored);
+        self.check(
+            ok,
+            ErrorKind::InvalidArgument,
+            "tape rewind to slot %1 beyond the %2 stored slots (internal error of the generated code)",
+            &[mark, stored],
+        )?;
+        let off = self.b.ins().ishl_imm_u(mark, 3);
+        let np = self.b.ins().iadd(tb, off);
+        self.b.ins().store(ctx_flags(), np, ctx, offsets::TAPE_PTR);
         Ok(())
     }
 

@@ -9,10 +9,13 @@ use cranelift_module::Module;
 impl<M: Module> Lower<'_, '_, M> {
     pub(super) fn stmts(&mut self, stmts: &[Stmt]) -> Result<()> {
         // Facts learnt inside a block do not hold after it.
-        let (facts, memo) = (self.equal.len(), self.memo.len());
+        let (facts, memo, loc) = (self.equal.len(), self.memo.len(), self.loc);
         let r = stmts.iter().try_for_each(|s| self.stmt(s));
         self.equal.truncate(facts);
         self.memo.truncate(memo);
+        // Checks the enclosing statement makes after its body (irregular
+        // rows, ...) report the enclosing statement's location.
+        self.loc = loc;
         r
     }
 
@@ -56,6 +59,10 @@ impl<M: Module> Lower<'_, '_, M> {
                     }
                 };
                 self.tape_push(&vals)?;
+            }
+            StmtKind::TapeRewind(m) => {
+                let m = self.scalar(m)?;
+                self.tape_rewind(m)?;
             }
             StmtKind::For { n, index, reverse, body } => self.for_(n, *index, *reverse, body)?,
             StmtKind::If { cond, then_branch, else_branch } => {

@@ -117,7 +117,11 @@ fn callees(f: &Function) -> Vec<FuncId> {
                     blocks.push(then_branch);
                     blocks.push(else_branch);
                 }
-                StmtKind::Assign { .. } | StmtKind::AccAdd { .. } | StmtKind::CheckSize { .. } | StmtKind::Push(_) => {}
+                StmtKind::Assign { .. }
+                | StmtKind::AccAdd { .. }
+                | StmtKind::CheckSize { .. }
+                | StmtKind::Push(_)
+                | StmtKind::TapeRewind(_) => {}
             }
         }
     }

@@ -32,9 +32,10 @@ pub fn slice_out_of_range(program: &Program, loc: Loc, array: &str, lo: i64, hi:
     )
 }
 
-/// A negative trip count `n` of a `for` (`what = "for"`) or `loop`.
-pub fn negative_size(program: &Program, loc: Loc, what: &str, n: i64) -> RuntimeError {
-    RuntimeError::at(ErrorKind::NegativeSize, &program.file, loc, format!("{what} of size {n}"))
+/// A negative trip count `n` of a `for` or `loop` (one wording for both:
+/// fusion turns `sum(for ...)` into a loop).
+pub fn negative_size(program: &Program, loc: Loc, n: i64) -> RuntimeError {
+    RuntimeError::at(ErrorKind::NegativeSize, &program.file, loc, format!("{n} iterations"))
 }
 
 /// Row `row` of an array literal or `for` body of `shape`, while row 0 has

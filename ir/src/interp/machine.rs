@@ -15,8 +15,12 @@ type Res<T> = Result<T, RuntimeError>;
 /// The state of one evaluation (one call of [`super::run`]).
 pub(crate) struct Machine<'p> {
     program: &'p Program,
-    /// The residual tape (`Push`/`Pop`), shared by all calls of the run.
+    /// The residual tape (`Push`/`Pop`), shared by all calls of the run:
+    /// the stored entries; those at `top..` were popped but can be replayed
+    /// after a `TapeRewind`.
     tape: Vec<Val>,
+    /// The tape position: the number of entries below the top.
+    top: usize,
     /// Current nesting of blocks and calls.
     depth: usize,
 }
@@ -35,7 +39,7 @@ impl<'p> Frame<'p> {
 
 impl<'p> Machine<'p> {
     pub fn new(program: &'p Program) -> Machine<'p> {
-        Machine { program, tape: Vec::new(), depth: 0 }
+        Machine { program, tape: Vec::new(), top: 0, depth: 0 }
     }
 
     /// Calls function `func` on `args`.
@@ -188,10 +192,23 @@ impl<'p> Machine<'p> {
             }
             StmtKind::Push(a) => {
                 let x = self.atom(fr, a, loc)?;
+                // A push discards the popped entries above the top.
+                self.tape.truncate(self.top);
                 if self.tape.try_reserve(1).is_err() {
                     return Err(errors::out_of_memory(self.program, loc, "the tape cannot grow"));
                 }
                 self.tape.push(x);
+                self.top = self.tape.len();
+            }
+            StmtKind::TapeRewind(m) => {
+                let m = self.int(fr, m, loc)?;
+                match usize::try_from(m) {
+                    Ok(m) if m <= self.tape.len() => self.top = m,
+                    _ => {
+                        let what = format!("tape_rewind to mark {m}, but the tape holds {} entries", self.tape.len());
+                        return Err(self.malformed(fr, loc, what));
+                    }
+                }
             }
             StmtKind::For { n, index, reverse, body } => {
                 let n = self.int(fr, n, loc)?;
@@ -326,7 +343,7 @@ impl<'p> Machine<'p> {
             Expr::Loop { n, index, states, init, body } => {
                 let n = self.int(fr, n, loc)?;
                 if n < 0 {
-                    return Err(errors::negative_size(self.program, loc, "loop", n));
+                    return Err(errors::negative_size(self.program, loc, n));
                 }
                 let mut cur = self.atoms(fr, init, loc)?;
                 if cur.len() != states.len() || body.results.len() != states.len() {
@@ -361,8 +378,12 @@ impl<'p> Machine<'p> {
                 one(Val::Arr(Array::new(arr.shape.clone(), data, true)))
             }
             Expr::Pop => {
-                let Some(x) = self.tape.pop() else {
+                if self.top == 0 {
                     return Err(self.malformed(fr, loc, "pop from an empty tape"));
+                }
+                self.top -= 1;
+                let Some(x) = self.tape.get(self.top).cloned() else {
+                    return Err(self.malformed(fr, loc, "pop above the stored tape"));
                 };
                 let want = vars.first().and_then(|v| fr.func.vars.get(v.index())).map(|i| i.ty);
                 if want != Some(x.ty()) {
@@ -370,6 +391,7 @@ impl<'p> Machine<'p> {
                 }
                 one(x)
             }
+            Expr::TapeMark => one(Val::Prim(Prim::I64(self.top as i64))),
         }
     }
 
@@ -411,7 +433,7 @@ impl<'p> Machine<'p> {
     fn build(&mut self, fr: &mut Frame<'p>, n: &Atom, index: VarId, body: &'p Block, loc: Loc) -> Res<Vec<Val>> {
         let n = self.int(fr, n, loc)?;
         if n < 0 {
-            return Err(errors::negative_size(self.program, loc, "for", n));
+            return Err(errors::negative_size(self.program, loc, n));
         }
         let rows =
             usize::try_from(n).map_err(|_| errors::out_of_memory(self.program, loc, format!("for of size {n}")))?;

@@ -17,7 +17,9 @@ pub fn dce(f: &mut Function) {
 pub fn has_effect(kind: &StmtKind) -> bool {
     match kind {
         StmtKind::Let { expr, .. } => match expr {
-            Expr::Pop => true,
+            // The tape position changes (pop) or is observed (mark): neither
+            // may be removed, and a mark must stay where it is.
+            Expr::Pop | Expr::TapeMark => true,
             Expr::Build { body, .. } | Expr::Loop { body, .. } => block_has_effect(body),
             Expr::If { then_branch, else_branch, .. } => block_has_effect(then_branch) || block_has_effect(else_branch),
             _ => false,

@@ -46,7 +46,8 @@ fn block(f: &mut Function, b: Block, counts: &[u32]) -> Block {
                         });
                         body.results = vec![Atom::Var(next)];
                         let expr = Expr::Loop { n, index, states: vec![acc], init: vec![zero], body };
-                        out.push(Stmt { kind: StmtKind::Let { vars, expr }, loc });
+                        // The loop's own failure (a negative size) is the `for`'s.
+                        out.push(Stmt { kind: StmtKind::Let { vars, expr }, loc: prod.loc });
                         continue;
                     }
                     unreachable!("producer() returns only single-result builds");
