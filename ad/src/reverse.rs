@@ -78,7 +78,7 @@ fn unzip(j: &JvpOutput, name: &str) -> Result<Unzipped, AdError> {
     // Cotangent accumulators of the tangent params are the linear binders
     // of the function body.
     let binders: Vec<(VarId, Option<Expr>)> = tangent_params.iter().map(|dp| (*dp, None)).collect();
-    let (fwd, bwd) = rev.block(&jf.body, false, &[], &[], binders, seeds, Vec::new())?;
+    let (fwd, bwd) = rev.block(&jf.body, false, &[], &[], binders, seeds)?;
     let grads = tangent_params.iter().map(|dp| rev.ct[dp]).collect();
     Ok(Unzipped {
         out: rev.out,
@@ -280,7 +280,6 @@ impl Rev<'_> {
     /// - `lin_binders`: linear variables bound on entry (tangent params,
     ///   linear loop states) with the declaration of their cotangent.
     /// - `seeds`: the cotangents of the block's linear results.
-    /// - `epilogue`: statements run at the end of the backward block.
     #[allow(clippy::too_many_arguments)]
     fn block(
         &mut self,
@@ -290,7 +289,6 @@ impl Rev<'_> {
         binder_twins: &[(VarId, VarId)],
         lin_binders: Vec<(VarId, Option<Expr>)>,
         seeds: Vec<Seed>,
-        epilogue: Vec<Stmt>,
     ) -> Result<(Vec<Stmt>, Vec<Stmt>), AdError> {
         let mut fwd: Vec<Stmt> = Vec::new();
         let mut decls: Vec<Stmt> = Vec::new();
@@ -400,7 +398,6 @@ impl Rev<'_> {
         for c in chunks.into_iter().rev() {
             bwd.extend(c);
         }
-        bwd.extend(epilogue);
 
         if !nested {
             return Ok((fwd, bwd));
@@ -504,33 +501,16 @@ impl Rev<'_> {
                 if let Some(&c) = self.ct.get(array) {
                     if self.out.ty(dy).is_scalar() {
                         Self::push(out, StmtKind::AccAdd { acc: c, indices: indices.clone(), value: g });
-                    } else if self.ct_is_view_of(dy, c) {
-                        // The cotangent of the row is a view of the parent's.
-                    } else {
-                        Self::push(out, StmtKind::AccAdd { acc: c, indices: indices.clone(), value: g });
+                    } else if !self.views.contains(&dy) {
+                        return Err(AdError::new("the cotangent of a row is not a view of its parent's"));
                     }
+                    // A row's cotangent is a view of the parent's: its
+                    // contributions are already there.
                 }
             }
-            Expr::Slice { array, lo, .. } => {
-                if let Some(&c) = self.ct.get(array) {
-                    if !self.ct_is_view_of(dy, c) {
-                        // Not reached: slices of accumulators are views.
-                        let n = self.let1(out, "n", Expr::Dim { array: self.ct[&dy], axis: 0 }, Type::I64);
-                        let j = self.new_var("j", Type::I64);
-                        let mut body = Vec::new();
-                        let row = self.let1(
-                            &mut body,
-                            "row",
-                            Expr::Index { array: self.ct[&dy], indices: vec![Atom::Var(j)] },
-                            self.out.ty(dy).row(),
-                        );
-                        let at = self.let1(&mut body, "at", Expr::Binary(BinOp::Add, *lo, Atom::Var(j)), Type::I64);
-                        Self::push(&mut body, StmtKind::AccAdd { acc: c, indices: vec![at], value: row });
-                        Self::push(
-                            out,
-                            StmtKind::For { n, index: j, reverse: false, body: Block { stmts: body, results: vec![] } },
-                        );
-                    }
+            Expr::Slice { array, .. } => {
+                if self.ct.contains_key(array) && !self.views.contains(&dy) {
+                    return Err(AdError::new("the cotangent of a slice is not a view of its parent's"));
                 }
             }
             Expr::Reduce { op: ReduceOp::Sum, array } => {
@@ -567,12 +547,6 @@ impl Rev<'_> {
         Ok(())
     }
 
-    /// True when the cotangent of `dy` was declared as a view of its
-    /// parent's accumulator (so contributions already reached the parent).
-    fn ct_is_view_of(&self, dy: VarId, _parent: VarId) -> bool {
-        self.views.contains(&dy)
-    }
-
     #[allow(clippy::too_many_arguments)]
     fn build_rule(
         &mut self,
@@ -596,7 +570,7 @@ impl Rev<'_> {
                 });
             }
         }
-        let (fbody, bbody) = self.block(body, true, &[index], &[(index, ib)], vec![], seeds, vec![])?;
+        let (fbody, bbody) = self.block(body, true, &[index], &[(index, ib)], vec![], seeds)?;
         let pvars: Vec<VarId> = vars.iter().copied().filter(|v| !self.linear.contains(v)).collect();
         let presults: Vec<Atom> =
             vars.iter().zip(&body.results).filter(|(v, _)| !self.linear.contains(v)).map(|(_, r)| *r).collect();
@@ -649,7 +623,7 @@ impl Rev<'_> {
         }
         // After the body's bindings ran backward, the carriers take the
         // cotangents of this iteration's incoming states.
-        let (fbody, mut bbody) = self.block(body, true, &binders, &[(index, ib)], lin_binders, seeds, vec![])?;
+        let (fbody, mut bbody) = self.block(body, true, &binders, &[(index, ib)], lin_binders, seeds)?;
         for (k, cs) in &carriers {
             let c = self.ct[&states[*k]];
             bbody.push(Stmt { kind: StmtKind::Assign { var: *cs, value: Atom::Var(c) }, loc: Loc::default() });
@@ -703,7 +677,7 @@ impl Rev<'_> {
                 .filter(|(_, v)| self.linear.contains(v))
                 .map(|(k, v)| Seed { target: br.results[k], value: Expr::Atom(Atom::Var(self.ct[v])), alias: false })
                 .collect();
-            let (f, b) = self.block(br, true, &[], &[], vec![], seeds, vec![])?;
+            let (f, b) = self.block(br, true, &[], &[], vec![], seeds)?;
             let presults: Vec<Atom> =
                 vars.iter().zip(&br.results).filter(|(v, _)| !self.linear.contains(v)).map(|(_, r)| *r).collect();
             branches.push((Block { stmts: f, results: presults }, Block { stmts: b, results: vec![] }));
