@@ -158,3 +158,15 @@ fn runtime_errors_are_the_same_on_every_backend() {
         assert_eq!(got, reference, "{src}");
     }
 }
+
+/// The generated-program check on many more seeds (a long run:
+/// `cargo test --release --test differential -- --ignored`; the number of
+/// programs is `ARRAYAD_FUZZ_PROGRAMS`, default 2000).
+#[test]
+#[ignore]
+fn generated_programs_agree_long_run() {
+    let n: u64 = std::env::var("ARRAYAD_FUZZ_PROGRAMS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    for seed in 1000..1000 + n {
+        check_case(&common::generate::program(seed));
+    }
+}
