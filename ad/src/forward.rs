@@ -55,11 +55,7 @@ pub fn jvp_function(prim: &Function, active: &[bool]) -> Result<JvpOutput, AdErr
     for (k, p) in prim.params.iter().enumerate() {
         let ty = prim.ty(*p);
         if active.get(k).copied().unwrap_or(false) && ty.elem == Scalar::F64 {
-            let dp = b.var(format!("d{}", prim.var(*p).name), ty);
-            jvp.linear.insert(dp);
-            jvp.primal_of.insert(dp, *p);
-            jvp.tan.insert(*p, Atom::Var(dp));
-            tparams.push(dp);
+            tparams.push(jvp.new_tangent(&mut b, *p));
         }
     }
     let tans = jvp.block(&mut b, &body)?;
@@ -90,6 +86,16 @@ pub fn jvp_function(prim: &Function, active: &[bool]) -> Result<JvpOutput, AdErr
 }
 
 impl Jvp {
+    /// A fresh tangent variable `d<name>` for the primal variable `v` (same
+    /// type), recorded as `v`'s tangent.
+    fn new_tangent(&mut self, b: &mut Builder, v: VarId) -> VarId {
+        let dv = b.var(format!("d{}", b.func.var(v).name), b.func.ty(v));
+        self.linear.insert(dv);
+        self.primal_of.insert(dv, v);
+        self.tan.insert(v, Atom::Var(dv));
+        dv
+    }
+
     /// Binds a linear expression of type `ty` to a fresh tangent variable.
     pub(crate) fn lin(&mut self, b: &mut Builder, e: Expr, ty: Type, primal: Option<VarId>) -> Atom {
         let v = b.let1("d", e, ty);
@@ -232,12 +238,7 @@ impl Jvp {
                 for (k, t) in tans.into_iter().enumerate() {
                     if let Some(t) = t {
                         results.push(t);
-                        let ty = b.func.ty(vars[k]);
-                        let dv = b.var(format!("d{}", b.func.var(vars[k]).name), ty);
-                        self.linear.insert(dv);
-                        self.primal_of.insert(dv, vars[k]);
-                        self.tan.insert(vars[k], Atom::Var(dv));
-                        all.push(dv);
+                        all.push(self.new_tangent(b, vars[k]));
                     }
                 }
                 let body = b.end_block(results);
@@ -313,12 +314,7 @@ impl Jvp {
             let mut dstates = Vec::new();
             for (k, st) in states.iter().enumerate() {
                 if active[k] {
-                    let ty = b.func.ty(*st);
-                    let ds = b.var(format!("d{}", b.func.var(*st).name), ty);
-                    self.linear.insert(ds);
-                    self.primal_of.insert(ds, *st);
-                    self.tan.insert(*st, Atom::Var(ds));
-                    dstates.push(ds);
+                    dstates.push(self.new_tangent(b, *st));
                 } else {
                     self.tan.remove(st);
                 }
@@ -347,19 +343,14 @@ impl Jvp {
         all_states.extend(&dstates);
         let mut all_init = init.to_vec();
         let mut all_vars = vars.to_vec();
-        for (k, st) in states.iter().enumerate() {
+        for k in 0..states.len() {
             if active[k] {
                 let t = match self.tangent(&init[k]) {
                     Some(t) => t,
                     None => self.zero_like(b, init[k]),
                 };
                 all_init.push(t);
-                let ty = b.func.ty(*st);
-                let dv = b.var(format!("d{}", b.func.var(vars[k]).name), ty);
-                self.linear.insert(dv);
-                self.primal_of.insert(dv, vars[k]);
-                self.tan.insert(vars[k], Atom::Var(dv));
-                all_vars.push(dv);
+                all_vars.push(self.new_tangent(b, vars[k]));
             } else {
                 self.tan.remove(&vars[k]);
             }
@@ -406,12 +397,7 @@ impl Jvp {
                 };
                 blk.results.push(t);
             }
-            let ty = b.func.ty(vars[k]);
-            let dv = b.var(format!("d{}", b.func.var(vars[k]).name), ty);
-            self.linear.insert(dv);
-            self.primal_of.insert(dv, vars[k]);
-            self.tan.insert(vars[k], Atom::Var(dv));
-            all.push(dv);
+            all.push(self.new_tangent(b, vars[k]));
         }
         b.loc = s.loc;
         b.stmt(StmtKind::Let { vars: all, expr: Expr::If { cond, then_branch: tb, else_branch: eb } });
