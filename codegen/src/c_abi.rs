@@ -131,39 +131,68 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
          #endif\n\
          \n\
          #include <pthread.h>\n\
+         #include <stdio.h>\n\
          #include <stdlib.h>\n\
          \n\
-         /* The calling thread's last error message: a heap buffer per thread\n\
-            reached through an initial-exec TLS pointer (8 bytes of static TLS\n\
-            and no __tls_get_addr, so the library needs only libc and libm),\n\
-            freed at thread exit by a pthread key destructor. */\n\
+         /* Per-thread state: the last error message, and the context of the\n\
+            thread's last call, kept so that the next call on the same thread\n\
+            reuses its arena and tape memory instead of mapping fresh pages.\n\
+            Threads share nothing; a thread's calls never overlap (a context is\n\
+            taken out while in use). Reached through an initial-exec TLS pointer\n\
+            (8 bytes of static TLS, no __tls_get_addr, so the library needs only\n\
+            libc and libm) and freed at thread exit by a pthread key destructor. */\n\
          #define {m}_ERROR_CAP 1024\n\
-         static __thread char *{m}_error_msg __attribute__((tls_model(\"initial-exec\")));\n\
-         static pthread_key_t {m}_error_key;\n\
-         static pthread_once_t {m}_error_once = PTHREAD_ONCE_INIT;\n\
-         static void {m}_error_free(void *p) {{ free(p); }}\n\
-         static void {m}_error_init(void) {{ (void)pthread_key_create(&{m}_error_key, {m}_error_free); }}\n\
-         static char *{m}_error_buf(void) {{\n\
-         \x20   if (!{m}_error_msg) {{\n\
-         \x20       {m}_error_msg = (char *)calloc(1, {m}_ERROR_CAP);\n\
-         \x20       if ({m}_error_msg) {{\n\
-         \x20           (void)pthread_once(&{m}_error_once, {m}_error_init);\n\
-         \x20           (void)pthread_setspecific({m}_error_key, {m}_error_msg);\n\
+         #define {m}_KEEP_BYTES ((uint64_t)256 << 20)\n\
+         typedef struct {{ char msg[{m}_ERROR_CAP]; arrayad_ctx *ctx; }} {m}_thread_state;\n\
+         static __thread {m}_thread_state *{m}_tls __attribute__((tls_model(\"initial-exec\")));\n\
+         static pthread_key_t {m}_key;\n\
+         static pthread_once_t {m}_key_once = PTHREAD_ONCE_INIT;\n\
+         static void {m}_thread_exit(void *p) {{\n\
+         \x20   {m}_thread_state *t = ({m}_thread_state *)p;\n\
+         \x20   arrayad_ctx_free(t->ctx);\n\
+         \x20   free(t);\n\
+         }}\n\
+         static void {m}_key_init(void) {{ (void)pthread_key_create(&{m}_key, {m}_thread_exit); }}\n\
+         static {m}_thread_state *{m}_state(void) {{\n\
+         \x20   if (!{m}_tls) {{\n\
+         \x20       {m}_tls = ({m}_thread_state *)calloc(1, sizeof *{m}_tls);\n\
+         \x20       if ({m}_tls) {{\n\
+         \x20           (void)pthread_once(&{m}_key_once, {m}_key_init);\n\
+         \x20           (void)pthread_setspecific({m}_key, {m}_tls);\n\
          \x20       }}\n\
          \x20   }}\n\
-         \x20   return {m}_error_msg;\n\
+         \x20   return {m}_tls;\n\
          }}\n\
          static const double {m}_one = 1.0;\n\
          \n\
-         const char *{m}_last_error(void) {{ return {m}_error_msg ? {m}_error_msg : \"\"; }}\n\
+         const char *{m}_last_error(void) {{ return {m}_tls ? {m}_tls->msg : \"\"; }}\n\
          \n\
-         /* Keeps the message of a failed call, then frees the context. */\n\
-         static int32_t {m}_finish(arrayad_ctx *ctx, int32_t status) {{\n\
-         \x20   if (status != 0) {{\n\
-         \x20       char *buf = {m}_error_buf();\n\
-         \x20       if (buf) arrayad_format_error(ctx, buf, {m}_ERROR_CAP);\n\
+         /* The context for a call: the thread's kept one, or a new one (NULL\n\
+            when out of memory). */\n\
+         static arrayad_ctx *{m}_begin(void) {{\n\
+         \x20   {m}_thread_state *t = {m}_state();\n\
+         \x20   arrayad_ctx *ctx;\n\
+         \x20   if (t && t->ctx) {{\n\
+         \x20       ctx = t->ctx;\n\
+         \x20       t->ctx = NULL;\n\
+         \x20       return ctx;\n\
          \x20   }}\n\
-         \x20   arrayad_ctx_release(ctx);\n\
+         \x20   ctx = arrayad_ctx_new();\n\
+         \x20   if (!ctx && t) snprintf(t->msg, sizeof t->msg, \"out of memory: cannot allocate the call context\");\n\
+         \x20   return ctx;\n\
+         }}\n\
+         \n\
+         /* Keeps the message of a failed call, then keeps the context for the\n\
+            thread's next call (if it holds at most KEEP_BYTES) or frees it. */\n\
+         static int32_t {m}_finish(arrayad_ctx *ctx, int32_t status) {{\n\
+         \x20   {m}_thread_state *t = {m}_state();\n\
+         \x20   if (status != 0 && t) arrayad_format_error(ctx, t->msg, sizeof t->msg);\n\
+         \x20   if (t && !t->ctx && arrayad_ctx_capacity(ctx) <= {m}_KEEP_BYTES) {{\n\
+         \x20       arrayad_ctx_reset(ctx);\n\
+         \x20       t->ctx = ctx;\n\
+         \x20   }} else {{\n\
+         \x20       arrayad_ctx_free(ctx);\n\
+         \x20   }}\n\
          \x20   return status;\n\
          }}\n",
         rt = arrayad_runtime::RUNTIME_C_HEADER_NAME,
@@ -284,39 +313,42 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
                 Variant::Primal => {
                     outs.extend(i.results.iter().map(|l| l.name.clone()));
                     format!(
-                        "arrayad_invoke(&ctx, {}, &{primal_sig}, sizes, in, out)",
+                        "arrayad_invoke(ctx, {}, &{primal_sig}, sizes, in, out)",
                         internal_symbol(module, f, "primal")
                     )
                 }
                 Variant::Jvp => {
                     ins.extend(i.tangents_in.iter().map(in_ref));
                     outs.extend(i.results.iter().chain(&i.tangents_out).map(|l| l.name.clone()));
-                    format!("arrayad_invoke(&ctx, {}, &{jvp_sig}, sizes, in, out)", internal_symbol(module, f, "jvp"))
+                    format!("arrayad_invoke(ctx, {}, &{jvp_sig}, sizes, in, out)", internal_symbol(module, f, "jvp"))
                 }
                 Variant::Vjp => {
                     ins.extend(i.cotangents_in.iter().map(in_ref));
                     outs.extend(i.results.iter().chain(&i.cotangents_out).map(|l| l.name.clone()));
-                    format!("arrayad_invoke(&ctx, {}, &{vjp_sig}, sizes, in, out)", internal_symbol(module, f, "vjp"))
+                    format!("arrayad_invoke(ctx, {}, &{vjp_sig}, sizes, in, out)", internal_symbol(module, f, "vjp"))
                 }
                 Variant::Grad => {
                     ins.push(format!("&{m}_one"));
                     outs.push(i.value_name.clone());
                     outs.extend(i.cotangents_out.iter().map(|l| l.name.clone()));
                     format!(
-                        "arrayad_invoke(&ctx, {}, &{}, sizes, in, out)",
+                        "arrayad_invoke(ctx, {}, &{}, sizes, in, out)",
                         internal_symbol(module, f, "vjp"),
                         grad_sig.as_deref().unwrap_or(&vjp_sig)
                     )
                 }
                 Variant::Jacobian => {
                     outs.extend(i.results.iter().map(|l| l.name.clone()));
-                    format!("arrayad_jacobian(&ctx, &{p}_jac, sizes, in, out, {})", i.jac_name)
+                    format!("arrayad_jacobian(ctx, &{p}_jac, sizes, in, out, {})", i.jac_name)
                 }
             };
             ptr_array(&mut out, "const void *", "in", &ins);
             ptr_array(&mut out, "void *", "out", &outs);
-            out.push_str("    arrayad_ctx ctx;\n    arrayad_ctx_init(&ctx);\n");
-            let _ = writeln!(out, "    return {m}_finish(&ctx, {call});\n}}");
+            let _ = writeln!(
+                out,
+                "    arrayad_ctx *ctx = {m}_begin();\n    if (!ctx) return {oom};\n    return {m}_finish(ctx, {call});\n}}",
+                oom = arrayad_ir::ErrorKind::OutOfMemory.code()
+            );
         }
     }
     out
