@@ -360,3 +360,59 @@ fn library_needs_only_libc_and_libm() {
     let extra: Vec<&String> = needed.iter().filter(|n| !allowed(n)).collect();
     assert!(extra.is_empty(), "libprog.so needs more than libc and libm: {extra:?} (all: {needed:?})");
 }
+
+/// Four threads call the library at once, each with its own data and its
+/// own failing calls: values, gradients and last-error messages stay per
+/// thread (each thread reuses its own call context).
+const THREADS_C: &str = r#"
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include "libprog.h"
+
+static int worker_ok[4];
+
+static void *worker(void *arg) {
+    int t = *(const int *)arg, it, i, ok = 1;
+    for (it = 0; it < 300 && ok; it++) {
+        double x[3], w[3], value, dx[3], dw[3], got;
+        for (i = 0; i < 3; i++) {
+            x[i] = 0.1 * (t + 1) + 0.01 * it + i;
+            w[i] = 0.5 * i - 0.25 * t;
+        }
+        if (f_grad(3, x, w, &value, dx, dw) != 0) ok = 0;
+        double want = x[0] * w[0] + x[1] * w[1] + x[2] * w[2] + exp(x[0]);
+        if (fabs(value - want) > 1e-12 * fabs(want)) ok = 0;
+        if (fabs(dx[0] - (w[0] + exp(x[0]))) > 1e-12 * fabs(dx[0])) ok = 0;
+        for (i = 0; i < 3; i++) if (dw[i] != x[i]) ok = 0;
+        if (it % 3 == t % 3) {
+            /* An out-of-bounds index: this thread's message names it. */
+            if (get(3, x, 7 + t, &got) != PROG_ERR_INDEX_OUT_OF_BOUNDS) ok = 0;
+            char expect[32];
+            snprintf(expect, sizeof expect, "index %d", 7 + t);
+            if (!strstr(prog_last_error(), expect)) ok = 0;
+        }
+        if (get(3, x, 1, &got) != 0 || got != x[1]) ok = 0;
+    }
+    worker_ok[t] = ok;
+    return NULL;
+}
+
+int main(void) {
+    pthread_t th[4];
+    int ids[4] = {0, 1, 2, 3}, t, all = 1;
+    for (t = 0; t < 4; t++) pthread_create(&th[t], NULL, worker, &ids[t]);
+    for (t = 0; t < 4; t++) pthread_join(th[t], NULL);
+    for (t = 0; t < 4; t++) all &= worker_ok[t];
+    printf("threads_ok %d\n", all);
+    return 0;
+}
+"#;
+
+#[test]
+fn concurrent_calls_from_threads_are_independent() {
+    let Some(b) = build("threads") else { return };
+    let lines = compile_and_run(&b.dir, THREADS_C, "prog");
+    assert_eq!(code(&lines, "threads_ok"), 1, "a thread saw a wrong value or message");
+}
