@@ -56,7 +56,12 @@ pub fn prepare(program: &Program, func: FuncId) -> Function {
 /// results ++ one tangent per f64 result.
 pub fn jvp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function, AdError> {
     let prim = prepare(program, func);
-    let mut out = forward::jvp_function(&prim, active)?.func;
+    let j = forward::jvp_function(&prim, active)?;
+    let mut out = j.func;
+    // Tangent statements never fail (each mirrors a primal one that ran
+    // first): those whose values are unused go, whatever the analysis of
+    // run-time errors could prove.
+    passes::dce::dce_assuming_safe(&mut out, &j.linear);
     passes::optimize(&mut out);
     Ok(out)
 }
@@ -67,7 +72,7 @@ pub fn jvp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function,
 pub fn linearize(program: &Program, func: FuncId, active: &[bool]) -> Result<JvpOutput, AdError> {
     let prim = prepare(program, func);
     let mut j = forward::jvp_function(&prim, active)?;
-    passes::dce::dce(&mut j.func);
+    passes::dce::dce_assuming_safe(&mut j.func, &j.linear);
     Ok(j)
 }
 

@@ -26,6 +26,26 @@
 //!
 //! Cost: every primal statement gives O(1) backward statements of the same
 //! asymptotic cost, so gradient time and tape size are O(primal time).
+//!
+//! That needs care where the primal moves an array without touching its
+//! elements (an `if` choosing an array, a loop state passed through, swapped
+//! with another or handed to an inner loop): O(1) per iteration in the
+//! primal, but a zeroed accumulator per iteration, plus a whole-array add
+//! for the move, would be O(size). So:
+//!
+//! - a seed consumed by its target alone (a build row, a loop carrier, an
+//!   `if` result's cotangent) becomes the target's accumulator (an alias)
+//!   when the target is bound in the block, loop states included;
+//! - in nested blocks, an array cotangent that some path may leave at zero
+//!   is *lazy*: a mutable variable holding a placeholder (the primal array)
+//!   and a `live` flag, false while the cotangent is zero. Adding an owned
+//!   buffer (a consumed cotangent) to a zero lazy cotangent takes the buffer
+//!   over; adding anything else, indexing it or taking a view first
+//!   materialises zeros (once, before the outermost backward loop below the
+//!   cotangent's own block that needs it, not per element); a lazy value is
+//!   added only when live. Loop carriers carry such a flag too. Cotangents
+//!   that every path materialises anyway (see `forced`) are zeroed up front,
+//!   as at the top level.
 
 use crate::forward::JvpOutput;
 use crate::AdError;
@@ -58,8 +78,17 @@ struct Unzipped {
 /// Unzips a jvp into its forward and backward passes (module docs).
 fn unzip(j: &JvpOutput, name: &str) -> Result<Unzipped, AdError> {
     let jf = &j.func;
-    let mut rev =
-        Rev { out: jf.clone(), linear: &j.linear, primal_of: &j.primal_of, ct: HashMap::new(), views: HashSet::new() };
+    let mut rev = Rev {
+        out: jf.clone(),
+        linear: &j.linear,
+        primal_of: &j.primal_of,
+        ct: HashMap::new(),
+        views: HashSet::new(),
+        live: HashMap::new(),
+        level: HashMap::new(),
+        for_depth: 0,
+        pending: HashSet::new(),
+    };
     rev.out.name = name.to_string();
     let primal_params: Vec<VarId> = jf.params[..j.n_primal_params].to_vec();
     let tangent_params: Vec<VarId> = jf.params[j.n_primal_params..].to_vec();
@@ -73,11 +102,12 @@ fn unzip(j: &JvpOutput, name: &str) -> Result<Unzipped, AdError> {
         let ty = jf.result_types[j.n_primal_results + k];
         let c = rev.out.new_var("ct_out", ty);
         ct_outs.push(c);
-        seeds.push(Seed { target: *r, value: Expr::Atom(Atom::Var(c)), alias: false });
+        // The caller's cotangents are only read.
+        seeds.push(Seed { target: *r, value: Expr::Atom(Atom::Var(c)), alias: false, live: None, owned: false });
     }
     // Cotangent accumulators of the tangent params are the linear binders
     // of the function body.
-    let binders: Vec<(VarId, Option<Expr>)> = tangent_params.iter().map(|dp| (*dp, None)).collect();
+    let binders: Vec<(VarId, Decl)> = tangent_params.iter().map(|dp| (*dp, Decl::Zero)).collect();
     let (fwd, bwd) = rev.block(&jf.body, false, &[], &[], binders, seeds)?;
     let grads = tangent_params.iter().map(|dp| rev.ct[dp]).collect();
     Ok(Unzipped {
@@ -181,9 +211,28 @@ struct Seed {
     target: Atom,
     /// An expression (over backward-pass variables) giving its cotangent.
     value: Expr,
-    /// True when the target may take the seed as its own accumulator (a
-    /// build row view or the scalar itself) instead of adding it.
+    /// True when the seed is consumed by this target alone (a build row
+    /// view, a loop carrier, an `if` result's cotangent), so the target may
+    /// take it as its own accumulator instead of adding it to a zeroed one;
+    /// the block aliases it when the target is bound here (by a structured
+    /// or arithmetic `let`, or as a loop state) and receives no other seed.
     alias: bool,
+    /// For a lazily materialised cotangent (module docs), its flag: false
+    /// while the cotangent is zero and the value a mere placeholder.
+    live: Option<VarId>,
+    /// True when the value's buffer is consumed by this seed alone, so that
+    /// a zero target may take it over rather than add it.
+    owned: bool,
+}
+
+/// How the cotangent of a linear variable starts.
+enum Decl {
+    /// Zero.
+    Zero,
+    /// A view of the cotangent of `parent` (a row or slice binding).
+    View { parent: VarId, expr: Expr },
+    /// The value of a seed (an alias), lazy when `live` is given.
+    Alias { expr: Expr, live: Option<VarId> },
 }
 
 struct Rev<'a> {
@@ -194,6 +243,58 @@ struct Rev<'a> {
     ct: HashMap<VarId, VarId>,
     /// Linear variables whose cotangent is a view of a parent accumulator.
     views: HashSet<VarId>,
+    /// The flag of each lazily materialised array cotangent (module docs):
+    /// while false the cotangent is zero and its variable a placeholder.
+    live: HashMap<VarId, VarId>,
+    /// The loop nesting (of backward loops) at which each lazy cotangent is
+    /// declared.
+    level: HashMap<VarId, usize>,
+    /// The loop nesting of the block being unzipped.
+    for_depth: usize,
+    /// Lazy cotangents declared outside the backward loop being built that
+    /// its body needs materialised: they are materialised before the loop.
+    pending: HashSet<VarId>,
+}
+
+/// The linear arrays bound in `blk` whose cotangents the backward pass of
+/// `blk` certainly makes accumulators whatever the path taken: builds and
+/// array literals (whose transpositions read their cotangents), arrays
+/// indexed, sliced, summed or listed in a literal at the top of `blk`, any
+/// variable used in the body of a build or loop there (what such a body
+/// needs is materialised before the backward loop), and results of `blk`
+/// whose seeds are not consumed by them. Such a cotangent is zeroed when
+/// declared; the others are lazy (a zero that costs no O(size) work per
+/// iteration).
+fn forced(blk: &Block, plain_seeds: &[Seed]) -> HashSet<VarId> {
+    let mut set = HashSet::new();
+    for s in &blk.stmts {
+        let StmtKind::Let { vars, expr } = &s.kind else { continue };
+        match expr {
+            Expr::Build { body, .. } => {
+                set.extend(vars.iter().copied());
+                arrayad_ir::visit::block_uses(body, &mut |v| {
+                    set.insert(v);
+                });
+            }
+            Expr::Loop { body, .. } => arrayad_ir::visit::block_uses(body, &mut |v| {
+                set.insert(v);
+            }),
+            Expr::ArrayLit { elems, .. } => {
+                set.extend(vars.iter().copied());
+                set.extend(elems.iter().filter_map(|e| e.as_var()));
+            }
+            Expr::Index { array, .. } | Expr::Slice { array, .. } | Expr::Reduce { array, .. } => {
+                set.insert(*array);
+            }
+            _ => {}
+        }
+    }
+    for s in plain_seeds.iter().filter(|s| !s.owned) {
+        if let Atom::Var(v) = s.target {
+            set.insert(v);
+        }
+    }
+    set
 }
 
 /// Expressions cheap enough to recompute in the backward pass rather than
@@ -218,6 +319,26 @@ impl Rev<'_> {
         }
     }
 
+    /// True when `expr` binds a linear variable at any depth (in its nested
+    /// blocks, for a structured expression).
+    fn binds_linear(&self, expr: &Expr) -> bool {
+        let mut hit = false;
+        let mut check = |v: VarId| hit |= self.linear.contains(&v);
+        match expr {
+            Expr::Build { body, .. } => arrayad_ir::visit::block_binds(body, &mut check),
+            Expr::Loop { states, body, .. } => {
+                states.iter().for_each(|v| check(*v));
+                arrayad_ir::visit::block_binds(body, &mut check);
+            }
+            Expr::If { then_branch, else_branch, .. } => {
+                arrayad_ir::visit::block_binds(then_branch, &mut check);
+                arrayad_ir::visit::block_binds(else_branch, &mut check);
+            }
+            _ => {}
+        }
+        hit
+    }
+
     fn new_var(&mut self, name: &str, ty: Type) -> VarId {
         self.out.new_var(name, ty)
     }
@@ -232,39 +353,140 @@ impl Rev<'_> {
         out.push(Stmt { kind, loc: Loc::default() });
     }
 
-    /// Declares the cotangent of linear variable `v`: a view of a parent
-    /// accumulator (`view`), or zero.
-    fn declare_ct(&mut self, v: VarId, view: Option<Expr>, out: &mut Vec<Stmt>) {
+    /// Declares the cotangent of linear variable `v` (see [`Decl`]). An
+    /// array cotangent starting at zero is lazy when `lazy` (in nested
+    /// blocks): a mutable variable holding a placeholder (the primal array)
+    /// and a flag, false until something is added to it.
+    fn declare_ct(&mut self, v: VarId, decl: Decl, lazy: bool, out: &mut Vec<Stmt>) {
         let ty = self.out.ty(v).with_elem(Scalar::F64);
         let name = format!("ct_{}", self.out.var(v).name.trim_start_matches('d'));
-        let c = if ty.is_scalar() {
+        if ty.is_scalar() {
             let c = self.out.new_mut_var(name, ty);
-            Self::push(out, StmtKind::Let { vars: vec![c], expr: view.unwrap_or(Expr::Atom(Atom::F64(0.0))) });
-            c
-        } else {
-            let expr = match view {
-                Some(e) => e,
-                None => {
-                    let p = self.primal_of.get(&v).copied().unwrap_or(v);
-                    Expr::ZerosLike(p)
-                }
+            let init = match decl {
+                Decl::Alias { expr, .. } => expr,
+                _ => Expr::Atom(Atom::F64(0.0)),
             };
-            let c = self.new_var(&name, ty);
-            Self::push(out, StmtKind::Let { vars: vec![c], expr });
-            c
+            Self::push(out, StmtKind::Let { vars: vec![c], expr: init });
+            self.ct.insert(v, c);
+            return;
+        }
+        let p = self.primal_of.get(&v).copied().unwrap_or(v);
+        let (expr, live) = match decl {
+            Decl::View { parent, expr } => {
+                self.need_live(parent, out);
+                (expr, None)
+            }
+            Decl::Alias { expr, live } => (expr, live.map(Atom::Var)),
+            Decl::Zero if lazy => (Expr::Atom(Atom::Var(p)), Some(Atom::Bool(false))),
+            Decl::Zero => (Expr::ZerosLike(p), None),
+        };
+        let c = match live {
+            Some(l) => {
+                let c = self.out.new_mut_var(name.clone(), ty);
+                let f = self.out.new_mut_var(format!("live_{}", name.trim_start_matches("ct_")), Type::BOOL);
+                Self::push(out, StmtKind::Let { vars: vec![c], expr });
+                Self::push(out, StmtKind::Let { vars: vec![f], expr: Expr::Atom(l) });
+                self.live.insert(v, f);
+                self.level.insert(v, self.for_depth);
+                c
+            }
+            None => {
+                let c = self.new_var(&name, ty);
+                Self::push(out, StmtKind::Let { vars: vec![c], expr });
+                c
+            }
         };
         self.ct.insert(v, c);
     }
 
+    /// Makes the lazy cotangent of `x` an accumulator (zeros unless already
+    /// live) before `out` uses it in place: right here when `x` is declared
+    /// in this backward loop body, else before the loop (so once, not per
+    /// element of an inner loop).
+    fn need_live(&mut self, x: VarId, out: &mut Vec<Stmt>) {
+        let Some(&flag) = self.live.get(&x) else { return };
+        if self.level[&x] != self.for_depth {
+            self.pending.insert(x);
+            return;
+        }
+        let c = self.ct[&x];
+        let p = self.primal_of.get(&x).copied().unwrap_or(x);
+        let z = self.new_var("zeros", self.out.ty(c));
+        let make = vec![
+            Stmt { kind: StmtKind::Let { vars: vec![z], expr: Expr::ZerosLike(p) }, loc: Loc::default() },
+            Stmt { kind: StmtKind::Assign { var: c, value: Atom::Var(z) }, loc: Loc::default() },
+            Stmt { kind: StmtKind::Assign { var: flag, value: Atom::Bool(true) }, loc: Loc::default() },
+        ];
+        Self::push(
+            out,
+            StmtKind::If {
+                cond: Atom::Var(flag),
+                then_branch: Block::default(),
+                else_branch: Block { stmts: make, results: vec![] },
+            },
+        );
+    }
+
+    /// Materialises, before the backward loop just built, the lazy
+    /// cotangents its body needs (`pending` of the body; `saved` is the
+    /// enclosing body's).
+    fn flush_pending(&mut self, saved: HashSet<VarId>, out: &mut Vec<Stmt>) {
+        let mut pend: Vec<VarId> = std::mem::replace(&mut self.pending, saved).into_iter().collect();
+        pend.sort();
+        for x in pend {
+            self.need_live(x, out);
+        }
+    }
+
     /// `ct(target) += value` (nothing for a literal target: a zero tangent).
     fn accumulate(&mut self, target: &Atom, value: Atom, out: &mut Vec<Stmt>) {
+        self.accumulate_from(target, value, None, false, out);
+    }
+
+    /// `ct(target) += value`, where the array `value` is a lazy cotangent
+    /// with flag `vlive` (nothing to add while false), and `owned` tells
+    /// that its buffer is consumed here: a lazy target still zero then
+    /// takes it over instead of materialising zeros and adding.
+    fn accumulate_from(&mut self, target: &Atom, value: Atom, vlive: Option<VarId>, owned: bool, out: &mut Vec<Stmt>) {
         let Some(t) = self.is_lin(target) else { return };
         let Some(&c) = self.ct.get(&t) else { return };
         if self.out.ty(c).is_scalar() {
             let s = self.let1(out, "ct", Expr::Binary(BinOp::Add, Atom::Var(c), value), Type::F64);
             Self::push(out, StmtKind::Assign { var: c, value: s });
-        } else {
-            Self::push(out, StmtKind::AccAdd { acc: c, indices: vec![], value });
+            return;
+        }
+        let mut body = Vec::new();
+        let add = StmtKind::AccAdd { acc: c, indices: vec![], value };
+        match self.live.get(&t).copied() {
+            Some(flag) if owned => {
+                let take = vec![
+                    Stmt { kind: StmtKind::Assign { var: c, value }, loc: Loc::default() },
+                    Stmt { kind: StmtKind::Assign { var: flag, value: Atom::Bool(true) }, loc: Loc::default() },
+                ];
+                Self::push(
+                    &mut body,
+                    StmtKind::If {
+                        cond: Atom::Var(flag),
+                        then_branch: Block { stmts: vec![Stmt { kind: add, loc: Loc::default() }], results: vec![] },
+                        else_branch: Block { stmts: take, results: vec![] },
+                    },
+                );
+            }
+            _ => {
+                self.need_live(t, &mut body);
+                Self::push(&mut body, add);
+            }
+        }
+        match vlive {
+            Some(l) => Self::push(
+                out,
+                StmtKind::If {
+                    cond: Atom::Var(l),
+                    then_branch: Block { stmts: body, results: vec![] },
+                    else_branch: Block::default(),
+                },
+            ),
+            None => out.extend(body),
         }
     }
 
@@ -287,7 +509,7 @@ impl Rev<'_> {
         nested: bool,
         binders: &[VarId],
         binder_twins: &[(VarId, VarId)],
-        lin_binders: Vec<(VarId, Option<Expr>)>,
+        lin_binders: Vec<(VarId, Decl)>,
         seeds: Vec<Seed>,
     ) -> Result<(Vec<Stmt>, Vec<Stmt>), AdError> {
         let mut fwd: Vec<Stmt> = Vec::new();
@@ -298,7 +520,7 @@ impl Rev<'_> {
         let mut defs: HashMap<VarId, (Expr, Loc)> = HashMap::new();
 
         // Seeds that can become the target's own accumulator.
-        let mut alias: HashMap<VarId, Expr> = HashMap::new();
+        let mut alias: HashMap<VarId, Decl> = HashMap::new();
         let mut plain_seeds = Vec::new();
         let mut counts: HashMap<VarId, usize> = HashMap::new();
         for s in &seeds {
@@ -316,17 +538,29 @@ impl Rev<'_> {
                 _ => vec![],
             })
             .collect();
+        // A linear loop state returned as (exactly one) result of the body
+        // takes the incoming cotangent as its own accumulator too, so a
+        // state passed through (or permuted) costs nothing per iteration.
+        let lin_bound: HashSet<VarId> = lin_binders.iter().map(|(v, _)| *v).collect();
         for s in seeds {
             match s.target {
-                Atom::Var(v) if s.alias && counts[&v] == 1 && bound_by_let.contains(&v) && self.linear.contains(&v) => {
-                    alias.insert(v, s.value);
+                Atom::Var(v)
+                    if s.alias
+                        && counts[&v] == 1
+                        && (bound_by_let.contains(&v) || lin_bound.contains(&v))
+                        && self.linear.contains(&v) =>
+                {
+                    alias.insert(v, Decl::Alias { expr: s.value, live: s.live });
                 }
                 _ => plain_seeds.push(s),
             }
         }
 
+        let forced = if nested { forced(blk, &plain_seeds) } else { HashSet::new() };
         for (v, decl) in lin_binders {
-            self.declare_ct(v, decl, &mut decls);
+            let decl = alias.remove(&v).unwrap_or(decl);
+            let lazy = nested && !forced.contains(&v);
+            self.declare_ct(v, decl, lazy, &mut decls);
         }
 
         for s in &blk.stmts {
@@ -346,8 +580,12 @@ impl Rev<'_> {
                 fwd.push(s.clone());
                 continue;
             }
-            if !any_linear {
-                // A primal build/loop/if: its body has no linear statements.
+            if !any_linear && !self.binds_linear(expr) {
+                // A primal build/loop/if: no linear statement inside. (One
+                // whose linear values are all dead inside, say a loop with a
+                // tangent state whose result is unused, still goes through
+                // its rule: its body mentions tangents, which the forward
+                // pass does not have.)
                 bound.extend(vars);
                 fwd.push(s.clone());
                 continue;
@@ -355,19 +593,21 @@ impl Rev<'_> {
             // Declare the cotangents of the linear variables bound here.
             for v in vars.iter().filter(|v| self.linear.contains(v)) {
                 let view = match expr {
-                    Expr::Index { array, indices } if self.out.ty(*v).is_array() => {
-                        self.ct.get(array).map(|c| Expr::Index { array: *c, indices: indices.clone() })
-                    }
-                    Expr::Slice { array, lo, hi } => {
-                        self.ct.get(array).map(|c| Expr::Slice { array: *c, lo: *lo, hi: *hi })
-                    }
+                    Expr::Index { array, indices } if self.out.ty(*v).is_array() => self.ct.get(array).map(|c| {
+                        Decl::View { parent: *array, expr: Expr::Index { array: *c, indices: indices.clone() } }
+                    }),
+                    Expr::Slice { array, lo, hi } => self
+                        .ct
+                        .get(array)
+                        .map(|c| Decl::View { parent: *array, expr: Expr::Slice { array: *c, lo: *lo, hi: *hi } }),
                     _ => None,
                 };
                 if view.is_some() {
                     self.views.insert(*v);
                 }
-                let decl = view.or_else(|| alias.remove(v));
-                self.declare_ct(*v, decl, &mut decls);
+                let decl = view.or_else(|| alias.remove(v)).unwrap_or(Decl::Zero);
+                let lazy = nested && !forced.contains(v);
+                self.declare_ct(*v, decl, lazy, &mut decls);
             }
             bound.extend(vars.iter().filter(|v| !self.linear.contains(v)));
             let mut chunk = Vec::new();
@@ -393,7 +633,7 @@ impl Rev<'_> {
                     self.let1(&mut bwd, "seed", e, ty)
                 }
             };
-            self.accumulate(&s.target, value, &mut bwd);
+            self.accumulate_from(&s.target, value, s.live, s.owned, &mut bwd);
         }
         for c in chunks.into_iter().rev() {
             bwd.extend(c);
@@ -466,7 +706,11 @@ impl Rev<'_> {
     fn transpose(&mut self, dy: VarId, e: &Expr, out: &mut Vec<Stmt>) -> Result<(), AdError> {
         let g = Atom::Var(self.ct[&dy]);
         match e {
-            Expr::Atom(a) => self.accumulate(a, g, out),
+            Expr::Atom(a) => {
+                // A copy: its cotangent is consumed by the copied value.
+                let live = self.live.get(&dy).copied();
+                self.accumulate_from(a, g, live, true, out)
+            }
             Expr::Unary(UnOp::Neg, a) => {
                 if self.is_lin(a).is_some() {
                     let t = self.let1(out, "ct", Expr::Unary(UnOp::Neg, g), Type::F64);
@@ -500,6 +744,7 @@ impl Rev<'_> {
             Expr::Index { array, indices } => {
                 if let Some(&c) = self.ct.get(array) {
                     if self.out.ty(dy).is_scalar() {
+                        self.need_live(*array, out);
                         Self::push(out, StmtKind::AccAdd { acc: c, indices: indices.clone(), value: g });
                     } else if !self.views.contains(&dy) {
                         return Err(AdError::new("the cotangent of a row is not a view of its parent's"));
@@ -515,6 +760,7 @@ impl Rev<'_> {
             }
             Expr::Reduce { op: ReduceOp::Sum, array } => {
                 if let Some(&c) = self.ct.get(array) {
+                    self.need_live(*array, out);
                     let n = self.let1(out, "n", Expr::Dim { array: c, axis: 0 }, Type::I64);
                     let j = self.new_var("j", Type::I64);
                     let body = Block {
@@ -528,6 +774,9 @@ impl Rev<'_> {
                 }
             }
             Expr::ArrayLit { elems, elem_ty } => {
+                if elems.iter().any(|el| self.is_lin(el).is_some()) {
+                    self.need_live(dy, out);
+                }
                 for (k, el) in elems.iter().enumerate() {
                     if self.is_lin(el).is_some() {
                         let gv = g.as_var().ok_or_else(|| AdError::new("array cotangent is not a variable"))?;
@@ -567,10 +816,21 @@ impl Rev<'_> {
                     target: body.results[k],
                     value: Expr::Index { array: c, indices: vec![Atom::Var(ib)] },
                     alias: true,
+                    live: None,
+                    owned: false,
                 });
             }
         }
-        let (fbody, bbody) = self.block(body, true, &[index], &[(index, ib)], vec![], seeds)?;
+        let saved = std::mem::take(&mut self.pending);
+        self.for_depth += 1;
+        let body_result = self.block(body, true, &[index], &[(index, ib)], vec![], seeds);
+        self.for_depth -= 1;
+        let (fbody, bbody) = body_result?;
+        self.flush_pending(saved, chunk);
+        // The backward loop reads the rows of the result's cotangents.
+        for v in vars.iter().filter(|v| self.linear.contains(v)) {
+            self.need_live(*v, chunk);
+        }
         let pvars: Vec<VarId> = vars.iter().copied().filter(|v| !self.linear.contains(v)).collect();
         let presults: Vec<Atom> =
             vars.iter().zip(&body.results).filter(|(v, _)| !self.linear.contains(v)).map(|(_, r)| *r).collect();
@@ -607,26 +867,64 @@ impl Rev<'_> {
         let mut carriers = Vec::new();
         for (k, st) in states.iter().enumerate() {
             if self.linear.contains(st) {
-                let ty = self.out.ty(*st);
+                let ty = self.out.ty(*st).with_elem(Scalar::F64);
                 let cs = self.out.new_mut_var("ct_state", ty);
                 chunk.push(Stmt {
                     kind: StmtKind::Let { vars: vec![cs], expr: Expr::Atom(Atom::Var(self.ct[&vars[k]])) },
                     loc: Loc::default(),
                 });
-                let decl = if ty.is_array() { Some(Expr::ZerosLike(cs)) } else { None };
-                lin_binders.push((*st, decl));
-                seeds.push(Seed { target: body.results[k], value: Expr::Atom(Atom::Var(cs)), alias: false });
-                carriers.push((k, cs));
+                // An array carrier has a flag too: false while it is zero.
+                let cl = if ty.is_array() {
+                    let cl = self.out.new_mut_var("live_state", Type::BOOL);
+                    let init_live = match self.live.get(&vars[k]) {
+                        Some(f) => Atom::Var(*f),
+                        None => Atom::Bool(true),
+                    };
+                    chunk.push(Stmt {
+                        kind: StmtKind::Let { vars: vec![cl], expr: Expr::Atom(init_live) },
+                        loc: Loc::default(),
+                    });
+                    Some(cl)
+                } else {
+                    None
+                };
+                // The incoming state's cotangent is shaped like the incoming
+                // state (`declare_ct` zeroes one like the primal state, a
+                // residual of the iteration), not like the carrier: a state
+                // may change its extents from one iteration to the next.
+                lin_binders.push((*st, Decl::Zero));
+                // The carrier is consumed by this seed alone: the target may
+                // take it as its accumulator.
+                seeds.push(Seed {
+                    target: body.results[k],
+                    value: Expr::Atom(Atom::Var(cs)),
+                    alias: true,
+                    live: cl,
+                    owned: true,
+                });
+                carriers.push((k, cs, cl));
             } else {
                 binders.push(*st);
             }
         }
         // After the body's bindings ran backward, the carriers take the
         // cotangents of this iteration's incoming states.
-        let (fbody, mut bbody) = self.block(body, true, &binders, &[(index, ib)], lin_binders, seeds)?;
-        for (k, cs) in &carriers {
+        let saved = std::mem::take(&mut self.pending);
+        self.for_depth += 1;
+        let body_result = self.block(body, true, &binders, &[(index, ib)], lin_binders, seeds);
+        self.for_depth -= 1;
+        let (fbody, mut bbody) = body_result?;
+        self.flush_pending(saved, chunk);
+        for (k, cs, cl) in &carriers {
             let c = self.ct[&states[*k]];
             bbody.push(Stmt { kind: StmtKind::Assign { var: *cs, value: Atom::Var(c) }, loc: Loc::default() });
+            if let Some(cl) = cl {
+                let live = match self.live.get(&states[*k]) {
+                    Some(f) => Atom::Var(*f),
+                    None => Atom::Bool(true),
+                };
+                bbody.push(Stmt { kind: StmtKind::Assign { var: *cl, value: live }, loc: Loc::default() });
+            }
         }
         let pidx: Vec<usize> = (0..states.len()).filter(|k| !self.linear.contains(&states[*k])).collect();
         let pvars: Vec<VarId> = pidx.iter().map(|k| vars[*k]).collect();
@@ -652,8 +950,8 @@ impl Rev<'_> {
             kind: StmtKind::For { n, index: ib, reverse: true, body: Block { stmts: bbody, results: vec![] } },
             loc,
         });
-        for (k, cs) in carriers {
-            self.accumulate(&init[k], Atom::Var(cs), chunk);
+        for (k, cs, cl) in carriers {
+            self.accumulate_from(&init[k], Atom::Var(cs), cl, true, chunk);
         }
         Ok(())
     }
@@ -675,7 +973,13 @@ impl Rev<'_> {
                 .iter()
                 .enumerate()
                 .filter(|(_, v)| self.linear.contains(v))
-                .map(|(k, v)| Seed { target: br.results[k], value: Expr::Atom(Atom::Var(self.ct[v])), alias: false })
+                .map(|(k, v)| Seed {
+                    target: br.results[k],
+                    value: Expr::Atom(Atom::Var(self.ct[v])),
+                    alias: true,
+                    live: self.live.get(v).copied(),
+                    owned: true,
+                })
                 .collect();
             let (f, b) = self.block(br, true, &[], &[], vec![], seeds)?;
             let presults: Vec<Atom> =

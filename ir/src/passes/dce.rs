@@ -1,16 +1,28 @@
 //! Dead code elimination. Statements with effects (assignments,
 //! accumulation, size checks, the tape, effect loops and branches, and
-//! anything containing them) are kept; pure bindings whose variables are
-//! never used are removed.
+//! anything containing them) are kept, and so are bindings that may fail at
+//! run time (their error is part of the program's meaning, see
+//! [`super::fallible`]); other pure bindings whose variables are never used
+//! are removed.
 
 use crate::program::{Block, Expr, Function, StmtKind};
 use crate::visit::stmt_uses;
 
 /// Removes dead pure bindings from `f`.
 pub fn dce(f: &mut Function) {
+    dce_assuming_safe(f, &std::collections::HashSet::new());
+}
+
+/// [`dce`], where the bindings of the variables in `safe` are known not to
+/// fail (the caller's invariant: e.g. the tangent statements of a jvp, each
+/// of which mirrors a primal statement that ran before it on an array of the
+/// same shape).
+pub fn dce_assuming_safe(f: &mut Function, safe: &std::collections::HashSet<crate::VarId>) {
+    let mut fallible = super::fallible::analyse(f);
+    fallible.assume_safe(safe);
     let mut live = vec![false; f.vars.len()];
     let body = std::mem::take(&mut f.body);
-    f.body = block(body, &mut live);
+    f.body = block(body, &mut live, &fallible);
 }
 
 /// True when `kind` has an effect beyond binding its variables.
@@ -33,7 +45,7 @@ pub fn block_has_effect(b: &Block) -> bool {
     b.stmts.iter().any(|s| has_effect(&s.kind))
 }
 
-fn block(b: Block, live: &mut Vec<bool>) -> Block {
+fn block(b: Block, live: &mut Vec<bool>, fallible: &super::fallible::Fallible) -> Block {
     for r in &b.results {
         if let crate::Atom::Var(v) = r {
             live[v.index()] = true;
@@ -42,13 +54,15 @@ fn block(b: Block, live: &mut Vec<bool>) -> Block {
     let mut kept = Vec::with_capacity(b.stmts.len());
     for mut s in b.stmts.into_iter().rev() {
         let keep = match &s.kind {
-            StmtKind::Let { vars, .. } => vars.iter().any(|v| live[v.index()]) || has_effect(&s.kind),
+            StmtKind::Let { vars, .. } => {
+                vars.iter().any(|v| live[v.index()]) || has_effect(&s.kind) || fallible.stmt(&s.kind)
+            }
             _ => true,
         };
         if !keep {
             continue;
         }
-        s.kind = crate::passes::inline::map_nested(s.kind, &mut |nb| block(nb, live));
+        s.kind = crate::passes::inline::map_nested(s.kind, &mut |nb| block(nb, live, fallible));
         stmt_uses(&s.kind, &mut |v| live[v.index()] = true);
         kept.push(s);
     }

@@ -9,7 +9,12 @@
 //!
 //! Both keep the order of floating-point operations (sums stay sequential
 //! from index 0), so results are bit for bit those of the unfused program.
+//! Both keep every run-time error and the order in which they would occur:
+//! the fused reduction takes the producer's place, and map fusion (which
+//! runs the producer's body later, interleaved with the consumer's) only
+//! moves a producer that cannot fail ([`super::fallible`]).
 
+use super::fallible::Fallible;
 use crate::program::{Atom, Block, Expr, Function, ReduceOp, Stmt, StmtKind, VarId};
 use crate::types::Scalar;
 use crate::visit::{use_counts, Subst};
@@ -17,15 +22,16 @@ use crate::visit::{use_counts, Subst};
 /// Fuses loops in `f` in place.
 pub fn fuse(f: &mut Function) {
     let counts = use_counts(&f.body, f.vars.len());
+    let fallible = super::fallible::analyse(f);
     let body = std::mem::take(&mut f.body);
-    f.body = block(f, body, &counts);
+    f.body = block(f, body, &counts, &fallible);
 }
 
-fn block(f: &mut Function, b: Block, counts: &[u32]) -> Block {
+fn block(f: &mut Function, b: Block, counts: &[u32], fallible: &Fallible) -> Block {
     let mut out: Vec<Stmt> = Vec::with_capacity(b.stmts.len());
     for s in b.stmts {
         let loc = s.loc;
-        let kind = crate::passes::inline::map_nested(s.kind, &mut |nb| block(f, nb, counts));
+        let kind = crate::passes::inline::map_nested(s.kind, &mut |nb| block(f, nb, counts, fallible));
         match kind {
             StmtKind::Let { vars, expr: Expr::Reduce { op: ReduceOp::Sum, array } } if counts[array.index()] == 1 => {
                 if let Some(pos) = producer(&out, array) {
@@ -46,8 +52,10 @@ fn block(f: &mut Function, b: Block, counts: &[u32]) -> Block {
                         });
                         body.results = vec![Atom::Var(next)];
                         let expr = Expr::Loop { n, index, states: vec![acc], init: vec![zero], body };
-                        // The loop's own failure (a negative size) is the `for`'s.
-                        out.push(Stmt { kind: StmtKind::Let { vars, expr }, loc: prod.loc });
+                        // The loop's own failure (a negative size) is the
+                        // `for`'s, and it runs where the producer ran (the
+                        // statements in between cannot use the sum).
+                        out.insert(pos, Stmt { kind: StmtKind::Let { vars, expr }, loc: prod.loc });
                         continue;
                     }
                     unreachable!("producer() returns only single-result builds");
@@ -55,7 +63,7 @@ fn block(f: &mut Function, b: Block, counts: &[u32]) -> Block {
                 out.push(Stmt { kind: StmtKind::Let { vars, expr: Expr::Reduce { op: ReduceOp::Sum, array } }, loc });
             }
             StmtKind::Let { vars, expr: Expr::Build { n, index, body } } => {
-                let body = map_fuse(f, &mut out, n, index, body, counts);
+                let body = map_fuse(f, &mut out, n, index, body, counts, fallible);
                 out.push(Stmt { kind: StmtKind::Let { vars, expr: Expr::Build { n, index, body } }, loc });
             }
             kind => out.push(Stmt { kind, loc }),
@@ -78,7 +86,15 @@ fn producer(out: &[Stmt], y: VarId) -> Option<usize> {
 }
 
 /// Map fusion into the body of `build index < n`.
-fn map_fuse(f: &mut Function, out: &mut Vec<Stmt>, n: Atom, index: VarId, body: Block, counts: &[u32]) -> Block {
+fn map_fuse(
+    f: &mut Function,
+    out: &mut Vec<Stmt>,
+    n: Atom,
+    index: VarId,
+    body: Block,
+    counts: &[u32],
+    fallible: &Fallible,
+) -> Block {
     let mut stmts = Vec::with_capacity(body.stmts.len());
     let mut subst = Subst::default();
     for s in body.stmts {
@@ -88,7 +104,7 @@ fn map_fuse(f: &mut Function, out: &mut Vec<Stmt>, n: Atom, index: VarId, body: 
                 if let Some(pos) = producer(out, *array) {
                     let same_n =
                         matches!(&out[pos].kind, StmtKind::Let { expr: Expr::Build { n: pn, .. }, .. } if *pn == n);
-                    if same_n {
+                    if same_n && !fallible.stmt(&out[pos].kind) {
                         let prod = out.remove(pos);
                         if let StmtKind::Let { expr: Expr::Build { index: pj, body: pbody, .. }, .. } = prod.kind {
                             let mut rename = Subst::default();

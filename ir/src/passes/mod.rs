@@ -7,6 +7,7 @@
 pub mod accum;
 pub mod cse;
 pub mod dce;
+pub mod fallible;
 pub mod fuse;
 pub mod inline;
 pub mod simplify;

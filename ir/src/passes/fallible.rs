@@ -1,0 +1,516 @@
+//! Which bindings may fail at run time (index out of bounds, a slice out of
+//! range, an integer division by zero, a negative size, an irregular array,
+//! `maximum` of an empty array, ...), so that the passes that remove or move
+//! statements (dead code elimination, fusion) keep every run-time error of
+//! the program, in the same order.
+//!
+//! The analysis is conservative: a binding is *infallible* only when that
+//! is evident from facts about sizes, collected in program order and scoped
+//! by block:
+//!
+//! - `n = dim a k`, `check_size a == b`, the first extent of a `build` (its
+//!   bound), the shapes of `zeros_like`, rows, slices and copies are
+//!   equalities between sizes (a union-find with an undo log, so facts of a
+//!   nested block are forgotten when it ends);
+//! - inside `build`/`loop`/`for` over `i < n`, `0 <= i < n`, so `a[i]` is in
+//!   bounds when `n` is known to equal `dim a 0` (likewise on every axis of
+//!   a multi-index);
+//! - a size is non-negative when it equals an extent, a loop index or a
+//!   non-negative literal;
+//! - the rows of a `build` are regular when each extent of the body's result
+//!   equals a size bound outside the body;
+//! - once `a[i, j]` (or `a[lo:hi]`) has been evaluated, the same indices are
+//!   in bounds for every array whose extents on those axes equal `a`'s (a
+//!   tangent or a cotangent mirroring a primal access).
+
+use crate::program::{Atom, BinOp, Block, Expr, Function, ReduceOp, StmtKind, VarId};
+use crate::types::Scalar;
+use std::collections::{HashMap, HashSet};
+
+/// The result of the analysis of one function.
+#[derive(Debug, Default, Clone)]
+pub struct Fallible {
+    /// The variables of every `let` whose evaluation may fail.
+    vars: HashSet<VarId>,
+}
+
+impl Fallible {
+    /// True when statement `s` (as analysed) may fail at run time.
+    pub fn stmt(&self, s: &StmtKind) -> bool {
+        match s {
+            StmtKind::Let { vars, .. } => vars.first().is_none_or(|v| self.vars.contains(v)),
+            StmtKind::CheckSize { .. } | StmtKind::TapeRewind(_) => true,
+            StmtKind::For { body, .. } => self.block(body),
+            StmtKind::If { then_branch, else_branch, .. } => self.block(then_branch) || self.block(else_branch),
+            StmtKind::Assign { .. } | StmtKind::AccAdd { .. } | StmtKind::Push(_) => false,
+        }
+    }
+
+    /// Marks the bindings of `vars` as infallible (the caller knows better).
+    pub fn assume_safe(&mut self, vars: &HashSet<VarId>) {
+        self.vars.retain(|v| !vars.contains(v));
+    }
+
+    /// True when any statement of `b` may fail.
+    pub fn block(&self, b: &Block) -> bool {
+        b.stmts.iter().any(|s| self.stmt(&s.kind))
+    }
+}
+
+/// Analyses `f` (see the module docs).
+pub fn analyse(f: &Function) -> Fallible {
+    let mut a = Analysis {
+        f,
+        keys: HashMap::new(),
+        parent: Vec::new(),
+        size: Vec::new(),
+        min_depth: Vec::new(),
+        nonneg: Vec::new(),
+        undo: Vec::new(),
+        depth: HashMap::new(),
+        bound: HashMap::new(),
+        accessed: HashMap::new(),
+        accessed_log: Vec::new(),
+        out: Fallible::default(),
+    };
+    for p in &f.params {
+        a.depth.insert(*p, 0);
+    }
+    a.block(&f.body, 0);
+    a.out
+}
+
+/// An access evaluated earlier: `a[i, ...]` or `a[lo:hi]`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Access {
+    Index(Vec<Key>),
+    Slice(Key, Key),
+}
+
+/// A size: an `i64` variable or literal, or an extent of an array.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Key {
+    Var(VarId),
+    Lit(i64),
+    Dim(VarId, u8),
+}
+
+struct Analysis<'f> {
+    f: &'f Function,
+    keys: HashMap<Key, usize>,
+    // Union-find over keys (union by size, no path compression, so that a
+    // union can be undone), with per-class data: the smallest block depth
+    // at which a member is bound, and whether a member is known >= 0.
+    parent: Vec<usize>,
+    size: Vec<usize>,
+    min_depth: Vec<u32>,
+    nonneg: Vec<bool>,
+    /// (child root, parent root, the parent's old min_depth and nonneg).
+    undo: Vec<(usize, usize, u32, bool)>,
+    /// The block depth at which each variable is bound (params: 0).
+    depth: HashMap<VarId, u32>,
+    /// The bound `n` of each loop index.
+    bound: HashMap<VarId, Atom>,
+    /// The arrays accessed with each index tuple or slice bounds, in scope.
+    accessed: HashMap<Access, Vec<VarId>>,
+    /// The accesses recorded, in order (to forget those of a nested block).
+    accessed_log: Vec<Access>,
+    out: Fallible,
+}
+
+impl Analysis<'_> {
+    fn key(&mut self, k: Key) -> usize {
+        if let Some(&id) = self.keys.get(&k) {
+            return id;
+        }
+        let (depth, nonneg) = match k {
+            Key::Lit(x) => (0, x >= 0),
+            Key::Var(v) => (self.depth.get(&v).copied().unwrap_or(0), false),
+            Key::Dim(v, _) => (self.depth.get(&v).copied().unwrap_or(0), true),
+        };
+        let id = self.parent.len();
+        self.parent.push(id);
+        self.size.push(1);
+        self.min_depth.push(depth);
+        self.nonneg.push(nonneg);
+        self.keys.insert(k, id);
+        id
+    }
+
+    fn atom_key(&mut self, a: &Atom) -> Option<usize> {
+        match a {
+            Atom::Var(v) => Some(self.key(Key::Var(*v))),
+            Atom::I64(x) => Some(self.key(Key::Lit(*x))),
+            _ => None,
+        }
+    }
+
+    fn find(&self, mut x: usize) -> usize {
+        while self.parent[x] != x {
+            x = self.parent[x];
+        }
+        x
+    }
+
+    fn union(&mut self, a: usize, b: usize) {
+        let (mut a, mut b) = (self.find(a), self.find(b));
+        if a == b {
+            return;
+        }
+        if self.size[a] > self.size[b] {
+            std::mem::swap(&mut a, &mut b);
+        }
+        self.undo.push((a, b, self.min_depth[b], self.nonneg[b]));
+        self.parent[a] = b;
+        self.size[b] += self.size[a];
+        self.min_depth[b] = self.min_depth[b].min(self.min_depth[a]);
+        self.nonneg[b] |= self.nonneg[a];
+    }
+
+    fn rollback(&mut self, mark: usize) {
+        while self.undo.len() > mark {
+            let (a, b, depth, nonneg) = self.undo.pop().expect("undo entry");
+            self.parent[a] = a;
+            self.size[b] -= self.size[a];
+            self.min_depth[b] = depth;
+            self.nonneg[b] = nonneg;
+        }
+    }
+
+    fn same(&mut self, a: Key, b: Key) -> bool {
+        let (a, b) = (self.key(a), self.key(b));
+        self.find(a) == self.find(b)
+    }
+
+    fn union_keys(&mut self, a: Key, b: Key) {
+        let (a, b) = (self.key(a), self.key(b));
+        self.union(a, b);
+    }
+
+    fn rank(&self, v: VarId) -> u8 {
+        self.f.ty(v).rank
+    }
+
+    fn access_key(a: &Atom) -> Option<Key> {
+        match a {
+            Atom::Var(v) => Some(Key::Var(*v)),
+            Atom::I64(x) => Some(Key::Lit(*x)),
+            _ => None,
+        }
+    }
+
+    fn access_index(&self, indices: &[Atom]) -> Option<Access> {
+        indices.iter().map(Self::access_key).collect::<Option<Vec<Key>>>().map(Access::Index)
+    }
+
+    fn access_slice(&self, lo: &Atom, hi: &Atom) -> Option<Access> {
+        Some(Access::Slice(Self::access_key(lo)?, Self::access_key(hi)?))
+    }
+
+    /// True when `access` was evaluated earlier (in scope) on an array
+    /// whose first `axes` extents equal `array`'s.
+    fn accessed_like(&mut self, array: VarId, axes: u8, access: Option<Access>) -> bool {
+        let Some(arrays) = access.and_then(|a| self.accessed.get(&a)).cloned() else { return false };
+        arrays.iter().any(|&b| (0..axes).all(|axis| self.same(Key::Dim(b, axis), Key::Dim(array, axis))))
+    }
+
+    /// `index` runs over `0..n` in a nested block at `depth`.
+    fn enter_loop(&mut self, index: VarId, n: Atom, depth: u32) {
+        self.depth.insert(index, depth);
+        self.bound.insert(index, n);
+        let k = self.key(Key::Var(index));
+        self.nonneg[k] = true;
+    }
+
+    /// A size that is certainly >= 0.
+    fn nonneg_size(&mut self, n: &Atom) -> bool {
+        match n {
+            Atom::I64(x) => *x >= 0,
+            Atom::Var(_) => {
+                let k = self.atom_key(n).expect("a size variable");
+                let r = self.find(k);
+                self.nonneg[r]
+            }
+            _ => false,
+        }
+    }
+
+    /// Analyses `b` at nesting `depth`; returns whether any statement may
+    /// fail, and for each array result whether all its extents equal sizes
+    /// bound outside the block (at a depth below `depth`).
+    fn block(&mut self, b: &Block, depth: u32) -> (bool, Vec<bool>) {
+        let mark = self.undo.len();
+        let accessed_mark = self.accessed_log.len();
+        let mut fails = false;
+        for s in &b.stmts {
+            fails |= self.stmt(&s.kind, depth);
+        }
+        let invariant = b
+            .results
+            .iter()
+            .map(|r| match r {
+                Atom::Var(v) => (0..self.rank(*v)).all(|axis| {
+                    let k = self.key(Key::Dim(*v, axis));
+                    let root = self.find(k);
+                    self.min_depth[root] < depth
+                }),
+                _ => true,
+            })
+            .collect();
+        self.rollback(mark);
+        while self.accessed_log.len() > accessed_mark {
+            let a = self.accessed_log.pop().expect("access");
+            if let Some(arrays) = self.accessed.get_mut(&a) {
+                arrays.pop();
+            }
+        }
+        (fails, invariant)
+    }
+
+    fn stmt(&mut self, s: &StmtKind, depth: u32) -> bool {
+        match s {
+            StmtKind::Let { vars, expr } => {
+                for v in vars {
+                    self.depth.insert(*v, depth);
+                }
+                let fails = self.expr(expr, depth);
+                if fails {
+                    self.out.vars.extend(vars.iter().copied());
+                }
+                self.facts(vars, expr);
+                fails || vars.is_empty()
+            }
+            StmtKind::CheckSize { a, b, .. } => {
+                if let (Some(a), Some(b)) = (self.atom_key(a), self.atom_key(b)) {
+                    self.union(a, b);
+                }
+                true
+            }
+            StmtKind::For { n, index, body, .. } => {
+                self.enter_loop(*index, *n, depth + 1);
+                self.block(body, depth + 1).0
+            }
+            StmtKind::If { then_branch, else_branch, .. } => {
+                let t = self.block(then_branch, depth + 1).0;
+                self.block(else_branch, depth + 1).0 || t
+            }
+            StmtKind::TapeRewind(_) => true,
+            StmtKind::Assign { .. } | StmtKind::AccAdd { .. } | StmtKind::Push(_) => false,
+        }
+    }
+
+    /// Whether evaluating `expr` may fail; analyses its nested blocks.
+    fn expr(&mut self, expr: &Expr, depth: u32) -> bool {
+        match expr {
+            Expr::Atom(_) | Expr::Dim { .. } | Expr::Unary(..) | Expr::ZerosLike(_) | Expr::Pop | Expr::TapeMark => {
+                false
+            }
+            Expr::Binary(op, a, b) => {
+                let int = match a {
+                    Atom::Var(v) => self.f.ty(*v).elem == Scalar::I64 && self.f.ty(*v).rank == 0,
+                    Atom::I64(_) => true,
+                    _ => false,
+                };
+                matches!(op, BinOp::Div | BinOp::Rem) && int && !matches!(b, Atom::I64(d) if *d != 0)
+            }
+            Expr::Index { array, indices } => {
+                let by_bounds = indices.iter().enumerate().all(|(axis, i)| {
+                    let Atom::Var(i) = i else { return false };
+                    let Some(n) = self.bound.get(i).copied() else { return false };
+                    match self.atom_key(&n) {
+                        Some(nk) => {
+                            let d = self.key(Key::Dim(*array, axis as u8));
+                            self.find(nk) == self.find(d)
+                        }
+                        None => false,
+                    }
+                });
+                !by_bounds && !self.accessed_like(*array, indices.len() as u8, self.access_index(indices))
+            }
+            Expr::Slice { array, lo, hi } => !self.accessed_like(*array, 1, self.access_slice(lo, hi)),
+            Expr::Call { .. } => true,
+            Expr::Reduce { op, .. } => *op != ReduceOp::Sum,
+            Expr::ArrayLit { elem_ty, elems } => {
+                if elem_ty.rank == 0 || elems.len() < 2 {
+                    return false;
+                }
+                let Some(Atom::Var(first)) = elems.first().copied() else { return true };
+                !elems.iter().all(|e| match e {
+                    Atom::Var(e) => (0..elem_ty.rank).all(|axis| self.same(Key::Dim(first, axis), Key::Dim(*e, axis))),
+                    _ => false,
+                })
+            }
+            Expr::Build { n, index, body } => {
+                self.enter_loop(*index, *n, depth + 1);
+                let (fails, invariant) = self.block(body, depth + 1);
+                // The rows of an array-valued build must have one shape.
+                let regular = body.results.iter().zip(&invariant).all(|(r, inv)| match r {
+                    Atom::Var(v) if self.rank(*v) > 0 => *inv,
+                    _ => true,
+                });
+                fails || !regular || !self.nonneg_size(n)
+            }
+            Expr::Loop { n, index, states, body, .. } => {
+                self.enter_loop(*index, *n, depth + 1);
+                for s in states {
+                    self.depth.insert(*s, depth + 1);
+                }
+                let (fails, _) = self.block(body, depth + 1);
+                fails || !self.nonneg_size(n)
+            }
+            Expr::If { then_branch, else_branch, .. } => {
+                let t = self.block(then_branch, depth + 1).0;
+                self.block(else_branch, depth + 1).0 || t
+            }
+        }
+    }
+
+    /// Size equalities established by binding `vars` to `expr`.
+    fn facts(&mut self, vars: &[VarId], expr: &Expr) {
+        let Some(&v) = vars.first() else { return };
+        let access = match expr {
+            Expr::Index { array, indices } => self.access_index(indices).map(|a| (a, *array)),
+            Expr::Slice { array, lo, hi } => self.access_slice(lo, hi).map(|a| (a, *array)),
+            _ => None,
+        };
+        if let Some((a, array)) = access {
+            self.accessed.entry(a.clone()).or_default().push(array);
+            self.accessed_log.push(a);
+        }
+        match expr {
+            Expr::Dim { array, axis } => self.union_keys(Key::Var(v), Key::Dim(*array, *axis)),
+            Expr::Atom(Atom::Var(x)) => {
+                for axis in 0..self.rank(v) {
+                    self.union_keys(Key::Dim(v, axis), Key::Dim(*x, axis));
+                }
+                if self.rank(v) == 0 && self.f.ty(v).elem == Scalar::I64 {
+                    self.union_keys(Key::Var(v), Key::Var(*x));
+                }
+            }
+            Expr::Atom(Atom::I64(x)) => self.union_keys(Key::Var(v), Key::Lit(*x)),
+            Expr::ZerosLike(p) => {
+                for axis in 0..self.rank(v) {
+                    self.union_keys(Key::Dim(v, axis), Key::Dim(*p, axis));
+                }
+            }
+            Expr::Index { array, indices } => {
+                let skip = indices.len() as u8;
+                for axis in 0..self.rank(v) {
+                    self.union_keys(Key::Dim(v, axis), Key::Dim(*array, axis + skip));
+                }
+            }
+            Expr::Slice { array, .. } => {
+                for axis in 1..self.rank(v) {
+                    self.union_keys(Key::Dim(v, axis), Key::Dim(*array, axis));
+                }
+            }
+            Expr::Build { n, .. } => {
+                for w in vars {
+                    if self.rank(*w) > 0 {
+                        if let Some(nk) = self.atom_key(n) {
+                            let d = self.key(Key::Dim(*w, 0));
+                            self.union(d, nk);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::Builder;
+    use crate::program::{Loc, Signature, SrcType};
+    use crate::types::Type;
+
+    /// `f(x: [n]f64, k: i64)`: the function and its two params.
+    fn func() -> (Function, VarId, VarId) {
+        let mut f = Function {
+            name: "f".into(),
+            params: vec![],
+            body: Block::default(),
+            vars: vec![],
+            result_types: vec![Type::F64],
+            signature: Signature { params: vec![], result: SrcType::Scalar(Scalar::F64) },
+            loc: Loc::default(),
+        };
+        let x = f.new_var("x", Type::array(Scalar::F64, 1));
+        let k = f.new_var("k", Type::I64);
+        f.params = vec![x, k];
+        (f, x, k)
+    }
+
+    #[test]
+    fn indices_bounded_by_the_extent_are_safe_others_may_fail() {
+        let (mut f, x, k) = func();
+        let mut b = Builder::new(&mut f);
+        let n = b.let1("n", Expr::Dim { array: x, axis: 0 }, Type::I64);
+        let unknown = b.let1("a", Expr::Index { array: x, indices: vec![Atom::Var(k)] }, Type::F64);
+        let again = b.let1("b", Expr::Index { array: x, indices: vec![Atom::Var(k)] }, Type::F64);
+        let div = b.let1("q", Expr::Binary(BinOp::Div, Atom::I64(10), Atom::Var(k)), Type::I64);
+        let half = b.let1("h", Expr::Binary(BinOp::Div, Atom::Var(k), Atom::I64(2)), Type::I64);
+        let i = b.var("i", Type::I64);
+        b.begin_block();
+        let e = b.let1("e", Expr::Index { array: x, indices: vec![Atom::Var(i)] }, Type::F64);
+        let shifted = b.binary(BinOp::Add, Atom::Var(i), Atom::I64(1));
+        let g = b.let1("g", Expr::Index { array: x, indices: vec![shifted] }, Type::F64);
+        let body = b.end_block(vec![Atom::Var(e)]);
+        let y = b.let1("y", Expr::Build { n: Atom::Var(n), index: i, body }, Type::array(Scalar::F64, 1));
+        let j = b.var("j", Type::I64);
+        b.begin_block();
+        let body = b.end_block(vec![Atom::F64(1.0)]);
+        let neg = b.let1("w", Expr::Build { n: Atom::Var(k), index: j, body }, Type::array(Scalar::F64, 1));
+        let body = b.finish(vec![Atom::Var(unknown)]);
+        f.body = body;
+        let a = analyse(&f);
+        let fails = |v: VarId| a.vars.contains(&v);
+        assert!(!fails(n));
+        assert!(fails(unknown), "x[k] may be out of bounds");
+        assert!(!fails(again), "x[k] again, after it succeeded");
+        assert!(fails(div), "10 / k may divide by zero");
+        assert!(!fails(half));
+        assert!(!fails(e), "x[i] for i < dim x 0");
+        assert!(fails(g), "x[i + 1]");
+        assert!(fails(y), "its body may fail");
+        assert!(fails(neg), "k may be negative");
+    }
+
+    #[test]
+    fn checked_sizes_and_regular_rows() {
+        let (mut f, x, k) = func();
+        let mut b = Builder::new(&mut f);
+        let n = b.let1("n", Expr::Dim { array: x, axis: 0 }, Type::I64);
+        b.stmt(StmtKind::CheckSize { a: Atom::Var(k), b: Atom::Var(n), what: "k".into() });
+        let i = b.var("i", Type::I64);
+        b.begin_block();
+        let e = b.let1("e", Expr::Index { array: x, indices: vec![Atom::Var(i)] }, Type::F64);
+        let body = b.end_block(vec![Atom::Var(e)]);
+        let y = b.let1("y", Expr::Build { n: Atom::Var(k), index: i, body }, Type::array(Scalar::F64, 1));
+        // Rows of a loop-invariant extent (a copy of x each) are regular.
+        let r = b.var("r", Type::I64);
+        b.begin_block();
+        let body = b.end_block(vec![Atom::Var(x)]);
+        let rows = b.let1("rows", Expr::Build { n: Atom::I64(3), index: r, body }, Type::array(Scalar::F64, 2));
+        // Rows whose extent depends on the row may be irregular.
+        let r2 = b.var("r", Type::I64);
+        let j = b.var("j", Type::I64);
+        b.begin_block();
+        b.begin_block();
+        let inner_body = b.end_block(vec![Atom::F64(0.0)]);
+        let row =
+            b.let1("row", Expr::Build { n: Atom::Var(r2), index: j, body: inner_body }, Type::array(Scalar::F64, 1));
+        let body = b.end_block(vec![Atom::Var(row)]);
+        let tri = b.let1("tri", Expr::Build { n: Atom::I64(3), index: r2, body }, Type::array(Scalar::F64, 2));
+        let body = b.finish(vec![Atom::F64(0.0)]);
+        f.body = body;
+        let a = analyse(&f);
+        assert!(!a.vars.contains(&e), "k == dim x 0 was checked");
+        assert!(!a.vars.contains(&y));
+        assert!(!a.vars.contains(&rows));
+        assert!(!a.vars.contains(&row), "a size that is a loop index is not negative");
+        assert!(a.vars.contains(&tri), "rows of extents 0, 1, 2");
+    }
+}
