@@ -416,3 +416,284 @@ fn concurrent_calls_from_threads_are_independent() {
     let lines = compile_and_run(&b.dir, THREADS_C, "prog");
     assert_eq!(code(&lines, "threads_ok"), 1, "a thread saw a wrong value or message");
 }
+
+// ---------------------------------------------------------------------------
+// Robustness of the C ABI path: outputs that are also inputs, failing calls
+// in a loop (no leak, the kept context is reset), threads that exit, unload
+// with a live thread, names that would interpose the C library.
+// ---------------------------------------------------------------------------
+
+const ROBUST: &str = "\
+def tape(x: f64, k: i64) -> f64 = loop s = x for i < k do sin(s) * 1.0000001
+def fail(x: [n]f64, i: i64) -> f64 = loop s = 0.0 for j < 100 do s + exp(x[(j * i) % n])
+def sw(x: [n]f64, y: [n]f64) -> ([n]f64, [n]f64) = (y, x)
+def two(x: [n]f64) -> ([n]f64, [n]f64) = (x * 2.0, x)
+def fw(x: [n]f64, k: i64) -> ([n]f64, i64, bool, [n]f64) = (x * 2.0, k, k > 0, x * x)
+def mat(x: [n]f64, k: i64) -> f64 = let a = for i < k => x[0] * f64(i) in a[k - 1] + a[0]
+";
+
+/// Builds `librob.so` from [`ROBUST`] in a scratch directory.
+fn build_robust(name: &str) -> Option<PathBuf> {
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping the C ABI test");
+        return None;
+    }
+    let dir = scratch("c_abi", name);
+    std::fs::write(dir.join("rob.arr"), ROBUST).unwrap();
+    let out = arrayad(&dir, &["build", "rob.arr", "-o", "librob.so"]);
+    assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
+    Some(dir)
+}
+
+/// Compiles `main.c` (with `extra` flags) against librob.so and runs it,
+/// under valgrind (no invalid access, no definitely lost block) when it is
+/// installed; returns its standard output, which must end with `OK`.
+fn run_robust(dir: &Path, main: &str, extra: &[&str]) -> String {
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    let mut args = vec!["-std=c99", "-Wall", "-Werror", "-pthread", "main.c", "-o", "main", "-I.", "-L.", "-lrob"];
+    args.extend_from_slice(&["-Wl,-rpath,$ORIGIN", "-lm"]);
+    args.extend_from_slice(extra);
+    let out = run_in(dir, "cc", &args, None);
+    assert_eq!(out.code, 0, "cc failed: {out:#?}");
+    let main = dir.join("main");
+    let out = if have("valgrind") {
+        let vg = ["-q", "--error-exitcode=9", "--leak-check=full", "--errors-for-leak-kinds=definite"];
+        let mut args: Vec<&str> = vg.to_vec();
+        args.push(main.to_str().unwrap());
+        run_in(dir, "valgrind", &args, None)
+    } else {
+        run_in(dir, main.to_str().unwrap(), &[], None)
+    };
+    assert_eq!(out.code, 0, "the C program failed: {out:#?}");
+    assert!(out.stdout.trim_end().ends_with("OK"), "{out:#?}");
+    out.stdout
+}
+
+const CHECK_C: &str = r#"
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include "librob.h"
+static int fails = 0;
+#define CHECK(c) do { if (!(c)) { printf("FAIL line %d: %s (last error: %s)\n", __LINE__, #c, rob_last_error()); fails++; } } while (0)
+"#;
+
+/// An output buffer that is also an input (an in-place call) gets the value
+/// of the call: results that still point into the caller's memory are not
+/// read after an earlier output overwrote it, and the forward-mode Jacobian
+/// does not read inputs that its primal outputs overwrote.
+#[test]
+fn outputs_may_be_inputs_in_place() {
+    let Some(dir) = build_robust("in_place") else { return };
+    let main = format!(
+        "{CHECK_C}{}",
+        r#"
+int main(void) {
+    double x[3] = {1, 2, 3}, y[3] = {10, 20, 30}, o[3], jac[18], big[21], v;
+    int64_t k = 0;
+    bool b = 0;
+    int i;
+    /* (y, x) into (x, y): swapped */
+    CHECK(sw(3, x, y, x, y) == 0);
+    CHECK(x[0] == 10 && x[2] == 30 && y[0] == 1 && y[2] == 3);
+    /* (2x, x) with out0 = x: out1 is the old x */
+    x[0] = 1; x[1] = 2; x[2] = 3;
+    CHECK(two(3, x, x, o) == 0);
+    CHECK(x[0] == 2 && x[2] == 6 && o[0] == 1 && o[2] == 3);
+    x[0] = 1; x[1] = 2; x[2] = 3;
+    CHECK(two_vjp(3, x, y, y, x, o, y) == 0);
+    CHECK(x[0] == 2 && x[2] == 6 && o[0] == 1 && o[2] == 3);
+    /* forward-mode Jacobian (6 rows > 3 columns) with out3 = x */
+    x[0] = 1; x[1] = 2; x[2] = 3;
+    CHECK(fw_jacobian(3, x, 7, o, &k, &b, x, jac) == 0);
+    CHECK(k == 7 && b && o[0] == 2 && o[2] == 6 && x[0] == 1 && x[1] == 4 && x[2] == 9);
+    for (i = 0; i < 3; i++) CHECK(jac[i * 3 + i] == 2 && jac[9 + i * 3 + i] == 2 * (i + 1));
+    /* ... and a Jacobian that overlaps the input */
+    big[0] = 1; big[1] = 2; big[2] = 3;
+    CHECK(fw_jacobian(3, big, 7, o, &k, &b, y, big + 2) == 0);
+    CHECK(y[0] == 1 && y[1] == 4 && y[2] == 9 && o[2] == 6);
+    for (i = 0; i < 3; i++) CHECK(big[2 + i * 3 + i] == 2 && big[2 + 9 + i * 3 + i] == 2 * (i + 1));
+    /* a byte count of 2^63 or more is reported as an overflow, not as a
+       negative number of bytes */
+    CHECK(mat(3, y, (int64_t)1 << 60, &v) == ROB_ERR_OUT_OF_MEMORY);
+    CHECK(strstr(rob_last_error(), "rob.arr:6:") && strstr(rob_last_error(), "overflows"));
+    CHECK(!strchr(rob_last_error(), '-'));
+    printf(fails ? "FAILED\n" : "OK\n");
+    return 0;
+}
+"#
+    );
+    run_robust(&dir, &main, &[]);
+}
+
+/// 10,000 failing calls through every entry point (index out of bounds from
+/// data, division by zero) on one thread, each followed by a good call that
+/// must see a clean context (tape, arena, error); then threads that call and
+/// exit, some of them failing: under valgrind, no definitely lost block
+/// (each exiting thread frees its kept context, arena chunks included).
+#[test]
+fn failing_calls_and_exiting_threads_leak_nothing() {
+    let Some(dir) = build_robust("failing_calls") else { return };
+    let main = format!(
+        "{CHECK_C}{}",
+        r#"
+static int thread_fails[8];
+static void *worker(void *arg) {
+    int t = *(const int *)arg, it;
+    double x[4] = {0.5, 1.0, 1.5, 2.0}, v, d[4], want = 0;
+    for (it = 0; it < 100; it++) want += exp(x[(it * 1) % 4]);
+    for (it = 0; it < 50; it++) {
+        if (t % 2) {
+            if (fail_grad(4, x, -1, &v, d) != ROB_ERR_INDEX_OUT_OF_BOUNDS) thread_fails[t]++;
+            if (!strstr(rob_last_error(), "rob.arr:2:")) thread_fails[t]++;
+        }
+        if (fail_grad(4, x, 1, &v, d) != 0 || fabs(v - want) > 1e-12 * want) thread_fails[t]++;
+        if (tape_grad(0.5, 2000, &v, d) != 0) thread_fails[t]++;
+    }
+    return NULL;
+}
+int main(void) {
+    double x[4] = {0.5, 1.0, 1.5, 2.0}, v, d[4], jac[4], want = 0, g0 = 0;
+    pthread_t th[8];
+    int ids[8], it, t;
+    for (it = 0; it < 100; it++) want += exp(x[it % 4]);
+    for (it = 0; it < 100; it += 4) g0 += exp(x[0]);
+    for (it = 0; it < 10000; it++) {
+        int which = it % 5;
+        int32_t rc = which == 0 ? fail_grad(4, x, -1, &v, d)
+                   : which == 1 ? fail_vjp(4, x, -1, 1.0, &v, d)
+                   : which == 2 ? fail_jvp(4, x, -1, x, &v, jac)
+                   : which == 3 ? fail_jacobian(4, x, -1, &v, jac)
+                   : fail_grad(0, x, 1, &v, d);
+        if (rc != (which == 4 ? ROB_ERR_DIVISION_BY_ZERO : ROB_ERR_INDEX_OUT_OF_BOUNDS)) {
+            CHECK(0);
+            break;
+        }
+        if (it % 1000 == 0) CHECK(strstr(rob_last_error(), "rob.arr:2:") != NULL);
+        if (it % 10 == 0) {
+            CHECK(fail_grad(4, x, 1, &v, d) == 0 && fabs(v - want) <= 1e-12 * want);
+            CHECK(fabs(d[0] - g0) <= 1e-12 * g0);
+            CHECK(tape_jacobian(0.5, 300, &v, jac) == 0);
+        }
+    }
+    for (t = 0; t < 8; t++) {
+        ids[t] = t;
+        pthread_create(&th[t], NULL, worker, &ids[t]);
+    }
+    for (t = 0; t < 8; t++) pthread_join(th[t], NULL);
+    for (t = 0; t < 8; t++) CHECK(thread_fails[t] == 0);
+    printf(fails ? "FAILED\n" : "OK\n");
+    return 0;
+}
+"#
+    );
+    run_robust(&dir, &main, &[]);
+}
+
+/// The library is unloaded (dlclose) while a thread that called it is still
+/// alive: when that thread exits later, no destructor of the unloaded code
+/// may run (it used to crash with SIGSEGV).
+#[test]
+fn unloading_with_a_live_thread_does_not_crash() {
+    let Some(dir) = build_robust("dlclose") else { return };
+    let main = r#"
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+typedef int32_t (*tape_fn)(double, int64_t, double *);
+static tape_fn fn;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int called = 0, closed = 0, ok = 1;
+static void *worker(void *arg) {
+    double v;
+    (void)arg;
+    if (fn(0.5, 100, &v) != 0) ok = 0;
+    pthread_mutex_lock(&mu);
+    called = 1;
+    pthread_cond_broadcast(&cv);
+    while (!closed) pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+int main(void) {
+    pthread_t t;
+    double v;
+    void *h = dlopen("./librob.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) { printf("dlopen: %s\n", dlerror()); return 1; }
+    *(void **)&fn = dlsym(h, "tape");
+    if (!fn || fn(0.5, 100, &v) != 0) return 1;
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_mutex_lock(&mu);
+    while (!called) pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+    if (dlclose(h) != 0) return 1;
+    pthread_mutex_lock(&mu);
+    closed = 1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(t, NULL);
+    printf(ok ? "OK\n" : "FAILED\n");
+    return 0;
+}
+"#;
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    let args = ["-std=c99", "-Wall", "-Werror", "-pthread", "main.c", "-o", "main", "-ldl"];
+    let out = run_in(&dir, "cc", &args, None);
+    assert_eq!(out.code, 0, "cc failed: {out:#?}");
+    let out = run_in(&dir, dir.join("main").to_str().unwrap(), &[], None);
+    assert_eq!(out.code, 0, "the C program failed (crashed at thread exit?): {out:#?}");
+    assert!(out.stdout.contains("OK"), "{out:#?}");
+}
+
+/// An export named like a function of the C library (or of the runtime, or
+/// reserved to the C implementation) would interpose it in the process: the
+/// runtime's own `lgamma_r` call reached the wrapper `lgamma_r(double,
+/// double *)`, which wrote a double over an int on the caller's stack.
+/// Such names are a build error; leaving them out with --export works.
+#[test]
+fn exports_that_would_interpose_the_c_library_are_rejected() {
+    if !have("cc") {
+        return;
+    }
+    let dir = scratch("c_abi", "reserved_names");
+    for name in ["lgamma_r", "memset", "free", "sqrtf", "main", "__cxa_finalize", "_Exit", "arrayad_invoke"] {
+        let src = format!("def {name}(x: f64) -> f64 = x * 2.0\ndef g(x: f64) -> f64 = lgamma(x)\n");
+        std::fs::write(dir.join("n.arr"), src).unwrap();
+        let out = arrayad(&dir, &["build", "n.arr", "-o", "libn.so"]);
+        assert_ne!(out.code, 0, "{name}: {out:#?}");
+        assert!(out.stderr.contains(&format!("`{name}` cannot be exported")), "{name}: {out:#?}");
+        let out = arrayad(&dir, &["build", "n.arr", "-o", "libn.so", "--export", "g"]);
+        assert_eq!(out.code, 0, "{name}: {out:#?}");
+    }
+    // A name that only looks similar is fine.
+    std::fs::write(dir.join("ok.arr"), "def memset2(x: f64) -> f64 = x\ndef timef(x: f64) -> f64 = x\n").unwrap();
+    let out = arrayad(&dir, &["build", "ok.arr", "-o", "libok.so"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    // Parameters and sizes named like the wrappers' locals, globals and
+    // macros get other C names (they used to break the build).
+    let src = "def f(out: f64, ctx: f64, sizes: [in_]f64, arrayad_w_one: f64, ARRAYAD_F64: f64) -> f64 =\n  \
+               out + ctx + sizes[0] + arrayad_w_one + ARRAYAD_F64\n\
+               def g(x: [ctx]f64, y: [sizes]f64) -> f64 = x[0] + y[0]\n";
+    std::fs::write(dir.join("names.arr"), src).unwrap();
+    let out = arrayad(&dir, &["build", "names.arr", "-o", "libnames.so"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let main = r#"
+#include <stdio.h>
+#include "libnames.h"
+int main(void) {
+    double s[2] = {3, 4}, v = 0, d[4], ds[2];
+    int ok = f(2, 1.0, 2.0, s, 4.0, 5.0, &v) == 0 && v == 15.0;
+    ok = ok && f_grad(2, 1.0, 2.0, s, 4.0, 5.0, &v, &d[0], &d[1], ds, &d[2], &d[3]) == 0;
+    ok = ok && v == 15.0 && d[0] == 1.0 && ds[0] == 1.0 && ds[1] == 0.0 && d[3] == 1.0;
+    ok = ok && g(1, 2, s, s, &v) == 0 && v == 6.0;
+    printf("names_ok %d\n", ok);
+    return 0;
+}
+"#;
+    let lines = compile_and_run(&dir, main, "names");
+    assert_eq!(code(&lines, "names_ok"), 1);
+}

@@ -305,10 +305,21 @@ impl Jvp {
         body: &Block,
     ) -> Result<(), AdError> {
         let is_f64 = |b: &Builder, v: VarId| b.func.ty(v).elem == Scalar::F64;
-        let mut active: Vec<bool> =
-            states.iter().zip(init).map(|(st, i)| is_f64(b, *st) && self.tangent(i).is_some()).collect();
-        // Fixed point: a state is active if its initial value or its next
-        // value has a tangent.
+        // Which states carry a tangent. Guessing only those with an active
+        // initial value and iterating would differentiate the body twice per
+        // loop, 2^depth times for nested loops; instead, when the body reads
+        // any active variable from outside, every f64 state is taken as
+        // active (an over-approximation: a state that stays constant gets a
+        // zero tangent), so the body is differentiated once.
+        let mut reads_active = false;
+        arrayad_ir::visit::block_uses(body, &mut |v| reads_active |= self.tan.contains_key(&v));
+        let mut active: Vec<bool> = states
+            .iter()
+            .zip(init)
+            .map(|(st, i)| is_f64(b, *st) && (reads_active || self.tangent(i).is_some()))
+            .collect();
+        // Fixed point (reached at once but for the guess above): a state is
+        // active if its initial value or its next value has a tangent.
         let (body_block, dstates) = loop {
             b.begin_block();
             let mut dstates = Vec::new();

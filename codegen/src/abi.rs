@@ -217,6 +217,70 @@ const C_KEYWORDS: &[&str] = &[
     "NULL",
 ];
 
+/// Functions of the C and POSIX libraries (`<ctype.h>`, `<locale.h>`,
+/// `<setjmp.h>`, `<signal.h>`, `<stdio.h>`, `<stdlib.h>`, `<string.h>`,
+/// `<time.h>`, `<fenv.h>`, a few POSIX ones; the prefix `pthread_` is
+/// reserved as a whole). A shared library that defined one of them would
+/// interpose it: its own calls (the runtime calls `lgamma_r`, `memset`,
+/// `malloc`, ...) and those of every library loaded after it would reach the
+/// wrapper instead, with the wrong arguments.
+const C_LIBRARY_FUNCTIONS: &str = "\
+    isalnum isalpha isblank iscntrl isdigit isgraph islower isprint ispunct isspace \
+    isupper isxdigit tolower toupper setlocale localeconv setjmp longjmp signal raise \
+    remove rename tmpfile tmpnam fclose fflush fopen freopen setbuf setvbuf fprintf \
+    fscanf printf scanf snprintf sprintf sscanf vfprintf vfscanf vprintf vscanf \
+    vsnprintf vsprintf vsscanf fgetc fgets fputc fputs getc getchar gets putc \
+    putchar puts ungetc fread fwrite fgetpos fseek fsetpos ftell rewind clearerr \
+    feof ferror perror fileno fdopen popen pclose getline dprintf \
+    atof atoi atol atoll strtod strtof strtold strtol strtoll strtoul strtoull rand \
+    srand calloc free malloc realloc aligned_alloc posix_memalign abort atexit \
+    at_quick_exit exit quick_exit getenv setenv unsetenv putenv system bsearch qsort \
+    abs labs llabs div ldiv lldiv mblen mbtowc wctomb mbstowcs wcstombs \
+    memcpy memmove strcpy strncpy strcat strncat memcmp strcmp strcoll strncmp \
+    strxfrm memchr strchr strcspn strpbrk strrchr strspn strstr strtok memset \
+    strerror strlen strdup strndup strnlen strtok_r strerror_r \
+    clock difftime mktime time asctime ctime gmtime localtime strftime nanosleep \
+    clock_gettime \
+    feclearexcept fegetexceptflag feraiseexcept fesetexceptflag fetestexcept fegetround \
+    fesetround fegetenv feholdexcept fesetenv feupdateenv \
+    main read write open close lseek unlink fork execv execve execvp _exit \
+    getpid kill sleep usleep mmap munmap mprotect dlopen dlsym dlclose dlerror \
+    sigaction environ errno";
+
+/// Functions of `<math.h>` (and GNU libm), each also with the suffixes `f`
+/// and `l`.
+const C_MATH_FUNCTIONS: &str = "\
+    acos asin atan atan2 cos sin tan acosh asinh atanh cosh sinh tanh exp \
+    exp2 expm1 frexp ilogb ldexp log log10 log1p log2 logb modf scalbn scalbln \
+    cbrt fabs hypot pow sqrt erf erfc lgamma tgamma ceil floor nearbyint rint \
+    lrint llrint round lround llround trunc fmod remainder remquo copysign nan \
+    nextafter nexttoward fdim fmax fmin fma lgamma_r gamma j0 j1 jn y0 y1 yn \
+    sincos exp10 significand drem finite isinf isnan";
+
+/// Why `sym` cannot be the name of a public C function of a shared library
+/// (a clash with the C library, the runtime or the C implementation), or
+/// `None` when it can.
+pub(crate) fn reserved_c_symbol(sym: &str) -> Option<&'static str> {
+    let lower = sym.to_ascii_lowercase();
+    if lower.starts_with("arrayad_") {
+        return Some("the names of the arrayad runtime (prefix `arrayad_`)");
+    }
+    if lower.starts_with("pthread_") {
+        return Some("the POSIX threads library (prefix `pthread_`)");
+    }
+    let mut cs = sym.chars();
+    if cs.next() == Some('_') && cs.next().is_some_and(|c| c == '_' || c.is_ascii_uppercase()) {
+        return Some("the names the C language reserves for the implementation (`__x`, `_X`)");
+    }
+    let listed = |list: &str, s: &str| list.split_whitespace().any(|w| w == s);
+    let math = |s: &str| listed(C_MATH_FUNCTIONS, s);
+    let math_variant = |suffix: char| sym.strip_suffix(suffix).is_some_and(math);
+    if listed(C_LIBRARY_FUNCTIONS, sym) || math(sym) || math_variant('f') || math_variant('l') {
+        return Some("a function of the C library");
+    }
+    None
+}
+
 /// `s` as a C identifier (invalid characters become `_`).
 pub(crate) fn c_ident(s: &str) -> String {
     let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
@@ -229,9 +293,22 @@ pub(crate) fn c_ident(s: &str) -> String {
 /// Hands out unique C parameter names within one function.
 struct Namer(HashSet<String>);
 
+/// The local variables of every C wrapper (c_abi.rs): no parameter may be
+/// named like them.
+const WRAPPER_LOCALS: &[&str] = &["sizes", "in", "out", "ctx"];
+
 impl Namer {
+    /// A namer that hands out neither the wrappers' locals nor names with
+    /// the prefix of the wrappers' and the runtime's globals and macros.
+    fn new() -> Namer {
+        Namer(WRAPPER_LOCALS.iter().map(|s| s.to_string()).collect())
+    }
+
     fn name(&mut self, wanted: &str) -> String {
         let mut n = c_ident(wanted);
+        if n.to_ascii_lowercase().starts_with("arrayad_") {
+            n.insert_str(0, "p_");
+        }
         while C_KEYWORDS.contains(&n.as_str()) || self.0.contains(&n) {
             n.push('_');
         }
@@ -290,6 +367,15 @@ impl Interface {
         if name != e.name || C_KEYWORDS.contains(&name.as_str()) {
             return Err(CodegenError::Abi(format!("`{}` cannot be the name of a C function", e.name)));
         }
+        for v in Variant::ALL {
+            let sym = format!("{name}{}", v.suffix());
+            if let Some(why) = reserved_c_symbol(&sym) {
+                return Err(CodegenError::Abi(format!(
+                    "`{}` cannot be exported: its C function `{sym}` would clash with {why}; rename it or leave it out (--export)",
+                    e.name
+                )));
+            }
+        }
         let sig = &e.signature;
         if e.active.len() != sig.params.len() {
             return Err(CodegenError::Abi(format!(
@@ -300,7 +386,7 @@ impl Interface {
             )));
         }
         let src_sizes = sig.size_vars();
-        let mut namer = Namer(HashSet::new());
+        let mut namer = Namer::new();
         let sizes: Vec<String> = src_sizes.iter().map(|s| namer.name(s)).collect();
         let mut params = Vec::new();
         let mut active = Vec::new();

@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 /// The internal symbol of one IR function of an export.
 pub(crate) fn internal_symbol(module: &str, export: &str, which: &str) -> String {
-    format!("{}__{}__{}", c_ident(module), export, which)
+    format!("arrayad_{}__{}__{}", c_ident(module), export, which)
 }
 
 /// The name of the header the wrappers include.
@@ -141,36 +141,57 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
             taken out while in use). Reached through an initial-exec TLS pointer\n\
             (8 bytes of static TLS, no __tls_get_addr, so the library needs only\n\
             libc and libm) and freed at thread exit by a pthread key destructor. */\n\
-         #define {m}_ERROR_CAP 1024\n\
-         #define {m}_KEEP_BYTES ((uint64_t)256 << 20)\n\
-         typedef struct {{ char msg[{m}_ERROR_CAP]; arrayad_ctx *ctx; }} {m}_thread_state;\n\
-         static __thread {m}_thread_state *{m}_tls __attribute__((tls_model(\"initial-exec\")));\n\
-         static pthread_key_t {m}_key;\n\
-         static pthread_once_t {m}_key_once = PTHREAD_ONCE_INIT;\n\
-         static void {m}_thread_exit(void *p) {{\n\
-         \x20   {m}_thread_state *t = ({m}_thread_state *)p;\n\
+         #define ARRAYAD_W_ERROR_CAP 1024\n\
+         #define ARRAYAD_W_KEEP_BYTES ((uint64_t)256 << 20)\n\
+         typedef struct {{ char msg[ARRAYAD_W_ERROR_CAP]; arrayad_ctx *ctx; }} arrayad_w_thread_state;\n\
+         static __thread arrayad_w_thread_state *arrayad_w_tls __attribute__((tls_model(\"initial-exec\")));\n\
+         static pthread_key_t arrayad_w_key;\n\
+         static int arrayad_w_key_made;\n\
+         static pthread_once_t arrayad_w_key_once = PTHREAD_ONCE_INIT;\n\
+         static void arrayad_w_free_state(arrayad_w_thread_state *t) {{\n\
          \x20   arrayad_ctx_free(t->ctx);\n\
          \x20   free(t);\n\
          }}\n\
-         static void {m}_key_init(void) {{ (void)pthread_key_create(&{m}_key, {m}_thread_exit); }}\n\
-         static {m}_thread_state *{m}_state(void) {{\n\
-         \x20   if (!{m}_tls) {{\n\
-         \x20       {m}_tls = ({m}_thread_state *)calloc(1, sizeof *{m}_tls);\n\
-         \x20       if ({m}_tls) {{\n\
-         \x20           (void)pthread_once(&{m}_key_once, {m}_key_init);\n\
-         \x20           (void)pthread_setspecific({m}_key, {m}_tls);\n\
+         /* The key destructor. It also forgets the TLS pointer: a destructor\n\
+            that runs later on this thread may call in again. */\n\
+         static void arrayad_w_thread_exit(void *p) {{\n\
+         \x20   if (arrayad_w_tls == p) arrayad_w_tls = NULL;\n\
+         \x20   arrayad_w_free_state((arrayad_w_thread_state *)p);\n\
+         }}\n\
+         static void arrayad_w_key_init(void) {{\n\
+         \x20   arrayad_w_key_made = pthread_key_create(&arrayad_w_key, arrayad_w_thread_exit) == 0;\n\
+         }}\n\
+         /* At dlclose or process exit: delete the key, so that no thread that\n\
+            exits later runs arrayad_w_thread_exit (its code may be unmapped by\n\
+            then), and free the calling thread's state. The states of other\n\
+            threads still alive at unload are left to them (leaked). */\n\
+         __attribute__((destructor)) static void arrayad_w_unload(void) {{\n\
+         \x20   arrayad_w_thread_state *t = arrayad_w_tls;\n\
+         \x20   if (arrayad_w_key_made) {{\n\
+         \x20       arrayad_w_key_made = 0;\n\
+         \x20       (void)pthread_key_delete(arrayad_w_key);\n\
+         \x20   }}\n\
+         \x20   arrayad_w_tls = NULL;\n\
+         \x20   if (t) arrayad_w_free_state(t);\n\
+         }}\n\
+         static arrayad_w_thread_state *arrayad_w_state(void) {{\n\
+         \x20   if (!arrayad_w_tls) {{\n\
+         \x20       arrayad_w_tls = (arrayad_w_thread_state *)calloc(1, sizeof *arrayad_w_tls);\n\
+         \x20       if (arrayad_w_tls) {{\n\
+         \x20           (void)pthread_once(&arrayad_w_key_once, arrayad_w_key_init);\n\
+         \x20           if (arrayad_w_key_made) (void)pthread_setspecific(arrayad_w_key, arrayad_w_tls);\n\
          \x20       }}\n\
          \x20   }}\n\
-         \x20   return {m}_tls;\n\
+         \x20   return arrayad_w_tls;\n\
          }}\n\
-         static const double {m}_one = 1.0;\n\
+         static const double arrayad_w_one = 1.0;\n\
          \n\
-         const char *{m}_last_error(void) {{ return {m}_tls ? {m}_tls->msg : \"\"; }}\n\
+         const char *{m}_last_error(void) {{ return arrayad_w_tls ? arrayad_w_tls->msg : \"\"; }}\n\
          \n\
          /* The context for a call: the thread's kept one, or a new one (NULL\n\
             when out of memory). */\n\
-         static arrayad_ctx *{m}_begin(void) {{\n\
-         \x20   {m}_thread_state *t = {m}_state();\n\
+         static arrayad_ctx *arrayad_w_begin(void) {{\n\
+         \x20   arrayad_w_thread_state *t = arrayad_w_state();\n\
          \x20   arrayad_ctx *ctx;\n\
          \x20   if (t && t->ctx) {{\n\
          \x20       ctx = t->ctx;\n\
@@ -184,10 +205,10 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
          \n\
          /* Keeps the message of a failed call, then keeps the context for the\n\
             thread's next call (if it holds at most KEEP_BYTES) or frees it. */\n\
-         static int32_t {m}_finish(arrayad_ctx *ctx, int32_t status) {{\n\
-         \x20   {m}_thread_state *t = {m}_state();\n\
+         static int32_t arrayad_w_finish(arrayad_ctx *ctx, int32_t status) {{\n\
+         \x20   arrayad_w_thread_state *t = arrayad_w_state();\n\
          \x20   if (status != 0 && t) arrayad_format_error(ctx, t->msg, sizeof t->msg);\n\
-         \x20   if (t && !t->ctx && arrayad_ctx_capacity(ctx) <= {m}_KEEP_BYTES) {{\n\
+         \x20   if (t && !t->ctx && arrayad_ctx_capacity(ctx) <= ARRAYAD_W_KEEP_BYTES) {{\n\
          \x20       arrayad_ctx_reset(ctx);\n\
          \x20       t->ctx = ctx;\n\
          \x20   }} else {{\n\
@@ -199,7 +220,7 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
     );
     for i in interfaces {
         let f = &i.name;
-        let p = format!("{m}__{f}");
+        let p = format!("arrayad_w__{f}");
         let _ = writeln!(out, "\n/* ---- {} ---- */", i.signature_text);
         for which in ["primal", "jvp", "vjp", "vjp_rows"] {
             let _ = writeln!(
@@ -328,7 +349,7 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
                     format!("arrayad_invoke(ctx, {}, &{vjp_sig}, sizes, in, out)", internal_symbol(module, f, "vjp"))
                 }
                 Variant::Grad => {
-                    ins.push(format!("&{m}_one"));
+                    ins.push("&arrayad_w_one".to_string());
                     outs.push(i.value_name.clone());
                     outs.extend(i.cotangents_out.iter().map(|l| l.name.clone()));
                     format!(
@@ -346,7 +367,7 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
             ptr_array(&mut out, "void *", "out", &outs);
             let _ = writeln!(
                 out,
-                "    arrayad_ctx *ctx = {m}_begin();\n    if (!ctx) return {oom};\n    return {m}_finish(ctx, {call});\n}}",
+                "    arrayad_ctx *ctx = arrayad_w_begin();\n    if (!ctx) return {oom};\n    return arrayad_w_finish(ctx, {call});\n}}",
                 oom = arrayad_ir::ErrorKind::OutOfMemory.code()
             );
         }

@@ -35,7 +35,8 @@ pub(crate) fn try_c_header(exports: &[ExportedFunction], module: &str) -> Result
          * Every function returns 0 on success or one of the {up}_ERR_* codes below;\n\
          * {m}_last_error() returns the message of the calling thread's last error.\n\
          * Arrays are contiguous and row-major; every output is caller-allocated and\n\
-         * overwritten (never added to). All functions are thread-safe and re-entrant:\n\
+         * overwritten (never added to); an output may be one of the input arrays\n\
+         * (in place). All functions are thread-safe and re-entrant:\n\
          * threads share no mutable state; each thread keeps the working memory of its\n\
          * last call (up to 256 MiB) for its next one, freed when the thread exits. */\n\
          #ifndef ARRAYAD_{up}_H\n\

@@ -48,6 +48,7 @@ void arrayad_ctx_release(arrayad_ctx *ctx) {
     while (c) {
         arrayad_chunk *next = c->next;
         free(c->raw);
+        free(c);
         c = next;
     }
     free(ctx->tape_base);
@@ -119,7 +120,9 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
         }
     }
     prev = ctx->arena_cur ? ctx->arena_cur->size : 0;
-    want = prev < ARRAYAD_MAX_CHUNK_GROWTH ? 2 * prev : prev;
+    /* doubling up to ARRAYAD_MAX_CHUNK_GROWTH: after a huge chunk (one large
+       array) the next is not as large again unless the request needs it */
+    want = prev < ARRAYAD_MAX_CHUNK_GROWTH ? 2 * prev : ARRAYAD_MAX_CHUNK_GROWTH;
     if (want < ARRAYAD_MIN_CHUNK) want = ARRAYAD_MIN_CHUNK;
     if (want < rounded) want = rounded;
     c = (arrayad_chunk *)malloc(sizeof *c);
@@ -374,6 +377,67 @@ typedef struct row_scatter {
     double *jac;
 } row_scatter;
 
+/* The bytes at which output i of a call is written: the caller's buffer, or
+ * for the stacks scattered into a Jacobian, the whole Jacobian. 0, or an
+ * error. */
+static int32_t out_range(arrayad_ctx *ctx, const arrayad_sig *sig, const int64_t *sizes,
+                         void *const *out, const row_scatter *sc, int32_t i, const char **p,
+                         uint64_t *bytes) {
+    const arrayad_leaf *l = &sig->out[i];
+    int64_t dims[ARRAYAD_MAX_RANK + 1], count = 1;
+    int32_t st = 0;
+    if (sc && i >= sc->first) {
+        *p = (const char *)sc->jac;
+        *bytes = (uint64_t)sc->rows * (uint64_t)sc->cols * sizeof(double);
+        return 0;
+    }
+    if (l->rank > 0) st = leaf_dims(ctx, sig, l, sizes, dims, &count);
+    *p = (const char *)out[i];
+    *bytes = st == 0 ? (uint64_t)count * elem_size(l->elem) : 0;
+    return st;
+}
+
+static int overlap(const char *a, uint64_t na, const char *b, uint64_t nb) {
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return na > 0 && nb > 0 && x < y + nb && y < x + na;
+}
+
+/* Before the results are copied out in order: an array result that still
+ * points into memory an earlier output overwrites (an input the caller also
+ * passed as an output, in place) is first copied into the arena, so that
+ * every output gets the value of the call. 0, or OutOfMemory. */
+static int32_t stage_aliased(arrayad_ctx *ctx, const arrayad_sig *sig, const int64_t *sizes,
+                             void *const *out, uint64_t *res, const row_scatter *sc) {
+    int64_t dims[ARRAYAD_MAX_RANK + 1];
+    size_t k = 0;
+    int32_t i, j, st = 0;
+    for (j = 0; j < sig->nout && st == 0; j++) {
+        const arrayad_leaf *l = &sig->out[j];
+        int64_t count;
+        const char *src = (const char *)(uintptr_t)res[k];
+        uint64_t bytes;
+        size_t slot = k;
+        k += 1 + (size_t)l->rank;
+        if (l->rank == 0) continue;
+        st = leaf_dims(ctx, sig, l, sizes, dims, &count);
+        if (st || count == 0) continue;
+        bytes = (uint64_t)count * elem_size(l->elem);
+        for (i = 0; i < j && st == 0; i++) {
+            const char *dst;
+            uint64_t n;
+            st = out_range(ctx, sig, sizes, out, sc, i, &dst, &n);
+            if (st == 0 && overlap(dst, n, src, bytes)) {
+                void *copy = arrayad_alloc_slow(ctx, bytes);
+                if (!copy) return ARRAYAD_ERR_OUT_OF_MEMORY;
+                memcpy(copy, src, (size_t)bytes);
+                res[slot] = (uint64_t)(uintptr_t)copy;
+                break;
+            }
+        }
+    }
+    return st;
+}
+
 /* arrayad_invoke, with the outputs from sc->first on scattered into a
  * Jacobian (when sc is not NULL) rather than copied to out. */
 static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
@@ -441,6 +505,28 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
         }
     }
     if (st == 0) st = fn(ctx, args, res);
+    /* check the shapes of the array results (nothing is written before) */
+    k = 0;
+    for (i = 0; i < sig->nout && st == 0; i++) {
+        const arrayad_leaf *l = &sig->out[i];
+        if (l->rank > 0) {
+            int64_t count;
+            st = leaf_dims(ctx, sig, l, sizes, dims, &count);
+            for (a = 0; a < l->rank && st == 0; a++) {
+                if ((int64_t)res[k + 1 + a] != dims[a]) {
+                    char want[128], got[128];
+                    shape_text(want, sizeof want, l->rank, dims);
+                    shape_text(got, sizeof got, l->rank, (const int64_t *)&res[k + 1]);
+                    st = arrayad_fail_text(ctx, ARRAYAD_ERR_SIZE_MISMATCH,
+                                           "size mismatch: %s: result `%s` has shape %s, "
+                                           "declared %s",
+                                           sig->fname, l->name, got, want);
+                }
+            }
+        }
+        k += 1 + (size_t)l->rank;
+    }
+    if (st == 0) st = stage_aliased(ctx, sig, sizes, out, res, sc);
     /* copy the results out */
     k = 0;
     for (i = 0; i < sig->nout && st == 0; i++) {
@@ -456,17 +542,6 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
             int64_t count;
             const void *src = (const void *)(uintptr_t)res[k];
             st = leaf_dims(ctx, sig, l, sizes, dims, &count);
-            for (a = 0; a < l->rank && st == 0; a++) {
-                if ((int64_t)res[k + 1 + a] != dims[a]) {
-                    char want[128], got[128];
-                    shape_text(want, sizeof want, l->rank, dims);
-                    shape_text(got, sizeof got, l->rank, (const int64_t *)&res[k + 1]);
-                    st = arrayad_fail_text(ctx, ARRAYAD_ERR_SIZE_MISMATCH,
-                                           "size mismatch: %s: result `%s` has shape %s, "
-                                           "declared %s",
-                                           sig->fname, l->name, got, want);
-                }
-            }
             if (st == 0 && count > 0 && sc && i >= sc->first) {
                 /* a [rows][n] stack of f64 rows into columns col.. of jac */
                 int64_t r, n = count / sc->rows;
@@ -509,6 +584,7 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
     const void **in2 = NULL;
     void **out2 = NULL;
     double *unit = NULL, *tout = NULL;
+    char *vals = NULL;
     int32_t i, st;
     int32_t np = ps->nin, nr = ps->nout;
 
@@ -571,14 +647,51 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
         st = invoke(ctx, d->vjp_rows, d->vjp_rows_sig, sizes2, in2, out2, &sc);
         goto done;
     }
-    st = arrayad_invoke(ctx, d->primal, ps, sizes, in, out);
-    if (st || total == 0) goto done;
+    if (total == 0) {
+        st = arrayad_invoke(ctx, d->primal, ps, sizes, in, out);
+        goto done;
+    }
     {
-        /* forward mode: one jvp per column with a one-hot tangent */
+        /* forward mode: the primal, then one jvp per column with a one-hot
+           tangent. An output may also be an input (in place), and the
+           inputs are read by every call: the calls write the values to
+           `vals` (and the Jacobian to `jout`, a copy when jac overlaps an
+           input); the caller's buffers are written at the end. */
         int64_t off;
+        uint64_t vbytes = 0, b;
+        double *jout = jac;
+        for (i = 0; i < nr; i++) {
+            int64_t n;
+            st = count_of(ctx, ps, &ps->out[i], sizes, &n);
+            if (st) goto done;
+            vbytes += ((uint64_t)n * elem_size(ps->out[i].elem) + 7) & ~(uint64_t)7;
+        }
+        for (i = 0; i < np && jout == jac; i++) {
+            int64_t n;
+            if (ps->in[i].rank == 0) continue; /* scalars are the wrapper's copies */
+            st = count_of(ctx, ps, &ps->in[i], sizes, &n);
+            if (st) goto done;
+            if (overlap((const char *)in[i], (uint64_t)n * elem_size(ps->in[i].elem),
+                        (const char *)jac, (uint64_t)total * sizeof(double))) {
+                jout = (double *)malloc((size_t)total * sizeof(double));
+                if (!jout) goto oom;
+            }
+        }
+        /* vbytes <= the outputs' bytes (each < 2^59) */
+        vals = (char *)malloc((size_t)vbytes + 8);
         unit = (double *)calloc((size_t)cols, sizeof(double));
         tout = (double *)calloc((size_t)rows, sizeof(double));
-        if (!unit || !tout) goto oom;
+        if (!vals || !unit || !tout) {
+            if (jout != jac) free(jout);
+            goto oom;
+        }
+        for (i = 0, b = 0; i < nr; i++) {
+            int64_t n;
+            (void)count_of(ctx, ps, &ps->out[i], sizes, &n);
+            out2[i] = vals + b;
+            b += ((uint64_t)n * elem_size(ps->out[i].elem) + 7) & ~(uint64_t)7;
+        }
+        st = arrayad_invoke(ctx, d->primal, ps, sizes, in, (void *const *)out2);
         off = 0;
         for (i = 0; i < d->nact; i++) {
             in2[np + i] = unit + off;
@@ -594,7 +707,19 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
             unit[c] = 1.0;
             arrayad_ctx_reset(ctx);
             st = arrayad_invoke(ctx, d->jvp, d->jvp_sig, sizes, in2, out2);
-            for (r = 0; r < rows && st == 0; r++) jac[r * cols + c] = tout[r];
+            for (r = 0; r < rows && st == 0; r++) jout[r * cols + c] = tout[r];
+        }
+        for (i = 0, b = 0; i < nr && st == 0; i++) {
+            int64_t n;
+            uint64_t nb;
+            (void)count_of(ctx, ps, &ps->out[i], sizes, &n);
+            nb = (uint64_t)n * elem_size(ps->out[i].elem);
+            if (nb > 0) memcpy(out[i], vals + b, (size_t)nb);
+            b += (nb + 7) & ~(uint64_t)7;
+        }
+        if (jout != jac) {
+            if (st == 0) memcpy(jac, jout, (size_t)total * sizeof(double));
+            free(jout);
         }
     }
     goto done;
@@ -609,5 +734,6 @@ done:
     free(out2);
     free(unit);
     free(tout);
+    free(vals);
     return st;
 }

@@ -141,7 +141,9 @@ typedef struct arrayad_sig {
  * results to `out` (scalars through the pointers, arrays into the caller's
  * buffers after checking that their shape is the declared one: SizeMismatch).
  * `in[i]` points to the scalar value or is the array data; `out[i]` points to
- * the scalar or is the array buffer. Returns 0 or the error kind. */
+ * the scalar or is the array buffer. An output buffer may be an input array
+ * (in place): results still pointing into it are copied before it is
+ * overwritten. Returns 0 or the error kind. */
 int32_t arrayad_invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
                        const int64_t *sizes, const void *const *in, void *const *out);
 

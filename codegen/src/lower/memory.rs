@@ -108,9 +108,11 @@ impl<M: Module> Lower<'_, '_, M> {
         self.b.seal_block(oom);
         self.b.seal_block(join);
 
-        // Replace the runtime's message by one with the location.
+        // Replace the runtime's message by one with the location. A size of
+        // 2^63 bytes or more (the overflow marker -1 among them) would print
+        // as a negative number.
         self.b.switch_to_block(oom);
-        let overflow = self.b.ins().icmp_imm_s(IntCC::Equal, size, -1);
+        let overflow = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, size, 0);
         let too_big = self.b.create_block();
         let failed = self.b.create_block();
         self.b.set_cold_block(too_big);
