@@ -19,30 +19,8 @@ fn v(x: VarId) -> Atom {
     Atom::Var(x)
 }
 
-fn function(name: &str, params: &[Type], results: &[Type]) -> (Function, Vec<VarId>) {
-    let src = |t: &Type| match t.rank {
-        0 => SrcType::Scalar(t.elem),
-        r => SrcType::Array { elem: t.elem, dims: (0..r).map(|k| SrcDim::Var(format!("n{k}"))).collect() },
-    };
-    let mut f = Function {
-        name: name.into(),
-        params: vec![],
-        body: Block::default(),
-        vars: vec![],
-        result_types: results.to_vec(),
-        signature: Signature {
-            params: params.iter().enumerate().map(|(k, t)| SrcParam { name: format!("p{k}"), ty: src(t) }).collect(),
-            result: SrcType::Tuple(results.iter().map(src).collect()),
-        },
-        loc: Loc::new(1, 1),
-    };
-    f.params = params.iter().enumerate().map(|(k, t)| f.new_var(format!("p{k}"), *t)).collect();
-    let ps = f.params.clone();
-    (f, ps)
-}
-
 fn define(params: &[Type], results: &[Type], body: impl FnOnce(&mut Builder, &[VarId]) -> Vec<Atom>) -> Function {
-    let (mut f, ps) = function("f", params, results);
+    let (mut f, ps) = Function::with_params("f", params, results);
     let mut b = Builder::new(&mut f);
     b.loc = Loc::new(2, 5);
     let rs = body(&mut b, &ps);
@@ -494,7 +472,7 @@ fn every_binary_arithmetic_operation() {
 ///   lit = [s, c, row[0]]; r = for j < m => min(row[j], c) / (1 + max(lit)) + f64(k)
 /// f(a, k, c, w) = let (s, r) = g(a, k, c) in (s * w + sum(r), r, dim tail)
 fn mixed_program() -> Program {
-    let (mut g, gp) = function("g", &[F2, Type::I64, Type::F64], &[Type::F64, F1, Type::I64]);
+    let (mut g, gp) = Function::with_params("g", &[F2, Type::I64, Type::F64], &[Type::F64, F1, Type::I64]);
     let mut b = Builder::new(&mut g);
     b.loc = Loc::new(7, 3);
     let (a, k, c) = (gp[0], gp[1], gp[2]);
@@ -524,7 +502,7 @@ fn mixed_program() -> Program {
     let dt = b.let_one("dt", Expr::Dim { array: tail, axis: 0 });
     g.body = b.finish(vec![s, r, dt]);
 
-    let (mut f, fp) = function("f", &[F2, Type::I64, Type::F64, Type::F64], &[Type::F64, F1, Type::I64]);
+    let (mut f, fp) = Function::with_params("f", &[F2, Type::I64, Type::F64, Type::F64], &[Type::F64, F1, Type::I64]);
     let mut b = Builder::new(&mut f);
     b.loc = Loc::new(12, 1);
     let (sv, rv, dv) = (b.var("s", Type::F64), b.var("r", F1), b.var("d", Type::I64));

@@ -341,7 +341,7 @@ fn call_checks_its_arguments() {
 
 #[test]
 fn calls_are_rejected_cleanly() {
-    let (mut f, ps) = function("f", &[Type::F64], &[Type::F64]);
+    let (mut f, ps) = Function::with_params("f", &[Type::F64], &[Type::F64]);
     let mut b = arrayad_ir::builder::Builder::new(&mut f);
     let c = b.let1("c", Expr::Call { func: FuncId(1), args: vec![v(ps[0])] }, Type::F64);
     f.body = b.finish(vec![v(c)]);

@@ -643,6 +643,40 @@ impl Program {
 }
 
 impl Function {
+    /// A function named `name` with parameters `p0, p1, ...` of the given
+    /// types and an empty body (for hand-built IR: tests, generated code).
+    /// The source signature is synthesised: array extents are size
+    /// variables `n0, n1, ...` by axis, and the result is the single result
+    /// type or a tuple of them. Returns the function and its parameters.
+    pub fn with_params(name: &str, params: &[Type], results: &[Type]) -> (Function, Vec<VarId>) {
+        let src = |t: &Type| match t.rank {
+            0 => SrcType::Scalar(t.elem),
+            r => SrcType::Array { elem: t.elem, dims: (0..r).map(|k| SrcDim::Var(format!("n{k}"))).collect() },
+        };
+        let mut f = Function {
+            name: name.into(),
+            params: vec![],
+            body: Block::default(),
+            vars: vec![],
+            result_types: results.to_vec(),
+            signature: Signature {
+                params: params
+                    .iter()
+                    .enumerate()
+                    .map(|(k, t)| SrcParam { name: format!("p{k}"), ty: src(t) })
+                    .collect(),
+                result: match results {
+                    [one] => src(one),
+                    many => SrcType::Tuple(many.iter().map(src).collect()),
+                },
+            },
+            loc: Loc::new(1, 1),
+        };
+        let ps: Vec<VarId> = params.iter().enumerate().map(|(k, t)| f.new_var(format!("p{k}"), *t)).collect();
+        f.params = ps.clone();
+        (f, ps)
+    }
+
     /// The information of a variable.
     pub fn var(&self, v: VarId) -> &VarInfo {
         &self.vars[v.index()]

@@ -9,32 +9,9 @@ use arrayad_ir::{ArrayData, ArrayValue, RuntimeError, Value};
 
 const FILE: &str = "t.arr";
 
-/// A function with parameters of the given types; the body is set later.
-fn function(name: &str, params: &[Type], results: &[Type]) -> (Function, Vec<VarId>) {
-    let src = |t: &Type| match t.rank {
-        0 => SrcType::Scalar(t.elem),
-        r => SrcType::Array { elem: t.elem, dims: (0..r).map(|k| SrcDim::Var(format!("n{k}"))).collect() },
-    };
-    let mut f = Function {
-        name: name.into(),
-        params: vec![],
-        body: Block::default(),
-        vars: vec![],
-        result_types: results.to_vec(),
-        signature: Signature {
-            params: params.iter().enumerate().map(|(k, t)| SrcParam { name: format!("p{k}"), ty: src(t) }).collect(),
-            result: SrcType::Tuple(results.iter().map(src).collect()),
-        },
-        loc: Loc::new(1, 1),
-    };
-    let ps: Vec<VarId> = params.iter().enumerate().map(|(k, t)| f.new_var(format!("p{k}"), *t)).collect();
-    f.params = ps.clone();
-    (f, ps)
-}
-
 /// A one-function program whose body `build` emits, after verification.
 fn program1(params: &[Type], results: &[Type], build: impl FnOnce(&mut Builder, &[VarId]) -> Vec<Atom>) -> Program {
-    let (mut f, ps) = function("f", params, results);
+    let (mut f, ps) = Function::with_params("f", params, results);
     let mut b = Builder::new(&mut f);
     b.loc = Loc::new(3, 7);
     let rs = build(&mut b, &ps);
@@ -321,7 +298,7 @@ fn tape_marks_and_rewinds_survive_the_optimiser() {
 
 #[test]
 fn tape_rewind_of_a_non_integer_does_not_verify() {
-    let (mut f, _) = function("f", &[], &[]);
+    let (mut f, _) = Function::with_params("f", &[], &[]);
     let mut b = Builder::new(&mut f);
     b.stmt(StmtKind::TapeRewind(Atom::F64(1.0)));
     f.body = b.finish(vec![]);
@@ -339,12 +316,12 @@ fn pop_from_an_empty_tape_is_an_error() {
 #[test]
 fn calls_evaluate_the_callee() {
     // g(x, y) = (x * y, x + y); f(a) = let (p, s) = g(a, 3) in p - s
-    let (mut g, gp) = function("g", &[Type::F64, Type::F64], &[Type::F64, Type::F64]);
+    let (mut g, gp) = Function::with_params("g", &[Type::F64, Type::F64], &[Type::F64, Type::F64]);
     let mut b = Builder::new(&mut g);
     let m = b.binary(BinOp::Mul, v(gp[0]), v(gp[1]));
     let s = b.binary(BinOp::Add, v(gp[0]), v(gp[1]));
     g.body = b.finish(vec![m, s]);
-    let (mut f, fp) = function("f", &[Type::F64], &[Type::F64]);
+    let (mut f, fp) = Function::with_params("f", &[Type::F64], &[Type::F64]);
     let mut b = Builder::new(&mut f);
     let pv = b.var("p", Type::F64);
     let sv = b.var("s", Type::F64);
@@ -361,7 +338,7 @@ fn calls_evaluate_the_callee() {
 
 #[test]
 fn recursion_is_rejected() {
-    let (mut f, fp) = function("f", &[Type::F64], &[Type::F64]);
+    let (mut f, fp) = Function::with_params("f", &[Type::F64], &[Type::F64]);
     let rv = f.new_var("r", Type::F64);
     f.body.stmts.push(Stmt {
         kind: StmtKind::Let { vars: vec![rv], expr: Expr::Call { func: FuncId(0), args: vec![v(fp[0])] } },
@@ -672,7 +649,7 @@ fn deep_nesting_does_not_overflow_the_stack() {
 #[test]
 fn malformed_ir_gives_errors_not_panics() {
     // A variable used before it is bound (the verifier would reject this).
-    let (mut f, _) = function("f", &[], &[Type::F64]);
+    let (mut f, _) = Function::with_params("f", &[], &[Type::F64]);
     let x = f.new_var("x", Type::F64);
     let y = f.new_var("y", Type::F64);
     f.body.stmts.push(Stmt { kind: StmtKind::Let { vars: vec![y], expr: Expr::Atom(v(x)) }, loc: Loc::new(5, 1) });
@@ -680,7 +657,7 @@ fn malformed_ir_gives_errors_not_panics() {
     let p = Program { file: FILE.into(), funcs: vec![f] };
     expect_err(run(&p, &[]), ErrorKind::InvalidArgument, &["t.arr:5:1", "malformed IR", "`x%0`"]);
     // A variable outside the table.
-    let (mut f, _) = function("f", &[], &[Type::F64]);
+    let (mut f, _) = Function::with_params("f", &[], &[Type::F64]);
     f.body.results = vec![Atom::Var(VarId(99))];
     let p = Program { file: FILE.into(), funcs: vec![f] };
     expect_err(run(&p, &[]), ErrorKind::InvalidArgument, &["malformed IR"]);

@@ -17,39 +17,9 @@ pub const I1: Type = Type { elem: Scalar::I64, rank: 1 };
 pub const I2: Type = Type { elem: Scalar::I64, rank: 2 };
 pub const B1: Type = Type { elem: Scalar::Bool, rank: 1 };
 
-pub fn src(t: &Type) -> SrcType {
-    match t.rank {
-        0 => SrcType::Scalar(t.elem),
-        r => SrcType::Array { elem: t.elem, dims: (0..r).map(|k| SrcDim::Var(format!("n{k}"))).collect() },
-    }
-}
-
-/// A function with parameters of the given types; the body is set later.
-pub fn function(name: &str, params: &[Type], results: &[Type]) -> (Function, Vec<VarId>) {
-    let mut f = Function {
-        name: name.into(),
-        params: vec![],
-        body: Block::default(),
-        vars: vec![],
-        result_types: results.to_vec(),
-        signature: Signature {
-            params: params.iter().enumerate().map(|(k, t)| SrcParam { name: format!("p{k}"), ty: src(t) }).collect(),
-            result: if results.len() == 1 {
-                src(&results[0])
-            } else {
-                SrcType::Tuple(results.iter().map(src).collect())
-            },
-        },
-        loc: Loc::new(1, 1),
-    };
-    let ps: Vec<VarId> = params.iter().enumerate().map(|(k, t)| f.new_var(format!("p{k}"), *t)).collect();
-    f.params = ps.clone();
-    (f, ps)
-}
-
 /// A one-function program (named `f`) whose body `build` emits, verified.
 pub fn program1(params: &[Type], results: &[Type], build: impl FnOnce(&mut Builder, &[VarId]) -> Vec<Atom>) -> Program {
-    let (mut f, ps) = function("f", params, results);
+    let (mut f, ps) = Function::with_params("f", params, results);
     let mut b = Builder::new(&mut f);
     b.loc = Loc::new(3, 7);
     let rs = build(&mut b, &ps);
