@@ -38,102 +38,7 @@
 
 static const char *prog = "gmm_bench";
 
-/* ------------------------------------------------------------------------------ */
-/* Input                                                                            */
-/* ------------------------------------------------------------------------------ */
-
-typedef struct {
-    int64_t d, k, n, t;
-    double *alphas, *means, *icf, *x;
-    double gamma;
-    int64_t m;
-} gmm_input;
-
-static void free_input(gmm_input *in) {
-    free(in->alphas);
-    free(in->means);
-    free(in->icf);
-    free(in->x);
-}
-
-static int read_failure(FILE *f, const char *path, int got, const char *what) {
-    if (got == EOF && ferror(f))
-        fprintf(stderr, "%s: %s: read error while reading %s: %s\n", prog, path, what,
-                strerror(errno));
-    else if (got == EOF)
-        fprintf(stderr, "%s: %s: unexpected end of file while reading %s\n", prog, path, what);
-    else
-        fprintf(stderr, "%s: %s: expected a number for %s\n", prog, path, what);
-    return 0;
-}
-
-static double *alloc_doubles(int64_t count) {
-    if (count <= 0 || (uint64_t)count > (uint64_t)(SIZE_MAX / sizeof(double))) return NULL;
-    return (double *)malloc((size_t)count * sizeof(double));
-}
-
-static int read_doubles(FILE *f, const char *path, const char *what, double *v, int64_t count) {
-    int64_t i;
-    for (i = 0; i < count; i++) {
-        int got = fscanf(f, "%lf", &v[i]);
-        if (got != 1) return read_failure(f, path, got, what);
-    }
-    return 1;
-}
-
-static int read_input(const char *path, gmm_input *in) {
-    FILE *f;
-    long long d, k, n, m;
-    int got, ok = 0;
-
-    memset(in, 0, sizeof *in);
-    f = fopen(path, "r");
-    if (f == NULL) {
-        fprintf(stderr, "%s: cannot open %s: %s\n", prog, path, strerror(errno));
-        return 0;
-    }
-    got = fscanf(f, "%lld %lld %lld", &d, &k, &n);
-    if (got != 3) {
-        read_failure(f, path, got, "the header 'd k n'");
-        goto done;
-    }
-    /* the C reference takes int sizes; keep every index product within int */
-    if (d <= 0 || k <= 0 || n <= 0 || d > 46340 || k > 2147483647LL || n > 2147483647LL ||
-        k * (d * (d + 1) / 2) > 2147483647LL ||
-        n * d > 2147483647LL) {
-        fprintf(stderr, "%s: %s: unsupported sizes d=%lld K=%lld n=%lld\n", prog, path, d, k, n);
-        goto done;
-    }
-    in->d = d;
-    in->k = k;
-    in->n = n;
-    in->t = d * (d + 1) / 2;
-    in->alphas = alloc_doubles(in->k);
-    in->means = alloc_doubles(in->k * in->d);
-    in->icf = alloc_doubles(in->k * in->t);
-    in->x = alloc_doubles(in->n * in->d);
-    if (!in->alphas || !in->means || !in->icf || !in->x) {
-        fprintf(stderr, "%s: out of memory\n", prog);
-        goto done;
-    }
-    if (!read_doubles(f, path, "alphas", in->alphas, in->k) ||
-        !read_doubles(f, path, "means", in->means, in->k * in->d) ||
-        !read_doubles(f, path, "icf", in->icf, in->k * in->t) ||
-        !read_doubles(f, path, "x (points)", in->x, in->n * in->d) ||
-        !read_doubles(f, path, "Wishart gamma", &in->gamma, 1))
-        goto done;
-    got = fscanf(f, "%lld", &m);
-    if (got != 1) {
-        read_failure(f, path, got, "Wishart m");
-        goto done;
-    }
-    in->m = m;
-    ok = 1;
-done:
-    fclose(f);
-    if (!ok) free_input(in);
-    return ok;
-}
+#include "gmm_input.h" /* examples/gmm/gmm_input.h: the ADBench GMM reader */
 
 /* ------------------------------------------------------------------------------ */
 /* Timing                                                                           */
@@ -297,9 +202,8 @@ int main(int argc, char **argv) {
     count = in.k * (1 + in.d + in.t);
     ctx.in = &in;
     ctx.value = 0.0;
-    ctx.grad = alloc_doubles(count);
+    ctx.grad = alloc_doubles(count, "the gradient");
     if (ctx.grad == NULL) {
-        fprintf(stderr, "%s: out of memory\n", prog);
         free_input(&in);
         return 1;
     }

@@ -77,7 +77,7 @@ echo "    (arrayad build took $(awk -v a="$build_start" -v b="$build_end" 'BEGIN
 
 echo "==> compiling gmm_bench.c (cc -O3 -march=native)"
 "$cc" -std=c99 -O3 -march=native -Wall "$script_dir/gmm_bench.c" -o "$out/gmm_bench" \
-    -I"$header_dir" -I"$out" -L"$out" -lgmm -Wl,-rpath,"$out" -lm
+    -I"$header_dir" -I"$root/examples/gmm" -I"$out" -L"$out" -lgmm -Wl,-rpath,"$out" -lm
 
 echo "==> $out/gmm_bench ${bench_args[*]:-} $input"
 "$out/gmm_bench" ${bench_args[@]+"${bench_args[@]}"} "$input"
