@@ -449,13 +449,7 @@ impl<M: Module> Lower<'_, '_, M> {
             });
         }
         let Some(ok) = ok else { return Ok(()) };
-        let cold = self.b.create_block();
-        self.b.set_cold_block(cold);
-        let cont = self.b.create_block();
-        self.b.ins().brif(ok, cont, &[], cold, &[]);
-        self.b.seal_block(cold);
-        self.b.seal_block(cont);
-        self.b.switch_to_block(cold);
+        let cont = self.branch_to_cold(ok);
         let rank = dims.len();
         let ss = self.b.create_sized_stack_slot(clif::StackSlotData::new(
             clif::StackSlotKind::ExplicitSlot,
@@ -478,9 +472,10 @@ impl<M: Module> Lower<'_, '_, M> {
         Ok(())
     }
 
-    /// Continues when `ok` (an `i8` truth value) holds; otherwise raises the
-    /// error from a cold block.
-    fn check(&mut self, ok: Value, kind: ErrorKind, detail: &str, vals: &[Value]) -> Result<()> {
+    /// Branches on `ok` (an `i8` truth value): to a new block, returned, when
+    /// it holds, else to a cold block, where the builder is left to emit the
+    /// failure (which must end in a return).
+    fn branch_to_cold(&mut self, ok: Value) -> clif::Block {
         let cold = self.b.create_block();
         self.b.set_cold_block(cold);
         let cont = self.b.create_block();
@@ -488,6 +483,13 @@ impl<M: Module> Lower<'_, '_, M> {
         self.b.seal_block(cold);
         self.b.seal_block(cont);
         self.b.switch_to_block(cold);
+        cont
+    }
+
+    /// Continues when `ok` (an `i8` truth value) holds; otherwise raises the
+    /// error from a cold block.
+    fn check(&mut self, ok: Value, kind: ErrorKind, detail: &str, vals: &[Value]) -> Result<()> {
+        let cont = self.branch_to_cold(ok);
         self.raise(kind, detail, vals)?;
         self.b.switch_to_block(cont);
         Ok(())
