@@ -5,7 +5,7 @@
 
 use arrayad::json::{self, encode_f64, encode_per_param, encode_result, encode_tree};
 use arrayad::{Backend, Error, Module, Options, Scalar, SrcType, Value};
-use arrayad_codegen::{ExportedFunction, JitModule};
+use arrayad_codegen::{Backend as CodegenBackend, ExportedFunction, JitModule, LinkOptions, TargetOptions};
 use arrayad_ir::{printer::print_function, FuncId, Program};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Read;
@@ -54,6 +54,33 @@ struct RunArgs {
     /// The backend.
     #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
     backend: BackendArg,
+    #[command(flatten)]
+    codegen: CodegenArgs,
+}
+
+/// Code generation options (LLVM).
+#[derive(Args, Debug, Clone)]
+struct CodegenArgs {
+    /// The CPU to generate code for (LLVM names, e.g. `x86-64-v3`,
+    /// `skylake-avx512`, `neoverse-n1`, `generic` for a portable library);
+    /// default: this machine's CPU, or `generic` with --target. Only the
+    /// LLVM backend uses it.
+    #[arg(long, value_name = "CPU")]
+    target_cpu: Option<String>,
+    /// LLVM backend only: allow reassociation of floating-point arithmetic
+    /// (reductions such as sum and dot are vectorised and summed in another
+    /// order, so results change in the last bits), contraction into fused
+    /// multiply-adds and the assumption that no NaN or infinity arises.
+    /// Without it, floats follow IEEE semantics and results equal the
+    /// interpreter's bit for bit.
+    #[arg(long)]
+    fast_math: bool,
+}
+
+impl CodegenArgs {
+    fn target(&self, triple: Option<String>) -> TargetOptions {
+        TargetOptions { triple, cpu: self.target_cpu.clone(), fast_math: self.fast_math }
+    }
 }
 
 /// What to compute besides the value (at most one).
@@ -83,9 +110,21 @@ struct BuildArgs {
     /// The shared library to write.
     #[arg(short = 'o', long = "output", value_name = "OUT.so")]
     output: PathBuf,
-    /// The backend (cranelift).
+    /// The backend that compiles the code.
     #[arg(long, value_enum, default_value_t = BackendArg::Cranelift)]
     backend: BackendArg,
+    /// The target triple to build for (`x86_64-unknown-linux-gnu`,
+    /// `aarch64-unknown-linux-gnu`); default: this machine. The runtime is
+    /// compiled and the library linked by the target's C compiler
+    /// (`ARCH-linux-gnu-gcc` unless --cc or $CC says otherwise).
+    #[arg(long, value_name = "TRIPLE")]
+    target: Option<String>,
+    /// The C compiler that compiles the runtime and links the library
+    /// (default: $CC, else `cc`, or `ARCH-linux-gnu-gcc` with --target).
+    #[arg(long, value_name = "CC")]
+    cc: Option<String>,
+    #[command(flatten)]
+    codegen: CodegenArgs,
     /// Export only these definitions (comma separated; default: all).
     #[arg(long, value_name = "f,g", value_delimiter = ',')]
     export: Option<Vec<String>>,
@@ -111,16 +150,19 @@ struct EmitArgs {
     /// Print only this definition (default: all).
     #[arg(long, value_name = "F")]
     function: Option<String>,
-    /// Differentiate only these parameters (jvp, vjp, delta, clif).
+    /// Differentiate only these parameters (jvp, vjp, delta, clif, llvm).
     #[arg(long, value_name = "P,..", value_delimiter = ',')]
     wrt: Option<Vec<String>>,
+    #[command(flatten)]
+    codegen: CodegenArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum BackendArg {
-    /// Cranelift (JIT for `run`, object code for `build`).
+    /// Cranelift (JIT for `run`, object code for `build`): compiles fast.
     Cranelift,
-    /// LLVM (only when built with LLVM support).
+    /// LLVM at -O3 for the target CPU (JIT for `run`, object code for
+    /// `build`); only when arrayad is built with the `llvm` feature.
     Llvm,
     /// The reference interpreter (`run` only).
     Interp,
@@ -144,11 +186,10 @@ enum Stage {
     Delta,
     /// Cranelift IR of the primal, jvp and vjp.
     Clif,
-    /// LLVM IR (only when built with LLVM support).
+    /// Optimised LLVM IR of the primal, jvp and vjp (only when built with
+    /// the `llvm` feature).
     Llvm,
 }
-
-const NO_LLVM: &str = "this arrayad is not built with LLVM support (use --backend cranelift or interp)";
 
 /// Parses `argv`, runs the command, prints its output or error and returns
 /// the exit status (0 success, 1 compile error, 2 usage error, 3 run-time
@@ -235,7 +276,8 @@ fn backend(b: BackendArg, what: &str) -> Result<Backend, Error> {
     match b {
         BackendArg::Cranelift => Ok(Backend::Cranelift),
         BackendArg::Interp => Ok(Backend::Interp),
-        BackendArg::Llvm => Err(Error::Usage(format!("{what}: {NO_LLVM}"))),
+        BackendArg::Llvm if cfg!(feature = "llvm") => Ok(Backend::Llvm),
+        BackendArg::Llvm => Err(Error::Usage(format!("{what}: {}", arrayad_codegen::NO_LLVM))),
     }
 }
 
@@ -329,7 +371,8 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
     }
     let mut inputs = Inputs { stdin_used: false };
     let args_json = inputs.read("ARGS", &a.args)?;
-    let module = Module::from_program(program, Options { backend, wrt: a.wrt.clone() })?;
+    let options = Options { backend, wrt: a.wrt.clone(), target: a.codegen.target(None) };
+    let module = Module::from_program(program, options)?;
     let f = module.function(&a.func)?;
     let sig = f.signature();
     let args = json::decode_args(&a.func, sig, &args_json)?;
@@ -387,13 +430,12 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
 // ----------------------------------------------------------------------------
 
 fn build_command(a: BuildArgs) -> Result<String, Error> {
-    match a.backend {
-        BackendArg::Cranelift => {}
-        BackendArg::Llvm => return Err(Error::Usage(format!("--backend llvm: {NO_LLVM}"))),
-        BackendArg::Interp => {
+    let backend = match backend(a.backend, "--backend llvm")? {
+        Backend::Interp => {
             return Err(Error::Usage("--backend interp cannot build a shared library (use --backend cranelift)".into()))
         }
-    }
+        b => b.codegen().unwrap_or_default(),
+    };
     let module_name = match &a.name {
         Some(n) => n.clone(),
         None => default_module_name(&a.output)?,
@@ -402,11 +444,19 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
         return Err(Error::Usage("--name: the module name must not be empty".into()));
     }
     let header = a.header.clone().unwrap_or_else(|| a.output.with_extension("h"));
-    if header == a.output {
+    if same_file(&header, &a.output) {
         return Err(Error::Usage(format!(
             "the header and the library would both be written to {}; use --header",
             header.display()
         )));
+    }
+    for (what, out) in [("the library (-o)", &a.output), ("the header (--header)", &header)] {
+        if same_file(out, &a.file) {
+            return Err(Error::Usage(format!(
+                "{what} would overwrite the source file {}; choose another output path",
+                a.file.display()
+            )));
+        }
     }
     let (name, source) = read_source(&a.file)?;
     let program = compile(&name, &source)?;
@@ -435,20 +485,43 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
         .map(|&id| {
             let f = program.func(id);
             let leaves = arrayad_ad::active_leaves(&f.signature, wrt);
-            let ad = |e: arrayad_ad::AdError| Error::Internal(e.to_string());
+            let d = arrayad_ad::derive(&program, id, &leaves)?;
             Ok(ExportedFunction {
                 name: f.name.clone(),
                 signature: f.signature.clone(),
                 active: arrayad_ad::active_params(&f.signature, wrt),
-                primal: arrayad_ad::prepare(&program, id),
-                jvp: arrayad_ad::jvp(&program, id, &leaves).map_err(ad)?,
-                vjp: arrayad_ad::vjp(&program, id, &leaves).map_err(ad)?,
-                vjp_rows: arrayad_ad::vjp_rows(&program, id, &leaves).map_err(ad)?,
+                primal: d.primal,
+                jvp: d.jvp,
+                vjp: d.vjp,
+                vjp_rows: d.vjp_rows,
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;
-    arrayad_codegen::build_shared_library(&name, &exports, &module_name, &a.output, &header)?;
+    let opts = LinkOptions { backend, target: a.codegen.target(a.target.clone()), cc: a.cc.clone() };
+    arrayad_codegen::build_shared_library(&name, &exports, &module_name, &a.output, &header, &opts)?;
     Ok(String::new())
+}
+
+/// True when `a` and `b` name the same file: the same path, or (when both
+/// exist, through links) the same inode.
+fn same_file(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => {
+            // `a` may not exist yet: compare its canonical directory and name.
+            let canon = |p: &Path| -> Option<PathBuf> {
+                let dir = match p.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d,
+                    _ => Path::new("."),
+                };
+                Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?))
+            };
+            matches!((canon(a), canon(b)), (Some(x), Some(y)) if x == y)
+        }
+    }
 }
 
 /// OUT's file stem without a leading `lib`: `libgmm.so` -> `gmm`.
@@ -495,7 +568,7 @@ fn check_c_names(program: &Program, ids: &[FuncId], module: &str) -> Result<(), 
 
 fn emit_command(a: EmitArgs) -> Result<String, Error> {
     if a.stage == Stage::Llvm {
-        return Err(Error::Usage(format!("--stage llvm: {NO_LLVM}")));
+        backend(BackendArg::Llvm, "--stage llvm")?;
     }
     let (name, source) = read_source(&a.file)?;
     if a.stage == Stage::Ast {
@@ -542,28 +615,26 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
                 out.push_str(&format!("// linear (Delta) variables: {}\n", linear.join(", ")));
                 out.push_str(&print_function(&lin.func, None));
             }
-            Stage::Clif => {
-                let funcs = vec![
-                    arrayad_ad::prepare(&program, id),
-                    arrayad_ad::jvp(&program, id, &active).map_err(ad)?,
-                    arrayad_ad::vjp(&program, id, &active).map_err(ad)?,
-                ];
-                let jit = JitModule::compile(&name, &funcs)?;
+            Stage::Clif | Stage::Llvm => {
+                let d = arrayad_ad::derive(&program, id, &active)?;
+                let funcs = vec![d.primal, d.jvp, d.vjp];
+                let cg = if a.stage == Stage::Clif { CodegenBackend::Cranelift } else { CodegenBackend::Llvm };
+                let jit = JitModule::compile_with(cg, &a.codegen.target(None), &name, &funcs)?;
                 for (k, func) in funcs.iter().enumerate() {
                     if k > 0 {
                         out.push('\n');
                     }
                     out.push_str(&format!("; {}\n", func.name));
-                    match jit.clif(&func.name) {
+                    match jit.backend_ir(&func.name) {
                         Some(text) => out.push_str(&text),
-                        None => out.push_str("; (no Cranelift IR recorded)\n"),
+                        None => out.push_str("; (no IR recorded)\n"),
                     }
                     if !out.ends_with('\n') {
                         out.push('\n');
                     }
                 }
             }
-            Stage::Ast | Stage::Llvm => {}
+            Stage::Ast => {}
         }
     }
     Ok(out)

@@ -1,9 +1,9 @@
 //! The executable code of one definition: its primal, jvp, vjp or many-row
-//! vjp (Jacobians), either
-//! JIT-compiled by Cranelift or run by the reference interpreter.
+//! vjp (Jacobians), either JIT-compiled (Cranelift or LLVM) or run by the
+//! reference interpreter.
 
 use crate::error::Error;
-use arrayad_codegen::JitModule;
+use arrayad_codegen::{JitModule, TargetOptions};
 use arrayad_ir::{interp, FuncId, Function, Program, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -11,11 +11,27 @@ use std::sync::Arc;
 /// The code generator or interpreter that runs a module's functions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Backend {
-    /// Cranelift, JIT-compiled in process (the default).
+    /// Cranelift, JIT-compiled in process (the default): compiles fast.
     #[default]
     Cranelift,
+    /// LLVM at `-O3` for this CPU, JIT-compiled in process (MCJIT): compiles
+    /// slower, runs faster. Only when arrayad is built with the cargo
+    /// feature `llvm`; otherwise compiling with it is an [`Error::Usage`].
+    Llvm,
     /// The reference interpreter of the IR: slow, obviously right.
     Interp,
+}
+
+impl Backend {
+    /// The code generator of a compiling backend (`None` for the
+    /// interpreter).
+    pub fn codegen(self) -> Option<arrayad_codegen::Backend> {
+        match self {
+            Backend::Cranelift => Some(arrayad_codegen::Backend::Cranelift),
+            Backend::Llvm => Some(arrayad_codegen::Backend::Llvm),
+            Backend::Interp => None,
+        }
+    }
 }
 
 /// Which code of a definition.
@@ -36,9 +52,7 @@ pub(crate) enum Kind {
 impl Kind {
     /// Every kind, in index order.
     pub const ALL: [Kind; 4] = [Kind::Primal, Kind::Jvp, Kind::Vjp, Kind::VjpRows];
-}
 
-impl Kind {
     /// A word for messages.
     pub fn describe(self) -> &'static str {
         match self {
@@ -46,6 +60,16 @@ impl Kind {
             Kind::Jvp => "jvp",
             Kind::Vjp => "vjp",
             Kind::VjpRows => "many-row vjp",
+        }
+    }
+
+    /// This kind's function among a definition's derivatives.
+    pub(crate) fn of(self, d: &arrayad_ad::Derivatives) -> &Function {
+        match self {
+            Kind::Primal => &d.primal,
+            Kind::Jvp => &d.jvp,
+            Kind::Vjp => &d.vjp,
+            Kind::VjpRows => &d.vjp_rows,
         }
     }
 }
@@ -58,43 +82,43 @@ pub(crate) enum Engine {
     Interp { program: Arc<Program>, func: FuncId },
 }
 
-/// The IR function of `kind` for definition `id`: the optimised, inlined
-/// primal ([`arrayad_ad::prepare`]), or its jvp, vjp or many-row vjp
-/// ([`arrayad_ad::vjp_rows`]) with the IR params
-/// marked in `active` differentiated.
-pub(crate) fn ir_function(program: &Program, id: FuncId, kind: Kind, active: &[bool]) -> Result<Function, Error> {
-    guard(|| match kind {
-        Kind::Primal => Ok(arrayad_ad::prepare(program, id)),
-        Kind::Jvp => Ok(arrayad_ad::jvp(program, id, active)?),
-        Kind::Vjp => Ok(arrayad_ad::vjp(program, id, active)?),
-        Kind::VjpRows => Ok(arrayad_ad::vjp_rows(program, id, active)?),
-    })
+/// Every IR function of definition `id` (one run of the pipeline,
+/// [`arrayad_ad::derive`]) with the IR params marked in `active`
+/// differentiated.
+pub(crate) fn derive(program: &Program, id: FuncId, active: &[bool]) -> Result<arrayad_ad::Derivatives, Error> {
+    guard(|| Ok(arrayad_ad::derive(program, id, active)?))
 }
 
 impl Engine {
-    /// Prepares the code of `kind` for definition `id` on `backend`.
+    /// Prepares the code of `kind` of definition `id` on `backend` from its
+    /// IR `f` (`None` for the primal on the interpreter, which runs the
+    /// program as written).
     pub fn build(
         program: &Arc<Program>,
         id: FuncId,
-        kind: Kind,
-        active: &[bool],
+        f: Option<&Function>,
         backend: Backend,
+        target: &TargetOptions,
     ) -> Result<Engine, Error> {
-        match (backend, kind) {
+        match (backend.codegen(), f) {
             // The interpreter runs the primal on the program as written
             // (calls and all): the reference the compiled code is tested against.
-            (Backend::Interp, Kind::Primal) => Ok(Engine::Interp { program: program.clone(), func: id }),
-            (Backend::Interp, _) => {
-                let f = ir_function(program, id, kind, active)?;
-                let p = Program { file: program.file.clone(), funcs: vec![f] };
+            (None, None) => Ok(Engine::Interp { program: program.clone(), func: id }),
+            (None, Some(f)) => {
+                let p = Program { file: program.file.clone(), funcs: vec![f.clone()] };
                 Ok(Engine::Interp { program: Arc::new(p), func: FuncId(0) })
             }
-            (Backend::Cranelift, _) => {
-                let f = ir_function(program, id, kind, active)?;
+            (Some(cg), Some(f)) => {
                 let name = f.name.clone();
-                let module = Box::new(guard(|| Ok(JitModule::compile(&program.file, std::slice::from_ref(&f))?))?);
-                Ok(Engine::Jit { module, name })
+                let module = guard(|| {
+                    if cg == arrayad_codegen::Backend::Llvm && !cfg!(feature = "llvm") {
+                        return Err(Error::Usage(arrayad_codegen::NO_LLVM.into()));
+                    }
+                    Ok(JitModule::compile_with(cg, target, &program.file, std::slice::from_ref(f))?)
+                })?;
+                Ok(Engine::Jit { module: Box::new(module), name })
             }
+            (Some(_), None) => Err(Error::Internal("compiled code without IR".into())),
         }
     }
 
@@ -106,10 +130,11 @@ impl Engine {
         })
     }
 
-    /// The Cranelift IR text of the compiled function, if JIT-compiled.
-    pub fn clif(&self) -> Option<String> {
+    /// The backend's IR of the compiled function (Cranelift IR, or
+    /// optimised LLVM IR), if JIT-compiled.
+    pub fn backend_ir(&self) -> Option<String> {
         match self {
-            Engine::Jit { module, name } => module.clif(name),
+            Engine::Jit { module, name } => module.backend_ir(name),
             Engine::Interp { .. } => None,
         }
     }

@@ -103,10 +103,10 @@ impl<'m> Function<'m> {
         &self.module.defs[self.index].active
     }
 
-    /// The Cranelift IR of the primal, jvp, vjp or many-row vjp of the
-    /// Jacobian (`kind` is `"primal"`, `"jvp"`, `"vjp"` or `"vjp_rows"`),
-    /// when the module uses the Cranelift backend.
-    pub fn clif(&self, kind: &str) -> Result<Option<String>, Error> {
+    /// The backend's IR (Cranelift IR, or optimised LLVM IR) of the primal,
+    /// jvp, vjp or many-row vjp of the Jacobian (`kind` is `"primal"`,
+    /// `"jvp"`, `"vjp"` or `"vjp_rows"`); `None` on the interpreter.
+    pub fn backend_ir(&self, kind: &str) -> Result<Option<String>, Error> {
         let kind = match kind {
             "primal" => Kind::Primal,
             "jvp" => Kind::Jvp,
@@ -114,7 +114,7 @@ impl<'m> Function<'m> {
             "vjp_rows" => Kind::VjpRows,
             other => return Err(Error::Usage(format!("unknown code kind `{other}` (primal, jvp, vjp, vjp_rows)"))),
         };
-        Ok(self.engine(kind)?.clif())
+        Ok(self.engine(kind)?.backend_ir())
     }
 
     fn values_of(self, args: &[Arg<'_>], what: &str) -> Result<Vec<Value>, Error> {

@@ -1,16 +1,22 @@
 //! Compiled modules: [`Module`] (one source file) and its [`Options`].
 
-use crate::engine::{guard, Backend, Engine, Kind};
+use crate::engine::{derive, guard, Backend, Engine, Kind};
 use crate::error::Error;
 use crate::function::Function;
+use arrayad_codegen::TargetOptions;
 use arrayad_ir::{FuncId, Program};
 use std::sync::{Arc, OnceLock};
 
 /// How [`Module::compile_with`] compiles a source file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Options {
-    /// Cranelift JIT (the default) or the reference interpreter.
+    /// Cranelift JIT (the default), LLVM JIT (feature `llvm`) or the
+    /// reference interpreter.
     pub backend: Backend,
+    /// The CPU to compile for and the float policy (LLVM: `cpu` and
+    /// `fast_math`; see [`TargetOptions`]). The JIT compiles for this
+    /// machine: `triple` must be `None` (or the host's).
+    pub target: TargetOptions,
     /// The parameters to differentiate (LANGUAGE.md section 6, `--wrt`):
     /// `None` differentiates every parameter with `f64` parts; otherwise
     /// only parameters of these names are active, in every definition. A
@@ -22,7 +28,14 @@ pub struct Options {
 impl Options {
     /// The default options with `backend`.
     pub fn backend(backend: Backend) -> Options {
-        Options { backend, wrt: None }
+        Options { backend, ..Options::default() }
+    }
+
+    /// These options with LLVM's fast-math flags on or off
+    /// ([`TargetOptions::fast_math`]).
+    pub fn with_fast_math(mut self, on: bool) -> Options {
+        self.target.fast_math = on;
+        self
     }
 
     /// These options with the active parameters set to `names`.
@@ -53,6 +66,11 @@ pub(crate) struct Def {
     pub id: FuncId,
     /// Which IR params (flattened leaves) are differentiated.
     pub active: Vec<bool>,
+    /// The IR of the primal, jvp, vjp and many-row vjp, from one run of the
+    /// pipeline on first use of any derivative.
+    pub derived: OnceLock<Result<arrayad_ad::Derivatives, Error>>,
+    /// The primal IR alone, while no derivative has been asked for.
+    pub primal: OnceLock<Result<arrayad_ir::Function, Error>>,
     /// The primal, jvp, vjp and many-row vjp code, indexed by [`Kind`].
     pub code: [OnceLock<Result<Engine, Error>>; 4],
 }
@@ -96,7 +114,7 @@ impl Module {
             .map(|i| {
                 let id = FuncId(i as u32);
                 let active = arrayad_ad::active_leaves(&program.func(id).signature, options.wrt.as_deref());
-                Def { id, active, code: Default::default() }
+                Def { id, active, derived: OnceLock::new(), primal: OnceLock::new(), code: Default::default() }
             })
             .collect();
         Ok(Module { program: Arc::new(program), options, defs })
@@ -153,9 +171,34 @@ impl Module {
     pub(crate) fn engine(&self, index: usize, kind: Kind) -> Result<&Engine, Error> {
         let def = &self.defs[index];
         def.code[kind as usize]
-            .get_or_init(|| Engine::build(&self.program, def.id, kind, &def.active, self.options.backend))
+            .get_or_init(|| {
+                let ir = self.ir(index, kind)?;
+                Engine::build(&self.program, def.id, ir, self.options.backend, &self.options.target)
+            })
             .as_ref()
             .map_err(|e| e.clone())
+    }
+
+    /// The IR of `kind` of definition `index` (`None`: the primal on the
+    /// interpreter, which runs the program as written). The primal alone
+    /// is only prepared; any derivative runs the whole pipeline once.
+    fn ir(&self, index: usize, kind: Kind) -> Result<Option<&arrayad_ir::Function>, Error> {
+        let def = &self.defs[index];
+        if kind == Kind::Primal {
+            if self.options.backend == Backend::Interp {
+                return Ok(None);
+            }
+            if let Some(Ok(d)) = def.derived.get() {
+                return Ok(Some(&d.primal));
+            }
+            let p = def.primal.get_or_init(|| guard(|| Ok(arrayad_ad::prepare(&self.program, def.id))));
+            return p.as_ref().map(Some).map_err(|e| e.clone());
+        }
+        let d = def.derived.get_or_init(|| match def.primal.get() {
+            Some(Ok(p)) => guard(|| Ok(arrayad_ad::derive_prepared(p.clone(), &def.active)?)),
+            _ => derive(&self.program, def.id, &def.active),
+        });
+        d.as_ref().map(|d| Some(kind.of(d))).map_err(|e| e.clone())
     }
 }
 

@@ -162,11 +162,11 @@ fn precompile_builds_everything() {
     let m = Module::compile("api.arr", SOURCE).unwrap();
     m.precompile().unwrap();
     assert_eq!(m.functions().map(|f| f.name().to_string()).collect::<Vec<_>>(), ["f", "scale", "pick", "tup", "get"]);
-    let clif = m.function("f").unwrap().clif("vjp").unwrap();
+    let clif = m.function("f").unwrap().backend_ir("vjp").unwrap();
     assert!(clif.is_some_and(|c| c.contains("function")));
-    let clif = m.function("f").unwrap().clif("vjp_rows").unwrap();
+    let clif = m.function("f").unwrap().backend_ir("vjp_rows").unwrap();
     assert!(clif.is_some_and(|c| c.contains("function")));
-    assert!(matches!(m.function("f").unwrap().clif("nope"), Err(Error::Usage(_))));
+    assert!(matches!(m.function("f").unwrap().backend_ir("nope"), Err(Error::Usage(_))));
 }
 
 #[test]

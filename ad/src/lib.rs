@@ -111,6 +111,40 @@ pub fn vjp_rows(program: &Program, func: FuncId, active: &[bool]) -> Result<Func
     Ok(out)
 }
 
+/// Every compiled form of one definition, from one run of the pipeline:
+/// the primal prepared once ([`prepare`]), forward mode run once, and
+/// both reverse-mode functions unzipped from that one linearisation.
+#[derive(Clone, Debug)]
+pub struct Derivatives {
+    /// The optimised, inlined primal ([`prepare`]).
+    pub primal: Function,
+    /// Forward mode ([`jvp`]).
+    pub jvp: Function,
+    /// Reverse mode ([`vjp`]).
+    pub vjp: Function,
+    /// Reverse mode for many cotangent rows ([`vjp_rows`]).
+    pub vjp_rows: Function,
+}
+
+/// The primal, jvp, vjp and many-row vjp of `func` (see the functions of
+/// the same names), preparing the primal and running forward mode once.
+pub fn derive(program: &Program, func: FuncId, active: &[bool]) -> Result<Derivatives, AdError> {
+    derive_prepared(prepare(program, func), active)
+}
+
+/// [`derive`] from a primal already [`prepare`]d.
+pub fn derive_prepared(primal: Function, active: &[bool]) -> Result<Derivatives, AdError> {
+    let mut lin = forward::jvp_function(&primal, active)?;
+    passes::dce::dce_assuming_safe(&mut lin.func, &lin.linear);
+    let mut jvp = lin.func.clone();
+    passes::optimize(&mut jvp);
+    let name = &primal.name;
+    let (mut vjp, mut vjp_rows) = reverse::vjp_and_rows(&lin, &format!("{name}_vjp"), &format!("{name}_vjp_rows"))?;
+    passes::optimize(&mut vjp);
+    passes::optimize(&mut vjp_rows);
+    Ok(Derivatives { primal, jvp, vjp, vjp_rows })
+}
+
 /// Which IR params (flattened leaves) of a definition are active, given the
 /// `--wrt` names (`None`: every param with f64 parts). A leaf is active
 /// when its source param is listed and its elements are f64.

@@ -55,6 +55,7 @@ use std::collections::{HashMap, HashSet};
 
 /// The vjp of a jvp, unzipped but not yet assembled into a function: the
 /// part [`vjp_function`] and [`vjp_rows_function`] share.
+#[derive(Clone)]
 struct Unzipped {
     /// The function under construction (its variable table holds every
     /// variable below); body, params and results are set by the caller.
@@ -122,10 +123,22 @@ fn unzip(j: &JvpOutput, name: &str) -> Result<Unzipped, AdError> {
     })
 }
 
+/// The vjp and the many-row vjp of a jvp (as [`vjp_function`] and
+/// [`vjp_rows_function`]), unzipping it once.
+pub fn vjp_and_rows(j: &JvpOutput, vjp_name: &str, rows_name: &str) -> Result<(Function, Function), AdError> {
+    let u = unzip(j, vjp_name)?;
+    let mut r = u.clone();
+    r.out.name = rows_name.to_string();
+    Ok((assemble_vjp(u), assemble_rows(r)))
+}
+
 /// Builds the vjp of a jvp: params = primal params ++ one cotangent per f64
 /// result; results = primal results ++ cotangents of the tangent params.
 pub fn vjp_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
-    let u = unzip(j, name)?;
+    Ok(assemble_vjp(unzip(j, name)?))
+}
+
+fn assemble_vjp(u: Unzipped) -> Function {
     let mut out = u.out;
     let mut stmts = u.fwd;
     stmts.extend(u.bwd);
@@ -139,7 +152,7 @@ pub fn vjp_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
     out.params = u.primal_params;
     out.params.extend(u.ct_outs);
     out.result_types = rtypes;
-    Ok(out)
+    out
 }
 
 /// Builds the many-row vjp of a jvp: one forward pass, then one backward
@@ -154,7 +167,10 @@ pub fn vjp_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
 /// the backward pass pops what the forward pass pushed, and the rewind
 /// replays the tape for the next row. With no f64 result, `R` is 0.
 pub fn vjp_rows_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
-    let u = unzip(j, name)?;
+    Ok(assemble_rows(unzip(j, name)?))
+}
+
+fn assemble_rows(u: Unzipped) -> Function {
     let mut out = u.out;
     let mut stmts = u.fwd;
     let stmt = |kind| Stmt { kind, loc: Loc::default() };
@@ -202,7 +218,7 @@ pub fn vjp_rows_function(j: &JvpOutput, name: &str) -> Result<Function, AdError>
     out.params = u.primal_params;
     out.params.extend(ct_rows);
     out.result_types = rtypes;
-    Ok(out)
+    out
 }
 
 /// Where the cotangent of a block result comes from.

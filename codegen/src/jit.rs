@@ -1,12 +1,10 @@
-//! JIT compilation of IR functions and calls with [`Value`]s.
+//! JIT compilation of IR functions (Cranelift, or LLVM with the `llvm`
+//! feature) and calls with [`Value`]s.
 
-use crate::compile::{define_functions, host_isa};
 use crate::error::CodegenError;
+use crate::target::{Backend, TargetOptions};
 use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Type, Value};
 use arrayad_runtime::{Ctx, OwnedCtx};
-use cranelift_codegen::ir as clif;
-use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::Linkage;
 use std::collections::HashMap;
 
 /// The machine-code signature of every compiled function.
@@ -16,7 +14,16 @@ struct JitFunction {
     code: RawFn,
     params: Vec<Type>,
     results: Vec<Type>,
-    clif: clif::Function,
+    /// The backend's IR of the function (Cranelift IR as generated, or
+    /// optimised LLVM IR).
+    text: String,
+}
+
+/// The executable memory of a module, per backend.
+enum Code {
+    Cranelift(#[allow(dead_code)] crate::clif::jit::ClifCode),
+    #[cfg(feature = "llvm")]
+    Llvm(#[allow(dead_code)] crate::llvm::jit::LlvmCode),
 }
 
 /// Functions compiled to machine code in this process, callable by name.
@@ -24,47 +31,54 @@ struct JitFunction {
 /// The code is immutable once compiled; every call gets its own context
 /// (arena, tape, error), so a module can be shared between threads.
 pub struct JitModule {
-    module: Option<JITModule>,
+    // Dropped after `funcs`: the code the function pointers point to.
     funcs: HashMap<String, JitFunction>,
+    _code: Code,
+    backend: Backend,
 }
 
-// SAFETY: after `finalize_definitions` the module is never mutated again; it
-// only owns the executable memory (freed on drop). Calls share nothing but
-// that read-only code and data.
+// SAFETY: after compilation the code is never mutated again; the module
+// only owns the executable memory (freed on drop) and read-only tables.
+// Calls share nothing but that read-only code and data.
 unsafe impl Send for JitModule {}
 // SAFETY: as above; `&JitModule` only reads.
 unsafe impl Sync for JitModule {}
-
-impl Drop for JitModule {
-    fn drop(&mut self) {
-        if let Some(m) = self.module.take() {
-            // SAFETY: no function of the module can run any more: calls
-            // borrow `self`.
-            unsafe { m.free_memory() };
-        }
-    }
-}
 
 impl std::fmt::Debug for JitModule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut names: Vec<&String> = self.funcs.keys().collect();
         names.sort();
-        f.debug_struct("JitModule").field("functions", &names).finish()
+        f.debug_struct("JitModule").field("backend", &self.backend).field("functions", &names).finish()
     }
 }
 
 impl JitModule {
     /// Compiles functions (verified, without `Expr::Call`) into executable
-    /// code. `file` is the source file name used in error messages.
+    /// code with Cranelift. `file` is the source file name used in error
+    /// messages.
     pub fn compile(file: &str, funcs: &[arrayad_ir::Function]) -> Result<JitModule, CodegenError> {
-        let isa = host_isa(false)?;
-        let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
-        for (name, addr) in arrayad_runtime::jit_symbols() {
-            builder.symbol(name, addr);
+        JitModule::compile_with(Backend::Cranelift, &TargetOptions::host(), file, funcs)
+    }
+
+    /// Compiles functions with `backend` for this machine (`options.cpu`
+    /// and `options.fast_math` apply to LLVM; a `triple` other than the
+    /// host's is an error: JIT code runs here).
+    ///
+    /// Errors: [`CodegenError::Target`] for another machine or a backend
+    /// this build lacks; [`CodegenError::Malformed`] for two functions of
+    /// one name; the backend's errors.
+    pub fn compile_with(
+        backend: Backend,
+        options: &TargetOptions,
+        file: &str,
+        funcs: &[arrayad_ir::Function],
+    ) -> Result<JitModule, CodegenError> {
+        if options.is_cross() {
+            return Err(CodegenError::Target(format!(
+                "JIT code runs on this machine; `{}` is another one (build a shared library for it instead)",
+                options.triple.as_deref().unwrap_or_default()
+            )));
         }
-        let mut module = JITModule::new(builder);
-        let items: Vec<(String, Linkage, &arrayad_ir::Function)> =
-            funcs.iter().enumerate().map(|(k, f)| (format!("arrayad_jit_{k}_{}", f.name), Linkage::Local, f)).collect();
         let mut names = std::collections::HashSet::new();
         for f in funcs {
             if !names.insert(f.name.as_str()) {
@@ -74,19 +88,37 @@ impl JitModule {
                 });
             }
         }
-        let defined = define_functions(&mut module, file, &items)?;
-        module.finalize_definitions()?;
+        let (code, compiled) = match backend {
+            Backend::Cranelift => {
+                let (code, c) = crate::clif::jit::compile(file, funcs)?;
+                (Code::Cranelift(code), c)
+            }
+            #[cfg(feature = "llvm")]
+            Backend::Llvm => {
+                let (code, c) = crate::llvm::jit::compile(options, file, funcs)?;
+                (Code::Llvm(code), c)
+            }
+            #[cfg(not(feature = "llvm"))]
+            Backend::Llvm => return Err(CodegenError::Target(crate::NO_LLVM.into())),
+        };
         let mut map = HashMap::new();
-        for (f, d) in funcs.iter().zip(defined) {
-            let ptr = module.get_finalized_function(d.id);
+        for (f, (ptr, text)) in funcs.iter().zip(compiled) {
+            if ptr.is_null() {
+                return Err(CodegenError::Malformed { func: f.name.clone(), message: "no code was produced".into() });
+            }
             // SAFETY: the function was compiled with the internal signature.
             let code = unsafe { std::mem::transmute::<*const u8, RawFn>(ptr) };
             map.insert(
                 f.name.clone(),
-                JitFunction { code, params: f.param_types(), results: f.result_types.clone(), clif: d.clif },
+                JitFunction { code, params: f.param_types(), results: f.result_types.clone(), text },
             );
         }
-        Ok(JitModule { module: Some(module), funcs: map })
+        Ok(JitModule { funcs: map, _code: code, backend })
+    }
+
+    /// The backend that compiled the module.
+    pub fn backend(&self) -> Backend {
+        self.backend
     }
 
     /// The names of the compiled functions.
@@ -96,10 +128,10 @@ impl JitModule {
         v
     }
 
-    /// The Cranelift IR text of a compiled function, as generated (before
-    /// Cranelift's optimisations).
-    pub fn clif(&self, name: &str) -> Option<String> {
-        self.funcs.get(name).map(|f| f.clif.display().to_string())
+    /// The backend IR of a compiled function: Cranelift IR as generated
+    /// (before Cranelift's passes), or LLVM IR after optimisation.
+    pub fn backend_ir(&self, name: &str) -> Option<String> {
+        self.funcs.get(name).map(|f| f.text.clone())
     }
 
     /// Calls a compiled function with one value per IR parameter. Checks the

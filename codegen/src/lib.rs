@@ -32,20 +32,25 @@
 //! message template with `FILE:LINE:COL`, the offending values) and return
 //! its kind.
 
-mod abi;
-mod c_abi;
-mod compile;
+mod cabi;
+mod clif;
 mod error;
-mod header;
 mod jit;
-mod link;
+#[cfg(feature = "llvm")]
+mod llvm;
 mod lower;
-mod object;
+mod target;
 
+pub use cabi::header::c_header;
+pub use cabi::link::{build_shared_library, LinkOptions};
 pub use error::CodegenError;
-pub use header::c_header;
 pub use jit::JitModule;
-pub use link::build_shared_library;
+pub use target::{Backend, TargetOptions};
+
+/// What a build without the `llvm` feature says when asked for LLVM.
+pub const NO_LLVM: &str = "this arrayad is built without LLVM support; build it with \
+     `cargo build --release --features llvm` (needs llvm-19-dev; see README.md), \
+     or use --backend cranelift";
 
 use arrayad_ir::{Function, Signature};
 

@@ -303,8 +303,8 @@ fn several_functions_in_one_module_and_threads() {
     p2.funcs[0].name = "g".into();
     let m = arrayad_codegen::JitModule::compile("t.arr", &[p1.funcs[0].clone(), p2.funcs[0].clone()]).unwrap();
     assert_eq!(m.functions(), vec!["f", "g"]);
-    assert!(m.clif("g").unwrap().contains("function"));
-    assert!(m.clif("nope").is_none());
+    assert!(m.backend_ir("g").unwrap().contains("function"));
+    assert!(m.backend_ir("nope").is_none());
     let m = std::sync::Arc::new(m);
     let hs: Vec<_> = (0..4)
         .map(|t| {

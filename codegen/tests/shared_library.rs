@@ -2,7 +2,7 @@
 //! header compiles as C99 and C++, and runs a C program against the library.
 
 mod common;
-use arrayad_codegen::{build_shared_library, c_header, ExportedFunction};
+use arrayad_codegen::{build_shared_library, c_header, ExportedFunction, LinkOptions};
 use arrayad_ir::builder::Builder;
 use arrayad_ir::program::*;
 use arrayad_ir::types::{Scalar, Type};
@@ -296,7 +296,7 @@ fn shared_library_runs_from_c() {
     let d = tmpdir("so");
     let so = d.join("libtestmod.so");
     let h = d.join("libtestmod.h");
-    build_shared_library("lib.arr", &exports(), "testmod", &so, &h).expect("builds");
+    build_shared_library("lib.arr", &exports(), "testmod", &so, &h, &LinkOptions::default()).expect("builds");
     // libc and libm only (the thread-local error message uses initial-exec
     // TLS, so not even the dynamic loader's __tls_get_addr).
     for lib in needed(&so) {
@@ -329,7 +329,8 @@ fn mismatched_ir_is_an_error() {
     let mut e = export_f();
     e.vjp = export_h().vjp;
     let d = tmpdir("bad");
-    let err = build_shared_library("x.arr", &[e], "m", &d.join("libm.so"), &d.join("libm.h")).unwrap_err();
+    let err = build_shared_library("x.arr", &[e], "m", &d.join("libm.so"), &d.join("libm.h"), &LinkOptions::default())
+        .unwrap_err();
     assert!(err.to_string().contains("vjp"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }

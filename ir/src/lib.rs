@@ -7,7 +7,9 @@
 //! optimisation passes ([`passes`]).
 
 pub mod builder;
+pub mod fault;
 pub mod interp;
+pub mod math;
 pub mod printer;
 pub mod program;
 pub mod types;
@@ -15,6 +17,8 @@ pub mod typing;
 pub mod value;
 pub mod verify;
 
+pub use fault::Fault;
+pub use math::MathFn;
 pub use program::*;
 pub use types::{Scalar, Type};
 pub use value::{ArrayData, ArrayValue, RuntimeError, Value};

@@ -106,6 +106,32 @@ pub fn use_counts(block: &Block, nvars: usize) -> Vec<u32> {
     counts
 }
 
+/// The blocks nested directly in a statement (bodies and branches).
+pub fn child_blocks(stmt: &StmtKind) -> impl Iterator<Item = &Block> {
+    let (a, b): (Option<&Block>, Option<&Block>) = match stmt {
+        StmtKind::Let { expr: Expr::Build { body, .. } | Expr::Loop { body, .. }, .. } | StmtKind::For { body, .. } => {
+            (Some(body), None)
+        }
+        StmtKind::Let { expr: Expr::If { then_branch, else_branch, .. }, .. }
+        | StmtKind::If { then_branch, else_branch, .. } => (Some(then_branch), Some(else_branch)),
+        _ => (None, None),
+    };
+    a.into_iter().chain(b)
+}
+
+/// Calls `f` on `block` and on every block nested in it, at any depth
+/// (iteratively: no recursion over the nesting depth).
+pub fn for_each_block<'a>(block: &'a Block, f: &mut dyn FnMut(&'a Block)) {
+    let mut stack = vec![block];
+    while let Some(b) = stack.pop() {
+        f(b);
+        for s in b.stmts.iter().rev() {
+            let children: Vec<&Block> = child_blocks(&s.kind).collect();
+            stack.extend(children.into_iter().rev());
+        }
+    }
+}
+
 /// Calls `f` on every variable bound in `block`, at any depth (let-bound,
 /// loop indices and states).
 pub fn block_binds(block: &Block, f: &mut dyn FnMut(VarId)) {

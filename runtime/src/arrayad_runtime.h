@@ -168,6 +168,19 @@ typedef struct arrayad_jac_desc {
 int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int64_t *sizes,
                          const void *const *in, void *const *out, double *jac);
 
+/* ---- The shared part of the C wrappers (arrayad_abi.c) ---------------- */
+
+/* Runs `fn` through arrayad_invoke with the calling thread's kept context
+ * (or a new one) and keeps the message of a failure for
+ * arrayad_abi_last_error. Returns 0 or the error kind. */
+int32_t arrayad_abi_call(arrayad_fn fn, const arrayad_sig *sig, const int64_t *sizes, const void *const *in,
+                         void *const *out);
+/* arrayad_jacobian likewise. */
+int32_t arrayad_abi_jacobian(const arrayad_jac_desc *d, const int64_t *sizes, const void *const *in,
+                             void *const *out, double *jac);
+/* The calling thread's last error message ("" if none). */
+const char *arrayad_abi_last_error(void);
+
 #ifdef __cplusplus
 }
 #endif

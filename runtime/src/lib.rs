@@ -11,15 +11,19 @@
 //! JIT; `arrayad build` writes the same source next to the generated object
 //! and compiles it into the shared library.
 //!
-//! [`jit_symbols`] lists the symbols that JIT-compiled code may call, with
-//! their addresses in this process.
+//! [`Callee`] is the typed table of every function generated code calls
+//! (runtime, C library and math functions): symbol, C signature, address.
 
+pub use arrayad_ir::MathFn;
 use std::ffi::c_char;
 
 /// The C source of the runtime (`arrayad_runtime.c`).
 pub const RUNTIME_C_SOURCE: &str = include_str!("arrayad_runtime.c");
 /// The C header of the runtime (`arrayad_runtime.h`), included by the source.
 pub const RUNTIME_C_HEADER: &str = include_str!("arrayad_runtime.h");
+/// The C source of the shared part of the C ABI wrappers of shared
+/// libraries (`arrayad_abi.c`): per-thread contexts and last errors.
+pub const ABI_C_SOURCE: &str = include_str!("arrayad_abi.c");
 /// The file name the source includes the header as.
 pub const RUNTIME_C_HEADER_NAME: &str = "arrayad_runtime.h";
 
@@ -128,46 +132,7 @@ mod libm {
         pub fn erf(x: f64) -> f64;
         pub fn pow(x: f64, y: f64) -> f64;
         pub fn atan2(y: f64, x: f64) -> f64;
-        pub fn floor(x: f64) -> f64;
-        pub fn ceil(x: f64) -> f64;
-        pub fn sqrt(x: f64) -> f64;
-        pub fn fmin(x: f64, y: f64) -> f64;
-        pub fn fmax(x: f64, y: f64) -> f64;
-        pub fn memcpy(d: *mut u8, s: *const u8, n: usize) -> *mut u8;
-        pub fn memmove(d: *mut u8, s: *const u8, n: usize) -> *mut u8;
         pub fn memset(d: *mut u8, c: i32, n: usize) -> *mut u8;
-    }
-}
-
-/// The unary libm function implementing a math operation (`exp`, `log`, ...),
-/// or `None`. Also gives the exact functions the reference interpreter
-/// should call to agree bit for bit with compiled code.
-pub fn libm_unary(name: &str) -> Option<extern "C" fn(f64) -> f64> {
-    // SAFETY: these are the C library's pure functions of one double.
-    unsafe {
-        let f: unsafe extern "C" fn(f64) -> f64 = match name {
-            "exp" => libm::exp,
-            "log" => libm::log,
-            "sin" => libm::sin,
-            "cos" => libm::cos,
-            "tan" => libm::tan,
-            "tanh" => libm::tanh,
-            "sinh" => libm::sinh,
-            "cosh" => libm::cosh,
-            "asin" => libm::asin,
-            "acos" => libm::acos,
-            "atan" => libm::atan,
-            "log1p" => libm::log1p,
-            "expm1" => libm::expm1,
-            "erf" => libm::erf,
-            "floor" => libm::floor,
-            "ceil" => libm::ceil,
-            "sqrt" => libm::sqrt,
-            "arrayad_lgamma" | "lgamma" => ffi::arrayad_lgamma,
-            "arrayad_digamma" | "digamma" => ffi::arrayad_digamma,
-            _ => return None,
-        };
-        Some(std::mem::transmute::<unsafe extern "C" fn(f64) -> f64, extern "C" fn(f64) -> f64>(f))
     }
 }
 
@@ -183,49 +148,123 @@ pub fn lgamma(x: f64) -> f64 {
     unsafe { ffi::arrayad_lgamma(x) }
 }
 
-/// A symbol name and its address in this process.
-pub type Symbol = (&'static str, *const u8);
+/// A function of the runtime or of the C library that generated code calls
+/// (besides the math functions, [`MathFn`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum RuntimeFn {
+    /// `void *arrayad_alloc_slow(ctx, uint64_t size)`: the slow path of
+    /// arena allocation; NULL (with an error recorded) on failure.
+    AllocSlow,
+    /// `int32_t arrayad_tape_grow(ctx, uint64_t slots)`: 0 or an error.
+    TapeGrow,
+    /// `int32_t arrayad_fail(ctx, int32_t kind, const char *template,
+    /// int64_t, int64_t, int64_t)`: records an error; returns `kind`.
+    Fail,
+    /// `int32_t arrayad_fail_shapes(ctx, int32_t kind, const char *template,
+    /// int64_t row, int64_t rank, const int64_t *shape, const int64_t *first)`.
+    FailShapes,
+    /// `void *memset(void *, int, size_t)`.
+    Memset,
+}
 
-/// Every symbol that generated code may call (runtime functions, libm and
-/// libc functions), with its address, for registration with the JIT.
-pub fn jit_symbols() -> Vec<Symbol> {
-    macro_rules! syms {
-        ($($m:ident :: $f:ident),* $(,)?) => {
-            vec![$((stringify!($f), $m::$f as *const u8)),*]
-        };
+impl RuntimeFn {
+    /// Every runtime function.
+    pub const ALL: [RuntimeFn; 5] =
+        [RuntimeFn::AllocSlow, RuntimeFn::TapeGrow, RuntimeFn::Fail, RuntimeFn::FailShapes, RuntimeFn::Memset];
+}
+
+/// The machine types of the arguments and results of [`Callee`]s.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum AbiType {
+    /// `int32_t`.
+    I32,
+    /// `int64_t` (and `uint64_t`, `size_t`).
+    I64,
+    /// `double`.
+    F64,
+    /// A data pointer.
+    Ptr,
+}
+
+/// A function that generated code calls: its C symbol, its C signature and
+/// its address in this process (for the JIT). Both code generators and the
+/// symbol table of the JIT read this one table.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Callee {
+    /// A runtime or C library function.
+    Runtime(RuntimeFn),
+    /// A math function.
+    Math(MathFn),
+}
+
+impl Callee {
+    /// The C symbol.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Callee::Runtime(RuntimeFn::AllocSlow) => "arrayad_alloc_slow",
+            Callee::Runtime(RuntimeFn::TapeGrow) => "arrayad_tape_grow",
+            Callee::Runtime(RuntimeFn::Fail) => "arrayad_fail",
+            Callee::Runtime(RuntimeFn::FailShapes) => "arrayad_fail_shapes",
+            Callee::Runtime(RuntimeFn::Memset) => "memset",
+            Callee::Math(m) => m.symbol(),
+        }
     }
-    syms![
-        ffi::arrayad_alloc_slow,
-        ffi::arrayad_tape_grow,
-        ffi::arrayad_fail,
-        ffi::arrayad_fail_shapes,
-        ffi::arrayad_digamma,
-        ffi::arrayad_lgamma,
-        libm::exp,
-        libm::log,
-        libm::sin,
-        libm::cos,
-        libm::tan,
-        libm::tanh,
-        libm::sinh,
-        libm::cosh,
-        libm::asin,
-        libm::acos,
-        libm::atan,
-        libm::log1p,
-        libm::expm1,
-        libm::erf,
-        libm::pow,
-        libm::atan2,
-        libm::floor,
-        libm::ceil,
-        libm::sqrt,
-        libm::fmin,
-        libm::fmax,
-        libm::memcpy,
-        libm::memmove,
-        libm::memset,
-    ]
+
+    /// The parameter types and the result type (`None`: no result used).
+    pub fn signature(self) -> (&'static [AbiType], AbiType) {
+        use AbiType::*;
+        match self {
+            Callee::Runtime(RuntimeFn::AllocSlow) => (&[Ptr, I64], Ptr),
+            Callee::Runtime(RuntimeFn::TapeGrow) => (&[Ptr, I64], I32),
+            Callee::Runtime(RuntimeFn::Fail) => (&[Ptr, I32, Ptr, I64, I64, I64], I32),
+            Callee::Runtime(RuntimeFn::FailShapes) => (&[Ptr, I32, Ptr, I64, I64, Ptr, Ptr], I32),
+            Callee::Runtime(RuntimeFn::Memset) => (&[Ptr, I32, I64], Ptr),
+            Callee::Math(m) if m.arity() == 2 => (&[F64, F64], F64),
+            Callee::Math(_) => (&[F64], F64),
+        }
+    }
+
+    /// True for the functions that only record an error (never on a hot
+    /// path: code generators may mark them cold).
+    pub fn is_failure(self) -> bool {
+        matches!(self, Callee::Runtime(RuntimeFn::Fail | RuntimeFn::FailShapes))
+    }
+
+    /// The function's address in this process.
+    pub fn address(self) -> *const u8 {
+        match self {
+            Callee::Runtime(RuntimeFn::AllocSlow) => ffi::arrayad_alloc_slow as *const u8,
+            Callee::Runtime(RuntimeFn::TapeGrow) => ffi::arrayad_tape_grow as *const u8,
+            Callee::Runtime(RuntimeFn::Fail) => ffi::arrayad_fail as *const u8,
+            Callee::Runtime(RuntimeFn::FailShapes) => ffi::arrayad_fail_shapes as *const u8,
+            Callee::Runtime(RuntimeFn::Memset) => libm::memset as *const u8,
+            Callee::Math(m) => match m {
+                MathFn::Exp => libm::exp as *const u8,
+                MathFn::Log => libm::log as *const u8,
+                MathFn::Sin => libm::sin as *const u8,
+                MathFn::Cos => libm::cos as *const u8,
+                MathFn::Tan => libm::tan as *const u8,
+                MathFn::Tanh => libm::tanh as *const u8,
+                MathFn::Sinh => libm::sinh as *const u8,
+                MathFn::Cosh => libm::cosh as *const u8,
+                MathFn::Asin => libm::asin as *const u8,
+                MathFn::Acos => libm::acos as *const u8,
+                MathFn::Atan => libm::atan as *const u8,
+                MathFn::Log1p => libm::log1p as *const u8,
+                MathFn::Expm1 => libm::expm1 as *const u8,
+                MathFn::Erf => libm::erf as *const u8,
+                MathFn::Lgamma => ffi::arrayad_lgamma as *const u8,
+                MathFn::Digamma => ffi::arrayad_digamma as *const u8,
+                MathFn::Pow => libm::pow as *const u8,
+                MathFn::Atan2 => libm::atan2 as *const u8,
+            },
+        }
+    }
+
+    /// Every callee.
+    pub fn all() -> impl Iterator<Item = Callee> {
+        RuntimeFn::ALL.into_iter().map(Callee::Runtime).chain(MathFn::ALL.into_iter().map(Callee::Math))
+    }
 }
 
 /// An owned, initialised context on the heap, released on drop.
@@ -417,9 +456,11 @@ mod tests {
 
     #[test]
     fn symbols_are_resolved() {
-        let syms = jit_symbols();
-        assert!(syms.iter().all(|(_, p)| !p.is_null()));
-        assert!(syms.iter().any(|(n, _)| *n == "exp"));
-        assert_eq!(libm_unary("exp").map(|f| f(0.0)), Some(1.0));
+        assert!(Callee::all().all(|c| !c.address().is_null()));
+        // SAFETY: `exp` is `double exp(double)`.
+        let exp: extern "C" fn(f64) -> f64 =
+            unsafe { std::mem::transmute::<*const u8, extern "C" fn(f64) -> f64>(Callee::Math(MathFn::Exp).address()) };
+        assert_eq!(exp(0.0), 1.0);
+        assert_eq!(Callee::Math(MathFn::Lgamma).symbol(), "arrayad_lgamma");
     }
 }

@@ -1,29 +1,24 @@
 //! Lowering of the right-hand sides of `let`.
 
 use super::analysis::{allocates, nothing_escapes};
-use super::imports::Extern;
+use super::emit::{Conv, Emitter, FloatCC, FloatOp, FloatUnary, IntCC, IntOp, Mem, Ty};
 use super::memory::Mark;
-use super::{clif_ty, elem_size, Arr, Lower, Repr, Result, Val};
+use super::{elem_size, Arr, Lower, Repr, Result, Val};
 use crate::error::CodegenError;
-use arrayad_ir::{Atom, BinOp, Block, ErrorKind, Expr, ReduceOp, Scalar, Type, UnOp, VarId};
-use cranelift_codegen::ir::{
-    condcodes::{FloatCC, IntCC},
-    types, InstBuilder, Value,
-};
-use cranelift_frontend::Variable;
-use cranelift_module::Module;
+use arrayad_ir::{Atom, BinOp, Block, Expr, Fault, MathFn, ReduceOp, Scalar, Type, UnOp, VarId};
+use arrayad_runtime::Callee;
 
 /// The destination of one result of a `Build`.
-enum BuildOut {
+enum BuildOut<E: Emitter> {
     /// Scalar rows: the array is allocated before the loop.
-    Scalar { ptr: Value, elem: Scalar },
+    Scalar { ptr: E::Value, elem: Scalar },
     /// Array rows: allocated once the first row's shape is known.
-    Array { ptr: Variable, row_dims: Vec<Variable>, row_count: Variable, elem: Scalar },
+    Array { ptr: E::Var, row_dims: Vec<E::Var>, row_count: E::Var, elem: Scalar },
 }
 
-impl<M: Module> Lower<'_, '_, M> {
+impl<E: Emitter> Lower<'_, E> {
     /// The values of `expr`, bound to `vars` by the caller.
-    pub(super) fn expr(&mut self, vars: &[VarId], expr: &Expr) -> Result<Vec<Val>> {
+    pub(super) fn expr(&mut self, vars: &[VarId], expr: &Expr) -> Result<Vec<Val<E::Value>>> {
         Ok(match expr {
             Expr::Atom(a) => vec![self.atom(a)?],
             Expr::Unary(op, a) => vec![Val::S(self.unary(*op, a)?)],
@@ -62,183 +57,168 @@ impl<M: Module> Lower<'_, '_, M> {
         self.f.atom_ty(a).elem
     }
 
-    fn unary(&mut self, op: UnOp, a: &Atom) -> Result<Value> {
+    fn unary(&mut self, op: UnOp, a: &Atom) -> Result<E::Value> {
         let e = self.elem_of(a);
         let x = self.scalar(a)?;
-        let libm = |name: &'static str| Extern::Unary(name);
-        let ext = match op {
+        if let Some(m) = MathFn::of_unary(op) {
+            return self.b.call(Callee::Math(m), &[x]);
+        }
+        Ok(match op {
+            UnOp::Neg if e == Scalar::F64 => self.b.float_unary(FloatUnary::Neg, x),
             UnOp::Neg => {
-                return Ok(if e == Scalar::F64 { self.b.ins().fneg(x) } else { self.b.ins().ineg(x) });
+                let z = self.iconst(0);
+                self.b.int(IntOp::Sub, z, x)
             }
-            UnOp::Not => return Ok(self.b.ins().bxor_imm_s(x, 1)),
-            UnOp::Sqrt => return Ok(self.b.ins().sqrt(x)),
-            UnOp::Abs => return Ok(self.b.ins().fabs(x)),
-            UnOp::Floor => return Ok(self.b.ins().floor(x)),
-            UnOp::Ceil => return Ok(self.b.ins().ceil(x)),
-            UnOp::ToF64 => {
-                return Ok(match e {
-                    Scalar::I64 => self.b.ins().fcvt_from_sint(types::F64, x),
-                    Scalar::Bool => {
-                        let w = self.b.ins().uextend(types::I64, x);
-                        self.b.ins().fcvt_from_sint(types::F64, w)
-                    }
-                    Scalar::F64 => x,
-                })
+            UnOp::Not => {
+                let t = self.b.iconst(Ty::Bool, 1);
+                self.b.int(IntOp::Xor, x, t)
             }
-            UnOp::ToI64 => {
-                return Ok(match e {
-                    Scalar::F64 => self.b.ins().fcvt_to_sint_sat(types::I64, x),
-                    Scalar::Bool => self.b.ins().uextend(types::I64, x),
-                    Scalar::I64 => x,
-                })
-            }
-            UnOp::Exp => libm("exp"),
-            UnOp::Log => libm("log"),
-            UnOp::Sin => libm("sin"),
-            UnOp::Cos => libm("cos"),
-            UnOp::Tan => libm("tan"),
-            UnOp::Tanh => libm("tanh"),
-            UnOp::Sinh => libm("sinh"),
-            UnOp::Cosh => libm("cosh"),
-            UnOp::Asin => libm("asin"),
-            UnOp::Acos => libm("acos"),
-            UnOp::Atan => libm("atan"),
-            UnOp::Log1p => libm("log1p"),
-            UnOp::Expm1 => libm("expm1"),
-            UnOp::Erf => libm("erf"),
-            UnOp::Lgamma => libm("arrayad_lgamma"),
-            UnOp::Digamma => libm("arrayad_digamma"),
+            UnOp::Sqrt => self.b.float_unary(FloatUnary::Sqrt, x),
+            UnOp::Abs => self.b.float_unary(FloatUnary::Abs, x),
+            UnOp::Floor => self.b.float_unary(FloatUnary::Floor, x),
+            UnOp::Ceil => self.b.float_unary(FloatUnary::Ceil, x),
+            UnOp::ToF64 => match e {
+                Scalar::I64 => self.b.convert(Conv::I64ToF64, x),
+                Scalar::Bool => {
+                    let w = self.b.convert(Conv::BoolToI64, x);
+                    self.b.convert(Conv::I64ToF64, w)
+                }
+                Scalar::F64 => x,
+            },
+            UnOp::ToI64 => match e {
+                Scalar::F64 => self.b.convert(Conv::F64ToI64Sat, x),
+                Scalar::Bool => self.b.convert(Conv::BoolToI64, x),
+                Scalar::I64 => x,
+            },
             UnOp::Sign => {
                 // 1 if x > 0, -1 if x < 0, else x (±0 and NaN).
-                let z = self.b.ins().f64const(0.0);
-                let gt = self.b.ins().fcmp(FloatCC::GreaterThan, x, z);
-                let lt = self.b.ins().fcmp(FloatCC::LessThan, x, z);
-                let one = self.b.ins().f64const(1.0);
-                let m1 = self.b.ins().f64const(-1.0);
-                let r = self.b.ins().select(lt, m1, x);
-                return Ok(self.b.ins().select(gt, one, r));
+                let z = self.b.fconst(0.0);
+                let gt = self.b.fcmp(FloatCC::Gt, x, z);
+                let lt = self.b.fcmp(FloatCC::Lt, x, z);
+                let one = self.b.fconst(1.0);
+                let m1 = self.b.fconst(-1.0);
+                let r = self.b.select(lt, m1, x);
+                self.b.select(gt, one, r)
             }
-        };
-        Ok(self.call(ext, &[x])?[0])
+            _ => return Err(self.malformed(format!("unary operation {} of {e}", op.name()))),
+        })
     }
 
-    fn binary(&mut self, op: BinOp, a: &Atom, b: &Atom) -> Result<Value> {
+    fn binary(&mut self, op: BinOp, a: &Atom, b: &Atom) -> Result<E::Value> {
         let e = self.elem_of(a);
         let x = self.scalar(a)?;
         let y = self.scalar(b)?;
         let f = e == Scalar::F64;
+        if f {
+            if let Some(m) = MathFn::of_binary(op) {
+                return self.b.call(Callee::Math(m), &[x, y]);
+            }
+        }
         Ok(match op {
-            BinOp::Add if f => self.b.ins().fadd(x, y),
-            BinOp::Add => self.b.ins().iadd(x, y),
-            BinOp::Sub if f => self.b.ins().fsub(x, y),
-            BinOp::Sub => self.b.ins().isub(x, y),
-            BinOp::Mul if f => self.b.ins().fmul(x, y),
-            BinOp::Mul => self.b.ins().imul(x, y),
-            BinOp::Div if f => self.b.ins().fdiv(x, y),
+            BinOp::Add if f => self.b.float(FloatOp::Add, x, y),
+            BinOp::Add => self.b.int(IntOp::Add, x, y),
+            BinOp::Sub if f => self.b.float(FloatOp::Sub, x, y),
+            BinOp::Sub => self.b.int(IntOp::Sub, x, y),
+            BinOp::Mul if f => self.b.float(FloatOp::Mul, x, y),
+            BinOp::Mul => self.b.int(IntOp::Mul, x, y),
+            BinOp::Div if f => self.b.float(FloatOp::Div, x, y),
             BinOp::Div | BinOp::Rem => {
-                let ok = self.b.ins().icmp_imm_s(IntCC::NotEqual, y, 0);
-                let detail =
-                    if op == BinOp::Div { "integer division of %1 by zero" } else { "remainder of %1 by zero" };
-                self.check(ok, ErrorKind::DivisionByZero, detail, &[x])?;
+                let ok = self.icmp_imm(IntCC::Ne, y, 0);
+                self.check(ok, Fault::DivisionByZero { remainder: op == BinOp::Rem }, &[x])?;
                 // Never let the hardware trap on i64::MIN / -1: divide by 1
                 // instead (x % -1 == x % 1 == 0) and negate for the quotient.
-                let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+                let m1 = self.icmp_imm(IntCC::Eq, y, -1);
                 let one = self.iconst(1);
-                let d = self.b.ins().select(m1, one, y);
+                let d = self.b.select(m1, one, y);
                 if op == BinOp::Rem {
-                    self.b.ins().srem(x, d)
+                    self.b.int(IntOp::SRem, x, d)
                 } else {
-                    let q = self.b.ins().sdiv(x, d);
-                    let neg = self.b.ins().ineg(x);
-                    self.b.ins().select(m1, neg, q)
+                    let q = self.b.int(IntOp::SDiv, x, d);
+                    let z = self.iconst(0);
+                    let neg = self.b.int(IntOp::Sub, z, x);
+                    self.b.select(m1, neg, q)
                 }
             }
-            BinOp::Pow => self.call(Extern::Binary("pow"), &[x, y])?[0],
-            BinOp::Atan2 => self.call(Extern::Binary("atan2"), &[x, y])?[0],
             BinOp::Min if f => self.min_max_f64(false, x, y),
-            BinOp::Min => self.b.ins().smin(x, y),
+            BinOp::Min => self.b.int(IntOp::SMin, x, y),
             BinOp::Max if f => self.min_max_f64(true, x, y),
-            BinOp::Max => self.b.ins().smax(x, y),
-            BinOp::And => self.b.ins().band(x, y),
-            BinOp::Or => self.b.ins().bor(x, y),
+            BinOp::Max => self.b.int(IntOp::SMax, x, y),
+            BinOp::And => self.b.int(IntOp::And, x, y),
+            BinOp::Or => self.b.int(IntOp::Or, x, y),
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
                 if f {
                     let cc = match op {
-                        BinOp::Eq => FloatCC::Equal,
-                        BinOp::Ne => FloatCC::NotEqual,
-                        BinOp::Lt => FloatCC::LessThan,
-                        BinOp::Le => FloatCC::LessThanOrEqual,
-                        BinOp::Gt => FloatCC::GreaterThan,
-                        _ => FloatCC::GreaterThanOrEqual,
+                        BinOp::Eq => FloatCC::Eq,
+                        BinOp::Ne => FloatCC::Ne,
+                        BinOp::Lt => FloatCC::Lt,
+                        BinOp::Le => FloatCC::Le,
+                        BinOp::Gt => FloatCC::Gt,
+                        _ => FloatCC::Ge,
                     };
-                    self.b.ins().fcmp(cc, x, y)
+                    self.b.fcmp(cc, x, y)
                 } else {
                     let cc = match op {
-                        BinOp::Eq => IntCC::Equal,
-                        BinOp::Ne => IntCC::NotEqual,
-                        BinOp::Lt => IntCC::SignedLessThan,
-                        BinOp::Le => IntCC::SignedLessThanOrEqual,
-                        BinOp::Gt => IntCC::SignedGreaterThan,
-                        _ => IntCC::SignedGreaterThanOrEqual,
+                        BinOp::Eq => IntCC::Eq,
+                        BinOp::Ne => IntCC::Ne,
+                        BinOp::Lt => IntCC::Slt,
+                        BinOp::Le => IntCC::Sle,
+                        BinOp::Gt => IntCC::Sgt,
+                        _ => IntCC::Sge,
                     };
-                    self.b.ins().icmp(cc, x, y)
+                    self.b.icmp(cc, x, y)
                 }
             }
+            BinOp::Pow | BinOp::Atan2 => return Err(self.malformed(format!("{} of {e}", op.name()))),
         })
     }
 
     /// `max(a, b)` (`max`) or `min(a, b)` of `f64`s as the interpreter
     /// defines them: NaN if either is NaN, else the larger (smaller) one,
     /// the first when they compare equal (so `min(0.0, -0.0) = 0.0`).
-    pub(super) fn min_max_f64(&mut self, max: bool, a: Value, b: Value) -> Value {
-        let cc = if max { FloatCC::GreaterThan } else { FloatCC::LessThan };
-        let pick_b = self.b.ins().fcmp(cc, b, a);
-        let r = self.b.ins().select(pick_b, b, a);
-        let uno = self.b.ins().fcmp(FloatCC::Unordered, a, b);
-        let nan = self.b.ins().f64const(f64::NAN);
-        self.b.ins().select(uno, nan, r)
+    pub(super) fn min_max_f64(&mut self, max: bool, a: E::Value, b: E::Value) -> E::Value {
+        let cc = if max { FloatCC::Gt } else { FloatCC::Lt };
+        let pick_b = self.b.fcmp(cc, b, a);
+        let r = self.b.select(pick_b, b, a);
+        let uno = self.b.fcmp(FloatCC::Uno, a, b);
+        let nan = self.b.fconst(f64::NAN);
+        self.b.select(uno, nan, r)
     }
 
     /// Checks `indices` against the leading axes of `a` and returns the
     /// row-major offset (in units of the remaining sub-array).
-    pub(super) fn checked_offset(&mut self, a: &Arr, indices: &[Atom], name: &str) -> Result<Value> {
+    pub(super) fn checked_offset(&mut self, a: &Arr<E::Value>, indices: &[Atom], name: &str) -> Result<E::Value> {
         if indices.is_empty() || indices.len() > a.dims.len() {
             return Err(self.malformed(format!("{} indices into an array of rank {}", indices.len(), a.dims.len())));
         }
-        let mut off: Option<Value> = None;
-        for (ax, idx) in indices.iter().enumerate() {
+        let mut off: Option<E::Value> = None;
+        for (axis, idx) in indices.iter().enumerate() {
             let i = self.scalar(idx)?;
-            let d = a.dims[ax];
+            let d = a.dims[axis];
             if !self.known_in_bounds(i, d) {
-                let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, i, d);
-                self.check(
-                    ok,
-                    ErrorKind::IndexOutOfBounds,
-                    &format!("index %1 is out of bounds for axis {ax} of `{}`, of extent %2", name.replace('%', "%%")),
-                    &[i, d],
-                )?;
+                let ok = self.b.icmp(IntCC::Ult, i, d);
+                self.check(ok, Fault::IndexOutOfBounds { array: name, axis }, &[i, d])?;
             }
             off = Some(match off {
                 None => i,
                 Some(o) => {
-                    let m = self.b.ins().imul(o, d);
-                    self.b.ins().iadd(m, i)
+                    let m = self.b.int(IntOp::Mul, o, d);
+                    self.b.int(IntOp::Add, m, i)
                 }
             });
         }
-        Ok(off.expect("at least one index"))
+        off.ok_or_else(|| self.malformed("an index without indices"))
     }
 
     /// True when `0 <= i < d` is known here: `i` is the index of an
     /// enclosing counted loop over `0..n` and `n` is `d`, or was checked equal
     /// to it.
-    pub(super) fn known_in_bounds(&self, i: Value, d: Value) -> bool {
+    pub(super) fn known_in_bounds(&self, i: E::Value, d: E::Value) -> bool {
         self.in_bounds.iter().any(|&(j, n)| {
             j == i && (n == d || self.equal.iter().any(|&(a, b)| (a == n && b == d) || (a == d && b == n)))
         })
     }
 
-    fn index(&mut self, array: VarId, indices: &[Atom]) -> Result<Val> {
+    fn index(&mut self, array: VarId, indices: &[Atom]) -> Result<Val<E::Value>> {
         let t = self.var_ty(array)?;
         let a = self.array(array)?;
         let name = self.var_name(array);
@@ -249,50 +229,45 @@ impl<M: Module> Lower<'_, '_, M> {
         } else {
             let rest = a.dims[k..].to_vec();
             let stride = self.product(&rest);
-            let eoff = self.b.ins().imul(off, stride);
-            let ptr = self.elem_addr(a.ptr, eoff, t.elem);
+            let eoff = self.b.int(IntOp::Mul, off, stride);
+            let ptr = self.b.elem_addr(a.ptr, eoff, t.elem);
             Ok(Val::A(Arr { ptr, dims: rest }))
         }
     }
 
-    fn slice(&mut self, array: VarId, lo: &Atom, hi: &Atom) -> Result<Arr> {
+    fn slice(&mut self, array: VarId, lo: &Atom, hi: &Atom) -> Result<Arr<E::Value>> {
         let t = self.var_ty(array)?;
         let a = self.array(array)?;
         let lo = self.scalar(lo)?;
         let hi = self.scalar(hi)?;
         let n = a.dims[0];
         // 0 <= lo <= hi <= n, as two unsigned comparisons.
-        let ok1 = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, hi, n);
-        let ok2 = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, lo, hi);
-        let ok = self.b.ins().band(ok1, ok2);
-        let name = self.var_name(array).replace('%', "%%");
-        self.check(
-            ok,
-            ErrorKind::SliceOutOfRange,
-            &format!("slice %1:%2 of `{name}`, whose axis 0 has extent %3"),
-            &[lo, hi, n],
-        )?;
+        let ok1 = self.b.icmp(IntCC::Ule, hi, n);
+        let ok2 = self.b.icmp(IntCC::Ule, lo, hi);
+        let ok = self.b.int(IntOp::And, ok1, ok2);
+        let name = self.var_name(array);
+        self.check(ok, Fault::SliceOutOfRange { array: &name }, &[lo, hi, n])?;
         let rest = a.dims[1..].to_vec();
         let stride = self.product(&rest);
-        let eoff = self.b.ins().imul(lo, stride);
-        let ptr = self.elem_addr(a.ptr, eoff, t.elem);
+        let eoff = self.b.int(IntOp::Mul, lo, stride);
+        let ptr = self.b.elem_addr(a.ptr, eoff, t.elem);
         let len = self.memo_sub(hi, lo);
         let mut dims = vec![len];
         dims.extend(rest);
         Ok(Arr { ptr, dims })
     }
 
-    fn reduce(&mut self, op: ReduceOp, array: VarId) -> Result<Value> {
+    fn reduce(&mut self, op: ReduceOp, array: VarId) -> Result<E::Value> {
         let t = self.var_ty(array)?;
         let a = self.array(array)?;
         if a.dims.len() != 1 {
             return Err(self.malformed("reduction of an array of rank other than 1"));
         }
         let n = a.dims[0];
-        let acc = self.b.declare_var(clif_ty(t.elem));
+        let acc = self.b.declare_var(Ty::of(t.elem));
         let start = match op {
             ReduceOp::Sum => {
-                let z = if t.elem == Scalar::F64 { self.b.ins().f64const(0.0) } else { self.iconst(0) };
+                let z = if t.elem == Scalar::F64 { self.b.fconst(0.0) } else { self.iconst(0) };
                 self.b.def_var(acc, z);
                 self.iconst(0)
             }
@@ -300,10 +275,9 @@ impl<M: Module> Lower<'_, '_, M> {
                 if t.elem != Scalar::F64 {
                     return Err(self.malformed("maximum/minimum of a non-f64 array"));
                 }
-                let ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 0);
-                let what = if op == ReduceOp::Max { "maximum" } else { "minimum" };
-                let name = self.var_name(array).replace('%', "%%");
-                self.check(ok, ErrorKind::EmptyReduction, &format!("{what} of the empty array `{name}`"), &[])?;
+                let ok = self.icmp_imm(IntCC::Sgt, n, 0);
+                let name = self.var_name(array);
+                self.check(ok, Fault::EmptyReduction { op, array: &name }, &[])?;
                 let z = self.iconst(0);
                 let first = self.load_elem(a.ptr, z, Scalar::F64);
                 self.b.def_var(acc, first);
@@ -315,8 +289,8 @@ impl<M: Module> Lower<'_, '_, M> {
             let x = l.load_elem(a.ptr, i, elem);
             let s = l.b.use_var(acc);
             let r = match (op, elem) {
-                (ReduceOp::Sum, Scalar::F64) => l.b.ins().fadd(s, x),
-                (ReduceOp::Sum, _) => l.b.ins().iadd(s, x),
+                (ReduceOp::Sum, Scalar::F64) => l.b.float(FloatOp::Add, s, x),
+                (ReduceOp::Sum, _) => l.b.int(IntOp::Add, s, x),
                 (ReduceOp::Max, _) => l.min_max_f64(true, s, x),
                 (ReduceOp::Min, _) => l.min_max_f64(false, s, x),
             };
@@ -326,23 +300,18 @@ impl<M: Module> Lower<'_, '_, M> {
         Ok(self.b.use_var(acc))
     }
 
-    fn array_lit(&mut self, elem_ty: Type, elems: &[Atom]) -> Result<Arr> {
+    fn array_lit(&mut self, elem_ty: Type, elems: &[Atom]) -> Result<Arr<E::Value>> {
         let elem = elem_ty.elem;
         let n = self.iconst(elems.len() as i64);
         if elem_ty.is_scalar() {
             let ptr = self.alloc_elems(n, elem, None)?;
             for (k, e) in elems.iter().enumerate() {
                 let v = self.scalar(e)?;
-                self.b.ins().store(
-                    cranelift_codegen::ir::MemFlagsData::trusted(),
-                    v,
-                    ptr,
-                    (k as i64 * elem_size(elem)) as i32,
-                );
+                self.b.store(Ty::of(elem), v, ptr, (k as i64 * elem_size(elem)) as i32, Mem::Data);
             }
             return Ok(Arr { ptr, dims: vec![n] });
         }
-        let rows: Vec<Arr> = elems.iter().map(|e| self.array_atom(e)).collect::<Result<_>>()?;
+        let rows: Vec<Arr<E::Value>> = elems.iter().map(|e| self.array_atom(e)).collect::<Result<_>>()?;
         let Some(first) = rows.first().cloned() else {
             let z = self.iconst(0);
             let ptr = self.alloc_elems(z, elem, None)?;
@@ -355,16 +324,16 @@ impl<M: Module> Lower<'_, '_, M> {
             self.check_regular(ri, &row.dims, &first.dims)?;
         }
         let (row_count, ovf) = self.checked_product(&first.dims);
-        let (total, o2) = self.b.ins().umul_overflow(row_count, n);
+        let (total, o2) = self.b.umul_overflow(row_count, n);
         let ovf = match ovf {
-            Some(o) => self.b.ins().bor(o, o2),
+            Some(o) => self.b.int(IntOp::Or, o, o2),
             None => o2,
         };
         let ptr = self.alloc_elems(total, elem, Some(ovf))?;
         for (r, row) in rows.iter().enumerate() {
             let ri = self.iconst(r as i64);
-            let off = self.b.ins().imul(ri, row_count);
-            let dst = self.elem_addr(ptr, off, elem);
+            let off = self.b.int(IntOp::Mul, ri, row_count);
+            let dst = self.b.elem_addr(ptr, off, elem);
             self.copy_elems(dst, row.ptr, row_count, elem)?;
         }
         let mut dims = vec![n];
@@ -373,15 +342,15 @@ impl<M: Module> Lower<'_, '_, M> {
     }
 
     /// Checks a trip count: negative is an error.
-    fn check_size(&mut self, n: Value) -> Result<()> {
-        let ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, 0);
-        self.check(ok, ErrorKind::NegativeSize, "%1 iterations", &[n])
+    fn check_size(&mut self, n: E::Value) -> Result<()> {
+        let ok = self.icmp_imm(IntCC::Sge, n, 0);
+        self.check(ok, Fault::NegativeSize, &[n])
     }
 
-    fn build(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<Vec<Val>> {
+    fn build(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<Vec<Val<E::Value>>> {
         let n = self.scalar(n)?;
         self.check_size(n)?;
-        let mut outs = Vec::new();
+        let mut outs: Vec<BuildOut<E>> = Vec::new();
         for r in &body.results {
             let t = self.f.atom_ty(r);
             if t.is_scalar() {
@@ -389,13 +358,14 @@ impl<M: Module> Lower<'_, '_, M> {
                 outs.push(BuildOut::Scalar { ptr, elem: t.elem });
             } else {
                 let z = self.iconst(0);
-                let ptr = self.b.declare_var(types::I64);
-                self.b.def_var(ptr, z);
-                let row_count = self.b.declare_var(types::I64);
+                let ptr = self.b.declare_var(Ty::Ptr);
+                let null = self.b.iconst(Ty::Ptr, 0);
+                self.b.def_var(ptr, null);
+                let row_count = self.b.declare_var(Ty::I64);
                 self.b.def_var(row_count, z);
-                let row_dims: Vec<Variable> = (0..t.rank)
+                let row_dims: Vec<E::Var> = (0..t.rank)
                     .map(|_| {
-                        let v = self.b.declare_var(types::I64);
+                        let v = self.b.declare_var(Ty::I64);
                         self.b.def_var(v, z);
                         v
                     })
@@ -407,13 +377,16 @@ impl<M: Module> Lower<'_, '_, M> {
         let release = nothing_escapes(self.f, body) && allocates(body);
         // The arena state every iteration returns to (for array rows: taken
         // again once the result is allocated in iteration 0).
-        let mark_vars: Option<[Variable; 3]> = if release {
+        let mark_vars: Option<[E::Var; 3]> = if release {
             let m = self.arena_mark();
-            Some(m.map(|v| {
-                let var = self.b.declare_var(types::I64);
-                self.b.def_var(var, v);
-                var
-            }))
+            let tys = [Ty::Ptr, Ty::Ptr, Ty::Ptr];
+            let mut vars = Vec::new();
+            for (v, t) in m.iter().zip(tys) {
+                let var = self.b.declare_var(t);
+                self.b.def_var(var, *v);
+                vars.push(var);
+            }
+            Some([vars[0], vars[1], vars[2]])
         } else {
             None
         };
@@ -421,9 +394,9 @@ impl<M: Module> Lower<'_, '_, M> {
         self.counted_loop(zero, n, false, &mut |l, i| {
             l.def(index, Val::S(i))?;
             l.stmts(&body.stmts)?;
-            let vals: Vec<Val> = body.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
+            let vals: Vec<Val<E::Value>> = body.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
             if any_array {
-                let first = l.b.ins().icmp_imm_s(IntCC::Equal, i, 0);
+                let first = l.icmp_imm(IntCC::Eq, i, 0);
                 l.if_else(
                     first,
                     &mut |l| {
@@ -433,9 +406,9 @@ impl<M: Module> Lower<'_, '_, M> {
                                     l.b.def_var(*var, *d);
                                 }
                                 let (rc, ovf) = l.checked_product(&row.dims);
-                                let (total, o2) = l.b.ins().umul_overflow(rc, n);
+                                let (total, o2) = l.b.umul_overflow(rc, n);
                                 let ovf = match ovf {
-                                    Some(o) => l.b.ins().bor(o, o2),
+                                    Some(o) => l.b.int(IntOp::Or, o, o2),
                                     None => o2,
                                 };
                                 let p = l.alloc_elems(total, *elem, Some(ovf))?;
@@ -454,7 +427,7 @@ impl<M: Module> Lower<'_, '_, M> {
                     &mut |l| {
                         for (o, v) in outs.iter().zip(&vals) {
                             if let (BuildOut::Array { row_dims, .. }, Val::A(row)) = (o, v) {
-                                let first: Vec<Value> = row_dims.iter().map(|v| l.b.use_var(*v)).collect();
+                                let first: Vec<E::Value> = row_dims.iter().map(|v| l.b.use_var(*v)).collect();
                                 l.check_regular(i, &row.dims, &first)?;
                             }
                         }
@@ -468,15 +441,15 @@ impl<M: Module> Lower<'_, '_, M> {
                     (BuildOut::Array { ptr, row_count, elem, .. }, Val::A(row)) => {
                         let base = l.b.use_var(*ptr);
                         let rc = l.b.use_var(*row_count);
-                        let off = l.b.ins().imul(i, rc);
-                        let dst = l.elem_addr(base, off, *elem);
+                        let off = l.b.int(IntOp::Mul, i, rc);
+                        let dst = l.b.elem_addr(base, off, *elem);
                         l.copy_elems(dst, row.ptr, rc, *elem)?;
                     }
                     _ => return Err(l.malformed("a build result of the wrong kind")),
                 }
             }
             if let Some(mv) = &mark_vars {
-                let m: Mark = mv.map(|v| l.b.use_var(v));
+                let m: Mark<E::Value> = mv.map(|v| l.b.use_var(v));
                 l.arena_release(&m);
             }
             Ok(())
@@ -495,24 +468,31 @@ impl<M: Module> Lower<'_, '_, M> {
             .collect())
     }
 
-    fn loop_(&mut self, n: &Atom, index: VarId, states: &[VarId], init: &[Atom], body: &Block) -> Result<Vec<Val>> {
+    fn loop_(
+        &mut self,
+        n: &Atom,
+        index: VarId,
+        states: &[VarId],
+        init: &[Atom],
+        body: &Block,
+    ) -> Result<Vec<Val<E::Value>>> {
         if states.len() != init.len() || states.len() != body.results.len() {
             return Err(self.malformed("loop states, initial values and results differ in number"));
         }
         let n = self.scalar(n)?;
         self.check_size(n)?;
-        let init_vals: Vec<Val> = init.iter().map(|a| self.atom(a)).collect::<Result<_>>()?;
+        let init_vals: Vec<Val<E::Value>> = init.iter().map(|a| self.atom(a)).collect::<Result<_>>()?;
         for (s, v) in states.iter().zip(init_vals) {
             self.def(*s, v)?;
         }
         let scalar_states = states.iter().all(|s| self.f.ty(*s).is_scalar());
         let release = scalar_states && nothing_escapes(self.f, body) && allocates(body);
-        let mark = release.then(|| self.arena_mark());
+        let mark = if release { Some(self.arena_mark()) } else { None };
         let zero = self.iconst(0);
         self.counted_loop(zero, n, false, &mut |l, i| {
             l.def(index, Val::S(i))?;
             l.stmts(&body.stmts)?;
-            let vals: Vec<Val> = body.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
+            let vals: Vec<Val<E::Value>> = body.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
             for (s, v) in states.iter().zip(vals) {
                 l.def(*s, v)?;
             }
@@ -524,19 +504,25 @@ impl<M: Module> Lower<'_, '_, M> {
         states.iter().map(|s| self.use_ir_var(*s)).collect()
     }
 
-    fn if_expr(&mut self, vars: &[VarId], cond: &Atom, then_b: &Block, else_b: &Block) -> Result<Vec<Val>> {
+    fn if_expr(
+        &mut self,
+        vars: &[VarId],
+        cond: &Atom,
+        then_b: &Block,
+        else_b: &Block,
+    ) -> Result<Vec<Val<E::Value>>> {
         let c = self.scalar(cond)?;
         if then_b.results.len() != vars.len() || else_b.results.len() != vars.len() {
             return Err(self.malformed("if branches yield the wrong number of values"));
         }
-        let mut reprs: Vec<Repr> = Vec::new();
+        let mut reprs: Vec<Repr<E>> = Vec::new();
         for v in vars {
             let t = self.var_ty(*v)?;
             reprs.push(self.fresh_repr(t));
         }
         let arm = |l: &mut Self, b: &Block| -> Result<()> {
             l.stmts(&b.stmts)?;
-            let vals: Vec<Val> = b.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
+            let vals: Vec<Val<E::Value>> = b.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
             for (r, v) in reprs.iter().zip(vals) {
                 l.def_repr(r, v)?;
             }
@@ -546,19 +532,28 @@ impl<M: Module> Lower<'_, '_, M> {
         Ok(reprs.iter().map(|r| self.use_repr(r)).collect())
     }
 
-    fn zeros_like(&mut self, v: VarId) -> Result<Arr> {
+    fn zeros_like(&mut self, v: VarId) -> Result<Arr<E::Value>> {
         let a = self.array(v)?;
         let (count, ovf) = self.checked_product(&a.dims);
         let ptr = self.alloc_elems(count, Scalar::F64, ovf)?;
-        let bytes = self.b.ins().imul_imm_s(count, 8);
+        let eight = self.iconst(8);
+        let bytes = self.b.int(IntOp::Mul, count, eight);
         self.zero_bytes(ptr, bytes)?;
         Ok(Arr { ptr, dims: a.dims })
     }
 
-    fn pop(&mut self, t: Type) -> Result<Val> {
-        let slots = self.tape_pop(super::slots(t))?;
+    fn pop(&mut self, t: Type) -> Result<Val<E::Value>> {
+        // A bool takes a whole slot, as an i64 0 or 1.
+        let first = match (t.is_scalar(), t.elem) {
+            (false, _) => Ty::Ptr,
+            (true, Scalar::Bool) => Ty::I64,
+            (true, e) => Ty::of(e),
+        };
+        let mut tys = vec![first];
+        tys.extend(std::iter::repeat_n(Ty::I64, t.rank as usize));
+        let slots = self.tape_pop(&tys)?;
         if t.is_scalar() {
-            Ok(Val::S(self.slot_to_scalar(slots[0], t.elem)))
+            Ok(Val::S(if t.elem == Scalar::Bool { self.b.convert(Conv::I64ToBool, slots[0]) } else { slots[0] }))
         } else {
             Ok(Val::A(Arr { ptr: slots[0], dims: slots[1..].to_vec() }))
         }

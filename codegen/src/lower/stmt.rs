@@ -1,12 +1,11 @@
 //! Lowering of statements.
 
 use super::analysis::{allocates, nothing_escapes};
+use super::emit::{Conv, Emitter, FloatOp, IntCC, IntOp, Mem, Ty};
 use super::{Lower, Result, Val};
-use arrayad_ir::{Atom, Block, ErrorKind, Scalar, Stmt, StmtKind, VarId};
-use cranelift_codegen::ir::{condcodes::IntCC, InstBuilder, MemFlagsData};
-use cranelift_module::Module;
+use arrayad_ir::{Atom, Block, Fault, Scalar, Stmt, StmtKind, VarId};
 
-impl<M: Module> Lower<'_, '_, M> {
+impl<E: Emitter> Lower<'_, E> {
     pub(super) fn stmts(&mut self, stmts: &[Stmt]) -> Result<()> {
         // Facts learnt inside a block do not hold after it.
         let (facts, memo, loc) = (self.equal.len(), self.memo.len(), self.loc);
@@ -39,22 +38,19 @@ impl<M: Module> Lower<'_, '_, M> {
             StmtKind::CheckSize { a, b, what } => {
                 let x = self.scalar(a)?;
                 let y = self.scalar(b)?;
-                let ok = self.b.ins().icmp(IntCC::Equal, x, y);
-                self.check(
-                    ok,
-                    ErrorKind::SizeMismatch,
-                    &format!("{}: %1 and %2 differ", what.replace('%', "%%")),
-                    &[x, y],
-                )?;
+                let ok = self.b.icmp(IntCC::Eq, x, y);
+                self.check(ok, Fault::SizeMismatch { what }, &[x, y])?;
                 self.equal.push((x, y));
             }
             StmtKind::Push(a) => {
                 let t = self.f.atom_ty(a);
                 let vals = match self.atom(a)? {
-                    Val::S(v) => vec![self.scalar_to_slot(v, t.elem)],
+                    // A bool takes a whole slot, as an i64 0 or 1.
+                    Val::S(v) if t.elem == Scalar::Bool => vec![(Ty::I64, self.b.convert(Conv::BoolToI64, v))],
+                    Val::S(v) => vec![(Ty::of(t.elem), v)],
                     Val::A(arr) => {
-                        let mut v = vec![arr.ptr];
-                        v.extend(arr.dims);
+                        let mut v = vec![(Ty::Ptr, arr.ptr)];
+                        v.extend(arr.dims.into_iter().map(|d| (Ty::I64, d)));
                         v
                     }
                 };
@@ -84,43 +80,29 @@ impl<M: Module> Lower<'_, '_, M> {
         let off = self.checked_offset(&a, indices, &name)?;
         if indices.len() == rank {
             let v = self.scalar(value)?;
-            let addr = self.elem_addr(a.ptr, off, Scalar::F64);
-            let old = self.b.ins().load(cranelift_codegen::ir::types::F64, MemFlagsData::trusted(), addr, 0);
-            let new = self.b.ins().fadd(old, v);
-            self.b.ins().store(MemFlagsData::trusted(), new, addr, 0);
+            let addr = self.b.elem_addr(a.ptr, off, Scalar::F64);
+            let old = self.b.load(Ty::F64, addr, 0, Mem::Data);
+            let new = self.b.float(FloatOp::Add, old, v);
+            self.b.store(Ty::F64, new, addr, 0, Mem::Data);
             Ok(())
         } else {
             let rest = a.dims[indices.len()..].to_vec();
             let stride = self.product(&rest);
-            let eoff = self.b.ins().imul(off, stride);
-            let base = self.elem_addr(a.ptr, eoff, Scalar::F64);
+            let eoff = self.b.int(IntOp::Mul, off, stride);
+            let base = self.b.elem_addr(a.ptr, eoff, Scalar::F64);
             self.acc_add_rows(base, &rest, value, &name)
         }
     }
 
     /// `dst[..] += value` elementwise, for an array `value` of extents `dims`.
-    fn acc_add_rows(
-        &mut self,
-        dst: cranelift_codegen::ir::Value,
-        dims: &[cranelift_codegen::ir::Value],
-        value: &Atom,
-        name: &str,
-    ) -> Result<()> {
+    fn acc_add_rows(&mut self, dst: E::Value, dims: &[E::Value], value: &Atom, name: &str) -> Result<()> {
         let v = self.array_atom(value)?;
         if v.dims.len() != dims.len() {
             return Err(self.malformed("accumulating an array of the wrong rank"));
         }
-        for (ax, (&d, &e)) in v.dims.iter().zip(dims).enumerate() {
-            let ok = self.b.ins().icmp(IntCC::Equal, d, e);
-            self.check(
-                ok,
-                ErrorKind::SizeMismatch,
-                &format!(
-                    "accumulation into `{}`, axis {ax} of the addend and of the target: %1 and %2 differ",
-                    name.replace('%', "%%")
-                ),
-                &[d, e],
-            )?;
+        for (axis, (&d, &e)) in v.dims.iter().zip(dims).enumerate() {
+            let ok = self.b.icmp(IntCC::Eq, d, e);
+            self.check(ok, Fault::AccumulationMismatch { target: name, axis }, &[d, e])?;
         }
         let count = self.product(dims);
         let zero = self.iconst(0);
@@ -128,7 +110,7 @@ impl<M: Module> Lower<'_, '_, M> {
         self.counted_loop(zero, count, false, &mut |l, i| {
             let x = l.load_elem(src, i, Scalar::F64);
             let y = l.load_elem(dst, i, Scalar::F64);
-            let s = l.b.ins().fadd(y, x);
+            let s = l.b.float(FloatOp::Add, y, x);
             l.store_elem(dst, i, Scalar::F64, s);
             Ok(())
         })
@@ -137,7 +119,7 @@ impl<M: Module> Lower<'_, '_, M> {
     fn for_(&mut self, n: &Atom, index: VarId, reverse: bool, body: &Block) -> Result<()> {
         let n = self.scalar(n)?;
         let release = nothing_escapes(self.f, body) && allocates(body);
-        let mark = release.then(|| self.arena_mark());
+        let mark = if release { Some(self.arena_mark()) } else { None };
         let zero = self.iconst(0);
         self.counted_loop(zero, n, reverse, &mut |l, i| {
             l.def(index, Val::S(i))?;

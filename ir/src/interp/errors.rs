@@ -2,8 +2,17 @@
 //! every evaluator of the IR so that they report the same text: the kind,
 //! the offending values and `FILE:LINE:COL` of the statement.
 
+use crate::fault::Fault;
 use crate::program::{BinOp, ErrorKind, Loc, Program, ReduceOp};
 use crate::value::RuntimeError;
+
+fn at(program: &Program, loc: Loc, fault: Fault<'_>, values: &[i64], shapes: [&[i64]; 2]) -> RuntimeError {
+    RuntimeError { kind: fault.kind(), message: fault.message(&program.file, loc, values, shapes) }
+}
+
+fn i(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
 
 /// An index outside `0..extent` on `axis` of the array named `array`.
 pub fn index_out_of_bounds(
@@ -14,60 +23,52 @@ pub fn index_out_of_bounds(
     index: i64,
     extent: usize,
 ) -> RuntimeError {
-    RuntimeError::at(
-        ErrorKind::IndexOutOfBounds,
-        &program.file,
-        loc,
-        format!("index {index} is out of bounds for axis {axis} of `{array}`, of extent {extent}"),
-    )
+    at(program, loc, Fault::IndexOutOfBounds { array, axis }, &[index, i(extent)], [&[], &[]])
 }
 
 /// A slice `lo:hi` outside `0 <= lo <= hi <= n` of the array named `array`.
 pub fn slice_out_of_range(program: &Program, loc: Loc, array: &str, lo: i64, hi: i64, n: usize) -> RuntimeError {
-    RuntimeError::at(
-        ErrorKind::SliceOutOfRange,
-        &program.file,
-        loc,
-        format!("slice {lo}:{hi} of `{array}`, whose axis 0 has extent {n}"),
-    )
+    at(program, loc, Fault::SliceOutOfRange { array }, &[lo, hi, i(n)], [&[], &[]])
 }
 
 /// A negative trip count `n` of a `for` or `loop` (one wording for both:
 /// fusion turns `sum(for ...)` into a loop).
 pub fn negative_size(program: &Program, loc: Loc, n: i64) -> RuntimeError {
-    RuntimeError::at(ErrorKind::NegativeSize, &program.file, loc, format!("{n} iterations"))
+    at(program, loc, Fault::NegativeSize, &[n], [&[], &[]])
 }
 
 /// Row `row` of an array literal or `for` body of `shape`, while row 0 has
 /// `first`.
 pub fn irregular(program: &Program, loc: Loc, row: usize, shape: &[usize], first: &[usize]) -> RuntimeError {
-    RuntimeError::at(
-        ErrorKind::IrregularArray,
-        &program.file,
-        loc,
-        format!("row {row} has shape {shape:?} but row 0 has shape {first:?}"),
-    )
+    let a: Vec<i64> = shape.iter().map(|d| i(*d)).collect();
+    let b: Vec<i64> = first.iter().map(|d| i(*d)).collect();
+    at(program, loc, Fault::IrregularRows, &[i(row)], [&a, &b])
 }
 
 /// A failed size equality `a == b`; `what` describes the two sizes.
 pub fn size_mismatch(program: &Program, loc: Loc, what: &str, a: i64, b: i64) -> RuntimeError {
-    RuntimeError::at(ErrorKind::SizeMismatch, &program.file, loc, format!("{what}: {a} and {b} differ"))
+    at(program, loc, Fault::SizeMismatch { what }, &[a, b], [&[], &[]])
+}
+
+/// An accumulation into `target` whose addend has extent `a` on `axis`
+/// where the target has `b`.
+pub fn accumulation_mismatch(program: &Program, loc: Loc, target: &str, axis: usize, a: i64, b: i64) -> RuntimeError {
+    at(program, loc, Fault::AccumulationMismatch { target, axis }, &[a, b], [&[], &[]])
 }
 
 /// An `i64` division (`op = Div`) or remainder of `dividend` by zero.
 pub fn division_by_zero(program: &Program, loc: Loc, op: BinOp, dividend: i64) -> RuntimeError {
-    let what = if op == BinOp::Rem { "remainder" } else { "integer division" };
-    RuntimeError::at(ErrorKind::DivisionByZero, &program.file, loc, format!("{what} of {dividend} by zero"))
+    at(program, loc, Fault::DivisionByZero { remainder: op == BinOp::Rem }, &[dividend], [&[], &[]])
 }
 
 /// `maximum`/`minimum` of the empty array named `array`.
 pub fn empty_reduction(program: &Program, loc: Loc, op: ReduceOp, array: &str) -> RuntimeError {
-    RuntimeError::at(
-        ErrorKind::EmptyReduction,
-        &program.file,
-        loc,
-        format!("{} of the empty array `{array}`", op.name()),
-    )
+    at(program, loc, Fault::EmptyReduction { op, array }, &[], [&[], &[]])
+}
+
+/// The tape could not grow.
+pub fn tape_full(program: &Program, loc: Loc) -> RuntimeError {
+    at(program, loc, Fault::TapeFull, &[], [&[], &[]])
 }
 
 /// An allocation that failed or whose size overflowed.

@@ -195,7 +195,7 @@ impl<'p> Machine<'p> {
                 // A push discards the popped entries above the top.
                 self.tape.truncate(self.top);
                 if self.tape.try_reserve(1).is_err() {
-                    return Err(errors::out_of_memory(self.program, loc, "the tape cannot grow"));
+                    return Err(errors::tape_full(self.program, loc));
                 }
                 self.tape.push(x);
                 self.top = self.tape.len();
@@ -246,12 +246,12 @@ impl<'p> Machine<'p> {
                 None => return Err(self.malformed(fr, loc, "accumulating a non-f64 array")),
             },
             (Val::Arr(v), false) if v.shape.len() == shape.len() => {
-                let what = format!("accumulation into `{}`", fr.name(acc));
                 let first_diff = v.shape.iter().zip(&shape).position(|(a, b)| a != b).unwrap_or(0);
-                return Err(errors::size_mismatch(
+                return Err(errors::accumulation_mismatch(
                     self.program,
                     loc,
-                    &format!("{what}, axis {first_diff} of the addend and of the target"),
+                    fr.name(acc),
+                    first_diff,
                     v.shape[first_diff] as i64,
                     shape[first_diff] as i64,
                 ));

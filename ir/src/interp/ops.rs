@@ -6,6 +6,7 @@
 //! library (`libm`), which Rust's `std` calls for `exp`, `ln`, `sin`, ...,
 //! and which [`erf`] and [`lgamma`] call directly.
 
+use crate::math::MathFn;
 use crate::program::{BinOp, UnOp};
 use crate::types::Scalar;
 
@@ -140,30 +141,17 @@ pub fn max_f64(a: f64, b: f64) -> f64 {
 /// `None` for the operations that are not of that type.
 pub fn math(op: UnOp, x: f64) -> Option<f64> {
     use UnOp::*;
+    if let Some(f) = MathFn::of_unary(op) {
+        return Some(f.eval(x, 0.0));
+    }
     Some(match op {
         Neg => -x,
-        Exp => x.exp(),
-        Log => x.ln(),
         Sqrt => x.sqrt(),
-        Sin => x.sin(),
-        Cos => x.cos(),
-        Tan => x.tan(),
-        Tanh => x.tanh(),
-        Sinh => x.sinh(),
-        Cosh => x.cosh(),
-        Asin => x.asin(),
-        Acos => x.acos(),
-        Atan => x.atan(),
-        Log1p => x.ln_1p(),
-        Expm1 => x.exp_m1(),
-        Erf => erf(x),
-        Lgamma => lgamma(x),
         Abs => x.abs(),
         Floor => x.floor(),
         Ceil => x.ceil(),
         Sign => sign(x),
-        Digamma => digamma(x),
-        Not | ToF64 | ToI64 => return None,
+        _ => return None,
     })
 }
 
@@ -205,8 +193,8 @@ pub fn binary(op: BinOp, a: Prim, b: Prim) -> Result<Prim, OpError> {
             Sub => Prim::F64(x - y),
             Mul => Prim::F64(x * y),
             Div => Prim::F64(x / y),
-            Pow => Prim::F64(x.powf(y)),
-            Atan2 => Prim::F64(x.atan2(y)),
+            Pow => Prim::F64(MathFn::Pow.eval(x, y)),
+            Atan2 => Prim::F64(MathFn::Atan2.eval(x, y)),
             Min => Prim::F64(min_f64(x, y)),
             Max => Prim::F64(max_f64(x, y)),
             Eq => Prim::Bool(x == y),

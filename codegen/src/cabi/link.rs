@@ -1,12 +1,13 @@
 //! Building a shared library: object file + wrappers + runtime, linked by
 //! the system C compiler.
 
-use crate::abi::Interface;
-use crate::c_abi::{internal_symbol, wrappers_source, MODULE_HEADER_NAME};
+use super::abi::Interface;
+use super::header::try_c_header;
+use super::wrappers::{internal_symbol, wrappers_source, MODULE_HEADER_NAME};
 use crate::error::CodegenError;
-use crate::header::try_c_header;
-use crate::object::compile_object;
+use crate::target::{parse_triple, Backend, TargetOptions};
 use crate::ExportedFunction;
+use arrayad_ir::Function;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -48,20 +49,89 @@ fn write(path: &Path, contents: &[u8]) -> Result<(), CodegenError> {
     std::fs::write(path, contents).map_err(|e| CodegenError::Link(format!("writing {}: {e}", path.display())))
 }
 
-/// The C compiler: `$CC` or `cc`.
-pub(crate) fn c_compiler() -> String {
-    std::env::var("CC").ok().filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "cc".into())
+/// How [`build_shared_library`] builds: the backend that compiles the
+/// code, the target machine, and the C compiler that compiles the runtime
+/// and the wrappers and links them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkOptions {
+    /// The code generator.
+    pub backend: Backend,
+    /// The machine and float policy.
+    pub target: TargetOptions,
+    /// The C compiler (and linker driver); `None`: `$CC`, else `cc` for the
+    /// host or `ARCH-linux-gnu-gcc` for another target.
+    pub cc: Option<String>,
+}
+
+impl LinkOptions {
+    /// The C compiler to run.
+    pub fn c_compiler(&self) -> Result<String, CodegenError> {
+        if let Some(cc) = self.cc.as_ref().filter(|s| !s.trim().is_empty()) {
+            return Ok(cc.clone());
+        }
+        if let Some(cc) = std::env::var("CC").ok().filter(|s| !s.trim().is_empty()) {
+            return Ok(cc);
+        }
+        match &self.target.triple {
+            Some(t) if self.target.is_cross() => {
+                let triple = parse_triple(t)?;
+                let arch = match triple.architecture {
+                    target_lexicon::Architecture::Aarch64(_) => "aarch64",
+                    _ => "x86_64",
+                };
+                Ok(format!("{arch}-linux-gnu-gcc"))
+            }
+            _ => Ok("cc".into()),
+        }
+    }
+}
+
+/// The object code of `funcs` (symbol, IR) for `opts`.
+fn compile_object(opts: &LinkOptions, file: &str, funcs: &[(String, &Function)]) -> Result<Vec<u8>, CodegenError> {
+    match opts.backend {
+        Backend::Cranelift => crate::clif::object::compile_object(&opts.target, file, funcs),
+        #[cfg(feature = "llvm")]
+        Backend::Llvm => crate::llvm::object::compile_object(&opts.target, file, funcs),
+        #[cfg(not(feature = "llvm"))]
+        Backend::Llvm => Err(CodegenError::Target(crate::NO_LLVM.into())),
+    }
+}
+
+/// Writes `contents` to `path` without ever leaving a partial file there:
+/// into a temporary file in the same directory, then renamed over `path`
+/// (a process that has the old file mapped keeps its copy).
+fn replace_file(path: &Path, contents: &[u8]) -> Result<(), CodegenError> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.arrayad-{}.tmp", std::process::id()));
+    let res = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(CodegenError::Link(format!("writing {}: {e}", path.display())));
+    }
+    Ok(())
 }
 
 /// Writes `out_so`, a shared library that depends only on libc and libm,
 /// and `out_h`, its C header, for `exports` of module `module` (LANGUAGE.md
 /// section 8). `file` is the source file name used in error messages.
+/// Each output is written to a temporary file and renamed into place.
 pub fn build_shared_library(
     file: &str,
     exports: &[ExportedFunction],
     module: &str,
     out_so: &Path,
     out_h: &Path,
+    opts: &LinkOptions,
 ) -> Result<(), CodegenError> {
     let interfaces: Vec<Interface> = exports.iter().map(Interface::new).collect::<Result<_, _>>()?;
     let mut names = std::collections::HashSet::new();
@@ -78,20 +148,22 @@ pub fn build_shared_library(
         funcs.push((internal_symbol(module, &e.name, "vjp"), &e.vjp));
         funcs.push((internal_symbol(module, &e.name, "vjp_rows"), &e.vjp_rows));
     }
-    let obj = compile_object(file, &funcs)?;
+    let obj = compile_object(opts, file, &funcs)?;
     let dir = TempDir::new()?;
     let d = &dir.0;
     write(&d.join("arrayad_code.o"), &obj)?;
     write(&d.join(arrayad_runtime::RUNTIME_C_HEADER_NAME), arrayad_runtime::RUNTIME_C_HEADER.as_bytes())?;
     write(&d.join("arrayad_runtime.c"), arrayad_runtime::RUNTIME_C_SOURCE.as_bytes())?;
+    write(&d.join("arrayad_abi.c"), arrayad_runtime::ABI_C_SOURCE.as_bytes())?;
     write(&d.join(MODULE_HEADER_NAME), header.as_bytes())?;
     write(&d.join("arrayad_wrappers.c"), wrappers_source(&interfaces, module).as_bytes())?;
     let tmp_so = d.join("out.so");
-    let cc = c_compiler();
+    let cc = opts.c_compiler()?;
     let output = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-O2", "-std=gnu99", "-ffp-contract=off", "-fvisibility=hidden", "-o"])
+        .args(["-shared", "-fPIC", "-O2", "-std=gnu99", "-ffp-contract=off", "-fvisibility=hidden", "-Wall", "-o"])
         .arg(&tmp_so)
         .arg(d.join("arrayad_wrappers.c"))
+        .arg(d.join("arrayad_abi.c"))
         .arg(d.join("arrayad_runtime.c"))
         .arg(d.join("arrayad_code.o"))
         .arg("-lm")
@@ -105,7 +177,8 @@ pub fn build_shared_library(
             String::from_utf8_lossy(&output.stderr)
         )));
     }
-    std::fs::copy(&tmp_so, out_so).map_err(|e| CodegenError::Link(format!("writing {}: {e}", out_so.display())))?;
-    write(out_h, header.as_bytes())?;
+    let so = std::fs::read(&tmp_so).map_err(|e| CodegenError::Link(format!("reading {}: {e}", tmp_so.display())))?;
+    replace_file(out_so, &so)?;
+    replace_file(out_h, header.as_bytes())?;
     Ok(())
 }

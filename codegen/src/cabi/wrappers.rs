@@ -6,7 +6,7 @@
 //! tables and let the runtime (`arrayad_invoke`, `arrayad_jacobian`)
 //! validate sizes and pointers, pack the slots and copy the results.
 
-use crate::abi::{c_ident, DimRef, Interface, Leaf, Variant};
+use super::abi::{c_ident, DimRef, Interface, Leaf, Variant};
 use arrayad_ir::Scalar;
 use std::fmt::Write;
 
@@ -108,7 +108,10 @@ fn in_ref(l: &Leaf) -> String {
     }
 }
 
-/// The wrappers' C source for `interfaces` of module `module`.
+/// The wrappers' C source for `interfaces` of module `module`: static
+/// tables describing each function and thin wrappers that pass them to the
+/// runtime (`arrayad_abi_call`, `arrayad_abi_jacobian` in
+/// `runtime/src/arrayad_abi.c`, which keep per-thread contexts and errors).
 pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String {
     let m = c_ident(module);
     let mut out = String::new();
@@ -119,103 +122,14 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
          #include <stddef.h>\n\
          #include <stdint.h>\n\
          #include \"{rt}\"\n\
-         #if defined(__GNUC__)\n\
          #pragma GCC visibility push(default)\n\
-         #endif\n\
          #include \"{MODULE_HEADER_NAME}\"\n\
-         #if defined(__GNUC__)\n\
          #pragma GCC visibility pop\n\
          #define ARRAYAD_HIDDEN __attribute__((visibility(\"hidden\")))\n\
-         #else\n\
-         #define ARRAYAD_HIDDEN\n\
-         #endif\n\
          \n\
-         #include <pthread.h>\n\
-         #include <stdio.h>\n\
-         #include <stdlib.h>\n\
-         \n\
-         /* Per-thread state: the last error message, and the context of the\n\
-            thread's last call, kept so that the next call on the same thread\n\
-            reuses its arena and tape memory instead of mapping fresh pages.\n\
-            Threads share nothing; a thread's calls never overlap (a context is\n\
-            taken out while in use). Reached through an initial-exec TLS pointer\n\
-            (8 bytes of static TLS, no __tls_get_addr, so the library needs only\n\
-            libc and libm) and freed at thread exit by a pthread key destructor. */\n\
-         #define ARRAYAD_W_ERROR_CAP 1024\n\
-         #define ARRAYAD_W_KEEP_BYTES ((uint64_t)256 << 20)\n\
-         typedef struct {{ char msg[ARRAYAD_W_ERROR_CAP]; arrayad_ctx *ctx; }} arrayad_w_thread_state;\n\
-         static __thread arrayad_w_thread_state *arrayad_w_tls __attribute__((tls_model(\"initial-exec\")));\n\
-         static pthread_key_t arrayad_w_key;\n\
-         static int arrayad_w_key_made;\n\
-         static pthread_once_t arrayad_w_key_once = PTHREAD_ONCE_INIT;\n\
-         static void arrayad_w_free_state(arrayad_w_thread_state *t) {{\n\
-         \x20   arrayad_ctx_free(t->ctx);\n\
-         \x20   free(t);\n\
-         }}\n\
-         /* The key destructor. It also forgets the TLS pointer: a destructor\n\
-            that runs later on this thread may call in again. */\n\
-         static void arrayad_w_thread_exit(void *p) {{\n\
-         \x20   if (arrayad_w_tls == p) arrayad_w_tls = NULL;\n\
-         \x20   arrayad_w_free_state((arrayad_w_thread_state *)p);\n\
-         }}\n\
-         static void arrayad_w_key_init(void) {{\n\
-         \x20   arrayad_w_key_made = pthread_key_create(&arrayad_w_key, arrayad_w_thread_exit) == 0;\n\
-         }}\n\
-         /* At dlclose or process exit: delete the key, so that no thread that\n\
-            exits later runs arrayad_w_thread_exit (its code may be unmapped by\n\
-            then), and free the calling thread's state. The states of other\n\
-            threads still alive at unload are left to them (leaked). */\n\
-         __attribute__((destructor)) static void arrayad_w_unload(void) {{\n\
-         \x20   arrayad_w_thread_state *t = arrayad_w_tls;\n\
-         \x20   if (arrayad_w_key_made) {{\n\
-         \x20       arrayad_w_key_made = 0;\n\
-         \x20       (void)pthread_key_delete(arrayad_w_key);\n\
-         \x20   }}\n\
-         \x20   arrayad_w_tls = NULL;\n\
-         \x20   if (t) arrayad_w_free_state(t);\n\
-         }}\n\
-         static arrayad_w_thread_state *arrayad_w_state(void) {{\n\
-         \x20   if (!arrayad_w_tls) {{\n\
-         \x20       arrayad_w_tls = (arrayad_w_thread_state *)calloc(1, sizeof *arrayad_w_tls);\n\
-         \x20       if (arrayad_w_tls) {{\n\
-         \x20           (void)pthread_once(&arrayad_w_key_once, arrayad_w_key_init);\n\
-         \x20           if (arrayad_w_key_made) (void)pthread_setspecific(arrayad_w_key, arrayad_w_tls);\n\
-         \x20       }}\n\
-         \x20   }}\n\
-         \x20   return arrayad_w_tls;\n\
-         }}\n\
          static const double arrayad_w_one = 1.0;\n\
          \n\
-         const char *{m}_last_error(void) {{ return arrayad_w_tls ? arrayad_w_tls->msg : \"\"; }}\n\
-         \n\
-         /* The context for a call: the thread's kept one, or a new one (NULL\n\
-            when out of memory). */\n\
-         static arrayad_ctx *arrayad_w_begin(void) {{\n\
-         \x20   arrayad_w_thread_state *t = arrayad_w_state();\n\
-         \x20   arrayad_ctx *ctx;\n\
-         \x20   if (t && t->ctx) {{\n\
-         \x20       ctx = t->ctx;\n\
-         \x20       t->ctx = NULL;\n\
-         \x20       return ctx;\n\
-         \x20   }}\n\
-         \x20   ctx = arrayad_ctx_new();\n\
-         \x20   if (!ctx && t) snprintf(t->msg, sizeof t->msg, \"out of memory: cannot allocate the call context\");\n\
-         \x20   return ctx;\n\
-         }}\n\
-         \n\
-         /* Keeps the message of a failed call, then keeps the context for the\n\
-            thread's next call (if it holds at most KEEP_BYTES) or frees it. */\n\
-         static int32_t arrayad_w_finish(arrayad_ctx *ctx, int32_t status) {{\n\
-         \x20   arrayad_w_thread_state *t = arrayad_w_state();\n\
-         \x20   if (status != 0 && t) arrayad_format_error(ctx, t->msg, sizeof t->msg);\n\
-         \x20   if (t && !t->ctx && arrayad_ctx_capacity(ctx) <= ARRAYAD_W_KEEP_BYTES) {{\n\
-         \x20       arrayad_ctx_reset(ctx);\n\
-         \x20       t->ctx = ctx;\n\
-         \x20   }} else {{\n\
-         \x20       arrayad_ctx_free(ctx);\n\
-         \x20   }}\n\
-         \x20   return status;\n\
-         }}\n",
+         const char *{m}_last_error(void) {{ return arrayad_abi_last_error(); }}\n",
         rt = arrayad_runtime::RUNTIME_C_HEADER_NAME,
     );
     for i in interfaces {
@@ -333,43 +247,36 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
             let call = match v {
                 Variant::Primal => {
                     outs.extend(i.results.iter().map(|l| l.name.clone()));
-                    format!(
-                        "arrayad_invoke(ctx, {}, &{primal_sig}, sizes, in, out)",
-                        internal_symbol(module, f, "primal")
-                    )
+                    format!("arrayad_abi_call({}, &{primal_sig}, sizes, in, out)", internal_symbol(module, f, "primal"))
                 }
                 Variant::Jvp => {
                     ins.extend(i.tangents_in.iter().map(in_ref));
                     outs.extend(i.results.iter().chain(&i.tangents_out).map(|l| l.name.clone()));
-                    format!("arrayad_invoke(ctx, {}, &{jvp_sig}, sizes, in, out)", internal_symbol(module, f, "jvp"))
+                    format!("arrayad_abi_call({}, &{jvp_sig}, sizes, in, out)", internal_symbol(module, f, "jvp"))
                 }
                 Variant::Vjp => {
                     ins.extend(i.cotangents_in.iter().map(in_ref));
                     outs.extend(i.results.iter().chain(&i.cotangents_out).map(|l| l.name.clone()));
-                    format!("arrayad_invoke(ctx, {}, &{vjp_sig}, sizes, in, out)", internal_symbol(module, f, "vjp"))
+                    format!("arrayad_abi_call({}, &{vjp_sig}, sizes, in, out)", internal_symbol(module, f, "vjp"))
                 }
                 Variant::Grad => {
                     ins.push("&arrayad_w_one".to_string());
                     outs.push(i.value_name.clone());
                     outs.extend(i.cotangents_out.iter().map(|l| l.name.clone()));
                     format!(
-                        "arrayad_invoke(ctx, {}, &{}, sizes, in, out)",
+                        "arrayad_abi_call({}, &{}, sizes, in, out)",
                         internal_symbol(module, f, "vjp"),
                         grad_sig.as_deref().unwrap_or(&vjp_sig)
                     )
                 }
                 Variant::Jacobian => {
                     outs.extend(i.results.iter().map(|l| l.name.clone()));
-                    format!("arrayad_jacobian(ctx, &{p}_jac, sizes, in, out, {})", i.jac_name)
+                    format!("arrayad_abi_jacobian(&{p}_jac, sizes, in, out, {})", i.jac_name)
                 }
             };
             ptr_array(&mut out, "const void *", "in", &ins);
             ptr_array(&mut out, "void *", "out", &outs);
-            let _ = writeln!(
-                out,
-                "    arrayad_ctx *ctx = arrayad_w_begin();\n    if (!ctx) return {oom};\n    return arrayad_w_finish(ctx, {call});\n}}",
-                oom = arrayad_ir::ErrorKind::OutOfMemory.code()
-            );
+            let _ = writeln!(out, "    return {call};\n}}");
         }
     }
     out

@@ -1,6 +1,6 @@
 //! The C header of a shared library (LANGUAGE.md section 8).
 
-use crate::abi::{c_ident, macro_prefix, Interface, Variant};
+use super::abi::{c_ident, macro_prefix, Interface, Variant};
 use crate::error::CodegenError;
 use crate::ExportedFunction;
 use arrayad_ir::ErrorKind;
@@ -17,7 +17,7 @@ pub fn c_header(exports: &[ExportedFunction], module: &str) -> String {
 }
 
 /// One line of a function's documentation per parameter.
-fn doc_params(out: &mut String, params: &[crate::abi::CParam]) {
+fn doc_params(out: &mut String, params: &[super::abi::CParam]) {
     let w = params.iter().map(|p| p.name.len()).max().unwrap_or(0);
     for p in params {
         let _ = writeln!(out, " *   {:w$}  {}", p.name, p.doc, w = w);

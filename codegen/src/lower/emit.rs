@@ -1,0 +1,215 @@
+//! The emitter trait: the small instruction set the generic lowering
+//! (`lower/`) writes machine code with. Each backend (Cranelift in `clif/`,
+//! LLVM in `llvm/`) implements only this trait; loops, views, bounds and
+//! size checks, the tape, accumulators, arena allocation and error
+//! reporting are written once, in terms of it. The model is rustc's
+//! `rustc_codegen_ssa::traits::BuilderMethods`.
+//!
+//! Values are typed by [`Ty`]. Truth values ([`Ty::Bool`]) are what
+//! comparisons yield and what branches and `select` take; in memory a bool
+//! is one byte holding 0 or 1. Pointers ([`Ty::Ptr`]) are 64 bits; every
+//! array slot, context field and tape slot is 8 bytes.
+
+use super::Result;
+use arrayad_ir::Scalar;
+use arrayad_runtime::Callee;
+
+/// The type of an emitted value.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Ty {
+    /// A truth value (one byte in memory).
+    Bool,
+    /// A 32-bit integer (statuses and error kinds).
+    I32,
+    /// A 64-bit integer.
+    I64,
+    /// An IEEE double.
+    F64,
+    /// A data pointer.
+    Ptr,
+}
+
+impl Ty {
+    /// The type of a scalar of the IR.
+    pub(crate) fn of(s: Scalar) -> Ty {
+        match s {
+            Scalar::F64 => Ty::F64,
+            Scalar::I64 => Ty::I64,
+            Scalar::Bool => Ty::Bool,
+        }
+    }
+}
+
+/// Integer comparisons (`S` signed, `U` unsigned).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum IntCC {
+    Eq,
+    Ne,
+    Slt,
+    Sle,
+    Sgt,
+    Sge,
+    Ult,
+    Ule,
+    Uge,
+}
+
+/// Float comparisons: ordered (false when either operand is NaN), except
+/// `Ne` (true when either is NaN, as C's `!=`) and `Uno` (true exactly when
+/// either is NaN).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum FloatCC {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Uno,
+}
+
+/// Binary integer operations (two's complement, wrapping). `SDiv` and
+/// `SRem` must not see a zero divisor or `i64::MIN / -1` (the lowering
+/// excludes both). `And`, `Or` and `Xor` also apply to [`Ty::Bool`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum IntOp {
+    Add,
+    Sub,
+    Mul,
+    SDiv,
+    SRem,
+    And,
+    Or,
+    Xor,
+    SMin,
+    SMax,
+    /// Shift left by the second operand (< 64).
+    Shl,
+    /// Logical shift right by the second operand (< 64).
+    UShr,
+}
+
+/// Binary IEEE operations on [`Ty::F64`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum FloatOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// Unary exact operations on [`Ty::F64`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum FloatUnary {
+    Neg,
+    Abs,
+    Sqrt,
+    Floor,
+    Ceil,
+}
+
+/// Conversions between value types.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Conv {
+    /// `i64 -> f64`, rounding to nearest.
+    I64ToF64,
+    /// `f64 -> i64`, truncating toward zero, saturating, NaN -> 0.
+    F64ToI64Sat,
+    /// A truth value as an `i64` 0 or 1.
+    BoolToI64,
+    /// An `i64` nonzero test.
+    I64ToBool,
+}
+
+/// What a load or store touches (alias information for the backend).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Mem {
+    /// Fields of the call context (arena and tape pointers).
+    Ctx,
+    /// The argument slots (read-only) or result slots of the call.
+    Slots,
+    /// Array elements.
+    Data,
+    /// Tape slots.
+    Tape,
+    /// Stack memory of this function.
+    Stack,
+}
+
+/// The instruction set of the generic lowering (module docs).
+pub(crate) trait Emitter {
+    /// An SSA value. Equal handles denote the same value (the lowering
+    /// compares them to recognise equal sizes).
+    type Value: Copy + PartialEq + std::fmt::Debug;
+    /// A basic block.
+    type Block: Copy;
+    /// A mutable variable (the backend builds SSA form from its uses).
+    type Var: Copy;
+
+    /// The function's parameters: the context, the argument slots and the
+    /// result slots (all [`Ty::Ptr`]).
+    fn params(&self) -> [Self::Value; 3];
+
+    /// An integer or truth constant.
+    fn iconst(&mut self, ty: Ty, x: i64) -> Self::Value;
+    /// An `f64` constant.
+    fn fconst(&mut self, x: f64) -> Self::Value;
+    /// A binary integer operation (operands of the same type).
+    fn int(&mut self, op: IntOp, a: Self::Value, b: Self::Value) -> Self::Value;
+    /// `a * b` of two `i64`s as unsigned, and whether it overflowed.
+    fn umul_overflow(&mut self, a: Self::Value, b: Self::Value) -> (Self::Value, Self::Value);
+    /// An integer comparison.
+    fn icmp(&mut self, cc: IntCC, a: Self::Value, b: Self::Value) -> Self::Value;
+    /// A binary float operation.
+    fn float(&mut self, op: FloatOp, a: Self::Value, b: Self::Value) -> Self::Value;
+    /// A unary float operation.
+    fn float_unary(&mut self, op: FloatUnary, a: Self::Value) -> Self::Value;
+    /// A float comparison.
+    fn fcmp(&mut self, cc: FloatCC, a: Self::Value, b: Self::Value) -> Self::Value;
+    /// `c ? a : b`.
+    fn select(&mut self, c: Self::Value, a: Self::Value, b: Self::Value) -> Self::Value;
+    /// A conversion.
+    fn convert(&mut self, conv: Conv, a: Self::Value) -> Self::Value;
+
+    /// Loads a value of type `ty` from `addr + offset`.
+    fn load(&mut self, ty: Ty, addr: Self::Value, offset: i32, mem: Mem) -> Self::Value;
+    /// Stores `v` (of type `ty`) at `addr + offset`.
+    fn store(&mut self, ty: Ty, v: Self::Value, addr: Self::Value, offset: i32, mem: Mem);
+    /// The address of element `index` (an `i64`) of an array of `elem` at
+    /// `base`.
+    fn elem_addr(&mut self, base: Self::Value, index: Self::Value, elem: Scalar) -> Self::Value;
+    /// `base + bytes` (a pointer; `bytes` an `i64`).
+    fn ptr_offset(&mut self, base: Self::Value, bytes: Self::Value) -> Self::Value;
+    /// `a - b` in bytes, an `i64`.
+    fn ptr_diff(&mut self, a: Self::Value, b: Self::Value) -> Self::Value;
+    /// The address of `bytes` bytes of fresh, 8-byte aligned stack memory
+    /// of this function.
+    fn stack_slot(&mut self, bytes: u32) -> Self::Value;
+
+    /// A new, empty block.
+    fn create_block(&mut self) -> Self::Block;
+    /// Continues emitting at the end of `b`.
+    fn switch_to(&mut self, b: Self::Block);
+    /// Ends the current block with a jump.
+    fn jump(&mut self, b: Self::Block);
+    /// Ends the current block with a two-way branch on a truth value.
+    fn brif(&mut self, c: Self::Value, then_: Self::Block, else_: Self::Block);
+    /// Declares that every predecessor of `b` is known.
+    fn seal(&mut self, b: Self::Block);
+    /// Marks `b` as rarely executed (error paths).
+    fn set_cold(&mut self, b: Self::Block);
+    /// Ends the current block by returning a status (`i32`).
+    fn ret(&mut self, status: Self::Value);
+
+    /// A new mutable variable of type `ty`.
+    fn declare_var(&mut self, ty: Ty) -> Self::Var;
+    /// Assigns a variable.
+    fn def_var(&mut self, var: Self::Var, v: Self::Value);
+    /// The current value of a variable.
+    fn use_var(&mut self, var: Self::Var) -> Self::Value;
+
+    /// Calls a runtime, C library or math function; returns its result.
+    fn call(&mut self, callee: Callee, args: &[Self::Value]) -> Result<Self::Value>;
+    /// The address of a static, NUL-terminated copy of `text`.
+    fn message(&mut self, text: &str) -> Result<Self::Value>;
+}

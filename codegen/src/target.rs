@@ -1,0 +1,88 @@
+//! What code is generated for: the backend, the target machine and the
+//! floating-point policy.
+
+use crate::error::CodegenError;
+
+/// A code generator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// Cranelift: fast compilation, no vectorisation (the default).
+    #[default]
+    Cranelift,
+    /// LLVM at `-O3` with vectorisation (cargo feature `llvm`).
+    Llvm,
+}
+
+impl Backend {
+    /// The backends this build of arrayad has, Cranelift first.
+    pub fn available() -> Vec<Backend> {
+        let mut v = vec![Backend::Cranelift];
+        if cfg!(feature = "llvm") {
+            v.push(Backend::Llvm);
+        }
+        v
+    }
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cranelift => "cranelift",
+            Backend::Llvm => "llvm",
+        }
+    }
+}
+
+/// How code is generated: for which machine, and with which float
+/// semantics.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TargetOptions {
+    /// The target triple (`x86_64-unknown-linux-gnu`,
+    /// `aarch64-unknown-linux-gnu`); `None` for the host. Only object files
+    /// (shared libraries) can be built for another machine; the JIT runs on
+    /// the host.
+    pub triple: Option<String>,
+    /// The CPU to select instructions for (an LLVM CPU name such as
+    /// `skylake-avx512`, `x86-64-v3`, `neoverse-n1`, or `generic` for a
+    /// portable library); `None` for the host's CPU when compiling for the
+    /// host, `generic` otherwise. Cranelift compiles for the host's
+    /// features (or the baseline of another target) whatever is given here.
+    pub cpu: Option<String>,
+    /// Allows the LLVM backend to reassociate floating-point arithmetic
+    /// (reductions are vectorised and summed in a different order; results
+    /// change in the last bits), to contract multiply-adds and to assume no
+    /// NaNs or infinities are produced where that enables an optimisation.
+    /// Off by default: IEEE semantics, results bit-identical to the
+    /// interpreter. Ignored by Cranelift.
+    pub fast_math: bool,
+}
+
+/// A target triple, checked.
+pub(crate) fn parse_triple(triple: &str) -> Result<target_lexicon::Triple, CodegenError> {
+    use std::str::FromStr;
+    let t = target_lexicon::Triple::from_str(triple)
+        .map_err(|e| CodegenError::Target(format!("`{triple}` is not a target triple: {e}")))?;
+    if t.pointer_width().map(|w| w.bits()) != Ok(64) {
+        return Err(CodegenError::Target(format!("`{triple}`: only 64-bit targets are supported")));
+    }
+    match t.architecture {
+        target_lexicon::Architecture::X86_64 | target_lexicon::Architecture::Aarch64(_) => Ok(t),
+        a => Err(CodegenError::Target(format!(
+            "`{triple}`: the architecture {a} is not supported (x86_64 and aarch64 are)"
+        ))),
+    }
+}
+
+impl TargetOptions {
+    /// The options for the host with `fast_math` off.
+    pub fn host() -> TargetOptions {
+        TargetOptions::default()
+    }
+
+    /// True when compiling for another machine than this one.
+    pub fn is_cross(&self) -> bool {
+        match &self.triple {
+            None => false,
+            Some(t) => parse_triple(t).map(|t| t != target_lexicon::Triple::host()).unwrap_or(true),
+        }
+    }
+}
