@@ -139,14 +139,23 @@ struct Built {
     dir: PathBuf,
 }
 
-fn build(name: &str) -> Option<Built> {
+/// The backends of this build: `cranelift`, and `llvm` with the feature.
+fn backends() -> Vec<&'static str> {
+    if cfg!(feature = "llvm") {
+        vec!["cranelift", "llvm"]
+    } else {
+        vec!["cranelift"]
+    }
+}
+
+fn build(name: &str, backend: &str) -> Option<Built> {
     if !have("cc") {
         eprintln!("note: no C compiler `cc`: skipping the C ABI test");
         return None;
     }
     let dir = scratch("c_abi", name);
     std::fs::write(dir.join("prog.arr"), PROGRAM).unwrap();
-    let out = arrayad(&dir, &["build", "prog.arr", "-o", "libprog.so"]);
+    let out = arrayad(&dir, &["build", "prog.arr", "-o", "libprog.so", "--backend", backend]);
     assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
     assert!(dir.join("libprog.so").is_file() && dir.join("libprog.h").is_file(), "build wrote no library/header");
     Some(Built { dir })
@@ -189,7 +198,13 @@ fn code(lines: &HashMap<String, String>, key: &str) -> i32 {
 
 #[test]
 fn c_program_gets_values_derivatives_and_errors() {
-    let Some(b) = build("main") else { return };
+    for backend in backends() {
+        c_program_gets_values_derivatives_and_errors_on(backend);
+    }
+}
+
+fn c_program_gets_values_derivatives_and_errors_on(backend: &str) {
+    let Some(b) = build(&format!("main-{backend}"), backend) else { return };
     let lines = compile_and_run(&b.dir, MAIN_C, "prog");
     let e1 = 1f64.exp();
     let value = 0.5 - 2.0 + 6.0 + e1;
@@ -266,7 +281,7 @@ fn c_program_gets_values_derivatives_and_errors() {
 
 #[test]
 fn header_compiles_as_cxx() {
-    let Some(b) = build("cxx") else { return };
+    let Some(b) = build("cxx", "cranelift") else { return };
     if !have("c++") {
         eprintln!("note: no C++ compiler `c++`: skipping");
         return;
@@ -285,7 +300,7 @@ fn header_compiles_as_cxx() {
 
 #[test]
 fn build_options_select_exports_wrt_name_and_header() {
-    let Some(b) = build("options") else { return };
+    let Some(b) = build("options", "cranelift") else { return };
     let dir = &b.dir;
     std::fs::create_dir_all(dir.join("out")).unwrap();
     let out = arrayad(
@@ -343,7 +358,13 @@ int main(void) {
 
 #[test]
 fn library_needs_only_libc_and_libm() {
-    let Some(b) = build("needed") else { return };
+    for backend in backends() {
+        library_needs_only_libc_and_libm_on(backend);
+    }
+}
+
+fn library_needs_only_libc_and_libm_on(backend: &str) {
+    let Some(b) = build(&format!("needed-{backend}"), backend) else { return };
     if !have("readelf") {
         eprintln!("note: no readelf: skipping");
         return;
@@ -412,7 +433,13 @@ int main(void) {
 
 #[test]
 fn concurrent_calls_from_threads_are_independent() {
-    let Some(b) = build("threads") else { return };
+    for backend in backends() {
+        concurrent_calls_from_threads_are_independent_on(backend);
+    }
+}
+
+fn concurrent_calls_from_threads_are_independent_on(backend: &str) {
+    let Some(b) = build(&format!("threads-{backend}"), backend) else { return };
     let lines = compile_and_run(&b.dir, THREADS_C, "prog");
     assert_eq!(code(&lines, "threads_ok"), 1, "a thread saw a wrong value or message");
 }
@@ -433,14 +460,14 @@ def mat(x: [n]f64, k: i64) -> f64 = let a = for i < k => x[0] * f64(i) in a[k - 
 ";
 
 /// Builds `librob.so` from [`ROBUST`] in a scratch directory.
-fn build_robust(name: &str) -> Option<PathBuf> {
+fn build_robust(name: &str, backend: &str) -> Option<PathBuf> {
     if !have("cc") {
         eprintln!("note: no C compiler `cc`: skipping the C ABI test");
         return None;
     }
     let dir = scratch("c_abi", name);
     std::fs::write(dir.join("rob.arr"), ROBUST).unwrap();
-    let out = arrayad(&dir, &["build", "rob.arr", "-o", "librob.so"]);
+    let out = arrayad(&dir, &["build", "rob.arr", "-o", "librob.so", "--backend", backend]);
     assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
     Some(dir)
 }
@@ -485,7 +512,13 @@ static int fails = 0;
 /// does not read inputs that its primal outputs overwrote.
 #[test]
 fn outputs_may_be_inputs_in_place() {
-    let Some(dir) = build_robust("in_place") else { return };
+    for backend in backends() {
+        outputs_may_be_inputs_in_place_on(backend);
+    }
+}
+
+fn outputs_may_be_inputs_in_place_on(backend: &str) {
+    let Some(dir) = build_robust(&format!("in_place-{backend}"), backend) else { return };
     let main = format!(
         "{CHECK_C}{}",
         r#"
@@ -534,7 +567,13 @@ int main(void) {
 /// (each exiting thread frees its kept context, arena chunks included).
 #[test]
 fn failing_calls_and_exiting_threads_leak_nothing() {
-    let Some(dir) = build_robust("failing_calls") else { return };
+    for backend in backends() {
+        failing_calls_and_exiting_threads_leak_nothing_on(backend);
+    }
+}
+
+fn failing_calls_and_exiting_threads_leak_nothing_on(backend: &str) {
+    let Some(dir) = build_robust(&format!("failing_calls-{backend}"), backend) else { return };
     let main = format!(
         "{CHECK_C}{}",
         r#"
@@ -596,7 +635,13 @@ int main(void) {
 /// may run (it used to crash with SIGSEGV).
 #[test]
 fn unloading_with_a_live_thread_does_not_crash() {
-    let Some(dir) = build_robust("dlclose") else { return };
+    for backend in backends() {
+        unloading_with_a_live_thread_does_not_crash_on(backend);
+    }
+}
+
+fn unloading_with_a_live_thread_does_not_crash_on(backend: &str) {
+    let Some(dir) = build_robust(&format!("dlclose-{backend}"), backend) else { return };
     let main = r#"
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
@@ -696,4 +741,82 @@ int main(void) {
 "#;
     let lines = compile_and_run(&dir, main, "names");
     assert_eq!(code(&lines, "names_ok"), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Cross-compilation: the same library built for aarch64 (every backend),
+// the C test program compiled by the aarch64 C compiler and run under
+// qemu-aarch64, prints what the x86-64 build prints.
+// ---------------------------------------------------------------------------
+
+/// The aarch64 tools, or a note saying which one is missing.
+fn aarch64_tools() -> Option<(&'static str, &'static str)> {
+    for tool in ["aarch64-linux-gnu-gcc", "qemu-aarch64"] {
+        if !have(tool) {
+            eprintln!(
+                "note: no `{tool}`: skipping the aarch64 cross-compilation test \
+                 (apt-get install gcc-aarch64-linux-gnu qemu-user)"
+            );
+            return None;
+        }
+    }
+    Some(("aarch64-linux-gnu-gcc", "/usr/aarch64-linux-gnu"))
+}
+
+/// Compares two runs of the C test program line by line: the same keys,
+/// the same words, numbers equal to 1e-12 relative.
+pub(crate) fn assert_same_output(what: &str, host: &str, cross: &str) {
+    let (h, c): (Vec<&str>, Vec<&str>) = (host.lines().collect(), cross.lines().collect());
+    assert_eq!(h.len(), c.len(), "{what}: line counts differ:\n{host}\n---\n{cross}");
+    for (a, b) in h.iter().zip(&c) {
+        let (wa, wb): (Vec<&str>, Vec<&str>) = (a.split_whitespace().collect(), b.split_whitespace().collect());
+        assert_eq!(wa.len(), wb.len(), "{what}: `{a}` vs `{b}`");
+        for (x, y) in wa.iter().zip(&wb) {
+            match (x.parse::<f64>(), y.parse::<f64>()) {
+                (Ok(p), Ok(q)) => assert!(
+                    p == q || (p - q).abs() <= 1e-12 * p.abs().max(q.abs()) || (p.is_nan() && q.is_nan()),
+                    "{what}: `{a}` vs `{b}`"
+                ),
+                _ => assert_eq!(x, y, "{what}: `{a}` vs `{b}`"),
+            }
+        }
+    }
+}
+
+#[test]
+fn aarch64_libraries_agree_with_x86_64() {
+    let Some((gcc, sysroot)) = aarch64_tools() else { return };
+    if !have("cc") {
+        return;
+    }
+    for backend in backends() {
+        let dir = scratch("c_abi", &format!("aarch64-{backend}"));
+        std::fs::write(dir.join("prog.arr"), PROGRAM).unwrap();
+        std::fs::write(dir.join("main.c"), MAIN_C).unwrap();
+        let mut outputs = Vec::new();
+        for (triple, cc) in [("x86_64-unknown-linux-gnu", "cc"), ("aarch64-unknown-linux-gnu", gcc)] {
+            let sub = dir.join(triple);
+            std::fs::create_dir_all(&sub).unwrap();
+            let lib = sub.join("libprog.so");
+            let args = ["build", "prog.arr", "-o", lib.to_str().unwrap(), "--backend", backend, "--target", triple];
+            let out = arrayad(&dir, &args);
+            assert_eq!(out.code, 0, "{backend} {triple}: {out:#?}");
+            let s = sub.to_str().unwrap();
+            let cargs = ["-std=c99", "-Wall", "-Werror", "../main.c", "-o", "main", "-I.", "-L.", "-lprog"];
+            let mut cargs: Vec<&str> = cargs.to_vec();
+            cargs.extend(["-Wl,-rpath,$ORIGIN", "-lm"]);
+            let out = run_in(&sub, cc, &cargs, None);
+            assert_eq!(out.code, 0, "{cc}: {out:#?}");
+            let main = format!("{s}/main");
+            let out = if triple.starts_with("aarch64") {
+                run_in(&sub, "qemu-aarch64", &["-L", sysroot, &main], None)
+            } else {
+                run_in(&sub, &main, &[], None)
+            };
+            assert_eq!(out.code, 0, "{backend} {triple} run: {out:#?}");
+            outputs.push(out.stdout);
+        }
+        assert!(outputs[0].contains("f_rc 0"), "{}", outputs[0]);
+        assert_same_output(&format!("C test program, {backend}"), &outputs[0], &outputs[1]);
+    }
 }

@@ -320,7 +320,11 @@ fn usage_errors_exit_with_status_2() {
     // --grad of a function whose result is not one f64.
     fails(&dir, &["run", "prog.arr", "softmax", "--args", "[[1, 2]]", "--grad"], 2, &["--grad", "softmax"]);
     // Backends that cannot do it.
-    fails(&dir, &r("[[1], [2]]", &["--backend", "llvm"]), 2, &["LLVM"]);
+    if !cfg!(feature = "llvm") {
+        // Without the feature: a usage error that says how to build with it.
+        fails(&dir, &r("[[1], [2]]", &["--backend", "llvm"]), 2, &["LLVM", "--features llvm"]);
+        fails(&dir, &["build", "prog.arr", "-o", "libx.so", "--backend", "llvm"], 2, &["--features llvm"]);
+    }
     fails(&dir, &r("[[1], [2]]", &["--backend", "gpu"]), 2, &["gpu"]);
     fails(&dir, &["build", "prog.arr", "-o", "libx.so", "--backend", "interp"], 2, &["interp"]);
     fails(&dir, &["build", "prog.arr", "-o", "libx.so", "--export", "nope"], 2, &["`nope`"]);
@@ -390,7 +394,12 @@ fn emit_prints_every_stage() {
     let out = arrayad(&dir, &["emit", "calls.arr", "--stage", "ir", "--function", "g"]);
     assert_eq!(out.code, 0, "{out:#?}");
     assert!(!out.stdout.contains("call"), "calls are not inlined: {}", out.stdout);
-    fails(&dir, &["emit", "prog.arr", "--stage", "llvm"], 2, &["LLVM"]);
+    if cfg!(feature = "llvm") {
+        let llvm = emit("llvm");
+        assert!(llvm.contains("define") && llvm.contains("; f_vjp"), "{llvm}");
+    } else {
+        fails(&dir, &["emit", "prog.arr", "--stage", "llvm"], 2, &["LLVM", "--features llvm"]);
+    }
     fails(&dir, &["emit", "prog.arr", "--stage", "nonsense"], 2, &[]);
     fails(&dir, &["emit", "prog.arr", "--stage", "ir", "--function", "nope"], 2, &["`nope`"]);
     std::fs::write(dir.join("bad.arr"), "def f(x: f64) -> f64 = x +\n").unwrap();

@@ -38,6 +38,15 @@ fn data_file(name: &str) -> Option<PathBuf> {
     }
 }
 
+/// The compiling backends of this build.
+fn compiled() -> Vec<Backend> {
+    if cfg!(feature = "llvm") {
+        vec![Backend::Cranelift, Backend::Llvm]
+    } else {
+        vec![Backend::Cranelift]
+    }
+}
+
 fn compile(backend: Backend) -> Module {
     let opts = Options::backend(backend).with_wrt(&["alphas", "means", "icf"]);
     Module::compile_with("examples/gmm.arr", &source(), opts).unwrap_or_else(|e| panic!("gmm.arr: {e}"))
@@ -90,7 +99,9 @@ fn check_api(module: &Module, label: &str, inp: &GmmInput) {
 #[test]
 fn gmm_generated_small_problem_jit_and_interp() {
     let inp = generate_gmm(3, 4, 30, 7);
-    check_api(&compile(Backend::Cranelift), "d3 K4 n30 (cranelift)", &inp);
+    for b in compiled() {
+        check_api(&compile(b), &format!("d3 K4 n30 ({b:?})"), &inp);
+    }
     check_api(&compile(Backend::Interp), "d3 K4 n30 (interp)", &inp);
 }
 
@@ -98,7 +109,9 @@ fn gmm_generated_small_problem_jit_and_interp() {
 fn gmm_adbench_d2_k5_jit_and_interp() {
     let Some(path) = data_file("gmm_d2_K5.txt") else { return };
     let inp = read_gmm(&path).expect("readable ADBench file");
-    check_api(&compile(Backend::Cranelift), "d2 K5 (cranelift)", &inp);
+    for b in compiled() {
+        check_api(&compile(b), &format!("d2 K5 ({b:?})"), &inp);
+    }
     check_api(&compile(Backend::Interp), "d2 K5 (interp)", &inp);
 }
 
@@ -106,7 +119,9 @@ fn gmm_adbench_d2_k5_jit_and_interp() {
 fn gmm_adbench_d10_k25_jit_and_interp() {
     let Some(path) = data_file("gmm_d10_K25.txt") else { return };
     let inp = read_gmm(&path).expect("readable ADBench file");
-    check_api(&compile(Backend::Cranelift), "d10 K25 (cranelift)", &inp);
+    for b in compiled() {
+        check_api(&compile(b), &format!("d10 K25 ({b:?})"), &inp);
+    }
     check_api(&compile(Backend::Interp), "d10 K25 (interp)", &inp);
 }
 
@@ -117,7 +132,9 @@ fn gmm_adbench_d20_k50_and_d64_k100_jit() {
     for name in ["gmm_d20_K50.txt", "gmm_d64_K100.txt"] {
         let Some(path) = data_file(name) else { continue };
         let inp = read_gmm(&path).expect("readable ADBench file");
-        check_api(&compile(Backend::Cranelift), &format!("{name} (cranelift)"), &inp);
+        for b in compiled() {
+            check_api(&compile(b), &format!("{name} ({b:?})"), &inp);
+        }
     }
 }
 
@@ -166,12 +183,19 @@ fn gmm_c_library_and_example_driver() {
         eprintln!("note: no C compiler `cc`: skipping the C path");
         return;
     }
-    let dir = scratch("gmm", "c_driver");
+    for backend in compiled() {
+        c_library_and_example_driver_on(backend);
+    }
+}
+
+fn c_library_and_example_driver_on(backend: Backend) {
+    let name = if backend == Backend::Llvm { "llvm" } else { "cranelift" };
+    let dir = scratch("gmm", &format!("c_driver_{name}"));
     let root = manifest_dir();
-    let out = arrayad(
-        &root,
-        &["build", "examples/gmm.arr", "-o", dir.join("libgmm.so").to_str().unwrap(), "--wrt", "alphas,means,icf"],
-    );
+    let lib = dir.join("libgmm.so");
+    let args =
+        ["build", "examples/gmm.arr", "-o", lib.to_str().unwrap(), "--wrt", "alphas,means,icf", "--backend", name];
+    let out = arrayad(&root, &args);
     assert_eq!(out.code, 0, "arrayad build examples/gmm.arr failed: {out:#?}");
     let d = dir.to_str().unwrap();
     let main_c = root.join("examples/gmm/main.c");
@@ -208,7 +232,79 @@ fn gmm_c_library_and_example_driver() {
     for (label, path, inp) in cases {
         let (objective, grad) = run_c_driver(&dir, &path);
         let (ref_value, ref_grad) = gmm_gradient(&inp);
-        assert_matches(&format!("C {label} objective"), &[objective], &[ref_value]);
-        assert_matches(&format!("C {label} gradient"), &grad, &ref_grad);
+        assert_matches(&format!("C {label} objective ({name})"), &[objective], &[ref_value]);
+        assert_matches(&format!("C {label} gradient ({name})"), &grad, &ref_grad);
+    }
+}
+
+/// The GMM example built for aarch64 by every backend (`--target`, the
+/// aarch64 C compiler) and run under qemu-aarch64 prints the objective and
+/// gradient of the x86-64 build, which equal the hand-derived reference.
+#[test]
+fn gmm_for_aarch64_under_qemu_matches_x86_64() {
+    for tool in ["aarch64-linux-gnu-gcc", "qemu-aarch64", "cc"] {
+        if !have(tool) {
+            eprintln!(
+                "note: no `{tool}`: skipping the aarch64 GMM test (apt-get install gcc-aarch64-linux-gnu qemu-user)"
+            );
+            return;
+        }
+    }
+    let root = manifest_dir();
+    let generated = generate_gmm(4, 3, 25, 5);
+    let (ref_value, ref_grad) = gmm_gradient(&generated);
+    for backend in compiled() {
+        let name = if backend == Backend::Llvm { "llvm" } else { "cranelift" };
+        let dir = scratch("gmm", &format!("aarch64_{name}"));
+        let input = dir.join("input.txt");
+        std::fs::write(&input, format_gmm(&generated)).unwrap();
+        let mut results = Vec::new();
+        for (triple, cc) in [("x86_64-unknown-linux-gnu", "cc"), ("aarch64-unknown-linux-gnu", "aarch64-linux-gnu-gcc")]
+        {
+            let sub = dir.join(triple);
+            std::fs::create_dir_all(&sub).unwrap();
+            let lib = sub.join("libgmm.so");
+            let args = [
+                "build",
+                "examples/gmm.arr",
+                "-o",
+                lib.to_str().unwrap(),
+                "--wrt",
+                "alphas,means,icf",
+                "--backend",
+                name,
+                "--target",
+                triple,
+            ];
+            let out = arrayad(&root, &args);
+            assert_eq!(out.code, 0, "{name} {triple}: {out:#?}");
+            let main_c = root.join("examples/gmm/main.c");
+            let cargs = ["-std=c99", "-O2", main_c.to_str().unwrap(), "-o", "gmm", "-I.", "-L.", "-lgmm"];
+            let mut cargs: Vec<&str> = cargs.to_vec();
+            cargs.extend(["-Wl,-rpath,$ORIGIN", "-lm"]);
+            let out = run_in(&sub, cc, &cargs, None);
+            assert_eq!(out.code, 0, "{cc}: {out:#?}");
+            let exe = sub.join("gmm");
+            let out = if triple.starts_with("aarch64") {
+                run_in(
+                    &sub,
+                    "qemu-aarch64",
+                    &["-L", "/usr/aarch64-linux-gnu", exe.to_str().unwrap(), input.to_str().unwrap()],
+                    None,
+                )
+            } else {
+                run_in(&sub, exe.to_str().unwrap(), &[input.to_str().unwrap()], None)
+            };
+            assert_eq!(out.code, 0, "{name} {triple} run: {out:#?}");
+            let mut lines = out.stdout.lines();
+            let value: f64 = lines.next().and_then(|l| l.strip_prefix("objective ")).unwrap().trim().parse().unwrap();
+            lines.next();
+            let grad: Vec<f64> = lines.map(|l| l.trim().parse().unwrap()).collect();
+            assert_matches(&format!("{name} {triple} objective"), &[value], &[ref_value]);
+            assert_matches(&format!("{name} {triple} gradient"), &grad, &ref_grad);
+            results.push((value, grad));
+        }
+        assert_matches(&format!("{name}: aarch64 vs x86-64"), &results[1].1, &results[0].1);
+        assert_matches(&format!("{name}: aarch64 vs x86-64 objective"), &[results[1].0], &[results[0].0]);
     }
 }

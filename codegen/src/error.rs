@@ -23,6 +23,15 @@ pub enum CodegenError {
     /// Cranelift rejected the generated code or the module.
     #[error("codegen: cranelift: {0}")]
     Cranelift(String),
+    /// LLVM rejected the generated code (its verifier) or failed to
+    /// optimise or emit it: an internal error naming the function.
+    #[error("codegen: LLVM, in `{func}`: {message}")]
+    Llvm {
+        /// The function (`(module)` for module-wide steps).
+        func: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The host or target is not supported (e.g. not 64-bit).
     #[error("codegen: unsupported target: {0}")]
     Target(String),

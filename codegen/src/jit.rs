@@ -7,6 +7,9 @@ use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Type, V
 use arrayad_runtime::{Ctx, OwnedCtx};
 use std::collections::HashMap;
 
+/// Per compiled function, in order: its entry address and its backend IR.
+pub(crate) type Entries = Vec<(*const u8, String)>;
+
 /// The machine-code signature of every compiled function.
 type RawFn = unsafe extern "C" fn(*mut Ctx, *const u64, *mut u64) -> i32;
 
@@ -21,7 +24,7 @@ struct JitFunction {
 
 /// The executable memory of a module, per backend.
 enum Code {
-    Cranelift(#[allow(dead_code)] crate::clif::jit::ClifCode),
+    Cranelift(#[allow(dead_code)] Box<crate::clif::jit::ClifCode>),
     #[cfg(feature = "llvm")]
     Llvm(#[allow(dead_code)] crate::llvm::jit::LlvmCode),
 }
@@ -91,7 +94,7 @@ impl JitModule {
         let (code, compiled) = match backend {
             Backend::Cranelift => {
                 let (code, c) = crate::clif::jit::compile(file, funcs)?;
-                (Code::Cranelift(code), c)
+                (Code::Cranelift(Box::new(code)), c)
             }
             #[cfg(feature = "llvm")]
             Backend::Llvm => {

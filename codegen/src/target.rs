@@ -82,7 +82,13 @@ impl TargetOptions {
     pub fn is_cross(&self) -> bool {
         match &self.triple {
             None => false,
-            Some(t) => parse_triple(t).map(|t| t != target_lexicon::Triple::host()).unwrap_or(true),
+            Some(t) => match parse_triple(t) {
+                Ok(t) => {
+                    let host = target_lexicon::Triple::host();
+                    t.architecture != host.architecture || t.operating_system != host.operating_system
+                }
+                Err(_) => true,
+            },
         }
     }
 }

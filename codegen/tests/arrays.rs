@@ -301,29 +301,34 @@ fn several_functions_in_one_module_and_threads() {
     let mut p2 =
         program1(&[F1], &[Type::F64], |b, ps| vec![b.let_one("s", Expr::Reduce { op: ReduceOp::Sum, array: ps[0] })]);
     p2.funcs[0].name = "g".into();
-    let m = arrayad_codegen::JitModule::compile("t.arr", &[p1.funcs[0].clone(), p2.funcs[0].clone()]).unwrap();
-    assert_eq!(m.functions(), vec!["f", "g"]);
-    assert!(m.backend_ir("g").unwrap().contains("function"));
-    assert!(m.backend_ir("nope").is_none());
-    let m = std::sync::Arc::new(m);
-    let hs: Vec<_> = (0..4)
-        .map(|t| {
-            let m = m.clone();
-            std::thread::spawn(move || {
-                for k in 0..200 {
-                    let x = (t * 1000 + k) as f64;
-                    assert_eq!(m.call("f", &[Value::F64(x)]).unwrap(), vec![Value::F64(3.0 * x)]);
-                    let a = arr_f64(&[3], &[x, 1.0, 2.0]);
-                    assert_eq!(m.call("g", &[a]).unwrap(), vec![Value::F64(x + 3.0)]);
-                }
+    for backend in Backend::available() {
+        let funcs = [p1.funcs[0].clone(), p2.funcs[0].clone()];
+        let m = JitModule::compile_with(backend, &TargetOptions::host(), "t.arr", &funcs).unwrap();
+        assert_eq!(m.functions(), vec!["f", "g"]);
+        let text = m.backend_ir("g").unwrap();
+        assert!(text.contains("function") || text.contains("define"), "{text}");
+        assert!(m.backend_ir("nope").is_none());
+        let m = std::sync::Arc::new(m);
+        let hs: Vec<_> = (0..4)
+            .map(|t| {
+                let m = m.clone();
+                std::thread::spawn(move || {
+                    for k in 0..200 {
+                        let x = (t * 1000 + k) as f64;
+                        assert_eq!(m.call("f", &[Value::F64(x)]).unwrap(), vec![Value::F64(3.0 * x)]);
+                        let a = arr_f64(&[3], &[x, 1.0, 2.0]);
+                        assert_eq!(m.call("g", &[a]).unwrap(), vec![Value::F64(x + 3.0)]);
+                    }
+                })
             })
-        })
-        .collect();
-    for h in hs {
-        h.join().unwrap();
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        // Duplicate names are an error.
+        let dup = [p1.funcs[0].clone(), p1.funcs[0].clone()];
+        assert!(JitModule::compile_with(backend, &TargetOptions::host(), "t.arr", &dup).is_err());
     }
-    // Duplicate names are an error.
-    assert!(arrayad_codegen::JitModule::compile("t.arr", &[p1.funcs[0].clone(), p1.funcs[0].clone()]).is_err());
 }
 
 #[test]
@@ -345,6 +350,9 @@ fn calls_are_rejected_cleanly() {
     let mut b = arrayad_ir::builder::Builder::new(&mut f);
     let c = b.let1("c", Expr::Call { func: FuncId(1), args: vec![v(ps[0])] }, Type::F64);
     f.body = b.finish(vec![v(c)]);
-    let e = arrayad_codegen::JitModule::compile("t.arr", &[f]).unwrap_err();
-    assert!(e.to_string().contains("call"), "{e}");
+    for backend in Backend::available() {
+        let e =
+            JitModule::compile_with(backend, &TargetOptions::host(), "t.arr", std::slice::from_ref(&f)).unwrap_err();
+        assert!(e.to_string().contains("call"), "{e}");
+    }
 }

@@ -162,9 +162,8 @@ fn every_f64_binary_op_matches_rust_and_the_interpreter() {
 fn min_max_nan_and_signed_zero() {
     let min = jit(&binary_program(BinOp::Min, Type::F64));
     let max = jit(&binary_program(BinOp::Max, Type::F64));
-    let call = |m: &arrayad_codegen::JitModule, x: f64, y: f64| {
-        m.call("f", &[Value::F64(x), Value::F64(y)]).unwrap()[0].as_f64().unwrap()
-    };
+    let call =
+        |m: &common::Jits, x: f64, y: f64| m.call("f", &[Value::F64(x), Value::F64(y)]).unwrap()[0].as_f64().unwrap();
     assert!(call(&min, f64::NAN, 1.0).is_nan() && call(&min, 1.0, f64::NAN).is_nan());
     assert!(call(&max, f64::NAN, 1.0).is_nan() && call(&max, 1.0, f64::NAN).is_nan());
     assert_eq!(call(&min, 0.0, -0.0).to_bits(), 0.0f64.to_bits(), "the first of equal operands");
@@ -214,6 +213,31 @@ fn every_i64_binary_op_matches_rust_and_the_interpreter() {
                     (Err(a), Err(b)) => assert_eq!(a, b),
                     _ => panic!("{}({x}, {y}): JIT {got:?} vs interpreter {interp:?}", op.name()),
                 }
+            }
+        }
+    }
+}
+
+/// Division and remainder by a literal (shifts for powers of two, the
+/// instruction otherwise, the checks only for 0 and -1) equal Rust's
+/// wrapping division for every dividend, on every backend.
+#[test]
+fn division_by_literals_matches_rust_and_the_interpreter() {
+    let divisors = [1i64, -1, 2, -2, 4, 8, -8, 3, -7, 1 << 40, 1 << 62, -(1 << 62), i64::MIN, i64::MAX, 0];
+    for d in divisors {
+        for op in [BinOp::Div, BinOp::Rem] {
+            let p = program1(&[Type::I64], &[Type::I64], |b, ps| vec![b.binary(op, v(ps[0]), Atom::I64(d))]);
+            let m = jit(&p);
+            for x in IS.iter().copied().chain([5, -5, 9, -9, 3, -3, 1 << 41, -(1 << 41) - 1]) {
+                let args = [Value::I64(x)];
+                let got = m.call("f", &args);
+                if d == 0 {
+                    assert_eq!(got.unwrap_err().kind, ErrorKind::DivisionByZero);
+                    continue;
+                }
+                let want = if op == BinOp::Div { x.wrapping_div(d) } else { x.wrapping_rem(d) };
+                assert_eq!(got.as_ref().unwrap()[0], Value::I64(want), "{}({x}, {d})", op.name());
+                assert_eq!(got, interp::run(&p, FuncId(0), &args), "{}({x}, {d})", op.name());
             }
         }
     }

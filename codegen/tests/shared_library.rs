@@ -2,7 +2,7 @@
 //! header compiles as C99 and C++, and runs a C program against the library.
 
 mod common;
-use arrayad_codegen::{build_shared_library, c_header, ExportedFunction, LinkOptions};
+use arrayad_codegen::{build_shared_library, c_header, Backend, ExportedFunction, LinkOptions};
 use arrayad_ir::builder::Builder;
 use arrayad_ir::program::*;
 use arrayad_ir::types::{Scalar, Type};
@@ -293,34 +293,59 @@ fn needed(so: &Path) -> Vec<String> {
 
 #[test]
 fn shared_library_runs_from_c() {
-    let d = tmpdir("so");
-    let so = d.join("libtestmod.so");
-    let h = d.join("libtestmod.h");
-    build_shared_library("lib.arr", &exports(), "testmod", &so, &h, &LinkOptions::default()).expect("builds");
-    // libc and libm only (the thread-local error message uses initial-exec
-    // TLS, so not even the dynamic loader's __tls_get_addr).
-    for lib in needed(&so) {
-        assert!(lib.starts_with("libc.so") || lib.starts_with("libm.so"), "depends on {lib}");
+    for backend in Backend::available() {
+        let d = tmpdir(&format!("so-{}", backend.name()));
+        let so = d.join("libtestmod.so");
+        let h = d.join("libtestmod.h");
+        let opts = LinkOptions { backend, ..LinkOptions::default() };
+        build_shared_library("lib.arr", &exports(), "testmod", &so, &h, &opts).expect("builds");
+        // libc and libm only (the thread-local error message uses initial-exec
+        // TLS, so not even the dynamic loader's __tls_get_addr).
+        for lib in needed(&so) {
+            assert!(lib.starts_with("libc.so") || lib.starts_with("libm.so"), "{backend:?}: depends on {lib}");
+        }
+        // Only the public functions are exported.
+        let syms = run(Command::new("nm").args(["-D", "--defined-only"]).arg(&so));
+        assert!(syms.contains(" T f_jacobian") && syms.contains(" T testmod_last_error"), "{syms}");
+        assert!(!syms.contains("testmod__f__primal") && !syms.contains("arrayad_alloc_slow"), "{syms}");
+        std::fs::write(d.join("main.c"), MAIN_C).unwrap();
+        run(Command::new("cc").current_dir(&d).args([
+            "-std=c99",
+            "-Wall",
+            "-Werror",
+            "main.c",
+            "-o",
+            "main",
+            "-L.",
+            "-ltestmod",
+            "-Wl,-rpath,$ORIGIN",
+            "-lm",
+        ]));
+        let out = run(&mut Command::new(d.join("main")));
+        assert!(out.contains("OK"), "{backend:?}: {out}");
+        let _ = std::fs::remove_dir_all(&d);
     }
-    // Only the public functions are exported.
-    let syms = run(Command::new("nm").args(["-D", "--defined-only"]).arg(&so));
-    assert!(syms.contains(" T f_jacobian") && syms.contains(" T testmod_last_error"), "{syms}");
-    assert!(!syms.contains("testmod__f__primal") && !syms.contains("arrayad_alloc_slow"), "{syms}");
-    std::fs::write(d.join("main.c"), MAIN_C).unwrap();
-    run(Command::new("cc").current_dir(&d).args([
-        "-std=c99",
-        "-Wall",
-        "-Werror",
-        "main.c",
-        "-o",
-        "main",
-        "-L.",
-        "-ltestmod",
-        "-Wl,-rpath,$ORIGIN",
-        "-lm",
-    ]));
-    let out = run(&mut Command::new(d.join("main")));
-    assert!(out.contains("OK"), "{out}");
+}
+
+/// The runtime and the shared part of the wrappers are warning-free C99
+/// (GNU) under -Wall -Wextra.
+#[test]
+fn runtime_c_compiles_without_warnings() {
+    let d = tmpdir("rt");
+    std::fs::write(d.join(arrayad_runtime::RUNTIME_C_HEADER_NAME), arrayad_runtime::RUNTIME_C_HEADER).unwrap();
+    std::fs::write(d.join("arrayad_runtime.c"), arrayad_runtime::RUNTIME_C_SOURCE).unwrap();
+    std::fs::write(d.join("arrayad_abi.c"), arrayad_runtime::ABI_C_SOURCE).unwrap();
+    for file in ["arrayad_runtime.c", "arrayad_abi.c"] {
+        run(Command::new("cc").current_dir(&d).args([
+            "-std=gnu99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-fPIC",
+            "-c",
+            file,
+        ]));
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -6,7 +6,7 @@
 
 pub mod generate;
 
-use arrayad_codegen::JitModule;
+use arrayad_codegen::{Backend, JitModule, TargetOptions};
 use arrayad_ir::{interp, ArrayData, ArrayValue, FuncId, Program, Scalar, Type, Value};
 
 /// One test case: a program, the function to test and its arguments (JSON,
@@ -143,6 +143,19 @@ fn assert_values(what: &str, case: &Case, got: &[Value], want: &[Value], rel: f6
     }
 }
 
+/// `funcs` compiled by every backend of this build (Cranelift, and LLVM
+/// with the `llvm` feature).
+pub fn jits(file: &str, funcs: &[arrayad_ir::Function]) -> Vec<(Backend, JitModule)> {
+    Backend::available()
+        .into_iter()
+        .map(|b| {
+            let m = JitModule::compile_with(b, &TargetOptions::host(), file, funcs)
+                .unwrap_or_else(|e| panic!("{file}: {b:?} codegen: {e}"));
+            (b, m)
+        })
+        .collect()
+}
+
 fn dot_values(a: &[Value], b: &[Value]) -> f64 {
     a.iter().zip(b).map(|(x, y)| f64s(x).iter().zip(f64s(y)).map(|(p, q)| p * q).sum::<f64>()).sum()
 }
@@ -177,10 +190,11 @@ pub fn check_case(case: &Case) -> Vec<f64> {
         arrayad_ir::verify::verify_function(f, None)
             .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(f, None)));
     }
-    let jit = JitModule::compile(&case.file, &[prim.clone(), jvp.clone(), vjp.clone()])
-        .unwrap_or_else(|e| panic!("{}:{} codegen: {e}", case.file, case.func));
-    let jitted = jit.call(&prim.name, &args).unwrap_or_else(|e| panic!("{}:{} jit: {e}", case.file, case.func));
-    assert_values("JIT", case, &jitted, &reference, 1e-12);
+    let jits = jits(&case.file, &[prim.clone(), jvp.clone(), vjp.clone()]);
+    for (b, jit) in &jits {
+        let jitted = jit.call(&prim.name, &args).unwrap_or_else(|e| panic!("{}:{} {b:?}: {e}", case.file, case.func));
+        assert_values(&format!("{b:?} JIT"), case, &jitted, &reference, 1e-12);
+    }
 
     // Random tangents and cotangents.
     let mut rng = Rng(0x5eed ^ case.source.len() as u64);
@@ -196,8 +210,11 @@ pub fn check_case(case: &Case) -> Vec<f64> {
     let v_interp = interp::run(&single(vjp.clone()), FuncId(0), &vargs).unwrap_or_else(|e| {
         panic!("{}:{} vjp interp: {e}\n{}", case.file, case.func, arrayad_ir::printer::print_function(&vjp, None))
     });
-    let v_jit = jit.call(&vjp.name, &vargs).unwrap_or_else(|e| panic!("{}:{} vjp jit: {e}", case.file, case.func));
-    assert_values("vjp JIT vs interp", case, &v_jit, &v_interp, 1e-12);
+    for (b, jit) in &jits {
+        let v_jit =
+            jit.call(&vjp.name, &vargs).unwrap_or_else(|e| panic!("{}:{} vjp {b:?}: {e}", case.file, case.func));
+        assert_values(&format!("vjp {b:?} vs interp"), case, &v_jit, &v_interp, 1e-12);
+    }
     assert_values("vjp primal", case, &v_interp[..n_res], &reference, 1e-12);
     let mut oracle_cts: Vec<Option<Value>> = Vec::new();
     let mut it = cts.iter();
@@ -214,8 +231,11 @@ pub fn check_case(case: &Case) -> Vec<f64> {
     jargs2.extend(tans.iter().cloned());
     let j_interp = interp::run(&single(jvp.clone()), FuncId(0), &jargs2)
         .unwrap_or_else(|e| panic!("{}:{} jvp interp: {e}", case.file, case.func));
-    let j_jit = jit.call(&jvp.name, &jargs2).unwrap_or_else(|e| panic!("{}:{} jvp jit: {e}", case.file, case.func));
-    assert_values("jvp JIT vs interp", case, &j_jit, &j_interp, 1e-12);
+    for (b, jit) in &jits {
+        let j_jit =
+            jit.call(&jvp.name, &jargs2).unwrap_or_else(|e| panic!("{}:{} jvp {b:?}: {e}", case.file, case.func));
+        assert_values(&format!("jvp {b:?} vs interp"), case, &j_jit, &j_interp, 1e-12);
+    }
     let mut oracle_tans: Vec<Option<Value>> = vec![None; args.len()];
     for ((k, _), t) in active_args.iter().zip(&tans) {
         oracle_tans[*k] = Some(t.clone());
@@ -267,7 +287,7 @@ pub fn check_case(case: &Case) -> Vec<f64> {
     // Gradient with all-ones cotangent (JIT).
     let mut gargs = args.clone();
     gargs.extend(f64_results.iter().map(|v| ones_like(v)));
-    let g = jit.call(&vjp.name, &gargs).unwrap();
+    let g = jits[0].1.call(&vjp.name, &gargs).unwrap();
     g[n_res..].iter().flat_map(f64s).collect()
 }
 
@@ -366,8 +386,7 @@ pub fn check_jacobian(case: &Case) -> usize {
         .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(&rows_f, None)));
     check_rows_structure(&rows_f, &what);
     let single = |f: &arrayad_ir::Function| Program { file: case.file.clone(), funcs: vec![f.clone()] };
-    let jit =
-        JitModule::compile(&case.file, std::slice::from_ref(&rows_f)).unwrap_or_else(|e| panic!("{what} codegen: {e}"));
+    let jits = jits(&case.file, std::slice::from_ref(&rows_f));
 
     // The many-row vjp on the identity: each f64 result leaf gets the stack
     // of its rows of the rows x rows identity.
@@ -389,9 +408,11 @@ pub fn check_jacobian(case: &Case) -> usize {
     let by_interp = interp::run(&single(&rows_f), FuncId(0), &rargs).unwrap_or_else(|e| {
         panic!("{what} vjp_rows interp: {e}\n{}", arrayad_ir::printer::print_function(&rows_f, None))
     });
-    let by_jit = jit.call(&rows_f.name, &rargs).unwrap_or_else(|e| panic!("{what} vjp_rows jit: {e}"));
     let n_res = reference.len();
-    assert_values("vjp_rows JIT vs interp", case, &by_jit, &by_interp, 1e-12);
+    for (b, jit) in &jits {
+        let by_jit = jit.call(&rows_f.name, &rargs).unwrap_or_else(|e| panic!("{what} vjp_rows {b:?}: {e}"));
+        assert_values(&format!("vjp_rows {b:?} vs interp"), case, &by_jit, &by_interp, 1e-12);
+    }
     assert_values("vjp_rows primal", case, &by_interp[..n_res], &reference, 1e-12);
     assert_eq!(by_interp.len(), n_res + active_args.len(), "{what}: vjp_rows result count");
     // Row r of the Jacobian: row r of every stack, leaves left to right.

@@ -2,6 +2,7 @@
 
 use super::{define_functions, isa};
 use crate::error::CodegenError;
+use crate::jit::Entries;
 use crate::target::TargetOptions;
 use arrayad_runtime::Callee;
 use cranelift_jit::{JITBuilder, JITModule};
@@ -24,10 +25,7 @@ impl Drop for ClifCode {
 
 /// Compiles `funcs` (verified, call-free IR) for the host: the code, and
 /// per function its entry address and Cranelift IR text.
-pub(crate) fn compile(
-    file: &str,
-    funcs: &[arrayad_ir::Function],
-) -> Result<(ClifCode, Vec<(*const u8, String)>), CodegenError> {
+pub(crate) fn compile(file: &str, funcs: &[arrayad_ir::Function]) -> Result<(ClifCode, Entries), CodegenError> {
     let isa = isa(&TargetOptions::host(), false)?;
     let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     for c in Callee::all() {
@@ -38,9 +36,7 @@ pub(crate) fn compile(
         funcs.iter().enumerate().map(|(k, f)| (format!("arrayad_jit_{k}_{}", f.name), Linkage::Local, f)).collect();
     let defined = define_functions(&mut module, file, &items)?;
     module.finalize_definitions()?;
-    let out = defined
-        .into_iter()
-        .map(|d| (module.get_finalized_function(d.id), d.clif.display().to_string()))
-        .collect();
+    let out =
+        defined.into_iter().map(|d| (module.get_finalized_function(d.id), d.clif.display().to_string())).collect();
     Ok((ClifCode { module: Some(module) }, out))
 }

@@ -198,6 +198,7 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
             IntOp::SMax => i.smax(a, b),
             IntOp::Shl => i.ishl(a, b),
             IntOp::UShr => i.ushr(a, b),
+            IntOp::SShr => i.sshr(a, b),
         }
     }
 
@@ -298,8 +299,7 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
     }
 
     fn stack_slot(&mut self, bytes: u32) -> Value {
-        let ss =
-            self.b.create_sized_stack_slot(clif::StackSlotData::new(clif::StackSlotKind::ExplicitSlot, bytes, 3));
+        let ss = self.b.create_sized_stack_slot(clif::StackSlotData::new(clif::StackSlotKind::ExplicitSlot, bytes, 3));
         self.b.ins().stack_addr(types::I64, ss, 0)
     }
 
@@ -354,9 +354,11 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
             }
         };
         let inst = self.b.ins().call(fref, args);
-        self.b.inst_results(inst).first().copied().ok_or_else(|| {
-            CodegenError::Cranelift(format!("the call of `{}` has no result", callee.symbol()))
-        })
+        self.b
+            .inst_results(inst)
+            .first()
+            .copied()
+            .ok_or_else(|| CodegenError::Cranelift(format!("the call of `{}` has no result", callee.symbol())))
     }
 
     fn message(&mut self, text: &str) -> Result<Value> {

@@ -87,6 +87,8 @@ pub(crate) enum IntOp {
     Shl,
     /// Logical shift right by the second operand (< 64).
     UShr,
+    /// Arithmetic shift right by the second operand (< 64).
+    SShr,
 }
 
 /// Binary IEEE operations on [`Ty::F64`].

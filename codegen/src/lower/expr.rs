@@ -122,6 +122,10 @@ impl<E: Emitter> Lower<'_, E> {
             BinOp::Mul if f => self.b.float(FloatOp::Mul, x, y),
             BinOp::Mul => self.b.int(IntOp::Mul, x, y),
             BinOp::Div if f => self.b.float(FloatOp::Div, x, y),
+            BinOp::Div | BinOp::Rem if matches!(b, Atom::I64(d) if *d != 0 && *d != -1) => {
+                let Atom::I64(d) = *b else { unreachable!("matched a literal divisor") };
+                self.div_by_literal(op == BinOp::Rem, x, d)
+            }
             BinOp::Div | BinOp::Rem => {
                 let ok = self.icmp_imm(IntCC::Ne, y, 0);
                 self.check(ok, Fault::DivisionByZero { remainder: op == BinOp::Rem }, &[x])?;
@@ -170,6 +174,40 @@ impl<E: Emitter> Lower<'_, E> {
             }
             BinOp::Pow | BinOp::Atan2 => return Err(self.malformed(format!("{} of {e}", op.name()))),
         })
+    }
+
+    /// `x / d` (or `x % d` when `rem`) for a literal `d` other than 0 and
+    /// -1, which can neither fail nor overflow: shifts for a power of two
+    /// (rounding toward zero: a negative `x` is biased by `|d| - 1` first),
+    /// else the division instruction without checks.
+    fn div_by_literal(&mut self, rem: bool, x: E::Value, d: i64) -> E::Value {
+        let k = d.unsigned_abs().trailing_zeros();
+        if d.unsigned_abs().is_power_of_two() && k < 63 {
+            if k == 0 {
+                // d == 1: x / 1 = x, x % 1 = 0.
+                return if rem { self.iconst(0) } else { x };
+            }
+            // bias = (x >> 63) >>> (64 - k): |d| - 1 for negative x, else 0.
+            let c63 = self.iconst(63);
+            let sign = self.b.int(IntOp::SShr, x, c63);
+            let ck = self.iconst(64 - k as i64);
+            let bias = self.b.int(IntOp::UShr, sign, ck);
+            let biased = self.b.int(IntOp::Add, x, bias);
+            let kk = self.iconst(k as i64);
+            let q = self.b.int(IntOp::SShr, biased, kk);
+            if rem {
+                // x % d = x - (q << k) (the sign of d does not matter).
+                let m = self.b.int(IntOp::Shl, q, kk);
+                return self.b.int(IntOp::Sub, x, m);
+            }
+            if d < 0 {
+                let z = self.iconst(0);
+                return self.b.int(IntOp::Sub, z, q);
+            }
+            return q;
+        }
+        let dv = self.iconst(d);
+        self.b.int(if rem { IntOp::SRem } else { IntOp::SDiv }, x, dv)
     }
 
     /// `max(a, b)` (`max`) or `min(a, b)` of `f64`s as the interpreter
@@ -504,13 +542,7 @@ impl<E: Emitter> Lower<'_, E> {
         states.iter().map(|s| self.use_ir_var(*s)).collect()
     }
 
-    fn if_expr(
-        &mut self,
-        vars: &[VarId],
-        cond: &Atom,
-        then_b: &Block,
-        else_b: &Block,
-    ) -> Result<Vec<Val<E::Value>>> {
+    fn if_expr(&mut self, vars: &[VarId], cond: &Atom, then_b: &Block, else_b: &Block) -> Result<Vec<Val<E::Value>>> {
         let c = self.scalar(cond)?;
         if then_b.results.len() != vars.len() || else_b.results.len() != vars.len() {
             return Err(self.malformed("if branches yield the wrong number of values"));

@@ -93,7 +93,10 @@ pub(crate) enum Repr<E: Emitter> {
     /// recognisable (bounds-check elimination compares them).
     Fixed(Val<E::Value>),
     Scalar(E::Var),
-    Array { ptr: E::Var, dims: Vec<E::Var> },
+    Array {
+        ptr: E::Var,
+        dims: Vec<E::Var>,
+    },
 }
 
 /// An array at one program point: data pointer and extents.

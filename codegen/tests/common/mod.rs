@@ -2,7 +2,7 @@
 //! reference interpreter side by side.
 #![allow(dead_code)]
 
-use arrayad_codegen::JitModule;
+pub use arrayad_codegen::{Backend, JitModule, TargetOptions};
 use arrayad_ir::builder::Builder;
 use arrayad_ir::program::*;
 use arrayad_ir::types::{Scalar, Type};
@@ -29,8 +29,41 @@ pub fn program1(params: &[Type], results: &[Type], build: impl FnOnce(&mut Build
     p
 }
 
-pub fn jit(p: &Program) -> JitModule {
-    JitModule::compile(&p.file, &p.funcs).expect("compiles")
+/// The program compiled by every backend of this build (Cranelift, and
+/// LLVM with the `llvm` feature).
+pub struct Jits(pub Vec<(Backend, JitModule)>);
+
+impl Jits {
+    /// Calls `name` on every backend; they must agree (values bit for bit,
+    /// or error kind and message). Returns the first backend's result.
+    pub fn call(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, RuntimeError> {
+        let mut first: Option<(Backend, Result<Vec<Value>, RuntimeError>)> = None;
+        for (b, m) in &self.0 {
+            let r = m.call(name, args);
+            match &first {
+                None => first = Some((*b, r)),
+                Some((b0, r0)) => match (r0, &r) {
+                    (Ok(x), Ok(y)) => assert!(same_all(x, y), "{b0:?} {x:?} != {b:?} {y:?}"),
+                    (Err(x), Err(y)) => assert_eq!(x, y, "{b0:?} and {b:?} fail differently"),
+                    _ => panic!("{b0:?} {r0:?} vs {b:?} {r:?}"),
+                },
+            }
+        }
+        first.expect("at least one backend").1
+    }
+}
+
+pub fn jit(p: &Program) -> Jits {
+    Jits(
+        Backend::available()
+            .into_iter()
+            .map(|b| {
+                let m = JitModule::compile_with(b, &TargetOptions::host(), &p.file, &p.funcs)
+                    .unwrap_or_else(|e| panic!("{b:?}: {e}"));
+                (b, m)
+            })
+            .collect(),
+    )
 }
 
 /// Equality of values, bit for bit for f64 (any NaN equals any NaN).

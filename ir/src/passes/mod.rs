@@ -1,6 +1,7 @@
 //! Optimisation passes over the IR: inlining, simplification (copy
 //! propagation, constant folding, algebraic identities), common
-//! subexpression elimination, dead code elimination and loop fusion.
+//! subexpression elimination, dead code elimination, loop fusion and
+//! loop-invariant code motion.
 //!
 //! [`optimize`] runs them in the order the AD output needs.
 
@@ -10,6 +11,7 @@ pub mod dce;
 pub mod fallible;
 pub mod fuse;
 pub mod inline;
+pub mod licm;
 pub mod simplify;
 
 use crate::program::Function;
@@ -22,6 +24,7 @@ pub fn optimize(f: &mut Function) {
         accum::fold_accumulators(f);
         simplify::simplify(f);
         fuse::fuse(f);
+        licm::licm(f);
         cse::cse(f);
         dce::dce(f);
         if f.body == before {

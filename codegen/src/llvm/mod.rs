@@ -1,0 +1,874 @@
+//! The LLVM backend (cargo feature `llvm`, LLVM 19 through inkwell):
+//! [`LlvmEmitter`] implements the lowering's [`Emitter`] over an LLVM IR
+//! builder; [`build_module`] lowers a set of IR functions into one LLVM
+//! module, verifies it and optimises it at `-O3` for the target CPU.
+//! `jit.rs` runs the module in process (MCJIT), `object.rs` writes an
+//! object file for shared libraries.
+//!
+//! What the generated IR tells LLVM, so that it can optimise:
+//! - pointers are `ptr` values and element addresses `getelementptr
+//!   inbounds`, so alias analysis and scalar evolution see through them;
+//! - the three parameters (context, argument slots, result slots) are
+//!   `noalias` (the runtime and the C wrappers pass distinct objects) and
+//!   the argument slots `readonly`; their loads are `!invariant.load`;
+//! - every memory access carries a TBAA tag of its [`Mem`] kind (array
+//!   data, context fields, slots, tape and stack are disjoint objects);
+//! - math functions are LLVM intrinsics where LLVM has one that lowers to
+//!   the same libm call (`llvm.exp.f64`, ...), other libm functions are
+//!   declared `memory(none) nounwind willreturn`, so calls are hoisted and
+//!   shared; failure reporting functions are `cold`, and branches to the
+//!   error blocks carry branch weights;
+//! - floats follow IEEE semantics unless [`TargetOptions::fast_math`] adds
+//!   `reassoc contract nsz` to every float instruction;
+//! - large frames are probed (`"probe-stack"="inline-asm"`), so a small
+//!   caller stack is never overrun silently.
+//!
+//! Variables are `alloca`s in the entry block; `mem2reg`/SROA turn them
+//! into SSA form.
+
+pub(crate) mod jit;
+pub(crate) mod object;
+
+use crate::error::CodegenError;
+use crate::lower::emit::{Conv, Emitter, FloatCC, FloatOp, FloatUnary, IntCC, IntOp, Mem, Ty};
+use crate::lower::{self, Result};
+use crate::target::{parse_triple, TargetOptions};
+use arrayad_ir::{MathFn, Scalar};
+use arrayad_runtime::{AbiType, Callee, RuntimeFn};
+use inkwell::attributes::{Attribute, AttributeLoc};
+use inkwell::basic_block::BasicBlock;
+use inkwell::builder::Builder;
+use inkwell::context::Context;
+use inkwell::intrinsics::Intrinsic;
+use inkwell::module::{Linkage, Module};
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple};
+use inkwell::types::{BasicType, BasicTypeEnum};
+use inkwell::values::{
+    AnyValue, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FunctionValue, InstructionValue, IntValue,
+    MetadataValue, PointerValue,
+};
+use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
+use std::collections::HashMap;
+use std::sync::Once;
+
+/// An LLVM error, reported as [`CodegenError::Llvm`].
+fn llvm_err(func: &str, message: impl std::fmt::Display) -> CodegenError {
+    CodegenError::Llvm { func: func.to_string(), message: message.to_string() }
+}
+
+/// Registers the x86-64 and AArch64 targets with LLVM (once per process).
+fn init_targets() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let cfg = InitializationConfig::default();
+        Target::initialize_x86(&cfg);
+        Target::initialize_aarch64(&cfg);
+    });
+}
+
+/// A target machine with the CPU and feature strings it was created with
+/// (every function gets them as attributes).
+pub(crate) struct Machine {
+    pub tm: TargetMachine,
+    pub cpu: String,
+    pub features: String,
+}
+
+/// The target machine for `opts`: the host's CPU and features when
+/// compiling for the host without a CPU given, `generic` when compiling
+/// for another machine.
+pub(crate) fn target_machine(opts: &TargetOptions, pic: bool) -> Result<Machine> {
+    init_targets();
+    let triple = match &opts.triple {
+        Some(t) if opts.is_cross() => {
+            parse_triple(t)?;
+            TargetTriple::create(t)
+        }
+        _ => TargetMachine::get_default_triple(),
+    };
+    let (cpu, features) = match (&opts.cpu, opts.is_cross()) {
+        (Some(c), _) if c == "native" && !opts.is_cross() => host_cpu(),
+        (Some(c), _) => (c.clone(), String::new()),
+        (None, false) => host_cpu(),
+        (None, true) => ("generic".to_string(), String::new()),
+    };
+    let target = Target::from_triple(&triple).map_err(|e| {
+        CodegenError::Target(format!("LLVM has no target for {}: {e}", triple.as_str().to_string_lossy()))
+    })?;
+    let tm = target
+        .create_target_machine(
+            &triple,
+            &cpu,
+            &features,
+            OptimizationLevel::Aggressive,
+            if pic { RelocMode::PIC } else { RelocMode::Default },
+            CodeModel::Default,
+        )
+        .ok_or_else(|| CodegenError::Target(format!("LLVM cannot create a target machine for CPU `{cpu}`")))?;
+    Ok(Machine { tm, cpu, features })
+}
+
+fn host_cpu() -> (String, String) {
+    (
+        TargetMachine::get_host_cpu_name().to_string_lossy().into_owned(),
+        TargetMachine::get_host_cpu_features().to_string_lossy().into_owned(),
+    )
+}
+
+/// An LLVM module holding compiled IR functions, with per function its
+/// LLVM name and its optimised IR text.
+pub(crate) struct Built<'ctx> {
+    pub module: Module<'ctx>,
+    pub funcs: Vec<(String, String)>,
+}
+
+/// Lowers `funcs` (symbol name, IR) into a new module of `ctx` for `tm`,
+/// verifies each function (a failure is an internal error naming it) and
+/// runs the `-O3` pipeline.
+pub(crate) fn build_module<'ctx>(
+    ctx: &'ctx Context,
+    machine: &Machine,
+    opts: &TargetOptions,
+    file: &str,
+    funcs: &[(String, &arrayad_ir::Function)],
+    hidden: bool,
+) -> Result<Built<'ctx>> {
+    let Machine { tm, cpu, features } = machine;
+    let module = ctx.create_module("arrayad");
+    module.set_triple(&tm.get_triple());
+    module.set_data_layout(&tm.get_target_data().get_data_layout());
+    let mut shared = ModuleState::new(ctx);
+    let ptr = ctx.ptr_type(AddressSpace::default());
+    let fn_ty = ctx.i32_type().fn_type(&[ptr.into(), ptr.into(), ptr.into()], false);
+    let attr = |name: &str| ctx.create_enum_attribute(Attribute::get_named_enum_kind_id(name), 0);
+    let mut values = Vec::new();
+    for (sym, f) in funcs {
+        if module.get_function(sym).is_some() {
+            return Err(CodegenError::malformed(&f.name, format!("duplicate symbol `{sym}`")));
+        }
+        let fv = module.add_function(sym, fn_ty, Some(Linkage::External));
+        if hidden {
+            fv.as_global_value().set_visibility(inkwell::GlobalVisibility::Hidden);
+        }
+        for k in 0..3 {
+            fv.add_attribute(AttributeLoc::Param(k), attr("noalias"));
+            fv.add_attribute(AttributeLoc::Param(k), attr("nocapture"));
+        }
+        fv.add_attribute(AttributeLoc::Param(1), attr("readonly"));
+        fv.add_attribute(AttributeLoc::Function, attr("nounwind"));
+        fv.add_attribute(AttributeLoc::Function, ctx.create_string_attribute("target-cpu", cpu));
+        if !features.is_empty() {
+            fv.add_attribute(AttributeLoc::Function, ctx.create_string_attribute("target-features", features));
+        }
+        fv.add_attribute(AttributeLoc::Function, ctx.create_string_attribute("probe-stack", "inline-asm"));
+        values.push(fv);
+    }
+    for ((_, f), fv) in funcs.iter().zip(&values) {
+        let mut e = LlvmEmitter::new(ctx, &module, &mut shared, *fv, opts.fast_math, &f.name);
+        lower::lower_function(&mut e, file, f)?;
+        e.finish()?;
+        if !fv.verify(false) {
+            let why = module.verify().err().map(|s| s.to_string()).unwrap_or_default();
+            return Err(llvm_err(&f.name, format!("the LLVM verifier rejected the generated code: {why}")));
+        }
+    }
+    let popts = PassBuilderOptions::create();
+    popts.set_loop_vectorization(true);
+    popts.set_loop_slp_vectorization(true);
+    popts.set_loop_unrolling(true);
+    popts.set_loop_interleaving(true);
+    module.run_passes("default<O3>", tm, popts).map_err(|e| llvm_err("(module)", format!("optimisation: {e}")))?;
+    let texts =
+        funcs.iter().zip(&values).map(|((sym, _), fv)| (sym.clone(), fv.print_to_string().to_string())).collect();
+    Ok(Built { module, funcs: texts })
+}
+
+/// Declarations and constants shared by the functions of one module.
+struct ModuleState<'ctx> {
+    callees: HashMap<Callee, FunctionValue<'ctx>>,
+    messages: HashMap<String, PointerValue<'ctx>>,
+    tbaa: HashMap<&'static str, MetadataValue<'ctx>>,
+    tbaa_root: MetadataValue<'ctx>,
+    invariant: MetadataValue<'ctx>,
+    cold_weights: MetadataValue<'ctx>,
+}
+
+impl<'ctx> ModuleState<'ctx> {
+    fn new(ctx: &'ctx Context) -> Self {
+        let root = ctx.metadata_node(&[ctx.metadata_string("arrayad tbaa").into()]);
+        let i32t = ctx.i32_type();
+        let cold_weights = ctx.metadata_node(&[
+            ctx.metadata_string("branch_weights").into(),
+            i32t.const_int(2000, false).into(),
+            i32t.const_int(1, false).into(),
+        ]);
+        ModuleState {
+            callees: HashMap::new(),
+            messages: HashMap::new(),
+            tbaa: HashMap::new(),
+            tbaa_root: root,
+            invariant: ctx.metadata_node(&[]),
+            cold_weights,
+        }
+    }
+}
+
+/// The lowering's emitter over an LLVM IR builder.
+pub(crate) struct LlvmEmitter<'a, 'ctx> {
+    ctx: &'ctx Context,
+    module: &'a Module<'ctx>,
+    shared: &'a mut ModuleState<'ctx>,
+    b: Builder<'ctx>,
+    /// Builds the `alloca`s at the end of the entry block, which jumps to
+    /// `body` when the function is finished.
+    allocas: Builder<'ctx>,
+    entry: BasicBlock<'ctx>,
+    func: FunctionValue<'ctx>,
+    fast_math: bool,
+    name: String,
+    vars: Vec<(PointerValue<'ctx>, Ty)>,
+    cold: Vec<BasicBlock<'ctx>>,
+    /// The first error of the builder (reported by `finish`).
+    error: Option<String>,
+}
+
+impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
+    fn new(
+        ctx: &'ctx Context,
+        module: &'a Module<'ctx>,
+        shared: &'a mut ModuleState<'ctx>,
+        func: FunctionValue<'ctx>,
+        fast_math: bool,
+        name: &str,
+    ) -> Self {
+        let entry = ctx.append_basic_block(func, "entry");
+        let body = ctx.append_basic_block(func, "body");
+        let b = ctx.create_builder();
+        b.position_at_end(body);
+        let allocas = ctx.create_builder();
+        allocas.position_at_end(entry);
+        LlvmEmitter {
+            ctx,
+            module,
+            shared,
+            b,
+            allocas,
+            entry,
+            func,
+            fast_math,
+            name: name.to_string(),
+            vars: Vec::new(),
+            cold: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Ends the entry block with the jump to the body; reports the first
+    /// builder error.
+    fn finish(self) -> Result<()> {
+        let mut err = self.error;
+        match self.entry.get_next_basic_block() {
+            Some(body) => {
+                if let Err(e) = self.allocas.build_unconditional_branch(body) {
+                    err.get_or_insert(e.to_string());
+                }
+            }
+            None => {
+                err.get_or_insert("no body block".into());
+            }
+        }
+        match err {
+            None => Ok(()),
+            Some(e) => Err(llvm_err(&self.name, format!("building LLVM IR: {e}"))),
+        }
+    }
+
+    fn fail(&mut self, what: impl std::fmt::Display) {
+        if self.error.is_none() {
+            self.error = Some(what.to_string());
+        }
+    }
+
+    fn ok<T>(&mut self, r: std::result::Result<T, impl std::fmt::Display>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
+    fn basic_ty(&self, t: Ty) -> BasicTypeEnum<'ctx> {
+        match t {
+            Ty::Bool => self.ctx.bool_type().into(),
+            Ty::I32 => self.ctx.i32_type().into(),
+            Ty::I64 => self.ctx.i64_type().into(),
+            Ty::F64 => self.ctx.f64_type().into(),
+            Ty::Ptr => self.ctx.ptr_type(AddressSpace::default()).into(),
+        }
+    }
+
+    /// The type in memory (a bool is a byte there).
+    fn mem_ty(&self, t: Ty) -> BasicTypeEnum<'ctx> {
+        match t {
+            Ty::Bool => self.ctx.i8_type().into(),
+            t => self.basic_ty(t),
+        }
+    }
+
+    fn undef(&self, t: Ty) -> BasicValueEnum<'ctx> {
+        match self.basic_ty(t) {
+            BasicTypeEnum::IntType(t) => t.get_undef().into(),
+            BasicTypeEnum::FloatType(t) => t.get_undef().into(),
+            BasicTypeEnum::PointerType(t) => t.get_undef().into(),
+            other => other.const_zero(),
+        }
+    }
+
+    fn int_of(&mut self, v: BasicValueEnum<'ctx>) -> IntValue<'ctx> {
+        match v {
+            BasicValueEnum::IntValue(i) => i,
+            other => {
+                self.fail(format!("an integer expected, found {other:?}"));
+                self.ctx.i64_type().const_zero()
+            }
+        }
+    }
+
+    fn float_of(&mut self, v: BasicValueEnum<'ctx>) -> inkwell::values::FloatValue<'ctx> {
+        match v {
+            BasicValueEnum::FloatValue(f) => f,
+            other => {
+                self.fail(format!("a float expected, found {other:?}"));
+                self.ctx.f64_type().const_zero()
+            }
+        }
+    }
+
+    fn ptr_of(&mut self, v: BasicValueEnum<'ctx>) -> PointerValue<'ctx> {
+        match v {
+            BasicValueEnum::PointerValue(p) => p,
+            other => {
+                self.fail(format!("a pointer expected, found {other:?}"));
+                self.ctx.ptr_type(AddressSpace::default()).const_null()
+            }
+        }
+    }
+
+    /// Applies the fast-math flags to a float instruction when enabled.
+    fn fm(&mut self, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        if self.fast_math {
+            if let Some(i) = v.as_instruction_value() {
+                use inkwell::values::FastMathFlags as F;
+                let _ = i.set_fast_math_flags(F::AllowReassoc | F::AllowContract | F::NoSignedZeros);
+            }
+        }
+        v
+    }
+
+    /// The TBAA access tag of a kind of memory.
+    fn tbaa(&mut self, mem: Mem) -> MetadataValue<'ctx> {
+        let name = match mem {
+            Mem::Ctx => "context",
+            Mem::Slots => "slots",
+            Mem::Data => "array data",
+            Mem::Tape => "tape",
+            Mem::Stack => "stack",
+        };
+        if let Some(m) = self.shared.tbaa.get(name) {
+            return *m;
+        }
+        let i64t = self.ctx.i64_type();
+        let ty = self.ctx.metadata_node(&[
+            self.ctx.metadata_string(name).into(),
+            self.shared.tbaa_root.into(),
+            i64t.const_zero().into(),
+        ]);
+        let tag = self.ctx.metadata_node(&[ty.into(), ty.into(), i64t.const_zero().into()]);
+        self.shared.tbaa.insert(name, tag);
+        tag
+    }
+
+    fn tag(&mut self, inst: Option<InstructionValue<'ctx>>, mem: Mem, align: u32, load: bool) {
+        let Some(inst) = inst else { return };
+        let _ = inst.set_alignment(align);
+        let t = self.tbaa(mem);
+        let _ = inst.set_metadata(t, self.ctx.get_kind_id("tbaa"));
+        if load && mem == Mem::Slots {
+            let _ = inst.set_metadata(self.shared.invariant, self.ctx.get_kind_id("invariant.load"));
+        }
+    }
+
+    fn intrinsic(&mut self, name: &str, tys: &[BasicTypeEnum<'ctx>]) -> Option<FunctionValue<'ctx>> {
+        let f = Intrinsic::find(name).and_then(|i| i.get_declaration(self.module, tys));
+        if f.is_none() {
+            self.fail(format!("no LLVM intrinsic {name}"));
+        }
+        f
+    }
+
+    fn call_fn(&mut self, f: FunctionValue<'ctx>, args: &[BasicValueEnum<'ctx>]) -> BasicValueEnum<'ctx> {
+        let margs: Vec<BasicMetadataValueEnum<'ctx>> = args.iter().map(|a| (*a).into()).collect();
+        let r = self.b.build_call(f, &margs, "");
+        match self.ok(r).map(|c| c.try_as_basic_value()) {
+            Some(inkwell::values::ValueKind::Basic(v)) => v,
+            _ => {
+                self.fail(format!("the call of {} has no value", f.get_name().to_string_lossy()));
+                self.undef(Ty::I64)
+            }
+        }
+    }
+
+    /// The declaration of a runtime, C library or math function.
+    fn declare(&mut self, callee: Callee) -> FunctionValue<'ctx> {
+        if let Some(f) = self.shared.callees.get(&callee) {
+            return *f;
+        }
+        let abi = |t: AbiType| -> BasicTypeEnum<'ctx> {
+            match t {
+                AbiType::I32 => self.ctx.i32_type().into(),
+                AbiType::I64 => self.ctx.i64_type().into(),
+                AbiType::F64 => self.ctx.f64_type().into(),
+                AbiType::Ptr => self.ctx.ptr_type(AddressSpace::default()).into(),
+            }
+        };
+        let (params, ret) = callee.signature();
+        let ps: Vec<inkwell::types::BasicMetadataTypeEnum<'ctx>> = params.iter().map(|t| abi(*t).into()).collect();
+        let fn_ty = abi(ret).fn_type(&ps, false);
+        let f = match self.module.get_function(callee.symbol()) {
+            Some(f) => f,
+            None => self.module.add_function(callee.symbol(), fn_ty, Some(Linkage::External)),
+        };
+        let attr = |name: &str, v: u64| self.ctx.create_enum_attribute(Attribute::get_named_enum_kind_id(name), v);
+        f.add_attribute(AttributeLoc::Function, attr("nounwind", 0));
+        match callee {
+            Callee::Math(_) => {
+                // memory(none): no memory effects at all (LLVM's encoding 0).
+                f.add_attribute(AttributeLoc::Function, attr("memory", 0));
+                f.add_attribute(AttributeLoc::Function, attr("willreturn", 0));
+                f.add_attribute(AttributeLoc::Function, attr("nosync", 0));
+            }
+            c if c.is_failure() => {
+                f.add_attribute(AttributeLoc::Function, attr("cold", 0));
+                f.add_attribute(AttributeLoc::Function, attr("noinline", 0));
+            }
+            _ => {}
+        }
+        self.shared.callees.insert(callee, f);
+        f
+    }
+}
+
+impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
+    type Value = BasicValueEnum<'ctx>;
+    type Block = BasicBlock<'ctx>;
+    type Var = usize;
+
+    fn params(&self) -> [Self::Value; 3] {
+        let p = |k: u32| {
+            self.func.get_nth_param(k).unwrap_or_else(|| self.ctx.ptr_type(AddressSpace::default()).const_null().into())
+        };
+        [p(0), p(1), p(2)]
+    }
+
+    fn iconst(&mut self, ty: Ty, x: i64) -> Self::Value {
+        match ty {
+            Ty::Bool => self.ctx.bool_type().const_int((x != 0) as u64, false).into(),
+            Ty::I32 => self.ctx.i32_type().const_int(x as u64, true).into(),
+            Ty::I64 => self.ctx.i64_type().const_int(x as u64, true).into(),
+            Ty::F64 => self.ctx.f64_type().const_float(x as f64).into(),
+            Ty::Ptr if x == 0 => self.ctx.ptr_type(AddressSpace::default()).const_null().into(),
+            Ty::Ptr => {
+                let i = self.ctx.i64_type().const_int(x as u64, true);
+                i.const_to_pointer(self.ctx.ptr_type(AddressSpace::default())).into()
+            }
+        }
+    }
+
+    fn fconst(&mut self, x: f64) -> Self::Value {
+        self.ctx.f64_type().const_float(x).into()
+    }
+
+    fn int(&mut self, op: IntOp, a: Self::Value, b: Self::Value) -> Self::Value {
+        let (x, y) = (self.int_of(a), self.int_of(b));
+        let r = match op {
+            IntOp::Add => self.b.build_int_add(x, y, ""),
+            IntOp::Sub => self.b.build_int_sub(x, y, ""),
+            IntOp::Mul => self.b.build_int_mul(x, y, ""),
+            IntOp::SDiv => self.b.build_int_signed_div(x, y, ""),
+            IntOp::SRem => self.b.build_int_signed_rem(x, y, ""),
+            IntOp::And => self.b.build_and(x, y, ""),
+            IntOp::Or => self.b.build_or(x, y, ""),
+            IntOp::Xor => self.b.build_xor(x, y, ""),
+            IntOp::Shl => self.b.build_left_shift(x, y, ""),
+            IntOp::UShr => self.b.build_right_shift(x, y, false, ""),
+            IntOp::SShr => self.b.build_right_shift(x, y, true, ""),
+            IntOp::SMin | IntOp::SMax => {
+                let name = if op == IntOp::SMin { "llvm.smin" } else { "llvm.smax" };
+                let ty = x.get_type().as_basic_type_enum();
+                return match self.intrinsic(name, &[ty]) {
+                    Some(f) => self.call_fn(f, &[a, b]),
+                    None => self.undef(Ty::I64),
+                };
+            }
+        };
+        self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::I64))
+    }
+
+    fn umul_overflow(&mut self, a: Self::Value, b: Self::Value) -> (Self::Value, Self::Value) {
+        let i64t = self.ctx.i64_type().as_basic_type_enum();
+        let Some(f) = self.intrinsic("llvm.umul.with.overflow", &[i64t]) else {
+            return (self.undef(Ty::I64), self.undef(Ty::Bool));
+        };
+        let pair = self.call_fn(f, &[a, b]);
+        let BasicValueEnum::StructValue(s) = pair else {
+            self.fail("umul.with.overflow did not give a pair");
+            return (self.undef(Ty::I64), self.undef(Ty::Bool));
+        };
+        let p = self.b.build_extract_value(s, 0, "");
+        let o = self.b.build_extract_value(s, 1, "");
+        let p = self.ok(p).unwrap_or_else(|| self.undef(Ty::I64));
+        let o = self.ok(o).unwrap_or_else(|| self.undef(Ty::Bool));
+        (p, o)
+    }
+
+    fn icmp(&mut self, cc: IntCC, a: Self::Value, b: Self::Value) -> Self::Value {
+        let p = match cc {
+            IntCC::Eq => IntPredicate::EQ,
+            IntCC::Ne => IntPredicate::NE,
+            IntCC::Slt => IntPredicate::SLT,
+            IntCC::Sle => IntPredicate::SLE,
+            IntCC::Sgt => IntPredicate::SGT,
+            IntCC::Sge => IntPredicate::SGE,
+            IntCC::Ult => IntPredicate::ULT,
+            IntCC::Ule => IntPredicate::ULE,
+            IntCC::Uge => IntPredicate::UGE,
+        };
+        let r = match (a, b) {
+            (BasicValueEnum::PointerValue(x), BasicValueEnum::PointerValue(y)) => self.b.build_int_compare(p, x, y, ""),
+            _ => {
+                let (x, y) = (self.int_of(a), self.int_of(b));
+                self.b.build_int_compare(p, x, y, "")
+            }
+        };
+        self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::Bool))
+    }
+
+    fn float(&mut self, op: FloatOp, a: Self::Value, b: Self::Value) -> Self::Value {
+        let (x, y) = (self.float_of(a), self.float_of(b));
+        let r = match op {
+            FloatOp::Add => self.b.build_float_add(x, y, ""),
+            FloatOp::Sub => self.b.build_float_sub(x, y, ""),
+            FloatOp::Mul => self.b.build_float_mul(x, y, ""),
+            FloatOp::Div => self.b.build_float_div(x, y, ""),
+        };
+        let v = self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::F64));
+        self.fm(v)
+    }
+
+    fn float_unary(&mut self, op: FloatUnary, a: Self::Value) -> Self::Value {
+        let name = match op {
+            FloatUnary::Neg => {
+                let x = self.float_of(a);
+                let r = self.b.build_float_neg(x, "");
+                let v = self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::F64));
+                return self.fm(v);
+            }
+            FloatUnary::Abs => "llvm.fabs",
+            FloatUnary::Sqrt => "llvm.sqrt",
+            FloatUnary::Floor => "llvm.floor",
+            FloatUnary::Ceil => "llvm.ceil",
+        };
+        let f64t = self.ctx.f64_type().as_basic_type_enum();
+        match self.intrinsic(name, &[f64t]) {
+            Some(f) => {
+                let v = self.call_fn(f, &[a]);
+                self.fm(v)
+            }
+            None => self.undef(Ty::F64),
+        }
+    }
+
+    fn fcmp(&mut self, cc: FloatCC, a: Self::Value, b: Self::Value) -> Self::Value {
+        let (x, y) = (self.float_of(a), self.float_of(b));
+        let p = match cc {
+            FloatCC::Eq => FloatPredicate::OEQ,
+            FloatCC::Ne => FloatPredicate::UNE,
+            FloatCC::Lt => FloatPredicate::OLT,
+            FloatCC::Le => FloatPredicate::OLE,
+            FloatCC::Gt => FloatPredicate::OGT,
+            FloatCC::Ge => FloatPredicate::OGE,
+            FloatCC::Uno => FloatPredicate::UNO,
+        };
+        let r = self.b.build_float_compare(p, x, y, "");
+        self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::Bool))
+    }
+
+    fn select(&mut self, c: Self::Value, a: Self::Value, b: Self::Value) -> Self::Value {
+        let c = self.int_of(c);
+        let r = self.b.build_select(c, a, b, "");
+        let v = self.ok(r).unwrap_or_else(|| self.undef(Ty::I64));
+        if v.get_type().is_float_type() {
+            self.fm(v)
+        } else {
+            v
+        }
+    }
+
+    fn convert(&mut self, conv: Conv, a: Self::Value) -> Self::Value {
+        let i64t = self.ctx.i64_type();
+        match conv {
+            Conv::I64ToF64 => {
+                let x = self.int_of(a);
+                let r = self.b.build_signed_int_to_float(x, self.ctx.f64_type(), "");
+                self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::F64))
+            }
+            Conv::F64ToI64Sat => {
+                let tys = [i64t.as_basic_type_enum(), self.ctx.f64_type().as_basic_type_enum()];
+                match self.intrinsic("llvm.fptosi.sat", &tys) {
+                    Some(f) => self.call_fn(f, &[a]),
+                    None => self.undef(Ty::I64),
+                }
+            }
+            Conv::BoolToI64 => {
+                let x = self.int_of(a);
+                let r = self.b.build_int_z_extend(x, i64t, "");
+                self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::I64))
+            }
+            Conv::I64ToBool => {
+                let x = self.int_of(a);
+                let z = x.get_type().const_zero();
+                let r = self.b.build_int_compare(IntPredicate::NE, x, z, "");
+                self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::Bool))
+            }
+        }
+    }
+
+    fn load(&mut self, ty: Ty, addr: Self::Value, offset: i32, mem: Mem) -> Self::Value {
+        let base = self.ptr_of(addr);
+        let p = if offset == 0 {
+            base
+        } else {
+            let off = self.ctx.i64_type().const_int(offset as i64 as u64, true);
+            // SAFETY (of the IR): offsets address fields of one object.
+            let r = unsafe { self.b.build_in_bounds_gep(self.ctx.i8_type(), base, &[off], "") };
+            self.ok(r).unwrap_or(base)
+        };
+        let mty = self.mem_ty(ty);
+        let r = self.b.build_load(mty, p, "");
+        let Some(v) = self.ok(r) else { return self.undef(ty) };
+        let align = if ty == Ty::Bool { 1 } else { 8 };
+        self.tag(v.as_instruction_value(), mem, align, true);
+        if ty == Ty::Bool {
+            return self.convert(Conv::I64ToBool, v);
+        }
+        v
+    }
+
+    fn store(&mut self, ty: Ty, v: Self::Value, addr: Self::Value, offset: i32, mem: Mem) {
+        let base = self.ptr_of(addr);
+        let p = if offset == 0 {
+            base
+        } else {
+            let off = self.ctx.i64_type().const_int(offset as i64 as u64, true);
+            // SAFETY (of the IR): offsets address fields of one object.
+            let r = unsafe { self.b.build_in_bounds_gep(self.ctx.i8_type(), base, &[off], "") };
+            self.ok(r).unwrap_or(base)
+        };
+        let v = if ty == Ty::Bool {
+            let x = self.int_of(v);
+            let r = self.b.build_int_z_extend(x, self.ctx.i8_type(), "");
+            match self.ok(r) {
+                Some(w) => w.into(),
+                None => return,
+            }
+        } else {
+            v
+        };
+        let r = self.b.build_store(p, v);
+        let inst = self.ok(r);
+        self.tag(inst, mem, if ty == Ty::Bool { 1 } else { 8 }, false);
+    }
+
+    fn elem_addr(&mut self, base: Self::Value, index: Self::Value, elem: Scalar) -> Self::Value {
+        let p = self.ptr_of(base);
+        let i = self.int_of(index);
+        let ety: BasicTypeEnum<'ctx> = match elem {
+            Scalar::F64 => self.ctx.f64_type().into(),
+            Scalar::I64 => self.ctx.i64_type().into(),
+            Scalar::Bool => self.ctx.i8_type().into(),
+        };
+        // SAFETY (of the IR): indices are checked (or known) in bounds, or
+        // one past the end for empty views.
+        let r = unsafe { self.b.build_in_bounds_gep(ety, p, &[i], "") };
+        self.ok(r).map(Into::into).unwrap_or(base)
+    }
+
+    fn ptr_offset(&mut self, base: Self::Value, bytes: Self::Value) -> Self::Value {
+        let p = self.ptr_of(base);
+        let i = self.int_of(bytes);
+        // SAFETY (of the IR): a plain (not inbounds) byte offset.
+        let r = unsafe { self.b.build_gep(self.ctx.i8_type(), p, &[i], "") };
+        self.ok(r).map(Into::into).unwrap_or(base)
+    }
+
+    fn ptr_diff(&mut self, a: Self::Value, b: Self::Value) -> Self::Value {
+        let i64t = self.ctx.i64_type();
+        let (pa, pb) = (self.ptr_of(a), self.ptr_of(b));
+        let x = self.b.build_ptr_to_int(pa, i64t, "");
+        let y = self.b.build_ptr_to_int(pb, i64t, "");
+        match (self.ok(x), self.ok(y)) {
+            (Some(x), Some(y)) => {
+                let r = self.b.build_int_sub(x, y, "");
+                self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::I64))
+            }
+            _ => self.undef(Ty::I64),
+        }
+    }
+
+    fn stack_slot(&mut self, bytes: u32) -> Self::Value {
+        let ty = self.ctx.i64_type().array_type(bytes.div_ceil(8).max(1));
+        let r = self.allocas.build_alloca(ty, "shapes");
+        match self.ok(r) {
+            Some(p) => {
+                if let Some(i) = p.as_instruction_value() {
+                    let _ = i.set_alignment(8);
+                }
+                p.into()
+            }
+            None => self.undef(Ty::Ptr),
+        }
+    }
+
+    fn create_block(&mut self) -> Self::Block {
+        self.ctx.append_basic_block(self.func, "")
+    }
+
+    fn switch_to(&mut self, b: Self::Block) {
+        self.b.position_at_end(b);
+    }
+
+    fn jump(&mut self, b: Self::Block) {
+        let r = self.b.build_unconditional_branch(b);
+        self.ok(r);
+    }
+
+    fn brif(&mut self, c: Self::Value, then_: Self::Block, else_: Self::Block) {
+        let c = self.int_of(c);
+        let r = self.b.build_conditional_branch(c, then_, else_);
+        if let Some(inst) = self.ok(r) {
+            let weights = if self.cold.contains(&else_) {
+                Some(self.shared.cold_weights)
+            } else if self.cold.contains(&then_) {
+                let i32t = self.ctx.i32_type();
+                Some(self.ctx.metadata_node(&[
+                    self.ctx.metadata_string("branch_weights").into(),
+                    i32t.const_int(1, false).into(),
+                    i32t.const_int(2000, false).into(),
+                ]))
+            } else {
+                None
+            };
+            if let Some(w) = weights {
+                let _ = inst.set_metadata(w, self.ctx.get_kind_id("prof"));
+            }
+        }
+    }
+
+    fn seal(&mut self, _b: Self::Block) {}
+
+    fn set_cold(&mut self, b: Self::Block) {
+        self.cold.push(b);
+    }
+
+    fn ret(&mut self, status: Self::Value) {
+        let r = self.b.build_return(Some(&status));
+        self.ok(r);
+    }
+
+    fn declare_var(&mut self, ty: Ty) -> Self::Var {
+        let t = self.basic_ty(ty);
+        let r = self.allocas.build_alloca(t, "");
+        let p = self.ok(r).unwrap_or_else(|| self.ctx.ptr_type(AddressSpace::default()).const_null());
+        self.vars.push((p, ty));
+        self.vars.len() - 1
+    }
+
+    fn def_var(&mut self, var: Self::Var, v: Self::Value) {
+        let Some(&(p, _)) = self.vars.get(var) else {
+            self.fail("an undeclared variable");
+            return;
+        };
+        let r = self.b.build_store(p, v);
+        self.ok(r);
+    }
+
+    fn use_var(&mut self, var: Self::Var) -> Self::Value {
+        let Some(&(p, ty)) = self.vars.get(var) else {
+            self.fail("an undeclared variable");
+            return self.undef(Ty::I64);
+        };
+        let t = self.basic_ty(ty);
+        let r = self.b.build_load(t, p, "");
+        self.ok(r).unwrap_or_else(|| self.undef(ty))
+    }
+
+    fn call(&mut self, callee: Callee, args: &[Self::Value]) -> Result<Self::Value> {
+        let f64t = self.ctx.f64_type().as_basic_type_enum();
+        let v = match callee {
+            // `memset` as the intrinsic LLVM can reason about.
+            Callee::Runtime(RuntimeFn::Memset) => {
+                let [dst, _, bytes] = args else {
+                    return Err(llvm_err(&self.name, "memset takes three arguments"));
+                };
+                let p = self.ptr_of(*dst);
+                let n = self.int_of(*bytes);
+                let zero = self.ctx.i8_type().const_zero();
+                let r = self.b.build_memset(p, 8, zero, n);
+                self.ok(r);
+                *dst
+            }
+            // The intrinsics that lower to the very same libm call.
+            Callee::Math(m @ (MathFn::Exp | MathFn::Log | MathFn::Sin | MathFn::Cos | MathFn::Pow)) => {
+                let name = match m {
+                    MathFn::Exp => "llvm.exp",
+                    MathFn::Log => "llvm.log",
+                    MathFn::Sin => "llvm.sin",
+                    MathFn::Cos => "llvm.cos",
+                    _ => "llvm.pow",
+                };
+                match self.intrinsic(name, &[f64t]) {
+                    Some(f) => {
+                        let v = self.call_fn(f, args);
+                        self.fm(v)
+                    }
+                    None => self.undef(Ty::F64),
+                }
+            }
+            c => {
+                let f = self.declare(c);
+                self.call_fn(f, args)
+            }
+        };
+        Ok(v)
+    }
+
+    fn message(&mut self, text: &str) -> Result<Self::Value> {
+        if let Some(p) = self.shared.messages.get(text) {
+            return Ok((*p).into());
+        }
+        let bytes: Vec<u8> = text.bytes().filter(|b| *b != 0).collect();
+        let init = self.ctx.const_string(&bytes, true);
+        let g = self.module.add_global(init.get_type(), None, "arrayad.msg");
+        g.set_initializer(&init);
+        g.set_constant(true);
+        g.set_linkage(Linkage::Private);
+        g.set_unnamed_addr(true);
+        g.set_alignment(1);
+        let p = g.as_pointer_value();
+        self.shared.messages.insert(text.to_string(), p);
+        Ok(p.into())
+    }
+}
