@@ -39,6 +39,11 @@ pub(crate) fn isa(target: &TargetOptions, pic: bool) -> Result<OwnedTargetIsa> {
     set(&mut fb, "is_pic", if pic { "true" } else { "false" })?;
     set(&mut fb, "use_colocated_libcalls", "false")?;
     set(&mut fb, "enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" })?;
+    // Frames larger than a page touch every page on the way down, so a
+    // large frame on a small thread stack hits the guard page (a fault)
+    // instead of silently writing below the stack.
+    set(&mut fb, "enable_probestack", "true")?;
+    set(&mut fb, "probestack_strategy", "inline")?;
     let flags = settings::Flags::new(fb);
     let isa = match &target.triple {
         Some(t) if target.is_cross() => {
