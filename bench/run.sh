@@ -98,7 +98,7 @@ gmm() {
         echo "==> $variant ($backend) $name"
         "$dir/gmm_bench" --min-time "$min_time" "$input" | tee "$log"
         rows+=("$(awk -v p="$variant" -v b="$backend" -v n="$name" '
-            /^C objective/ { c = $4 " " $5 }
+            /^C objective/ { c = $5 " " $6 }
             /^arrayad gmm \(primal\)/ { pr = $5 " " $6 }
             /^arrayad gmm_grad/ { gr = $4 " " $5 }
             /^ratio grad\/primal/ { r1 = $3 }

@@ -1,18 +1,52 @@
 //! Simplification: copy propagation, constant folding of operations whose
-//! result does not depend on the backend, exact algebraic identities, and
-//! `if` on a literal condition.
+//! result does not depend on the backend, exact algebraic identities,
+//! `if` on a literal condition, extents known from the binding of an array
+//! (`dim (build i < n => ..) 0` is `n`, `dim (zeros_like a) k` is
+//! `dim a k`), and size checks of a size against itself.
 
-use crate::program::{Atom, BinOp, Block, Expr, Function, Stmt, StmtKind, UnOp};
+use crate::program::{Atom, BinOp, Block, Expr, Function, Stmt, StmtKind, UnOp, VarId};
 use crate::visit::Subst;
+use std::collections::HashMap;
+
+/// What is known of the extents of arrays from their bindings.
+#[derive(Default)]
+struct Shapes {
+    /// Arrays bound by a `build` over `n`: their extent on axis 0.
+    axis0: HashMap<VarId, Atom>,
+    /// Arrays bound by `zeros_like a`: `a`, of the same shape.
+    like: HashMap<VarId, VarId>,
+}
 
 /// Simplifies `f` in place. Mutable variables are never propagated.
 pub fn simplify(f: &mut Function) {
     let mut subst = Subst::default();
+    let mut shapes = Shapes::default();
     let body = std::mem::take(&mut f.body);
-    f.body = block(f, body, &mut subst);
+    f.body = block(f, body, &mut subst, &mut shapes);
 }
 
-fn block(f: &Function, b: Block, subst: &mut Subst) -> Block {
+/// `dim array axis`, simplified with what the bindings tell.
+fn dim(f: &Function, shapes: &Shapes, array: VarId, axis: u8) -> Expr {
+    let mut a = array;
+    // Follow chains of zeros_like (a cotangent of a cotangent ...).
+    for _ in 0..64 {
+        if f.var(a).mutable {
+            break;
+        }
+        if axis == 0 {
+            if let Some(n) = shapes.axis0.get(&a) {
+                return Expr::Atom(*n);
+            }
+        }
+        match shapes.like.get(&a) {
+            Some(b) => a = *b,
+            None => break,
+        }
+    }
+    Expr::Dim { array: a, axis }
+}
+
+fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Block {
     let mut out = Vec::with_capacity(b.stmts.len());
     for s in b.stmts {
         let s = subst.stmt(&Stmt { kind: s.kind, loc: s.loc });
@@ -20,14 +54,30 @@ fn block(f: &Function, b: Block, subst: &mut Subst) -> Block {
         match s.kind {
             StmtKind::Let { vars, expr } => {
                 let expr = match expr {
-                    Expr::Build { n, index, body } => Expr::Build { n, index, body: block(f, body, subst) },
+                    Expr::Build { n, index, body } => {
+                        if vars.iter().all(|v| !f.var(*v).mutable) {
+                            for v in &vars {
+                                shapes.axis0.insert(*v, n);
+                            }
+                        }
+                        Expr::Build { n, index, body: block(f, body, subst, shapes) }
+                    }
+                    Expr::ZerosLike(a) => {
+                        if let [v] = vars.as_slice() {
+                            if !f.var(*v).mutable {
+                                shapes.like.insert(*v, a);
+                            }
+                        }
+                        Expr::ZerosLike(a)
+                    }
+                    Expr::Dim { array, axis } => dim(f, shapes, array, axis),
                     Expr::Loop { n, index, states, init, body } => {
-                        Expr::Loop { n, index, states, init, body: block(f, body, subst) }
+                        Expr::Loop { n, index, states, init, body: block(f, body, subst, shapes) }
                     }
                     Expr::If { cond: Atom::Bool(c), then_branch, else_branch }
                         if vars.iter().all(|v| !f.var(*v).mutable) =>
                     {
-                        let taken = block(f, if c { then_branch } else { else_branch }, subst);
+                        let taken = block(f, if c { then_branch } else { else_branch }, subst, shapes);
                         out.extend(taken.stmts);
                         for (v, r) in vars.iter().zip(&taken.results) {
                             propagate(f, *v, *r, subst, &mut out, loc);
@@ -36,8 +86,8 @@ fn block(f: &Function, b: Block, subst: &mut Subst) -> Block {
                     }
                     Expr::If { cond, then_branch, else_branch } => Expr::If {
                         cond,
-                        then_branch: block(f, then_branch, subst),
-                        else_branch: block(f, else_branch, subst),
+                        then_branch: block(f, then_branch, subst, shapes),
+                        else_branch: block(f, else_branch, subst, shapes),
                     },
                     e => fold(f, e),
                 };
@@ -48,14 +98,16 @@ fn block(f: &Function, b: Block, subst: &mut Subst) -> Block {
                 out.push(Stmt { kind: StmtKind::Let { vars, expr }, loc });
             }
             StmtKind::For { n, index, reverse, body } => {
-                let body = block(f, body, subst);
+                let body = block(f, body, subst, shapes);
                 out.push(Stmt { kind: StmtKind::For { n, index, reverse, body }, loc });
             }
             StmtKind::If { cond, then_branch, else_branch } => {
-                let then_branch = block(f, then_branch, subst);
-                let else_branch = block(f, else_branch, subst);
+                let then_branch = block(f, then_branch, subst, shapes);
+                let else_branch = block(f, else_branch, subst, shapes);
                 out.push(Stmt { kind: StmtKind::If { cond, then_branch, else_branch }, loc });
             }
+            // A size equal to itself: the check cannot fail.
+            StmtKind::CheckSize { a, b, .. } if a == b => {}
             kind => out.push(Stmt { kind, loc }),
         }
     }
