@@ -70,7 +70,7 @@ fn block(j: &JvpOutput, b: &Block, depth: usize, out: &mut String) {
             Expr::ArrayLit { elems, .. } => {
                 format!("Array[{}]", elems.iter().map(|e| atom(f, e)).collect::<Vec<_>>().join(", "))
             }
-            Expr::ZerosLike(_) => "Zero".into(),
+            Expr::ZerosLike(_) | Expr::Zeros(_) => "Zero".into(),
             Expr::Build { n, index, body } => {
                 let _ = writeln!(out, "{pad}let {lhs} = Build({}, {} =>", atom(f, n), name(f, *index));
                 block(j, body, depth + 1, out);

@@ -250,7 +250,7 @@ impl Jvp {
             }
             Expr::If { cond, then_branch, else_branch } => self.if_rule(b, s, vars, *cond, then_branch, else_branch)?,
             Expr::Call { .. } => return Err(AdError::new("call not inlined before differentiation")),
-            Expr::ZerosLike(_) | Expr::Pop | Expr::TapeMark => {
+            Expr::ZerosLike(_) | Expr::Zeros(_) | Expr::Pop | Expr::TapeMark => {
                 return Err(AdError::new("imperative expression in a primal program"))
             }
         }

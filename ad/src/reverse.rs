@@ -313,6 +313,67 @@ fn forced(blk: &Block, plain_seeds: &[Seed]) -> HashSet<VarId> {
     set
 }
 
+/// Calls `f` on every expression of `stmts`, at any depth.
+fn for_each_expr(stmts: &[Stmt], f: &mut dyn FnMut(&Expr)) {
+    for s in stmts {
+        if let StmtKind::Let { expr, .. } = &s.kind {
+            f(expr);
+        }
+        for b in arrayad_ir::visit::child_blocks(&s.kind) {
+            for_each_expr(&b.stmts, f);
+        }
+    }
+}
+
+/// True when `a` is used in `pre` and `stmts` only for its extents (`dim`,
+/// `zeros_like`).
+fn shape_only(pre: &[Stmt], stmts: &[Stmt], a: VarId) -> bool {
+    let (mut all, mut shape) = (0usize, 0usize);
+    for part in [pre, stmts] {
+        for s in part {
+            stmt_uses(&s.kind, &mut |v| all += (v == a) as usize);
+        }
+        for_each_expr(part, &mut |e| match e {
+            Expr::Dim { array, .. } | Expr::ZerosLike(array) if *array == a => shape += 1,
+            _ => {}
+        });
+    }
+    all == shape
+}
+
+/// Replaces `dim a k` by the `k`-th variable of `shapes[a]` and
+/// `zeros_like a` by `zeros` of those variables, at any depth.
+fn rewrite_shapes(stmts: &mut [Stmt], shapes: &HashMap<VarId, Vec<VarId>>) {
+    for s in stmts {
+        match &mut s.kind {
+            StmtKind::Let { expr, .. } => match expr {
+                Expr::Dim { array, axis } => {
+                    if let Some(d) = shapes.get(array).and_then(|ds| ds.get(*axis as usize)) {
+                        *expr = Expr::Atom(Atom::Var(*d));
+                    }
+                }
+                Expr::ZerosLike(array) => {
+                    if let Some(ds) = shapes.get(array) {
+                        *expr = Expr::Zeros(ds.iter().map(|d| Atom::Var(*d)).collect());
+                    }
+                }
+                Expr::Build { body, .. } | Expr::Loop { body, .. } => rewrite_shapes(&mut body.stmts, shapes),
+                Expr::If { then_branch, else_branch, .. } => {
+                    rewrite_shapes(&mut then_branch.stmts, shapes);
+                    rewrite_shapes(&mut else_branch.stmts, shapes);
+                }
+                _ => {}
+            },
+            StmtKind::For { body, .. } => rewrite_shapes(&mut body.stmts, shapes),
+            StmtKind::If { then_branch, else_branch, .. } => {
+                rewrite_shapes(&mut then_branch.stmts, shapes);
+                rewrite_shapes(&mut else_branch.stmts, shapes);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Expressions cheap enough to recompute in the backward pass rather than
 /// tape.
 fn is_cheap(e: &Expr) -> bool {
@@ -686,6 +747,7 @@ impl Rev<'_> {
         let mut subst = Subst::default();
         let mut taped = Vec::new();
         let mut recompute = Vec::new();
+        let mut bwd = bwd;
         for v in &bound {
             if !needed.contains(v) {
                 continue;
@@ -702,6 +764,35 @@ impl Rev<'_> {
                 }
                 None => taped.push(*v),
             }
+        }
+        // An array the backward code reads only for its extents is not
+        // taped (that would keep it alive): its extents are.
+        let mut shapes: HashMap<VarId, Vec<VarId>> = HashMap::new();
+        let mut taped_slots = Vec::new();
+        for v in taped {
+            let ty = self.out.ty(v);
+            if ty.is_array() && shape_only(&recompute, &bwd, v) {
+                let mut dims = Vec::new();
+                for axis in 0..ty.rank {
+                    let d = self.new_var(&format!("dim_{}", self.out.var(v).name), Type::I64);
+                    fwd.push(Stmt {
+                        kind: StmtKind::Let { vars: vec![d], expr: Expr::Dim { array: v, axis } },
+                        loc: Loc::default(),
+                    });
+                    let twin = self.new_var(&format!("dim_{}", self.out.var(v).name), Type::I64);
+                    subst.map.insert(d, Atom::Var(twin));
+                    dims.push(d);
+                }
+                taped_slots.extend(dims.iter().copied());
+                shapes.insert(v, dims);
+            } else {
+                taped_slots.push(v);
+            }
+        }
+        let taped = taped_slots;
+        if !shapes.is_empty() {
+            rewrite_shapes(&mut recompute, &shapes);
+            rewrite_shapes(&mut bwd, &shapes);
         }
         for v in &taped {
             Self::push(&mut fwd, StmtKind::Push(Atom::Var(*v)));
@@ -806,7 +897,7 @@ impl Rev<'_> {
                     }
                 }
             }
-            Expr::ZerosLike(_) => {}
+            Expr::ZerosLike(_) | Expr::Zeros(_) => {}
             other => return Err(AdError::new(format!("no transposition rule for linear expression {other:?}"))),
         }
         Ok(())

@@ -141,13 +141,36 @@ impl JitModule {
     /// number of arguments, their types and data lengths (InvalidArgument),
     /// runs the code and copies the results into owned values.
     pub fn call(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, RuntimeError> {
-        let f = self
+        let (out, ctx) = self.call_in(name, args, take_ctx());
+        give_back_ctx(ctx);
+        out
+    }
+
+    /// [`JitModule::call`], also returning the bytes of memory the call
+    /// held at its peak: arena chunks and tape capacity (everything
+    /// generated code allocates; chunks are kept until the call returns,
+    /// so what the context holds afterwards is the peak).
+    pub fn call_with_memory(&self, name: &str, args: &[Value]) -> (Result<Vec<Value>, RuntimeError>, u64) {
+        // A fresh context: what it holds afterwards is what this call used.
+        let (out, ctx) = self.call_in(name, args, OwnedCtx::new());
+        (out, ctx.capacity())
+    }
+
+    /// Calls `name` with the context `ctx`, which it gives back.
+    fn call_in(&self, name: &str, args: &[Value], mut ctx: OwnedCtx) -> (Result<Vec<Value>, RuntimeError>, OwnedCtx) {
+        let f = match self
             .funcs
             .get(name)
-            .ok_or_else(|| RuntimeError::new(ErrorKind::InvalidArgument, format!("no compiled function `{name}`")))?;
-        let slots = pack_args(name, &f.params, args)?;
+            .ok_or_else(|| RuntimeError::new(ErrorKind::InvalidArgument, format!("no compiled function `{name}`")))
+        {
+            Ok(f) => f,
+            Err(e) => return (Err(e), ctx),
+        };
+        let slots = match pack_args(name, &f.params, args) {
+            Ok(s) => s,
+            Err(e) => return (Err(e), ctx),
+        };
         let mut results = vec![0u64; f.results.iter().map(|t| crate::lower::slots(*t)).sum()];
-        let mut ctx = take_ctx();
         // SAFETY: `slots` describes live argument memory borrowed from `args`
         // for the duration of the call (checked lengths), `results` has one
         // slot per result slot, and the code follows the internal convention.
@@ -162,8 +185,7 @@ impl JitModule {
             // context is reset, after this) or into the arguments.
             unsafe { unpack_results(name, &f.results, &results) }
         };
-        give_back_ctx(ctx);
-        out
+        (out, ctx)
     }
 }
 

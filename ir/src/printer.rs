@@ -176,6 +176,9 @@ impl Printer<'_> {
             Expr::ZerosLike(v) => {
                 let _ = write!(self.out, "zeros_like {}", self.var(*v));
             }
+            Expr::Zeros(dims) => {
+                let _ = write!(self.out, "zeros [{}]", self.atoms(dims));
+            }
             Expr::Pop => self.out.push_str("pop"),
             Expr::TapeMark => self.out.push_str("tape_mark"),
         }

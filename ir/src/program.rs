@@ -391,6 +391,11 @@ pub enum Expr {
     /// A fresh, zero-filled `f64` array with the shape of `array` (an
     /// accumulator: it may be the target of [`StmtKind::AccAdd`]).
     ZerosLike(VarId),
+    /// A fresh, zero-filled `f64` accumulator of the given extents (`i64`
+    /// atoms, each non-negative: the extents of arrays that existed; the
+    /// backward pass uses it where it has the extents of a primal array but
+    /// not the array).
+    Zeros(Vec<Atom>),
     /// The most recently pushed, not yet popped tape entry (LIFO). The type
     /// is that of the bound variable.
     Pop,

@@ -128,6 +128,17 @@ impl Function {
                 }
                 vec![ta.with_elem(Scalar::F64)]
             }
+            Expr::Zeros(dims) => {
+                if dims.is_empty() || dims.len() > u8::MAX as usize {
+                    return Err("zeros of rank 0 or above 255".into());
+                }
+                for d in dims {
+                    if self.atom_ty(d) != Type::I64 {
+                        return Err("zeros with a non-i64 extent".into());
+                    }
+                }
+                vec![Type::array(Scalar::F64, dims.len() as u8)]
+            }
             Expr::Pop => vec![],
             Expr::TapeMark => vec![Type::I64],
         })

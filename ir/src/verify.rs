@@ -203,7 +203,7 @@ impl Verifier<'_> {
                 self.atom(hi)?;
             }
             Expr::Dim { array, .. } | Expr::Reduce { array, .. } | Expr::ZerosLike(array) => self.use_var(*array)?,
-            Expr::ArrayLit { elems, .. } => elems.iter().try_for_each(|a| self.atom(a))?,
+            Expr::ArrayLit { elems, .. } | Expr::Zeros(elems) => elems.iter().try_for_each(|a| self.atom(a))?,
             Expr::Build { n, index, body } => {
                 self.atom(n)?;
                 if body.results.is_empty() {

@@ -28,7 +28,7 @@ pub fn expr_uses(expr: &Expr, f: &mut dyn FnMut(VarId)) {
             atom(hi, f);
         }
         Expr::Dim { array, .. } | Expr::Reduce { array, .. } | Expr::ZerosLike(array) => f(*array),
-        Expr::ArrayLit { elems, .. } => elems.iter().for_each(|e| atom(e, f)),
+        Expr::ArrayLit { elems, .. } | Expr::Zeros(elems) => elems.iter().for_each(|e| atom(e, f)),
         Expr::Build { n, body, .. } => {
             atom(n, f);
             block_uses(body, f);
@@ -230,6 +230,7 @@ impl Subst {
             },
             Expr::Call { func, args } => Expr::Call { func: *func, args: self.atoms(args) },
             Expr::ZerosLike(v) => Expr::ZerosLike(self.var(*v)),
+            Expr::Zeros(dims) => Expr::Zeros(dims.iter().map(|a| self.atom(a)).collect()),
             Expr::Pop => Expr::Pop,
             Expr::TapeMark => Expr::TapeMark,
         }

@@ -152,6 +152,95 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
     return c->data;
 }
 
+/* The position of `p` in the arena region allocated since the mark
+ * (mark_ptr in mark_chunk; every chunk after it up to the current one):
+ * the index of its chunk in that walk (0 for the mark chunk), or -1 when it
+ * lies outside the region. */
+static int64_t region_chunk(const arrayad_ctx *ctx, const char *mark_ptr, const arrayad_chunk *mark_chunk,
+                            const char *p) {
+    const arrayad_chunk *c = mark_chunk ? mark_chunk : ctx->arena_first;
+    const char *lo = mark_chunk ? mark_ptr : (c ? c->data : NULL);
+    int64_t k = 0;
+    for (; c; c = c->next, k++) {
+        if (p >= lo && p < c->data + c->size) return k;
+        if (c == ctx->arena_cur) break;
+        lo = c->next ? c->next->data : NULL;
+    }
+    return -1;
+}
+
+typedef struct {
+    int64_t chunk;
+    const char *src;
+    uint64_t bytes;
+    int64_t slot; /* index of the pair in the caller's list */
+} kept_array;
+
+static int kept_order(const void *a, const void *b) {
+    const kept_array *x = (const kept_array *)a, *y = (const kept_array *)b;
+    if (x->chunk != y->chunk) return x->chunk < y->chunk ? -1 : 1;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    return x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
+}
+
+int32_t arrayad_arena_keep(arrayad_ctx *ctx, const void *mark_ptr, void *mark_chunk, int64_t n, int64_t *pairs) {
+    arrayad_chunk *mc = (arrayad_chunk *)mark_chunk;
+    arrayad_chunk *dest_chunk = mc ? mc : ctx->arena_first;
+    char *dest;
+    kept_array small[8], *k = small;
+    int64_t i, m = 0;
+    uint64_t total = 0;
+    if (!dest_chunk) return 0; /* nothing was ever allocated */
+    dest = mc ? (char *)mark_ptr : dest_chunk->data;
+    if (n < 0) return 0;
+    if (n > 8) {
+        k = (kept_array *)malloc((size_t)n * sizeof *k);
+        if (!k) return 0;
+    }
+    for (i = 0; i < n; i++) {
+        const char *p = (const char *)(intptr_t)pairs[2 * i];
+        uint64_t bytes = (uint64_t)pairs[2 * i + 1];
+        int64_t c = region_chunk(ctx, (const char *)mark_ptr, mc, p);
+        if (c < 0 || bytes == 0) continue; /* outside the region: stays */
+        k[m].chunk = c;
+        k[m].src = p;
+        k[m].bytes = bytes;
+        k[m].slot = i;
+        m++;
+    }
+    qsort(k, (size_t)m, sizeof *k, kept_order);
+    /* Sources must not overlap (identical arrays are moved once). */
+    for (i = 0; i < m; i++) {
+        if (i > 0 && k[i].chunk == k[i - 1].chunk && k[i].src == k[i - 1].src && k[i].bytes == k[i - 1].bytes)
+            continue;
+        if (i > 0 && k[i].chunk == k[i - 1].chunk && k[i].src < k[i - 1].src + k[i - 1].bytes) {
+            if (k != small) free(k);
+            return 0;
+        }
+        total += (k[i].bytes + 31) & ~(uint64_t)31;
+    }
+    if (total > (uint64_t)(dest_chunk->data + dest_chunk->size - dest)) {
+        if (k != small) free(k);
+        return 0;
+    }
+    /* Move down in allocation order: each destination lies below (or at)
+       its source and above every destination before it. */
+    for (i = 0; i < m; i++) {
+        if (i > 0 && k[i].chunk == k[i - 1].chunk && k[i].src == k[i - 1].src && k[i].bytes == k[i - 1].bytes) {
+            pairs[2 * k[i].slot] = pairs[2 * k[i - 1].slot];
+            continue;
+        }
+        if (dest != k[i].src) memmove(dest, k[i].src, (size_t)k[i].bytes);
+        pairs[2 * k[i].slot] = (int64_t)(intptr_t)dest;
+        dest += (k[i].bytes + 31) & ~(uint64_t)31;
+    }
+    if (k != small) free(k);
+    ctx->arena_cur = dest_chunk;
+    ctx->arena_ptr = dest;
+    ctx->arena_end = dest_chunk->data + dest_chunk->size;
+    return 1;
+}
+
 /* ---- Tape -------------------------------------------------------------- */
 
 int32_t arrayad_tape_grow(arrayad_ctx *ctx, uint64_t slots) {

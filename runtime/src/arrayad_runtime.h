@@ -84,6 +84,14 @@ size_t arrayad_ctx_size(void);
  * next chunk that fits or a new one. NULL on failure (an OutOfMemory error is
  * recorded in ctx). */
 void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size);
+/* Releases the arena memory allocated since a mark (mark_ptr in
+ * mark_chunk, as generated code saved them) except the `n` arrays of
+ * `pairs` (data pointer, byte size; 2n int64 values): those that lie in the
+ * released region move down to the mark, in allocation order, and their
+ * pointers in `pairs` are updated; the others stay. Returns 1, or 0 (and
+ * releases nothing) when kept arrays overlap or do not fit where the mark
+ * was. */
+int32_t arrayad_arena_keep(arrayad_ctx *ctx, const void *mark_ptr, void *mark_chunk, int64_t n, int64_t *pairs);
 /* Makes room for `slots` more tape slots. 0, or ARRAYAD_ERR_OUT_OF_MEMORY
  * (recorded in ctx). */
 int32_t arrayad_tape_grow(arrayad_ctx *ctx, uint64_t slots);

@@ -96,6 +96,13 @@ pub mod ffi {
         pub fn arrayad_ctx_capacity(ctx: *const Ctx) -> u64;
         pub fn arrayad_alloc_slow(ctx: *mut Ctx, size: u64) -> *mut u8;
         pub fn arrayad_tape_grow(ctx: *mut Ctx, slots: u64) -> i32;
+        pub fn arrayad_arena_keep(
+            ctx: *mut Ctx,
+            mark_ptr: *const u8,
+            mark_chunk: *mut u8,
+            n: i64,
+            pairs: *mut i64,
+        ) -> i32;
         pub fn arrayad_fail(ctx: *mut Ctx, kind: i32, msg: *const c_char, a: i64, b: i64, c: i64) -> i32;
         pub fn arrayad_fail_shapes(
             ctx: *mut Ctx,
@@ -165,12 +172,22 @@ pub enum RuntimeFn {
     FailShapes,
     /// `void *memset(void *, int, size_t)`.
     Memset,
+    /// `int32_t arrayad_arena_keep(ctx, const void *mark_ptr, void
+    /// *mark_chunk, int64_t n, int64_t *pairs)`: releases the arena since a
+    /// mark but for `n` arrays, which move down (pointers updated).
+    ArenaKeep,
 }
 
 impl RuntimeFn {
     /// Every runtime function.
-    pub const ALL: [RuntimeFn; 5] =
-        [RuntimeFn::AllocSlow, RuntimeFn::TapeGrow, RuntimeFn::Fail, RuntimeFn::FailShapes, RuntimeFn::Memset];
+    pub const ALL: [RuntimeFn; 6] = [
+        RuntimeFn::AllocSlow,
+        RuntimeFn::TapeGrow,
+        RuntimeFn::Fail,
+        RuntimeFn::FailShapes,
+        RuntimeFn::Memset,
+        RuntimeFn::ArenaKeep,
+    ];
 }
 
 /// The machine types of the arguments and results of [`Callee`]s.
@@ -206,6 +223,7 @@ impl Callee {
             Callee::Runtime(RuntimeFn::Fail) => "arrayad_fail",
             Callee::Runtime(RuntimeFn::FailShapes) => "arrayad_fail_shapes",
             Callee::Runtime(RuntimeFn::Memset) => "memset",
+            Callee::Runtime(RuntimeFn::ArenaKeep) => "arrayad_arena_keep",
             Callee::Math(m) => m.symbol(),
         }
     }
@@ -219,6 +237,7 @@ impl Callee {
             Callee::Runtime(RuntimeFn::Fail) => (&[Ptr, I32, Ptr, I64, I64, I64], I32),
             Callee::Runtime(RuntimeFn::FailShapes) => (&[Ptr, I32, Ptr, I64, I64, Ptr, Ptr], I32),
             Callee::Runtime(RuntimeFn::Memset) => (&[Ptr, I32, I64], Ptr),
+            Callee::Runtime(RuntimeFn::ArenaKeep) => (&[Ptr, Ptr, Ptr, I64, Ptr], I32),
             Callee::Math(m) if m.arity() == 2 => (&[F64, F64], F64),
             Callee::Math(_) => (&[F64], F64),
         }
@@ -238,6 +257,7 @@ impl Callee {
             Callee::Runtime(RuntimeFn::Fail) => ffi::arrayad_fail as *const u8,
             Callee::Runtime(RuntimeFn::FailShapes) => ffi::arrayad_fail_shapes as *const u8,
             Callee::Runtime(RuntimeFn::Memset) => libm::memset as *const u8,
+            Callee::Runtime(RuntimeFn::ArenaKeep) => ffi::arrayad_arena_keep as *const u8,
             Callee::Math(m) => match m {
                 MathFn::Exp => libm::exp as *const u8,
                 MathFn::Log => libm::log as *const u8,

@@ -318,7 +318,7 @@ impl<'p, M: Mode> Evaluator<'p, M> {
                 let args = self.atoms(fr, args, loc)?;
                 self.call(*func, args, loc)
             }
-            Expr::ZerosLike(_) | Expr::Pop | Expr::TapeMark => Err(self.impure(fr, loc)),
+            Expr::ZerosLike(_) | Expr::Zeros(_) | Expr::Pop | Expr::TapeMark => Err(self.impure(fr, loc)),
         }
     }
 

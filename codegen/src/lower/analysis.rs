@@ -1,46 +1,55 @@
-//! Facts about loop bodies that decide whether the arena can be reset after
-//! every iteration.
+//! Facts about loop bodies that decide whether, and keeping what, the arena
+//! can be reset after every iteration.
 
-use arrayad_ir::{Atom, Block, Expr, Function, StmtKind};
+use arrayad_ir::visit::{block_binds, for_each_block};
+use arrayad_ir::{Atom, Block, Expr, Function, StmtKind, VarId};
+use std::collections::HashSet;
 
 fn is_array(f: &Function, a: &Atom) -> bool {
     f.atom_ty(a).is_array()
 }
 
-/// True when no array allocated while running `body` can outlive the
-/// iteration, other than through the body's results (which the caller
-/// copies or rejects): no array is pushed on the tape and no array is
-/// assigned to a mutable variable, at any depth.
-pub(crate) fn nothing_escapes(f: &Function, body: &Block) -> bool {
-    body.stmts.iter().all(|s| match &s.kind {
-        StmtKind::Push(a) => !is_array(f, a),
-        StmtKind::Assign { value, .. } => !is_array(f, value),
-        StmtKind::Let { expr, .. } => match expr {
-            Expr::Build { body, .. } | Expr::Loop { body, .. } => nothing_escapes(f, body),
-            Expr::If { then_branch, else_branch, .. } => {
-                nothing_escapes(f, then_branch) && nothing_escapes(f, else_branch)
+/// What an iteration of a loop body leaves behind, when its memory can be
+/// released at the end of the iteration: the mutable array variables bound
+/// outside the body that it assigns (their values must survive the
+/// release). `None` when an array escapes in a way a release cannot
+/// follow: pushed on the tape (by reference).
+pub(crate) fn survivors(f: &Function, body: &Block) -> Option<Vec<VarId>> {
+    let mut pushed = false;
+    let mut assigned: Vec<VarId> = Vec::new();
+    for_each_block(body, &mut |b| {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Push(a) if is_array(f, a) => pushed = true,
+                StmtKind::Assign { var, value } if is_array(f, value) && !assigned.contains(var) => assigned.push(*var),
+                _ => {}
             }
-            _ => true,
-        },
-        StmtKind::For { body, .. } => nothing_escapes(f, body),
-        StmtKind::If { then_branch, else_branch, .. } => {
-            nothing_escapes(f, then_branch) && nothing_escapes(f, else_branch)
         }
-        StmtKind::AccAdd { .. } | StmtKind::CheckSize { .. } | StmtKind::TapeRewind(_) => true,
-    })
+    });
+    if pushed {
+        return None;
+    }
+    let mut inner = HashSet::new();
+    block_binds(body, &mut |v| {
+        inner.insert(v);
+    });
+    assigned.retain(|v| !inner.contains(v));
+    Some(assigned)
 }
 
 /// True when running `body` may allocate from the arena.
 pub(crate) fn allocates(body: &Block) -> bool {
-    body.stmts.iter().any(|s| match &s.kind {
-        StmtKind::Let { expr, .. } => match expr {
-            Expr::Build { .. } | Expr::ArrayLit { .. } | Expr::ZerosLike(_) => true,
-            Expr::Loop { body, .. } => allocates(body),
-            Expr::If { then_branch, else_branch, .. } => allocates(then_branch) || allocates(else_branch),
-            _ => false,
-        },
-        StmtKind::For { body, .. } => allocates(body),
-        StmtKind::If { then_branch, else_branch, .. } => allocates(then_branch) || allocates(else_branch),
-        _ => false,
-    })
+    let mut any = false;
+    for_each_block(body, &mut |b| {
+        any |= b.stmts.iter().any(|s| {
+            matches!(
+                &s.kind,
+                StmtKind::Let {
+                    expr: Expr::Build { .. } | Expr::ArrayLit { .. } | Expr::ZerosLike(_) | Expr::Zeros(_),
+                    ..
+                }
+            )
+        })
+    });
+    any
 }

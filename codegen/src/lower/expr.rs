@@ -1,6 +1,6 @@
 //! Lowering of the right-hand sides of `let`.
 
-use super::analysis::{allocates, nothing_escapes};
+use super::analysis::{allocates, survivors};
 use super::emit::{Conv, Emitter, FloatCC, FloatOp, FloatUnary, IntCC, IntOp, Mem, Ty};
 use super::memory::Mark;
 use super::{elem_size, Arr, Lower, Repr, Result, Val};
@@ -41,7 +41,14 @@ impl<E: Emitter> Lower<'_, E> {
                     message: "a call (calls must be inlined before code generation)".into(),
                 })
             }
-            Expr::ZerosLike(v) => vec![Val::A(self.zeros_like(*v)?)],
+            Expr::ZerosLike(v) => {
+                let a = self.array(*v)?;
+                vec![Val::A(self.zeros(a.dims)?)]
+            }
+            Expr::Zeros(dims) => {
+                let dims = dims.iter().map(|d| self.scalar(d)).collect::<Result<Vec<_>>>()?;
+                vec![Val::A(self.zeros(dims)?)]
+            }
             Expr::Pop => {
                 let [v] = vars else {
                     return Err(self.malformed("pop binds one variable"));
@@ -412,10 +419,10 @@ impl<E: Emitter> Lower<'_, E> {
             }
         }
         let any_array = outs.iter().any(|o| matches!(o, BuildOut::Array { .. }));
-        let release = nothing_escapes(self.f, body) && allocates(body);
+        let keep = survivors(self.f, body).filter(|_| allocates(body));
         // The arena state every iteration returns to (for array rows: taken
         // again once the result is allocated in iteration 0).
-        let mark_vars: Option<[E::Var; 3]> = if release {
+        let mark_vars: Option<[E::Var; 3]> = if keep.is_some() {
             let m = self.arena_mark();
             let tys = [Ty::Ptr, Ty::Ptr, Ty::Ptr];
             let mut vars = Vec::new();
@@ -486,9 +493,9 @@ impl<E: Emitter> Lower<'_, E> {
                     _ => return Err(l.malformed("a build result of the wrong kind")),
                 }
             }
-            if let Some(mv) = &mark_vars {
+            if let (Some(mv), Some(keep)) = (&mark_vars, &keep) {
                 let m: Mark<E::Value> = mv.map(|v| l.b.use_var(v));
-                l.arena_release(&m);
+                l.arena_release_keeping(&m, keep)?;
             }
             Ok(())
         })?;
@@ -523,9 +530,14 @@ impl<E: Emitter> Lower<'_, E> {
         for (s, v) in states.iter().zip(init_vals) {
             self.def(*s, v)?;
         }
-        let scalar_states = states.iter().all(|s| self.f.ty(*s).is_scalar());
-        let release = scalar_states && nothing_escapes(self.f, body) && allocates(body);
-        let mark = if release { Some(self.arena_mark()) } else { None };
+        // Released after every iteration but for the array states (their
+        // new values) and the outer mutable arrays the body assigns.
+        let keep: Option<Vec<VarId>> = survivors(self.f, body).filter(|_| allocates(body)).map(|mut outer| {
+            let mut k: Vec<VarId> = states.iter().copied().filter(|s| self.f.ty(*s).is_array()).collect();
+            k.append(&mut outer);
+            k
+        });
+        let mark = if keep.is_some() { Some(self.arena_mark()) } else { None };
         let zero = self.iconst(0);
         self.counted_loop(zero, n, false, &mut |l, i| {
             l.def(index, Val::S(i))?;
@@ -534,8 +546,8 @@ impl<E: Emitter> Lower<'_, E> {
             for (s, v) in states.iter().zip(vals) {
                 l.def(*s, v)?;
             }
-            if let Some(m) = &mark {
-                l.arena_release(m);
+            if let (Some(m), Some(keep)) = (&mark, &keep) {
+                l.arena_release_keeping(m, keep)?;
             }
             Ok(())
         })?;
@@ -564,14 +576,14 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(reprs.iter().map(|r| self.use_repr(r)).collect())
     }
 
-    fn zeros_like(&mut self, v: VarId) -> Result<Arr<E::Value>> {
-        let a = self.array(v)?;
-        let (count, ovf) = self.checked_product(&a.dims);
+    /// A zero-filled `f64` array of extents `dims`.
+    fn zeros(&mut self, dims: Vec<E::Value>) -> Result<Arr<E::Value>> {
+        let (count, ovf) = self.checked_product(&dims);
         let ptr = self.alloc_elems(count, Scalar::F64, ovf)?;
         let eight = self.iconst(8);
         let bytes = self.b.int(IntOp::Mul, count, eight);
         self.zero_bytes(ptr, bytes)?;
-        Ok(Arr { ptr, dims: a.dims })
+        Ok(Arr { ptr, dims })
     }
 
     fn pop(&mut self, t: Type) -> Result<Val<E::Value>> {

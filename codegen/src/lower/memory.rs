@@ -2,8 +2,8 @@
 //! tape (inline push/pop fast paths) and arena marks.
 
 use super::emit::{Emitter, IntCC, IntOp, Mem, Ty};
-use super::{elem_size, Lower, Result};
-use arrayad_ir::{Fault, Scalar};
+use super::{elem_size, Arr, Lower, Result, Val};
+use arrayad_ir::{Fault, Scalar, VarId};
 use arrayad_runtime::{offsets, Callee, RuntimeFn};
 
 /// The arena state saved by [`Lower::arena_mark`]: pointer, end, chunk.
@@ -176,6 +176,41 @@ impl<E: Emitter> Lower<'_, E> {
         for (v, off) in m.iter().zip(MARK_FIELDS) {
             self.b.store(Ty::Ptr, *v, ctx, off, Mem::Ctx);
         }
+    }
+
+    /// Restores a saved arena state, keeping the arrays that the IR
+    /// variables `keep` hold now: those allocated since the mark move down
+    /// to it (`arrayad_arena_keep`) and the variables are rebound to them.
+    /// (When they cannot move, nothing is released this time.)
+    pub(super) fn arena_release_keeping(&mut self, m: &Mark<E::Value>, keep: &[VarId]) -> Result<()> {
+        if keep.is_empty() {
+            self.arena_release(m);
+            return Ok(());
+        }
+        let slot = self.b.stack_slot((16 * keep.len()) as u32);
+        let mut arrays = Vec::with_capacity(keep.len());
+        for (j, v) in keep.iter().enumerate() {
+            let elem = self.var_ty(*v)?.elem;
+            let a = self.array(*v)?;
+            let count = self.product(&a.dims);
+            let bytes = match elem_size(elem) {
+                1 => count,
+                size => {
+                    let s = self.iconst(size);
+                    self.b.int(IntOp::Mul, count, s)
+                }
+            };
+            self.b.store(Ty::Ptr, a.ptr, slot, 16 * j as i32, Mem::Stack);
+            self.b.store(Ty::I64, bytes, slot, 16 * j as i32 + 8, Mem::Stack);
+            arrays.push(a);
+        }
+        let n = self.iconst(keep.len() as i64);
+        self.b.call(Callee::Runtime(RuntimeFn::ArenaKeep), &[self.ctx, m[0], m[2], n, slot])?;
+        for (j, (v, a)) in keep.iter().zip(arrays).enumerate() {
+            let ptr = self.b.load(Ty::Ptr, slot, 16 * j as i32, Mem::Stack);
+            self.def(*v, Val::A(Arr { ptr, dims: a.dims }))?;
+        }
+        Ok(())
     }
 
     /// Pushes 8-byte slots (values of the given types) on the tape.

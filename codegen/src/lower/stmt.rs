@@ -1,6 +1,6 @@
 //! Lowering of statements.
 
-use super::analysis::{allocates, nothing_escapes};
+use super::analysis::{allocates, survivors};
 use super::emit::{Conv, Emitter, FloatOp, IntCC, IntOp, Mem, Ty};
 use super::{Lower, Result, Val};
 use arrayad_ir::{Atom, Block, Fault, Scalar, Stmt, StmtKind, VarId};
@@ -118,14 +118,14 @@ impl<E: Emitter> Lower<'_, E> {
 
     fn for_(&mut self, n: &Atom, index: VarId, reverse: bool, body: &Block) -> Result<()> {
         let n = self.scalar(n)?;
-        let release = nothing_escapes(self.f, body) && allocates(body);
-        let mark = if release { Some(self.arena_mark()) } else { None };
+        let keep = survivors(self.f, body).filter(|_| allocates(body));
+        let mark = if keep.is_some() { Some(self.arena_mark()) } else { None };
         let zero = self.iconst(0);
         self.counted_loop(zero, n, reverse, &mut |l, i| {
             l.def(index, Val::S(i))?;
             l.stmts(&body.stmts)?;
-            if let Some(m) = &mark {
-                l.arena_release(m);
+            if let (Some(m), Some(keep)) = (&mark, &keep) {
+                l.arena_release_keeping(m, keep)?;
             }
             Ok(())
         })

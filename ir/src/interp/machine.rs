@@ -366,16 +366,34 @@ impl<'p> Machine<'p> {
                 let args = self.atoms(fr, args, loc)?;
                 self.call(*func, args, loc)
             }
-            Expr::ZerosLike(v) => {
-                let arr = self.array(fr, *v, loc)?;
-                let data = match Data::with_capacity(Scalar::F64, arr.len()) {
+            Expr::ZerosLike(_) | Expr::Zeros(_) => {
+                let shape: Vec<usize> = match e {
+                    Expr::ZerosLike(v) => self.array(fr, *v, loc)?.shape.clone(),
+                    Expr::Zeros(dims) => {
+                        let mut shape = Vec::with_capacity(dims.len());
+                        for d in dims {
+                            let n = self.int(fr, d, loc)?;
+                            shape.push(
+                                usize::try_from(n)
+                                    .map_err(|_| self.malformed(fr, loc, format!("zeros of extent {n}")))?,
+                            );
+                        }
+                        shape
+                    }
+                    _ => unreachable!("matched above"),
+                };
+                let len = shape.iter().try_fold(1usize, |a, d| a.checked_mul(*d));
+                let Some(len) = len else {
+                    return Err(errors::out_of_memory(self.program, loc, "an accumulator cannot be allocated"));
+                };
+                let data = match Data::with_capacity(Scalar::F64, len) {
                     Some(Data::F64(mut d)) => {
-                        d.resize(arr.len(), 0.0);
+                        d.resize(len, 0.0);
                         Data::F64(d)
                     }
                     _ => return Err(errors::out_of_memory(self.program, loc, "an accumulator cannot be allocated")),
                 };
-                one(Val::Arr(Array::new(arr.shape.clone(), data, true)))
+                one(Val::Arr(Array::new(shape, data, true)))
             }
             Expr::Pop => {
                 if self.top == 0 {

@@ -60,7 +60,7 @@ impl Cse {
             let s = self.subst.stmt(&s);
             let loc = s.loc;
             if let StmtKind::Let { vars, expr } = &s.kind {
-                let taints = matches!(expr, Expr::ZerosLike(_))
+                let taints = matches!(expr, Expr::ZerosLike(_) | Expr::Zeros(_))
                     || (matches!(expr, Expr::Index { .. } | Expr::Slice { .. } | Expr::Atom(_) | Expr::Pop) && {
                         let mut t = false;
                         crate::visit::expr_uses(expr, &mut |v| t |= self.unstable.contains(&v));

@@ -302,9 +302,13 @@ impl Analysis<'_> {
     /// Whether evaluating `expr` may fail; analyses its nested blocks.
     fn expr(&mut self, expr: &Expr, depth: u32) -> bool {
         match expr {
-            Expr::Atom(_) | Expr::Dim { .. } | Expr::Unary(..) | Expr::ZerosLike(_) | Expr::Pop | Expr::TapeMark => {
-                false
-            }
+            Expr::Atom(_)
+            | Expr::Dim { .. }
+            | Expr::Unary(..)
+            | Expr::ZerosLike(_)
+            | Expr::Zeros(_)
+            | Expr::Pop
+            | Expr::TapeMark => false,
             Expr::Binary(op, a, b) => {
                 let int = match a {
                     Atom::Var(v) => self.f.ty(*v).elem == Scalar::I64 && self.f.ty(*v).rank == 0,
