@@ -384,6 +384,16 @@ fn is_cheap(e: &Expr) -> bool {
             UnOp::Neg | UnOp::Not | UnOp::ToF64 | UnOp::ToI64 | UnOp::Abs | UnOp::Floor | UnOp::Ceil | UnOp::Sign
         ),
         Expr::Binary(op, _, _) => !matches!(op, BinOp::Pow | BinOp::Atan2),
+        // A comprehension of cheap scalar expressions (`x[i] - means[k]`):
+        // recomputing its O(n) elements costs what writing and reading
+        // them on the tape would, and keeps nothing alive.
+        Expr::Build { body, .. } => {
+            body.results.len() == 1
+                && body.stmts.iter().all(|s| match &s.kind {
+                    StmtKind::Let { vars, expr } => vars.len() == 1 && !matches!(expr, Expr::Build { .. }) && is_cheap(expr),
+                    _ => false,
+                })
+        }
         _ => false,
     }
 }
@@ -414,6 +424,21 @@ impl Rev<'_> {
             _ => {}
         }
         hit
+    }
+
+    /// A copy of `e` whose nested binders (a recomputed comprehension's
+    /// index and locals) are fresh variables, so that no variable is bound
+    /// twice.
+    fn fresh_binders(&mut self, e: &Expr) -> Expr {
+        let Expr::Build { index, body, .. } = e else { return e.clone() };
+        let mut rename = Subst::default();
+        let mut inner = vec![*index];
+        arrayad_ir::visit::block_binds(body, &mut |v| inner.push(v));
+        for v in inner {
+            let fresh = self.new_var(&self.out.var(v).name.clone(), self.out.ty(v));
+            rename.map.insert(v, Atom::Var(fresh));
+        }
+        rename.expr(e)
     }
 
     fn new_var(&mut self, name: &str, ty: Type) -> VarId {
@@ -663,6 +688,9 @@ impl Rev<'_> {
                 // tangent state whose result is unused, still goes through
                 // its rule: its body mentions tangents, which the forward
                 // pass does not have.)
+                if vars.len() == 1 && is_cheap(expr) {
+                    defs.insert(vars[0], (expr.clone(), loc));
+                }
                 bound.extend(vars);
                 fwd.push(s.clone());
                 continue;
@@ -689,7 +717,16 @@ impl Rev<'_> {
             bound.extend(vars.iter().filter(|v| !self.linear.contains(v)));
             let mut chunk = Vec::new();
             match expr {
-                Expr::Build { n, index, body } => self.build_rule(vars, *n, *index, body, loc, &mut fwd, &mut chunk)?,
+                Expr::Build { n, index, body } => {
+                    self.build_rule(vars, *n, *index, body, loc, &mut fwd, &mut chunk)?;
+                    // The primal half of the comprehension, when cheap, is
+                    // recomputed rather than taped like any cheap binding.
+                    if let Some(Stmt { kind: StmtKind::Let { vars: pv, expr: pe @ Expr::Build { .. } }, loc }) = fwd.last() {
+                        if pv.len() == 1 && is_cheap(pe) {
+                            defs.insert(pv[0], (pe.clone(), *loc));
+                        }
+                    }
+                }
                 Expr::Loop { n, index, states, init, body } => {
                     self.loop_rule(vars, *n, *index, states, init, body, loc, &mut fwd, &mut chunk)?
                 }
@@ -760,7 +797,8 @@ impl Rev<'_> {
             subst.map.insert(*v, Atom::Var(twin));
             match defs.get(v) {
                 Some((e, loc)) => {
-                    recompute.push(Stmt { kind: StmtKind::Let { vars: vec![*v], expr: e.clone() }, loc: *loc })
+                    let e = self.fresh_binders(e);
+                    recompute.push(Stmt { kind: StmtKind::Let { vars: vec![*v], expr: e }, loc: *loc })
                 }
                 None => taped.push(*v),
             }
