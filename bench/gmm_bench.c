@@ -10,7 +10,7 @@
  * primal/C and grad/C of those medians, and the relative difference between our
  * objective and the C objective (must be <= 1e-10; exit status 1 otherwise).
  *
- * Build (see bench/run_gmm_bench.sh):
+ * Build (see bench/run.sh):
  *   cc -std=c99 -O3 -march=native gmm_bench.c -I<shared/bench> -I<libdir> \
  *      -L<libdir> -lgmm -Wl,-rpath,<libdir> -lm
  *
@@ -33,24 +33,13 @@
 #include "libgmm.h"
 
 #define REL_TOL 1e-10
-#define MIN_REPS 5
-#define MAX_REPS 10000000L
 
 static const char *prog = "gmm_bench";
 
 #include "gmm_input.h" /* examples/gmm/gmm_input.h: the ADBench GMM reader */
+#include "bench_common.h"
 
-/* ------------------------------------------------------------------------------ */
-/* Timing                                                                           */
-/* ------------------------------------------------------------------------------ */
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-typedef enum { WHICH_C, WHICH_PRIMAL, WHICH_GRAD } which_fn;
+typedef enum { WHICH_C = BENCH_C, WHICH_PRIMAL = BENCH_PRIMAL, WHICH_GRAD = BENCH_DERIVATIVE } which_fn;
 
 typedef struct {
     const gmm_input *in;
@@ -94,109 +83,18 @@ static int call_once(which_fn which, bench_ctx *c) {
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-typedef struct {
-    double median, min;
-    long reps;
-} timing;
-
-/* median wall time of R calls, R >= MIN_REPS chosen so that the R calls take about
- * min_time seconds in total (estimated from a warm-up call) */
-static int measure(which_fn which, bench_ctx *c, double min_time, timing *out) {
-    double t0, est, *times;
-    long reps, i;
-
-    t0 = now_seconds();
-    if (call_once(which, c)) return 1; /* warm-up (page faults, lazy binding, caches) */
-    est = now_seconds() - t0;
-    t0 = now_seconds();
-    if (call_once(which, c)) return 1;
-    est = fmin(est, now_seconds() - t0);
-    if (est < 1e-9) est = 1e-9;
-    reps = (long)ceil(min_time / est);
-    if (reps < MIN_REPS) reps = MIN_REPS;
-    if (reps > MAX_REPS) reps = MAX_REPS;
-
-    times = (double *)malloc((size_t)reps * sizeof(double));
-    if (times == NULL) {
-        fprintf(stderr, "%s: out of memory\n", prog);
-        return 1;
-    }
-    for (i = 0; i < reps; i++) {
-        t0 = now_seconds();
-        if (call_once(which, c)) {
-            free(times);
-            return 1;
-        }
-        times[i] = now_seconds() - t0;
-    }
-    qsort(times, (size_t)reps, sizeof(double), cmp_double);
-    out->median = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
-    out->min = times[0];
-    out->reps = reps;
-    free(times);
-    return 0;
-}
-
-static void print_time(const char *label, const timing *t) {
-    double ms = 1e3 * t->median;
-    if (ms < 1.0)
-        printf("%-26s median %10.3f us   (min %10.3f us, %ld reps)\n", label, 1e3 * ms,
-               1e6 * t->min, t->reps);
-    else
-        printf("%-26s median %10.3f ms   (min %10.3f ms, %ld reps)\n", label, ms, 1e3 * t->min,
-               t->reps);
-}
-
-static void usage(void) {
-    fprintf(stderr,
-            "usage: %s [--min-time SECONDS] FILE\n"
-            "  Times the C reference GMM objective, arrayad's gmm and gmm_grad on an\n"
-            "  ADBench GMM input FILE (median of R runs each taking >= SECONDS in\n"
-            "  total, default 1, R >= %d) and prints the ratios.\n",
-            prog, MIN_REPS);
-}
+static int call(int which, void *c) { return call_once((which_fn)which, (bench_ctx *)c); }
 
 int main(int argc, char **argv) {
-    const char *path = NULL;
-    double min_time = 1.0;
+    const char *path;
+    double min_time;
     gmm_input in;
     bench_ctx ctx;
-    timing tc, tp, tg;
     double c_value, our_value, grad_value, rel, rel_grad, norm2 = 0.0;
     int64_t count, j;
-    int i, status = 0;
+    int status = 0;
 
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--min-time") == 0 && i + 1 < argc) {
-            char *end = NULL;
-            min_time = strtod(argv[++i], &end);
-            if (end == argv[i] || *end != '\0' || !(min_time >= 0.0 && min_time <= 3600.0)) {
-                fprintf(stderr, "%s: --min-time needs a number of seconds in [0, 3600]\n", prog);
-                return 2;
-            }
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage();
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "%s: unknown option '%s'\n", prog, argv[i]);
-            usage();
-            return 2;
-        } else if (path == NULL) {
-            path = argv[i];
-        } else {
-            usage();
-            return 2;
-        }
-    }
-    if (path == NULL) {
-        usage();
-        return 2;
-    }
+    if (bench_args(argc, argv, "gradient", &min_time, &path)) return 2;
     if (!read_input(path, &in)) return 1;
 
     count = in.k * (1 + in.d + in.t);
@@ -233,18 +131,7 @@ int main(int argc, char **argv) {
     }
     fflush(stdout);
 
-    if (measure(WHICH_C, &ctx, min_time, &tc)) goto fail;
-    print_time("C objective (adbench)", &tc);
-    fflush(stdout);
-    if (measure(WHICH_PRIMAL, &ctx, min_time, &tp)) goto fail;
-    print_time("arrayad gmm (primal)", &tp);
-    fflush(stdout);
-    if (measure(WHICH_GRAD, &ctx, min_time, &tg)) goto fail;
-    print_time("arrayad gmm_grad", &tg);
-
-    printf("ratio grad/primal %.3f\n", tg.median / tp.median);
-    printf("ratio primal/C    %.3f\n", tp.median / tc.median);
-    printf("ratio grad/C      %.3f\n", tg.median / tc.median);
+    if (bench_run(call, &ctx, min_time)) goto fail;
 
     free(ctx.grad);
     free_input(&in);

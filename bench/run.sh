@@ -60,62 +60,78 @@ case "$target_dir" in /*) ;; *) target_dir="$root/$target_dir" ;; esac
 arrayad="$target_dir/release/arrayad"
 
 # Inputs: the ADBench files, or generated ones when they are absent.
-gmm_inputs=()
-if [ -d "$shared/data/adbench/gmm" ]; then
-    for f in gmm_d2_K5 gmm_d10_K25 gmm_d20_K50 gmm_d64_K100; do
-        [ -f "$shared/data/adbench/gmm/$f.txt" ] && gmm_inputs+=("$shared/data/adbench/gmm/$f.txt")
-    done
-fi
-if [ "${#gmm_inputs[@]}" -eq 0 ]; then
-    echo "==> no ADBench GMM files: generating d=20 K=50 n=1000"
-    "$cc" -std=c99 -O2 -Wall "$root/examples/gmm/gen_gmm.c" -o "$out/gen_gmm" -lm
-    "$out/gen_gmm" 20 50 1000 > "$out/gmm_d20_K50_gen.txt"
-    gmm_inputs=("$out/gmm_d20_K50_gen.txt")
-fi
-if [ "$quick" -eq 1 ]; then
-    gmm_inputs=("${gmm_inputs[0]}")
-fi
+inputs() {
+    local problem="$1" found=()
+    shift
+    if [ -d "$shared/data/adbench/$problem" ]; then
+        for f in "$@"; do
+            [ -f "$shared/data/adbench/$problem/$f.txt" ] && found+=("$shared/data/adbench/$problem/$f.txt")
+        done
+    fi
+    if [ "${#found[@]}" -eq 0 ]; then
+        "$cc" -std=c99 -O2 -Wall "$root/examples/$problem/gen_$problem.c" -o "$out/gen_$problem" -lm
+        case "$problem" in
+            gmm) "$out/gen_gmm" 20 50 1000 > "$out/gmm_generated.txt" ;;
+            ba) "$out/gen_ba" 21 11315 36455 > "$out/ba_generated.txt" ;;
+            lstm) "$out/gen_lstm" 2 1024 14 > "$out/lstm_generated.txt" ;;
+        esac
+        found=("$out/${problem}_generated.txt")
+    fi
+    if [ "$quick" -eq 1 ]; then
+        found=("${found[0]}")
+    fi
+    printf '%s\n' "${found[@]}"
+}
+mapfile -t gmm_inputs < <(inputs gmm gmm_d2_K5 gmm_d10_K25 gmm_d20_K50 gmm_d64_K100)
+mapfile -t ba_inputs < <(inputs ba ba1_n49_m7776_p31843 ba2_n21_m11315_p36455 ba3_n161_m48126_p182072 \
+    ba4_n372_m47423_p204472 ba5_n257_m65132_p225911)
+mapfile -t lstm_inputs < <(inputs lstm lstm_l2_c1024 lstm_l4_c1024)
 
 rows=()
-# gmm VARIANT BACKEND: builds examples/VARIANT.arr and times it on every input.
-gmm() {
-    local variant="$1" backend="$2" dir="$out/$1-$2"
+# problem SOURCE EXPORT WRT BACKEND DERIVATIVE LIB INPUT...: builds examples/SOURCE.arr
+# and times examples' problem driver bench/PROBLEM_bench.c on every input.
+problem() {
+    local problem="$1" source="$2" export="$3" wrt="$4" backend="$5" what="$6" lib="$7"
+    shift 7
+    local dir="$out/$source-$backend"
     mkdir -p "$dir"
-    local start end
+    local start end secs
     start=$(date +%s.%N)
-    (cd "$root" && "$arrayad" build "examples/$variant.arr" -o "$dir/libgmm.so" --export gmm \
-        --wrt alphas,means,icf --backend "$backend")
+    (cd "$root" && "$arrayad" build "examples/$source.arr" -o "$dir/lib$lib.so" --export "$export" \
+        --wrt "$wrt" --backend "$backend")
     end=$(date +%s.%N)
-    local secs
     secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
-    echo "==> $variant ($backend): arrayad build took $secs s"
-    "$cc" -std=c99 -O3 -march=native -Wall "$script_dir/gmm_bench.c" -o "$dir/gmm_bench" \
-        -I"$shared/bench" -I"$root/examples/gmm" -I"$dir" -L"$dir" -lgmm -Wl,-rpath,"$dir" -lm
+    echo "==> $source ($backend): arrayad build took $secs s"
+    "$cc" -std=c99 -O3 -march=native -Wall "$script_dir/${problem}_bench.c" -o "$dir/bench" \
+        -I"$shared/bench" -I"$root/examples/$problem" -I"$script_dir" -I"$dir" -L"$dir" -l"$lib" \
+        -Wl,-rpath,"$dir" -lm
     local input name log
-    for input in "${gmm_inputs[@]}"; do
+    for input in "$@"; do
         name="$(basename "$input" .txt)"
         log="$dir/$name.log"
-        echo "==> $variant ($backend) $name"
-        "$dir/gmm_bench" --min-time "$min_time" "$input" | tee "$log"
-        rows+=("$(awk -v p="$variant" -v b="$backend" -v n="$name" '
-            /^C objective/ { c = $5 " " $6 }
-            /^arrayad gmm \(primal\)/ { pr = $5 " " $6 }
-            /^arrayad gmm_grad/ { gr = $4 " " $5 }
-            /^ratio grad\/primal/ { r1 = $3 }
+        echo "==> $source ($backend) $name"
+        "$dir/bench" --min-time "$min_time" "$input" | tee "$log"
+        rows+=("$(awk -v p="$source" -v b="$backend" -v n="$name" -v w="$what" '
+            /^C objective/ { c = $3 " " $4 }
+            /^arrayad primal/ { pr = $4 " " $5 }
+            /^arrayad derivative/ { gr = $4 " " $5 }
+            /^ratio derivative\/primal/ { r1 = $3 }
             /^ratio primal\/C/ { r2 = $3 }
-            /^ratio grad\/C/ { r3 = $3 }
-            END { printf "| GMM %s %s | %s | gradient | %s | %s | %s | %s | %s | %s |", n, p, b, c, pr, gr, r1, r2, r3 }' "$log")")
+            /^ratio derivative\/C/ { r3 = $3 }
+            END { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", n, p, b, w, c, pr, gr, r1, r2, r3 }' "$log")")
     done
 }
 
 for backend in $backends; do
-    gmm gmm "$backend"
-    gmm gmm_packed "$backend"
+    problem gmm gmm gmm alphas,means,icf "$backend" gradient gmm "${gmm_inputs[@]}"
+    problem gmm gmm_packed gmm alphas,means,icf "$backend" gradient gmm "${gmm_inputs[@]}"
+    problem ba ba ba_obs cam,x,w "$backend" "sparse Jacobian" ba "${ba_inputs[@]}"
+    problem lstm lstm lstm main,extra "$backend" gradient lstm "${lstm_inputs[@]}"
 done
 
 summary() {
-    echo "| problem | backend | derivative | C objective | primal | derivative | deriv/primal | primal/C | deriv/C |"
-    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "| input | program | backend | derivative | C objective | primal | derivative | deriv/primal | primal/C | deriv/C |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
 }
 echo
