@@ -820,3 +820,91 @@ fn aarch64_libraries_agree_with_x86_64() {
         assert_same_output(&format!("C test program, {backend}"), &outputs[0], &outputs[1]);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Functions whose extents are all literals take the fast path (no tables,
+// results staged on the stack): values, derivatives, the reverse-mode
+// Jacobian, outputs aliasing inputs and null pointers.
+// ---------------------------------------------------------------------------
+
+const FIXED: &str = "\
+def rot(x: [3]f64, a: f64) -> [3]f64 = [x[0] * cos(a) - x[1] * sin(a), x[0] * sin(a) + x[1] * cos(a), x[2] * a]
+def twice(x: [3]f64) -> ([3]f64, [3]f64) = (x * 2.0, x)
+def mixed(x: [2]f64, b: bool, k: i64) -> (bool, i64, f64) = (b && x[0] > 0.0, k + 1, x[1] * f64(k))
+def norm2(x: [3]f64) -> f64 = dot(x, x)
+";
+
+const FIXED_C: &str = r#"
+int main(void) {
+    double x[3] = {1, 2, 3}, a = 0.5, o[3], t[3] = {1, 0, 0}, jo[3], ct[3] = {0, 1, 0}, dx[3], da, jac[12], v;
+    double c = cos(a), s = sin(a), y[3], y0[3];
+    bool b;
+    int64_t k;
+    int i;
+    CHECK(rot(x, a, o) == 0);
+    CHECK(fabs(o[0] - (c - 2 * s)) < 1e-15 && fabs(o[1] - (s + 2 * c)) < 1e-15 && o[2] == 1.5);
+    CHECK(rot_jvp(x, a, t, 0.0, o, jo) == 0);
+    CHECK(fabs(jo[0] - c) < 1e-15 && fabs(jo[1] - s) < 1e-15 && jo[2] == 0);
+    CHECK(rot_vjp(x, a, ct, o, dx, &da) == 0);
+    CHECK(fabs(dx[0] - s) < 1e-15 && fabs(dx[1] - c) < 1e-15 && dx[2] == 0);
+    CHECK(fabs(da - (c - 2 * s)) < 1e-15);
+    /* 3 rows <= 4 columns: reverse mode, the static identity */
+    CHECK(rot_jacobian(x, a, o, jac) == 0);
+    CHECK(fabs(jac[0] - c) < 1e-15 && fabs(jac[1] + s) < 1e-15 && jac[2] == 0);
+    CHECK(fabs(jac[3] - (-s - 2 * c)) < 1e-15);
+    CHECK(jac[8] == 0 && jac[9] == 0 && jac[10] == 0.5 && jac[11] == 3);
+    /* in place: the output is the input */
+    for (i = 0; i < 3; i++) y[i] = y0[i] = x[i];
+    CHECK(rot(y, a, y) == 0);
+    CHECK(y[0] == o[0] && y[1] == o[1] && y[2] == o[2]);
+    /* the second result is the input itself, whose buffer is the first output */
+    for (i = 0; i < 3; i++) y[i] = y0[i];
+    CHECK(twice(y, y, o) == 0);
+    CHECK(y[0] == 2 && y[2] == 6 && o[0] == 1 && o[2] == 3);
+    CHECK(mixed(x, 1, 4, &b, &k, &v) == 0);
+    CHECK(b == 1 && k == 5 && v == 8);
+    CHECK(norm2_grad(x, &v, dx) == 0);
+    CHECK(v == 14 && dx[0] == 2 && dx[2] == 6);
+    /* a null pointer: the table-driven path reports it */
+    CHECK(rot(NULL, a, o) == FIX_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(fix_last_error(), "null pointer") != NULL);
+    CHECK(rot(x, a, o) == 0);
+    if (fails) return 1;
+    printf("OK\n");
+    return 0;
+}
+"#;
+
+#[test]
+fn fixed_size_functions_take_the_fast_path() {
+    for backend in backends() {
+        if !have("cc") {
+            return;
+        }
+        let dir = scratch("c_abi", &format!("fixed-{backend}"));
+        std::fs::write(dir.join("fix.arr"), FIXED).unwrap();
+        let out = arrayad(&dir, &["build", "fix.arr", "-o", "libfix.so", "--backend", backend]);
+        assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
+        let main =
+            format!("{}{FIXED_C}", CHECK_C.replace("librob.h", "libfix.h").replace("rob_last_error", "fix_last_error"));
+        std::fs::write(dir.join("main.c"), main).unwrap();
+        let args = [
+            "-std=c99",
+            "-Wall",
+            "-Werror",
+            "main.c",
+            "-o",
+            "main",
+            "-I.",
+            "-L.",
+            "-lfix",
+            "-Wl,-rpath,$ORIGIN",
+            "-lm",
+        ];
+        let out = run_in(&dir, "cc", &args, None);
+        assert_eq!(out.code, 0, "cc failed: {out:#?}");
+        let out = run_in(&dir, dir.join("main").to_str().unwrap(), &[], None);
+        assert_eq!(out.code, 0, "{backend}: {out:#?}");
+        assert!(out.stdout.contains("OK"), "{out:#?}");
+    }
+}

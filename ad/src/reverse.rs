@@ -390,7 +390,9 @@ fn is_cheap(e: &Expr) -> bool {
         Expr::Build { body, .. } => {
             body.results.len() == 1
                 && body.stmts.iter().all(|s| match &s.kind {
-                    StmtKind::Let { vars, expr } => vars.len() == 1 && !matches!(expr, Expr::Build { .. }) && is_cheap(expr),
+                    StmtKind::Let { vars, expr } => {
+                        vars.len() == 1 && !matches!(expr, Expr::Build { .. }) && is_cheap(expr)
+                    }
                     _ => false,
                 })
         }
@@ -721,7 +723,9 @@ impl Rev<'_> {
                     self.build_rule(vars, *n, *index, body, loc, &mut fwd, &mut chunk)?;
                     // The primal half of the comprehension, when cheap, is
                     // recomputed rather than taped like any cheap binding.
-                    if let Some(Stmt { kind: StmtKind::Let { vars: pv, expr: pe @ Expr::Build { .. } }, loc }) = fwd.last() {
+                    if let Some(Stmt { kind: StmtKind::Let { vars: pv, expr: pe @ Expr::Build { .. } }, loc }) =
+                        fwd.last()
+                    {
                         if pv.len() == 1 && is_cheap(pe) {
                             defs.insert(pv[0], (pe.clone(), *loc));
                         }
@@ -784,7 +788,6 @@ impl Rev<'_> {
         let mut subst = Subst::default();
         let mut taped = Vec::new();
         let mut recompute = Vec::new();
-        let mut bwd = bwd;
         for v in &bound {
             if !needed.contains(v) {
                 continue;

@@ -103,6 +103,10 @@ static int32_t finish(arrayad_ctx *ctx, int32_t status) {
     return status;
 }
 
+arrayad_ctx *arrayad_abi_begin(void) { return begin(); }
+
+int32_t arrayad_abi_end(arrayad_ctx *ctx, int32_t status) { return finish(ctx, status); }
+
 int32_t arrayad_abi_call(arrayad_fn fn, const arrayad_sig *sig, const int64_t *sizes, const void *const *in,
                          void *const *out) {
     arrayad_ctx *ctx = begin();

@@ -419,7 +419,9 @@ static int32_t leaf_dims(arrayad_ctx *ctx, const arrayad_sig *sig, const arrayad
         int64_t d = l->dims[a];
         int64_t e = d >= 0 ? d : sizes[-d - 1];
         dims[a] = e;
-        if (e != 0 && n > ((uint64_t)1 << 56) / (uint64_t)e) {
+        /* e >= 0 (sizes are checked), so the product of at most 2^56 and e
+           is exact in 128 bits: no division on this path */
+        if ((unsigned __int128)n * (uint64_t)e > ((unsigned __int128)1 << 56)) {
             return arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
                                      "out of memory: %s: the element count of `%s` overflows",
                                      sig->fname, l->name);
@@ -431,6 +433,7 @@ static int32_t leaf_dims(arrayad_ctx *ctx, const arrayad_sig *sig, const arrayad
 }
 
 #define ARRAYAD_STACK_SLOTS 64
+#define ARRAYAD_STACK_LEAVES 16
 #define ARRAYAD_MAX_RANK 255
 
 static void shape_text(char *buf, size_t cap, int32_t rank, const int64_t *dims) {
@@ -466,24 +469,12 @@ typedef struct row_scatter {
     double *jac;
 } row_scatter;
 
-/* The bytes at which output i of a call is written: the caller's buffer, or
- * for the stacks scattered into a Jacobian, the whole Jacobian. 0, or an
- * error. */
-static int32_t out_range(arrayad_ctx *ctx, const arrayad_sig *sig, const int64_t *sizes,
-                         void *const *out, const row_scatter *sc, int32_t i, const char **p,
-                         uint64_t *bytes) {
-    const arrayad_leaf *l = &sig->out[i];
-    int64_t dims[ARRAYAD_MAX_RANK + 1], count = 1;
-    int32_t st = 0;
-    if (sc && i >= sc->first) {
-        *p = (const char *)sc->jac;
-        *bytes = (uint64_t)sc->rows * (uint64_t)sc->cols * sizeof(double);
-        return 0;
-    }
-    if (l->rank > 0) st = leaf_dims(ctx, sig, l, sizes, dims, &count);
-    *p = (const char *)out[i];
-    *bytes = st == 0 ? (uint64_t)count * elem_size(l->elem) : 0;
-    return st;
+/* The element count of one row of a result stack (all axes but the first). */
+static int64_t sc_row_count(const arrayad_leaf *l, const uint64_t *dims) {
+    int64_t n = 1;
+    int32_t a;
+    for (a = 1; a < l->rank; a++) n *= (int64_t)dims[a];
+    return n;
 }
 
 static int overlap(const char *a, uint64_t na, const char *b, uint64_t nb) {
@@ -494,37 +485,29 @@ static int overlap(const char *a, uint64_t na, const char *b, uint64_t nb) {
 /* Before the results are copied out in order: an array result that still
  * points into memory an earlier output overwrites (an input the caller also
  * passed as an output, in place) is first copied into the arena, so that
- * every output gets the value of the call. 0, or OutOfMemory. */
-static int32_t stage_aliased(arrayad_ctx *ctx, const arrayad_sig *sig, const int64_t *sizes,
-                             void *const *out, uint64_t *res, const row_scatter *sc) {
-    int64_t dims[ARRAYAD_MAX_RANK + 1];
+ * every output gets the value of the call. `bytes[j]` is output j's size in
+ * bytes (0 for scalars), `dst[j]` where it is written. 0, or OutOfMemory. */
+static int32_t stage_aliased(arrayad_ctx *ctx, const arrayad_sig *sig, uint64_t *res, const char *const *dst,
+                             const uint64_t *bytes) {
     size_t k = 0;
-    int32_t i, j, st = 0;
-    for (j = 0; j < sig->nout && st == 0; j++) {
+    int32_t i, j;
+    for (j = 0; j < sig->nout; j++) {
         const arrayad_leaf *l = &sig->out[j];
-        int64_t count;
         const char *src = (const char *)(uintptr_t)res[k];
-        uint64_t bytes;
         size_t slot = k;
         k += 1 + (size_t)l->rank;
-        if (l->rank == 0) continue;
-        st = leaf_dims(ctx, sig, l, sizes, dims, &count);
-        if (st || count == 0) continue;
-        bytes = (uint64_t)count * elem_size(l->elem);
-        for (i = 0; i < j && st == 0; i++) {
-            const char *dst;
-            uint64_t n;
-            st = out_range(ctx, sig, sizes, out, sc, i, &dst, &n);
-            if (st == 0 && overlap(dst, n, src, bytes)) {
-                void *copy = arrayad_alloc_slow(ctx, bytes);
+        if (l->rank == 0 || bytes[j] == 0) continue;
+        for (i = 0; i < j; i++) {
+            if (overlap(dst[i], bytes[i] ? bytes[i] : 8, src, bytes[j])) {
+                void *copy = arrayad_alloc_slow(ctx, bytes[j]);
                 if (!copy) return ARRAYAD_ERR_OUT_OF_MEMORY;
-                memcpy(copy, src, (size_t)bytes);
+                memcpy(copy, src, (size_t)bytes[j]);
                 res[slot] = (uint64_t)(uintptr_t)copy;
                 break;
             }
         }
     }
-    return st;
+    return 0;
 }
 
 /* arrayad_invoke, with the outputs from sc->first on scattered into a
@@ -534,6 +517,8 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
                       const row_scatter *sc) {
     uint64_t stack_slots[ARRAYAD_STACK_SLOTS];
     uint64_t *slots = stack_slots, *args, *res;
+    uint64_t stack_bytes[ARRAYAD_STACK_LEAVES], *out_bytes = stack_bytes;
+    const char *stack_dst[ARRAYAD_STACK_LEAVES], **out_dst = stack_dst;
     int64_t dims[ARRAYAD_MAX_RANK + 1];
     int32_t i, a, st = 0;
     size_t nin_slots = 0, nout_slots = 0, k;
@@ -582,7 +567,12 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
             for (a = 0; a < l->rank; a++) args[k++] = (uint64_t)dims[a];
         }
     }
-    /* the output pointers */
+    /* the output pointers, and each output's size and destination */
+    if (st == 0 && sig->nout > ARRAYAD_STACK_LEAVES) {
+        out_bytes = (uint64_t *)arrayad_alloc_slow(ctx, (uint64_t)sig->nout * (sizeof(uint64_t) + sizeof(char *)));
+        if (!out_bytes) st = ARRAYAD_ERR_OUT_OF_MEMORY;
+        else out_dst = (const char **)(out_bytes + sig->nout);
+    }
     for (i = 0; i < sig->nout && st == 0; i++) {
         const arrayad_leaf *l = &sig->out[i];
         int64_t count = 1;
@@ -591,6 +581,13 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
             st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
                                    "invalid argument: %s: null pointer for the output `%s`",
                                    sig->fname, l->name);
+        }
+        if (sc && i >= sc->first) {
+            out_dst[i] = (const char *)sc->jac;
+            out_bytes[i] = (uint64_t)sc->rows * (uint64_t)sc->cols * sizeof(double);
+        } else {
+            out_dst[i] = (const char *)out[i];
+            out_bytes[i] = l->rank > 0 ? (uint64_t)count * elem_size(l->elem) : 0;
         }
     }
     if (st == 0) st = fn(ctx, args, res);
@@ -615,7 +612,7 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
         }
         k += 1 + (size_t)l->rank;
     }
-    if (st == 0) st = stage_aliased(ctx, sig, sizes, out, res, sc);
+    if (st == 0) st = stage_aliased(ctx, sig, res, out_dst, out_bytes);
     /* copy the results out */
     k = 0;
     for (i = 0; i < sig->nout && st == 0; i++) {
@@ -628,10 +625,10 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
             }
             k++;
         } else {
-            int64_t count;
             const void *src = (const void *)(uintptr_t)res[k];
-            st = leaf_dims(ctx, sig, l, sizes, dims, &count);
-            if (st == 0 && count > 0 && sc && i >= sc->first) {
+            int64_t count = (int64_t)(out_bytes[i] / elem_size(l->elem));
+            if (sc && i >= sc->first) count = (int64_t)res[k + 1] * sc_row_count(l, &res[k + 1]);
+            if (count > 0 && sc && i >= sc->first) {
                 /* a [rows][n] stack of f64 rows into columns col.. of jac */
                 int64_t r, n = count / sc->rows;
                 for (r = 0; r < sc->rows; r++) {
@@ -639,7 +636,7 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
                            (size_t)n * sizeof(double));
                 }
                 col += n;
-            } else if (st == 0 && count > 0) {
+            } else if (count > 0) {
                 memmove(out[i], src, (size_t)count * elem_size(l->elem));
             }
             k += 1 + (size_t)l->rank;
@@ -665,6 +662,21 @@ static int32_t count_of(arrayad_ctx *ctx, const arrayad_sig *sig, const arrayad_
     return leaf_dims(ctx, sig, l, sizes, dims, count);
 }
 
+/* `count` zeroed elements of `size` bytes from the arena (the memory the
+ * thread's context keeps between calls: no malloc on this path), or NULL
+ * (an error is recorded). */
+static void *arena_zeroed(arrayad_ctx *ctx, uint64_t count, uint64_t size) {
+    uint64_t bytes = count * size;
+    void *p;
+    if (size != 0 && bytes / size != count) {
+        arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY, "out of memory: a table of %1 elements", (int64_t)count, 0, 0);
+        return NULL;
+    }
+    p = arrayad_alloc_slow(ctx, bytes ? bytes : 1);
+    if (p && bytes) memset(p, 0, (size_t)bytes);
+    return p;
+}
+
 int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int64_t *sizes,
                          const void *const *in, void *const *out, double *jac) {
     const arrayad_sig *ps = d->primal_sig;
@@ -676,14 +688,16 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
     char *vals = NULL;
     int32_t i, st;
     int32_t np = ps->nin, nr = ps->nout;
+    char *mark_ptr, *mark_end;
+    arrayad_chunk *mark_cur;
 
     st = check_sizes(ctx, ps, sizes);
     if (st) return st;
-    act_count = (int64_t *)calloc((size_t)d->nact + 1, sizeof(int64_t));
-    res_count = (int64_t *)calloc((size_t)d->nres + 1, sizeof(int64_t));
-    in2 = (const void **)calloc((size_t)(np + d->nact + d->nres) + 1, sizeof(void *));
-    out2 = (void **)calloc((size_t)(nr + d->nact + d->nres) + 1, sizeof(void *));
-    if (!act_count || !res_count || !in2 || !out2) goto oom;
+    act_count = (int64_t *)arena_zeroed(ctx, (uint64_t)d->nact + 1, sizeof(int64_t));
+    res_count = (int64_t *)arena_zeroed(ctx, (uint64_t)d->nres + 1, sizeof(int64_t));
+    in2 = (const void **)arena_zeroed(ctx, (uint64_t)(np + d->nact + d->nres) + 1, sizeof(void *));
+    out2 = (void **)arena_zeroed(ctx, (uint64_t)(nr + d->nact + d->nres) + 1, sizeof(void *));
+    if (!act_count || !res_count || !in2 || !out2) return ARRAYAD_ERR_OUT_OF_MEMORY;
     for (i = 0; i < d->nact && st == 0; i++) {
         st = count_of(ctx, ps, &ps->in[d->act[i]], sizes, &act_count[i]);
         cols += act_count[i];
@@ -715,10 +729,10 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
            r one-hot at element r - (first row of leaf i) */
         int64_t off = 0;
         row_scatter sc;
-        sizes2 = (int64_t *)calloc((size_t)ps->nsizes + 1, sizeof(int64_t));
+        sizes2 = (int64_t *)arena_zeroed(ctx, (uint64_t)ps->nsizes + 1, sizeof(int64_t));
         /* rows * rows <= rows * cols <= 2^56: no overflow */
-        unit = (double *)calloc((size_t)(rows * rows), sizeof(double));
-        if (!sizes2 || !unit) goto oom;
+        unit = (double *)arena_zeroed(ctx, (uint64_t)(rows * rows), sizeof(double));
+        if (!sizes2 || !unit) return ARRAYAD_ERR_OUT_OF_MEMORY;
         for (i = 0; i < ps->nsizes; i++) sizes2[i] = sizes[i];
         sizes2[ps->nsizes] = rows;
         for (i = 0; i < d->nres; i++) {
@@ -767,12 +781,12 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
             }
         }
         /* vbytes <= the outputs' bytes (each < 2^59) */
-        vals = (char *)malloc((size_t)vbytes + 8);
-        unit = (double *)calloc((size_t)cols, sizeof(double));
-        tout = (double *)calloc((size_t)rows, sizeof(double));
+        vals = (char *)arena_zeroed(ctx, vbytes + 8, 1);
+        unit = (double *)arena_zeroed(ctx, (uint64_t)cols, sizeof(double));
+        tout = (double *)arena_zeroed(ctx, (uint64_t)rows, sizeof(double));
         if (!vals || !unit || !tout) {
             if (jout != jac) free(jout);
-            goto oom;
+            return ARRAYAD_ERR_OUT_OF_MEMORY;
         }
         for (i = 0, b = 0; i < nr; i++) {
             int64_t n;
@@ -781,6 +795,10 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
             b += ((uint64_t)n * elem_size(ps->out[i].elem) + 7) & ~(uint64_t)7;
         }
         st = arrayad_invoke(ctx, d->primal, ps, sizes, in, (void *const *)out2);
+        /* what every jvp call returns to: the tables above stay */
+        mark_ptr = ctx->arena_ptr;
+        mark_end = ctx->arena_end;
+        mark_cur = ctx->arena_cur;
         off = 0;
         for (i = 0; i < d->nact; i++) {
             in2[np + i] = unit + off;
@@ -794,7 +812,10 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
         for (c = 0; c < cols && st == 0; c++) {
             if (c > 0) unit[c - 1] = 0.0;
             unit[c] = 1.0;
-            arrayad_ctx_reset(ctx);
+            ctx->arena_ptr = mark_ptr;
+            ctx->arena_end = mark_end;
+            ctx->arena_cur = mark_cur;
+            ctx->tape_ptr = ctx->tape_top = ctx->tape_base;
             st = arrayad_invoke(ctx, d->jvp, d->jvp_sig, sizes, in2, out2);
             for (r = 0; r < rows && st == 0; r++) jout[r * cols + c] = tout[r];
         }
@@ -816,13 +837,6 @@ oom:
     st = arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY, "out of memory: %s_jacobian",
                            ps->fname);
 done:
-    free(act_count);
-    free(res_count);
-    free(sizes2);
-    free((void *)in2);
-    free(out2);
-    free(unit);
-    free(tout);
-    free(vals);
+    /* the tables live in the arena: the call's end releases them */
     return st;
 }

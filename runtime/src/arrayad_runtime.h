@@ -186,6 +186,12 @@ int32_t arrayad_abi_call(arrayad_fn fn, const arrayad_sig *sig, const int64_t *s
 /* arrayad_jacobian likewise. */
 int32_t arrayad_abi_jacobian(const arrayad_jac_desc *d, const int64_t *sizes, const void *const *in,
                              void *const *out, double *jac);
+/* The context of a call on the calling thread (kept from its last call, or
+ * new; NULL when out of memory), for wrappers that call a compiled function
+ * directly, and the end of such a call: keeps the message of a failure and
+ * the context for the thread's next call. Returns status. */
+arrayad_ctx *arrayad_abi_begin(void);
+int32_t arrayad_abi_end(arrayad_ctx *ctx, int32_t status);
 /* The calling thread's last error message ("" if none). */
 const char *arrayad_abi_last_error(void);
 

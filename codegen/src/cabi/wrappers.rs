@@ -92,10 +92,15 @@ fn sig_table(
 
 /// A C array initialiser `T name[] = {..}` or a NULL pointer when empty.
 fn ptr_array(out: &mut String, ty: &str, name: &str, items: &[String]) {
+    ptr_array_indented(out, ty, name, items, "    ");
+}
+
+/// Like [`ptr_array`], indented by `indent`.
+fn ptr_array_indented(out: &mut String, ty: &str, name: &str, items: &[String], indent: &str) {
     if items.is_empty() {
-        let _ = writeln!(out, "    {ty} *{name} = NULL;");
+        let _ = writeln!(out, "{indent}{ty} *{name} = NULL;");
     } else {
-        let _ = writeln!(out, "    {ty} {name}[] = {{{}}};", items.join(", "));
+        let _ = writeln!(out, "{indent}{ty} {name}[] = {{{}}};", items.join(", "));
     }
 }
 
@@ -121,6 +126,7 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
          #include <stdbool.h>\n\
          #include <stddef.h>\n\
          #include <stdint.h>\n\
+         #include <string.h>\n\
          #include \"{rt}\"\n\
          #pragma GCC visibility push(default)\n\
          #include \"{MODULE_HEADER_NAME}\"\n\
@@ -274,10 +280,308 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
                     format!("arrayad_abi_jacobian(&{p}_jac, sizes, in, out, {})", i.jac_name)
                 }
             };
-            ptr_array(&mut out, "const void *", "in", &ins);
-            ptr_array(&mut out, "void *", "out", &outs);
-            let _ = writeln!(out, "    return {call};\n}}");
+            let fast = match v {
+                Variant::Jacobian => fixed_jacobian(i, module),
+                _ => {
+                    let (fin, fout, which) = variant_leaves(i, v);
+                    fixed_call(&fin, &fout, &internal_symbol(module, f, which))
+                }
+            };
+            match fast {
+                // The table-driven path stays for what the fast one does not
+                // check (null pointers): it reports them.
+                Some(body) => {
+                    let _ =
+                        writeln!(out, "    if ({}) {{", null_test(&ins, &outs, v == Variant::Jacobian, &i.jac_name));
+                    ptr_array_indented(&mut out, "const void *", "in", &ins, "        ");
+                    ptr_array_indented(&mut out, "void *", "out", &outs, "        ");
+                    let _ = writeln!(out, "        return {call};\n    }}");
+                    out.push_str(&body);
+                    out.push_str("}\n");
+                }
+                None => {
+                    ptr_array(&mut out, "const void *", "in", &ins);
+                    ptr_array(&mut out, "void *", "out", &outs);
+                    let _ = writeln!(out, "    return {call};\n}}");
+                }
+            }
         }
     }
     out
+}
+
+/// Leaves with a C expression each.
+type Leaves = Vec<(Leaf, String)>;
+
+/// The largest output, in bytes, of a function called by the fast path.
+const FAST_STAGE_BYTES: u64 = 4096;
+
+/// The elements of a leaf of literal extents (`None` if an extent is a
+/// size variable).
+fn literal_count(l: &Leaf) -> Option<u64> {
+    l.dims.iter().try_fold(1u64, |n, d| match d {
+        DimRef::Lit(k) => n.checked_mul(*k as u64),
+        DimRef::Size(_) => None,
+    })
+}
+
+fn elem_bytes(s: Scalar) -> u64 {
+    if s == Scalar::Bool {
+        1
+    } else {
+        8
+    }
+}
+
+/// The input leaves (with the C expression of each: the scalar's value or
+/// the array pointer), the output leaves (C pointer names) and the internal
+/// function of a variant other than the Jacobian.
+fn variant_leaves(i: &Interface, v: Variant) -> (Leaves, Leaves, &'static str) {
+    let named = |ls: &[Leaf]| ls.iter().map(|l| (l.clone(), l.name.clone())).collect::<Vec<_>>();
+    let mut ins = named(&i.params);
+    let mut outs = named(&i.results);
+    let which = match v {
+        Variant::Primal | Variant::Jacobian => "primal",
+        Variant::Jvp => {
+            ins.extend(named(&i.tangents_in));
+            outs.extend(named(&i.tangents_out));
+            "jvp"
+        }
+        Variant::Vjp => {
+            ins.extend(named(&i.cotangents_in));
+            outs.extend(named(&i.cotangents_out));
+            "vjp"
+        }
+        Variant::Grad => {
+            let one = Leaf { name: "one".into(), elem: Scalar::F64, dims: vec![], src: "f64".into() };
+            ins.push((one, "1.0".into()));
+            let value = Leaf { name: i.value_name.clone(), elem: Scalar::F64, dims: vec![], src: "f64".into() };
+            outs = vec![(value, i.value_name.clone())];
+            outs.extend(named(&i.cotangents_out));
+            "vjp"
+        }
+    };
+    (ins, outs, which)
+}
+
+/// The C condition under which the fast path does not apply: a null array
+/// pointer (with elements) or output pointer.
+fn null_test(ins: &[String], outs: &[String], jacobian: bool, jac: &str) -> String {
+    let mut tests: Vec<String> = ins.iter().filter(|e| !e.starts_with('&')).map(|e| format!("!{e}")).collect();
+    tests.extend(outs.iter().map(|o| format!("!{o}")));
+    if jacobian {
+        tests.push(format!("!{jac}"));
+    }
+    if tests.is_empty() {
+        "0".into()
+    } else {
+        tests.join(" || ")
+    }
+}
+
+/// C statements packing `ins` into `args` (8-byte slots).
+fn pack_args(out: &mut String, ins: &[(Leaf, String)]) {
+    let mut k = 0;
+    for (l, e) in ins {
+        if l.is_array() {
+            let _ = writeln!(out, "    args[{k}] = (uint64_t)(uintptr_t){e};");
+            k += 1;
+            for d in &l.dims {
+                if let DimRef::Lit(n) = d {
+                    let _ = writeln!(out, "    args[{k}] = {n};");
+                }
+                k += 1;
+            }
+        } else {
+            match l.elem {
+                Scalar::F64 => {
+                    // (no parameter is called `arrayad_...`: see abi.rs, Namer)
+                    let _ = writeln!(out, "    {{ double arrayad_d = {e}; memcpy(&args[{k}], &arrayad_d, 8); }}");
+                }
+                Scalar::I64 => {
+                    let _ = writeln!(out, "    args[{k}] = (uint64_t)({e});");
+                }
+                Scalar::Bool => {
+                    let _ = writeln!(out, "    args[{k}] = ({e}) ? 1 : 0;");
+                }
+            }
+            k += 1;
+        }
+    }
+}
+
+fn slots_of(ls: &[(Leaf, String)]) -> usize {
+    ls.iter().map(|(l, _)| 1 + l.dims.len()).sum()
+}
+
+/// The fast path of a call of `symbol` whose leaves all have literal
+/// extents: no tables, no heap, the results staged through the stack (so
+/// that outputs may alias inputs) after their extents are checked. `None`
+/// when the leaves are not all literal or the outputs too large.
+fn fixed_call(ins: &[(Leaf, String)], outs: &[(Leaf, String)], symbol: &str) -> Option<String> {
+    for (l, _) in ins.iter().chain(outs) {
+        literal_count(l)?;
+    }
+    let stage: u64 = outs
+        .iter()
+        .map(|(l, _)| if l.is_array() { literal_count(l).unwrap_or(0) * elem_bytes(l.elem) } else { 0 })
+        .sum();
+    if stage > FAST_STAGE_BYTES {
+        return None;
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "    uint64_t args[{}], res[{}], stage[{}];\n    int32_t st;\n    arrayad_ctx *ctx = arrayad_abi_begin();\n    if (!ctx) return {};",
+        slots_of(ins).max(1),
+        slots_of(outs).max(1),
+        stage.div_ceil(8).max(1),
+        arrayad_ir::ErrorKind::OutOfMemory.code()
+    );
+    pack_args(&mut out, ins);
+    let _ = writeln!(out, "    st = {symbol}(ctx, args, res);");
+    stage_results(&mut out, outs, 0);
+    let _ = writeln!(out, "    return arrayad_abi_end(ctx, st);");
+    Some(out)
+}
+
+/// C statements that (when `st == 0`) check the extents of the array
+/// results in `res` (from slot `first`), copy them into `stage`, then write
+/// every output.
+fn stage_results(out: &mut String, outs: &[(Leaf, String)], first: usize) {
+    let _ = writeln!(out, "    if (st == 0) {{");
+    let mut k = first;
+    let mut off = 0u64;
+    let mut writes = String::new();
+    for (l, name) in outs {
+        if l.is_array() {
+            let count = literal_count(l).unwrap_or(0);
+            let bytes = count * elem_bytes(l.elem);
+            let checks: Vec<String> = l
+                .dims
+                .iter()
+                .enumerate()
+                .map(|(a, d)| match d {
+                    DimRef::Lit(n) => format!("res[{}] != {n}", k + 1 + a),
+                    DimRef::Size(_) => "1".into(),
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "        if ({}) st = arrayad_fail_text(ctx, {}, \"size mismatch: result `{}` does not have its declared shape\");",
+                checks.join(" || "),
+                arrayad_ir::ErrorKind::SizeMismatch.code(),
+                l.name
+            );
+            if bytes > 0 {
+                let _ = writeln!(
+                    out,
+                    "        if (st == 0) memcpy((char *)stage + {off}, (const void *)(uintptr_t)res[{k}], {bytes});"
+                );
+                let _ = writeln!(writes, "        memcpy({name}, (char *)stage + {off}, {bytes});");
+            }
+            off += bytes.div_ceil(8) * 8;
+            k += 1 + l.dims.len();
+        } else {
+            match l.elem {
+                Scalar::F64 => {
+                    let _ = writeln!(writes, "        memcpy({name}, &res[{k}], 8);");
+                }
+                Scalar::I64 => {
+                    let _ = writeln!(writes, "        *{name} = (int64_t)res[{k}];");
+                }
+                Scalar::Bool => {
+                    let _ = writeln!(writes, "        *{name} = res[{k}] != 0;");
+                }
+            }
+            k += 1;
+        }
+    }
+    let _ = writeln!(out, "    }}\n    if (st == 0) {{\n{writes}    }}");
+}
+
+/// The fast path of the Jacobian (reverse mode: one call of `vjp_rows` with
+/// a static identity as the cotangents) when every leaf has literal
+/// extents and there are at most as many rows as columns.
+fn fixed_jacobian(i: &Interface, module: &str) -> Option<String> {
+    let named = |ls: &[Leaf]| ls.iter().map(|l| (l.clone(), l.name.clone())).collect::<Vec<_>>();
+    let params = named(&i.params);
+    let results = named(&i.results);
+    for (l, _) in params.iter().chain(&results) {
+        literal_count(l)?;
+    }
+    let rows: u64 = i.f64_results.iter().map(|k| literal_count(&i.results[*k]).unwrap_or(0)).sum();
+    let cols: u64 = i.active.iter().map(|k| literal_count(&i.params[*k]).unwrap_or(0)).sum();
+    if rows == 0 || rows > cols || rows * rows > 4096 {
+        return None;
+    }
+    let stage: u64 = results
+        .iter()
+        .map(|(l, _)| if l.is_array() { literal_count(l).unwrap_or(0) * elem_bytes(l.elem) } else { 0 })
+        .sum();
+    if stage > FAST_STAGE_BYTES {
+        return None;
+    }
+    let mut out = String::new();
+    // One static block of the identity per f64 result leaf: rows x n, row r
+    // one-hot at r - (the leaf's first row).
+    let mut first = 0u64;
+    let mut ins = params.clone();
+    for (j, k) in i.f64_results.iter().enumerate() {
+        let n = literal_count(&i.results[*k]).unwrap_or(0);
+        let vals: Vec<&str> =
+            (0..rows * n).map(|e| if e / n.max(1) == first + e % n.max(1) { "1.0" } else { "0.0" }).collect();
+        let _ = writeln!(out, "    static const double unit{j}[{}] = {{{}}};", (rows * n).max(1), vals.join(", "));
+        let mut l = i.results[*k].derived(format!("unit{j}"));
+        l.dims.insert(0, DimRef::Lit(rows as i64));
+        ins.push((l, format!("unit{j}")));
+        first += n;
+    }
+    let stacks: usize = i.active.iter().map(|k| 2 + i.params[*k].dims.len()).sum();
+    let _ = writeln!(
+        out,
+        "    uint64_t args[{}], res[{}], stage[{}];\n    int32_t st;\n    arrayad_ctx *ctx = arrayad_abi_begin();\n    if (!ctx) return {};",
+        slots_of(&ins).max(1),
+        slots_of(&results) + stacks,
+        stage.div_ceil(8).max(1),
+        arrayad_ir::ErrorKind::OutOfMemory.code()
+    );
+    pack_args(&mut out, &ins);
+    let _ = writeln!(out, "    st = {}(ctx, args, res);", internal_symbol(module, &i.name, "vjp_rows"));
+    // The values first (as the table-driven path writes them), then the
+    // stacks: [rows][leaf] each, into columns off.. of every row.
+    stage_results(&mut out, &results, 0);
+    let _ = writeln!(out, "    if (st == 0) {{");
+    let mut k = slots_of(&results);
+    let mut off = 0u64;
+    for a in &i.active {
+        let l = &i.params[*a];
+        let n = literal_count(l).unwrap_or(0);
+        let mut checks = vec![format!("res[{}] != {rows}", k + 1)];
+        for (ax, d) in l.dims.iter().enumerate() {
+            if let DimRef::Lit(e) = d {
+                checks.push(format!("res[{}] != {e}", k + 2 + ax));
+            }
+        }
+        let _ = writeln!(
+            out,
+            "        if ({}) st = arrayad_fail_text(ctx, {}, \"size mismatch: the Jacobian block of `{}` does not have its shape\");",
+            checks.join(" || "),
+            arrayad_ir::ErrorKind::SizeMismatch.code(),
+            l.name
+        );
+        if n > 0 {
+            let _ = writeln!(
+                out,
+                "        else {{ const double *src = (const double *)(uintptr_t)res[{k}]; int64_t r;\n            for (r = 0; r < {rows}; r++) memcpy({jac} + r * {cols} + {off}, src + r * {n}, {bytes}); }}",
+                jac = i.jac_name,
+                bytes = n * 8
+            );
+        }
+        off += n;
+        k += 2 + l.dims.len();
+    }
+    let _ = writeln!(out, "    }}");
+    let _ = writeln!(out, "    return arrayad_abi_end(ctx, st);");
+    Some(out)
 }

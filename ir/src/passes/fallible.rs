@@ -66,6 +66,7 @@ pub fn analyse(f: &Function) -> Fallible {
         size: Vec::new(),
         min_depth: Vec::new(),
         nonneg: Vec::new(),
+        lit: Vec::new(),
         undo: Vec::new(),
         depth: HashMap::new(),
         bound: HashMap::new(),
@@ -105,8 +106,10 @@ struct Analysis<'f> {
     size: Vec<usize>,
     min_depth: Vec<u32>,
     nonneg: Vec<bool>,
-    /// (child root, parent root, the parent's old min_depth and nonneg).
-    undo: Vec<(usize, usize, u32, bool)>,
+    /// The literal a class equals, if one of its members is a literal.
+    lit: Vec<Option<i64>>,
+    /// (child root, parent root, the parent's old min_depth, nonneg, lit).
+    undo: Vec<(usize, usize, u32, bool, Option<i64>)>,
     /// The block depth at which each variable is bound (params: 0).
     depth: HashMap<VarId, u32>,
     /// The bound `n` of each loop index.
@@ -133,6 +136,7 @@ impl Analysis<'_> {
         self.size.push(1);
         self.min_depth.push(depth);
         self.nonneg.push(nonneg);
+        self.lit.push(if let Key::Lit(x) = k { Some(x) } else { None });
         self.keys.insert(k, id);
         id
     }
@@ -160,21 +164,30 @@ impl Analysis<'_> {
         if self.size[a] > self.size[b] {
             std::mem::swap(&mut a, &mut b);
         }
-        self.undo.push((a, b, self.min_depth[b], self.nonneg[b]));
+        self.undo.push((a, b, self.min_depth[b], self.nonneg[b], self.lit[b]));
         self.parent[a] = b;
         self.size[b] += self.size[a];
         self.min_depth[b] = self.min_depth[b].min(self.min_depth[a]);
         self.nonneg[b] |= self.nonneg[a];
+        self.lit[b] = self.lit[b].or(self.lit[a]);
     }
 
     fn rollback(&mut self, mark: usize) {
         while self.undo.len() > mark {
-            let (a, b, depth, nonneg) = self.undo.pop().expect("undo entry");
+            let (a, b, depth, nonneg, lit) = self.undo.pop().expect("undo entry");
             self.parent[a] = a;
             self.size[b] -= self.size[a];
             self.min_depth[b] = depth;
             self.nonneg[b] = nonneg;
+            self.lit[b] = lit;
         }
+    }
+
+    /// The literal value of extent `axis` of `array`, when known.
+    fn lit_dim(&mut self, array: VarId, axis: u8) -> Option<i64> {
+        let k = self.key(Key::Dim(array, axis));
+        let r = self.find(k);
+        self.lit[r]
     }
 
     fn same(&mut self, a: Key, b: Key) -> bool {
@@ -319,6 +332,9 @@ impl Analysis<'_> {
             }
             Expr::Index { array, indices } => {
                 let by_bounds = indices.iter().enumerate().all(|(axis, i)| {
+                    if let Atom::I64(k) = i {
+                        return self.lit_dim(*array, axis as u8).is_some_and(|d| 0 <= *k && *k < d);
+                    }
                     let Atom::Var(i) = i else { return false };
                     let Some(n) = self.bound.get(i).copied() else { return false };
                     match self.atom_key(&n) {
@@ -331,7 +347,13 @@ impl Analysis<'_> {
                 });
                 !by_bounds && !self.accessed_like(*array, indices.len() as u8, self.access_index(indices))
             }
-            Expr::Slice { array, lo, hi } => !self.accessed_like(*array, 1, self.access_slice(lo, hi)),
+            Expr::Slice { array, lo, hi } => {
+                let by_literals = match (lo, hi, self.lit_dim(*array, 0)) {
+                    (Atom::I64(l), Atom::I64(h), Some(d)) => 0 <= *l && l <= h && *h <= d,
+                    _ => false,
+                };
+                !by_literals && !self.accessed_like(*array, 1, self.access_slice(lo, hi))
+            }
             Expr::Call { .. } => true,
             Expr::Reduce { op, .. } => *op != ReduceOp::Sum,
             Expr::ArrayLit { elem_ty, elems } => {
@@ -403,11 +425,15 @@ impl Analysis<'_> {
                     self.union_keys(Key::Dim(v, axis), Key::Dim(*array, axis + skip));
                 }
             }
-            Expr::Slice { array, .. } => {
+            Expr::Slice { array, lo, hi } => {
                 for axis in 1..self.rank(v) {
                     self.union_keys(Key::Dim(v, axis), Key::Dim(*array, axis));
                 }
+                if let (Atom::I64(l), Atom::I64(h)) = (lo, hi) {
+                    self.union_keys(Key::Dim(v, 0), Key::Lit(h.wrapping_sub(*l)));
+                }
             }
+            Expr::ArrayLit { elems, .. } => self.union_keys(Key::Dim(v, 0), Key::Lit(elems.len() as i64)),
             Expr::Build { n, .. } => {
                 for w in vars {
                     if self.rank(*w) > 0 {

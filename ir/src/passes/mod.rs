@@ -12,7 +12,9 @@ pub mod fallible;
 pub mod fuse;
 pub mod inline;
 pub mod licm;
+pub mod scalarize;
 pub mod simplify;
+pub mod unroll;
 
 use crate::program::Function;
 
@@ -23,6 +25,8 @@ pub fn optimize(f: &mut Function) {
         let before = f.body.clone();
         accum::fold_accumulators(f);
         simplify::simplify(f);
+        unroll::unroll(f);
+        scalarize::scalarize(f);
         fuse::fuse(f);
         licm::licm(f);
         cse::cse(f);

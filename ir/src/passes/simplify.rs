@@ -11,10 +11,15 @@ use std::collections::HashMap;
 /// What is known of the extents of arrays from their bindings.
 #[derive(Default)]
 struct Shapes {
-    /// Arrays bound by a `build` over `n`: their extent on axis 0.
+    /// Arrays bound by a `build` over `n`, an array literal of `n` rows or a
+    /// slice `lo:hi` with literal bounds: their extent on axis 0.
     axis0: HashMap<VarId, Atom>,
     /// Arrays bound by `zeros_like a`: `a`, of the same shape.
     like: HashMap<VarId, VarId>,
+    /// Arrays bound by a view of `a` that drops `k` leading axes (a row, or
+    /// `k = 0`, a slice): their axis `j` (`j >= 1` for a slice) is `a`'s
+    /// axis `j + k`.
+    view: HashMap<VarId, (VarId, u8)>,
 }
 
 /// Simplifies `f` in place. Mutable variables are never propagated.
@@ -29,6 +34,7 @@ pub fn simplify(f: &mut Function) {
 fn dim(f: &Function, shapes: &Shapes, array: VarId, axis: u8) -> Expr {
     let mut a = array;
     // Follow chains of zeros_like (a cotangent of a cotangent ...).
+    let mut axis = axis;
     for _ in 0..64 {
         if f.var(a).mutable {
             break;
@@ -38,9 +44,16 @@ fn dim(f: &Function, shapes: &Shapes, array: VarId, axis: u8) -> Expr {
                 return Expr::Atom(*n);
             }
         }
-        match shapes.like.get(&a) {
-            Some(b) => a = *b,
-            None => break,
+        if let Some(b) = shapes.like.get(&a) {
+            a = *b;
+            continue;
+        }
+        match shapes.view.get(&a) {
+            Some(&(b, k)) if k > 0 || axis > 0 => {
+                a = b;
+                axis += k;
+            }
+            _ => break,
         }
     }
     Expr::Dim { array: a, axis }
@@ -48,6 +61,9 @@ fn dim(f: &Function, shapes: &Shapes, array: VarId, axis: u8) -> Expr {
 
 fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Block {
     let mut out = Vec::with_capacity(b.stmts.len());
+    // Substitutions learnt from size checks in this block: they hold only
+    // after the check, so they end with the block.
+    let mut learnt: Vec<VarId> = Vec::new();
     for s in b.stmts {
         let s = subst.stmt(&Stmt { kind: s.kind, loc: s.loc });
         let loc = s.loc;
@@ -71,6 +87,31 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
                         Expr::ZerosLike(a)
                     }
                     Expr::Dim { array, axis } => dim(f, shapes, array, axis),
+                    Expr::ArrayLit { elem_ty, elems } => {
+                        if let [v] = vars.as_slice() {
+                            shapes.axis0.insert(*v, Atom::I64(elems.len() as i64));
+                        }
+                        Expr::ArrayLit { elem_ty, elems }
+                    }
+                    Expr::Slice { array, lo, hi } => {
+                        if let [v] = vars.as_slice() {
+                            shapes.view.insert(*v, (array, 0));
+                            if let (Atom::I64(l), Atom::I64(h)) = (lo, hi) {
+                                if h >= l {
+                                    shapes.axis0.insert(*v, Atom::I64(h - l));
+                                }
+                            }
+                        }
+                        Expr::Slice { array, lo, hi }
+                    }
+                    Expr::Index { array, indices } => {
+                        if let [v] = vars.as_slice() {
+                            if f.var(*v).ty.is_array() {
+                                shapes.view.insert(*v, (array, indices.len() as u8));
+                            }
+                        }
+                        fold(f, Expr::Index { array, indices })
+                    }
                     Expr::Loop { n, index, states, init, body } => {
                         Expr::Loop { n, index, states, init, body: block(f, body, subst, shapes) }
                     }
@@ -108,10 +149,25 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
             }
             // A size equal to itself: the check cannot fail.
             StmtKind::CheckSize { a, b, .. } if a == b => {}
+            // Once `x == c` is checked, later uses of `x` in this block (and
+            // the blocks nested in it) are the literal.
+            StmtKind::CheckSize { a, b, what } => {
+                if let (Atom::Var(x), Atom::I64(_)) | (Atom::I64(_), Atom::Var(x)) = (a, b) {
+                    if !f.var(x).mutable && !subst.map.contains_key(&x) {
+                        let lit = if matches!(a, Atom::I64(_)) { a } else { b };
+                        subst.map.insert(x, lit);
+                        learnt.push(x);
+                    }
+                }
+                out.push(Stmt { kind: StmtKind::CheckSize { a, b, what }, loc });
+            }
             kind => out.push(Stmt { kind, loc }),
         }
     }
     let results = b.results.iter().map(|a| subst.atom(a)).collect();
+    for x in learnt {
+        subst.map.remove(&x);
+    }
     Block { stmts: out, results }
 }
 
