@@ -8,6 +8,10 @@ use crate::error::CodegenError;
 use arrayad_ir::{Atom, BinOp, Block, Expr, Fault, MathFn, ReduceOp, Scalar, Type, UnOp, VarId};
 use arrayad_runtime::Callee;
 
+/// Accumulators of at most this many elements, of literal extents, are
+/// zeroed by stores rather than `memset`.
+const SMALL_ZEROS: i64 = 16;
+
 /// The destination of one result of a `Build`.
 enum BuildOut<E: Emitter> {
     /// Scalar rows: the array is allocated before the loop.
@@ -46,8 +50,24 @@ impl<E: Emitter> Lower<'_, E> {
                 vec![Val::A(self.zeros(a.dims)?)]
             }
             Expr::Zeros(dims) => {
-                let dims = dims.iter().map(|d| self.scalar(d)).collect::<Result<Vec<_>>>()?;
-                vec![Val::A(self.zeros(dims)?)]
+                // Literal extents of a small accumulator: zeroed by stores.
+                let literal: Option<i64> = dims.iter().try_fold(1i64, |n, d| match d {
+                    Atom::I64(k) if *k >= 0 => n.checked_mul(*k),
+                    _ => None,
+                });
+                let vals = dims.iter().map(|d| self.scalar(d)).collect::<Result<Vec<_>>>()?;
+                match literal {
+                    Some(count) if count <= SMALL_ZEROS => {
+                        let n = self.iconst(count);
+                        let ptr = self.alloc_elems(n, Scalar::F64, None)?;
+                        let zero = self.b.iconst(Ty::I64, 0);
+                        for k in 0..count {
+                            self.b.store(Ty::I64, zero, ptr, (8 * k) as i32, Mem::Data);
+                        }
+                        vec![Val::A(Arr { ptr, dims: vals })]
+                    }
+                    _ => vec![Val::A(self.zeros(vals)?)],
+                }
             }
             Expr::Pop => {
                 let [v] = vars else {

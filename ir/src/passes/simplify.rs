@@ -20,6 +20,10 @@ struct Shapes {
     /// `k = 0`, a slice): their axis `j` (`j >= 1` for a slice) is `a`'s
     /// axis `j + k`.
     view: HashMap<VarId, (VarId, u8)>,
+    /// `d = dim a k`: the extent `d` names.
+    dim_of: HashMap<VarId, (VarId, u8)>,
+    /// Extents known to be literals (from size checks), in scope.
+    lit_dim: HashMap<(VarId, u8), i64>,
 }
 
 /// Simplifies `f` in place. Mutable variables are never propagated.
@@ -64,6 +68,7 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
     // Substitutions learnt from size checks in this block: they hold only
     // after the check, so they end with the block.
     let mut learnt: Vec<VarId> = Vec::new();
+    let mut learnt_dims: Vec<(VarId, u8)> = Vec::new();
     for s in b.stmts {
         let s = subst.stmt(&Stmt { kind: s.kind, loc: s.loc });
         let loc = s.loc;
@@ -84,9 +89,32 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
                                 shapes.like.insert(*v, a);
                             }
                         }
-                        Expr::ZerosLike(a)
+                        // Of literal extents: zeros of those extents.
+                        let rank = f.ty(a).rank;
+                        let lits: Option<Vec<Atom>> = (0..rank)
+                            .map(|k| match dim(f, shapes, a, k) {
+                                Expr::Atom(Atom::I64(n)) => Some(Atom::I64(n)),
+                                Expr::Dim { array, axis } => shapes.lit_dim.get(&(array, axis)).map(|n| Atom::I64(*n)),
+                                _ => None,
+                            })
+                            .collect();
+                        match lits {
+                            Some(dims) if !f.var(a).mutable && rank > 0 => Expr::Zeros(dims),
+                            _ => Expr::ZerosLike(a),
+                        }
                     }
-                    Expr::Dim { array, axis } => dim(f, shapes, array, axis),
+                    Expr::Dim { array, axis } => match dim(f, shapes, array, axis) {
+                        Expr::Dim { array, axis } => {
+                            if let [v] = vars.as_slice() {
+                                shapes.dim_of.insert(*v, (array, axis));
+                            }
+                            match shapes.lit_dim.get(&(array, axis)) {
+                                Some(n) => Expr::Atom(Atom::I64(*n)),
+                                None => Expr::Dim { array, axis },
+                            }
+                        }
+                        e => e,
+                    },
                     Expr::ArrayLit { elem_ty, elems } => {
                         if let [v] = vars.as_slice() {
                             shapes.axis0.insert(*v, Atom::I64(elems.len() as i64));
@@ -157,6 +185,11 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
                         let lit = if matches!(a, Atom::I64(_)) { a } else { b };
                         subst.map.insert(x, lit);
                         learnt.push(x);
+                        if let (Some(key), Atom::I64(n)) = (shapes.dim_of.get(&x).copied(), lit) {
+                            if !f.var(key.0).mutable && shapes.lit_dim.insert(key, n).is_none() {
+                                learnt_dims.push(key);
+                            }
+                        }
                     }
                 }
                 out.push(Stmt { kind: StmtKind::CheckSize { a, b, what }, loc });
@@ -167,6 +200,9 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
     let results = b.results.iter().map(|a| subst.atom(a)).collect();
     for x in learnt {
         subst.map.remove(&x);
+    }
+    for k in learnt_dims {
+        shapes.lit_dim.remove(&k);
     }
     Block { stmts: out, results }
 }
