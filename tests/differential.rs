@@ -243,3 +243,42 @@ fn nested_loops_differentiate_in_linear_time() {
     arrayad_ad::jvp(&program, fid, &[true]).unwrap();
     assert!(start.elapsed().as_secs_f64() < 10.0, "took {:?}", start.elapsed());
 }
+
+/// A loop state that never depends on an active value (a counter array
+/// next to an accumulator) gets no tangent and no cotangent: the backward
+/// loop allocates no accumulator per iteration, and the gradient is right.
+#[test]
+fn inactive_loop_states_get_no_cotangents() {
+    let src = "def f(x: [n]f64, t: i64) -> f64 =
+  let (c, s) = loop (c, s) = (for j < n => 0.0, 0.0) for i < t do (c + 1.0, s + x[i % n] * c[i % n])
+  in s
+";
+    let program = arrayad_frontend::compile("act.arr", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let fid = program.find("f").unwrap();
+    let vjp = arrayad_ad::vjp(&program, fid, &[true, false]).unwrap();
+    fn allocations_in_loops(b: &arrayad_ir::Block, inside: bool) -> usize {
+        use arrayad_ir::{Expr, StmtKind};
+        let mut n = 0;
+        for s in &b.stmts {
+            if inside && matches!(&s.kind, StmtKind::Let { expr: Expr::ZerosLike(_) | Expr::Zeros(_), .. }) {
+                n += 1;
+            }
+            let is_loop = matches!(
+                &s.kind,
+                StmtKind::For { .. } | StmtKind::Let { expr: Expr::Loop { .. } | Expr::Build { .. }, .. }
+            );
+            for c in arrayad_ir::visit::child_blocks(&s.kind) {
+                n += allocations_in_loops(c, inside || is_loop);
+            }
+        }
+        n
+    }
+    assert_eq!(allocations_in_loops(&vjp.body, false), 0, "{}", arrayad_ir::printer::print_function(&vjp, None));
+    check_case(&Case {
+        file: "act.arr".into(),
+        source: src.into(),
+        func: "f".into(),
+        args: serde_json::json!([[0.5, -1.0, 2.0], 7]),
+        finite_differences: true,
+    });
+}

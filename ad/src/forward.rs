@@ -293,6 +293,46 @@ impl Jvp {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// The f64 loop states that depend on an active value: those whose
+    /// initial value has a tangent, and, to a fixed point, those whose next
+    /// value depends (through the body's bindings, at any depth) on an
+    /// active state or an active variable from outside.
+    fn state_activity(&self, b: &Builder, states: &[VarId], init: &[Atom], body: &Block) -> Vec<bool> {
+        let f64_state = |v: VarId| b.func.ty(v).elem == Scalar::F64;
+        let mut active: Vec<bool> =
+            states.iter().zip(init).map(|(st, i)| f64_state(*st) && self.tangent(i).is_some()).collect();
+        loop {
+            let mut live: HashSet<VarId> = states.iter().zip(&active).filter(|(_, a)| **a).map(|(s, _)| *s).collect();
+            let depends = |e: &Expr, live: &HashSet<VarId>| {
+                let mut hit = false;
+                arrayad_ir::visit::expr_uses(e, &mut |v| hit |= live.contains(&v) || self.tan.contains_key(&v));
+                hit
+            };
+            for s in &body.stmts {
+                match &s.kind {
+                    StmtKind::Let { vars, expr } => {
+                        if depends(expr, &live) {
+                            live.extend(vars.iter().copied());
+                        }
+                    }
+                    // Effects the jvp input never has (no imperative forms
+                    // in a primal program); nothing to propagate.
+                    _ => {}
+                }
+            }
+            let next: Vec<bool> = states
+                .iter()
+                .zip(&body.results)
+                .zip(&active)
+                .map(|((st, r), a)| *a || (f64_state(*st) && matches!(r, Atom::Var(v) if live.contains(v))))
+                .collect();
+            if next == active {
+                return active;
+            }
+            active = next;
+        }
+    }
+
     fn loop_rule(
         &mut self,
         b: &mut Builder,
@@ -305,19 +345,13 @@ impl Jvp {
         body: &Block,
     ) -> Result<(), AdError> {
         let is_f64 = |b: &Builder, v: VarId| b.func.ty(v).elem == Scalar::F64;
-        // Which states carry a tangent. Guessing only those with an active
-        // initial value and iterating would differentiate the body twice per
-        // loop, 2^depth times for nested loops; instead, when the body reads
-        // any active variable from outside, every f64 state is taken as
-        // active (an over-approximation: a state that stays constant gets a
-        // zero tangent), so the body is differentiated once.
-        let mut reads_active = false;
-        arrayad_ir::visit::block_uses(body, &mut |v| reads_active |= self.tan.contains_key(&v));
-        let mut active: Vec<bool> = states
-            .iter()
-            .zip(init)
-            .map(|(st, i)| is_f64(b, *st) && (reads_active || self.tangent(i).is_some()))
-            .collect();
+        // Which states carry a tangent: a dependence analysis of the body
+        // (cheap, no differentiation) to its fixed point, so that the body
+        // is differentiated once (iterating the differentiation itself would
+        // take 2^depth rounds for nested loops) and a state that never
+        // depends on an active value (a counter next to an accumulator)
+        // gets no tangent and no cotangent.
+        let mut active: Vec<bool> = self.state_activity(b, states, init, body);
         // Fixed point (reached at once but for the guess above): a state is
         // active if its initial value or its next value has a tangent.
         let (body_block, dstates) = loop {
