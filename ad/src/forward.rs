@@ -308,16 +308,12 @@ impl Jvp {
                 arrayad_ir::visit::expr_uses(e, &mut |v| hit |= live.contains(&v) || self.tan.contains_key(&v));
                 hit
             };
+            // (A primal body has no imperative statements: only lets.)
             for s in &body.stmts {
-                match &s.kind {
-                    StmtKind::Let { vars, expr } => {
-                        if depends(expr, &live) {
-                            live.extend(vars.iter().copied());
-                        }
+                if let StmtKind::Let { vars, expr } = &s.kind {
+                    if depends(expr, &live) {
+                        live.extend(vars.iter().copied());
                     }
-                    // Effects the jvp input never has (no imperative forms
-                    // in a primal program); nothing to propagate.
-                    _ => {}
                 }
             }
             let next: Vec<bool> = states
