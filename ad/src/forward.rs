@@ -292,7 +292,6 @@ impl Jvp {
         self.lin(b, Expr::Binary(BinOp::Div, dsum, cntm), Type::F64, None)
     }
 
-    #[allow(clippy::too_many_arguments)]
     /// The f64 loop states that depend on an active value: those whose
     /// initial value has a tangent, and, to a fixed point, those whose next
     /// value depends (through the body's bindings, at any depth) on an
@@ -329,6 +328,7 @@ impl Jvp {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn loop_rule(
         &mut self,
         b: &mut Builder,
