@@ -75,11 +75,22 @@ struct CodegenArgs {
     /// interpreter's bit for bit.
     #[arg(long)]
     fast_math: bool,
+    /// Reverse mode checkpoints every counted loop: a gradient through a
+    /// loop of n iterations keeps about sqrt(n) saved states and one
+    /// segment of residuals instead of the residuals of all n iterations,
+    /// for one more run of the loop body. Array states of a checkpointed
+    /// loop must keep their shape.
+    #[arg(long)]
+    checkpoint: bool,
 }
 
 impl CodegenArgs {
     fn target(&self, triple: Option<String>) -> TargetOptions {
         TargetOptions { triple, cpu: self.target_cpu.clone(), fast_math: self.fast_math }
+    }
+
+    fn ad(&self) -> arrayad_ad::AdOptions {
+        arrayad_ad::AdOptions { checkpoint: self.checkpoint }
     }
 }
 
@@ -371,7 +382,8 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
     }
     let mut inputs = Inputs { stdin_used: false };
     let args_json = inputs.read("ARGS", &a.args)?;
-    let options = Options { backend, wrt: a.wrt.clone(), target: a.codegen.target(None) };
+    let options =
+        Options { backend, wrt: a.wrt.clone(), target: a.codegen.target(None), checkpoint: a.codegen.checkpoint };
     let module = Module::from_program(program, options)?;
     let f = module.function(&a.func)?;
     let sig = f.signature();
@@ -485,7 +497,7 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
         .map(|&id| {
             let f = program.func(id);
             let leaves = arrayad_ad::active_leaves(&f.signature, wrt);
-            let d = arrayad_ad::derive(&program, id, &leaves)?;
+            let d = arrayad_ad::derive_with(&program, id, &leaves, a.codegen.ad())?;
             Ok(ExportedFunction {
                 name: f.name.clone(),
                 signature: f.signature.clone(),
@@ -603,9 +615,13 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
         match a.stage {
             Stage::Ir => out.push_str(&print_function(&arrayad_ad::prepare(&program, id), Some(&program))),
             Stage::Jvp => out.push_str(&print_function(&arrayad_ad::jvp(&program, id, &active).map_err(ad)?, None)),
-            Stage::Vjp => out.push_str(&print_function(&arrayad_ad::vjp(&program, id, &active).map_err(ad)?, None)),
+            Stage::Vjp => {
+                let d = arrayad_ad::derive_with(&program, id, &active, a.codegen.ad()).map_err(ad)?;
+                out.push_str(&print_function(&d.vjp, None))
+            }
             Stage::VjpRows => {
-                out.push_str(&print_function(&arrayad_ad::vjp_rows(&program, id, &active).map_err(ad)?, None))
+                let d = arrayad_ad::derive_with(&program, id, &active, a.codegen.ad()).map_err(ad)?;
+                out.push_str(&print_function(&d.vjp_rows, None))
             }
             Stage::Delta => {
                 let lin = arrayad_ad::linearize(&program, id, &active).map_err(ad)?;
@@ -616,7 +632,7 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
                 out.push_str(&print_function(&lin.func, None));
             }
             Stage::Clif | Stage::Llvm => {
-                let d = arrayad_ad::derive(&program, id, &active)?;
+                let d = arrayad_ad::derive_with(&program, id, &active, a.codegen.ad())?;
                 let funcs = vec![d.primal, d.jvp, d.vjp];
                 let cg = if a.stage == Stage::Clif { CodegenBackend::Cranelift } else { CodegenBackend::Llvm };
                 let jit = JitModule::compile_with(cg, &a.codegen.target(None), &name, &funcs)?;

@@ -85,8 +85,13 @@ pub(crate) enum Engine {
 /// Every IR function of definition `id` (one run of the pipeline,
 /// [`arrayad_ad::derive`]) with the IR params marked in `active`
 /// differentiated.
-pub(crate) fn derive(program: &Program, id: FuncId, active: &[bool]) -> Result<arrayad_ad::Derivatives, Error> {
-    guard(|| Ok(arrayad_ad::derive(program, id, active)?))
+pub(crate) fn derive(
+    program: &Program,
+    id: FuncId,
+    active: &[bool],
+    opts: arrayad_ad::AdOptions,
+) -> Result<arrayad_ad::Derivatives, Error> {
+    guard(|| Ok(arrayad_ad::derive_with(program, id, active, opts)?))
 }
 
 impl Engine {

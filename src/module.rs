@@ -17,6 +17,10 @@ pub struct Options {
     /// `fast_math`; see [`TargetOptions`]). The JIT compiles for this
     /// machine: `triple` must be `None` (or the host's).
     pub target: TargetOptions,
+    /// Reverse mode checkpoints every counted loop (O(sqrt(n)) memory for a
+    /// loop of n iterations, one more run of its body; see
+    /// [`arrayad_ad::AdOptions`]).
+    pub checkpoint: bool,
     /// The parameters to differentiate (LANGUAGE.md section 6, `--wrt`):
     /// `None` differentiates every parameter with `f64` parts; otherwise
     /// only parameters of these names are active, in every definition. A
@@ -179,6 +183,10 @@ impl Module {
             .map_err(|e| e.clone())
     }
 
+    fn ad_options(&self) -> arrayad_ad::AdOptions {
+        arrayad_ad::AdOptions { checkpoint: self.options.checkpoint }
+    }
+
     /// The IR of `kind` of definition `index` (`None`: the primal on the
     /// interpreter, which runs the program as written). The primal alone
     /// is only prepared; any derivative runs the whole pipeline once.
@@ -195,8 +203,8 @@ impl Module {
             return p.as_ref().map(Some).map_err(|e| e.clone());
         }
         let d = def.derived.get_or_init(|| match def.primal.get() {
-            Some(Ok(p)) => guard(|| Ok(arrayad_ad::derive_prepared(p.clone(), &def.active)?)),
-            _ => derive(&self.program, def.id, &def.active),
+            Some(Ok(p)) => guard(|| Ok(arrayad_ad::derive_prepared(p.clone(), &def.active, self.ad_options())?)),
+            _ => derive(&self.program, def.id, &def.active, self.ad_options()),
         });
         d.as_ref().map(|d| Some(kind.of(d))).map_err(|e| e.clone())
     }

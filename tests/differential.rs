@@ -282,3 +282,55 @@ fn inactive_loop_states_get_no_cotangents() {
         finite_differences: true,
     });
 }
+
+/// Checkpointed loops (`AdOptions::checkpoint`) give the gradient of the
+/// taped ones bit for bit (the segments recompute the same operations), on
+/// every corpus program and generated program, on the interpreter and every
+/// backend. A loop whose array state changes shape cannot be checkpointed:
+/// it fails with the size mismatch of the saved state (documented), never
+/// a wrong value.
+#[test]
+fn checkpointed_gradients_equal_taped_gradients() {
+    use arrayad_ir::{interp, FuncId, Program, Scalar};
+    let mut cases = corpus_cases();
+    cases.extend((0..20).map(common::generate::program));
+    let mut compared = 0;
+    for case in &cases {
+        let program = arrayad_frontend::compile(&case.file, &case.source).unwrap();
+        let fid = program.find(&case.func).unwrap();
+        let ptypes = program.func(fid).param_types();
+        let args: Vec<arrayad_ir::Value> =
+            case.args.as_array().unwrap().iter().zip(&ptypes).map(|(j, t)| common::json_value(j, *t)).collect();
+        let active: Vec<bool> = ptypes.iter().map(|t| t.elem == Scalar::F64).collect();
+        let plain = arrayad_ad::derive(&program, fid, &active).unwrap();
+        let opts = arrayad_ad::AdOptions { checkpoint: true };
+        let cp = arrayad_ad::derive_with(&program, fid, &active, opts).unwrap();
+        arrayad_ir::verify::verify_function(&cp.vjp, None)
+            .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(&cp.vjp, None)));
+        let reference = interp::run(&program, fid, &args).unwrap();
+        let mut vargs = args.clone();
+        for r in reference.iter().filter(|v| v.ty().elem == Scalar::F64) {
+            vargs.push(match r {
+                arrayad_ir::Value::Array(a) => arrayad_ir::Value::Array(arrayad_ir::ArrayValue {
+                    shape: a.shape.clone(),
+                    data: arrayad_ir::ArrayData::F64(vec![0.5; a.data.len()]),
+                }),
+                _ => arrayad_ir::Value::F64(0.5),
+            });
+        }
+        let single = |f: &arrayad_ir::Function| Program { file: case.file.clone(), funcs: vec![f.clone()] };
+        let want = interp::run(&single(&plain.vjp), FuncId(0), &vargs).unwrap();
+        let got = interp::run(&single(&cp.vjp), FuncId(0), &vargs);
+        let got = match got {
+            Err(e) if e.kind == arrayad_ir::ErrorKind::SizeMismatch && e.message.contains("saved_") => continue,
+            r => r.unwrap_or_else(|e| panic!("{}:{} checkpointed: {e}", case.file, case.func)),
+        };
+        assert_eq!(got, want, "{}:{} checkpointed vjp (interpreter)", case.file, case.func);
+        for (b, jit) in common::jits(&case.file, std::slice::from_ref(&cp.vjp)) {
+            let j = jit.call(&cp.vjp.name, &vargs).unwrap_or_else(|e| panic!("{}:{} {b:?}: {e}", case.file, case.func));
+            assert_eq!(j, want, "{}:{} checkpointed vjp ({b:?})", case.file, case.func);
+        }
+        compared += 1;
+    }
+    assert!(compared >= 20, "only {compared} cases compared");
+}

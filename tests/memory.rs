@@ -91,3 +91,27 @@ fn comprehensions_release_their_temporaries() {
         assert!(*p_long <= p_short + 3000 * 8 * 2, "primal {p_long} vs {p_short}");
     }
 }
+
+#[test]
+fn checkpointed_long_loops_keep_about_sqrt_n_states() {
+    let n = 1000;
+    let t = 3000;
+    let program = arrayad_frontend::compile("mem.arr", IT5).unwrap();
+    let id = program.find("it5").unwrap();
+    let plain = arrayad_ad::derive(&program, id, &[true, false]).unwrap();
+    let cp = arrayad_ad::derive_with(&program, id, &[true, false], arrayad_ad::AdOptions { checkpoint: true }).unwrap();
+    let args = [vector(n), Value::I64(t), Value::F64(1.0)];
+    for ((b, jp), (_, jc)) in common::jits("mem.arr", std::slice::from_ref(&plain.vjp))
+        .into_iter()
+        .zip(common::jits("mem.arr", std::slice::from_ref(&cp.vjp)))
+    {
+        let (want, taped) = jp.call_with_memory(&plain.vjp.name, &args);
+        let (got, checkpointed) = jc.call_with_memory(&cp.vjp.name, &args);
+        assert_eq!(got.unwrap(), want.unwrap(), "{b:?}: the checkpointed gradient differs");
+        let residuals = (t as u64) * (n as u64) * 8;
+        // sqrt(3000) ~ 55 saved states and one segment of 55 iterations of
+        // residuals: about 2 x 55 x 8 KB, against 24 MB taped.
+        assert!(taped >= residuals, "{b:?}: taped {taped}");
+        assert!(checkpointed <= residuals / 10, "{b:?}: checkpointed {checkpointed} vs residuals {residuals}");
+    }
+}

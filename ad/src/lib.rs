@@ -85,7 +85,7 @@ pub fn linearize(program: &Program, func: FuncId, active: &[bool]) -> Result<Jvp
 pub fn vjp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function, AdError> {
     let j = linearize(program, func, active)?;
     let name = format!("{}_vjp", program.func(func).name);
-    let mut out = reverse::vjp_function(&j, &name)?;
+    let mut out = reverse::vjp_function(&j, &name, false)?;
     passes::optimize(&mut out);
     Ok(out)
 }
@@ -106,7 +106,7 @@ pub fn vjp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function,
 pub fn vjp_rows(program: &Program, func: FuncId, active: &[bool]) -> Result<Function, AdError> {
     let j = linearize(program, func, active)?;
     let name = format!("{}_vjp_rows", program.func(func).name);
-    let mut out = reverse::vjp_rows_function(&j, &name)?;
+    let mut out = reverse::vjp_rows_function(&j, &name, false)?;
     passes::optimize(&mut out);
     Ok(out)
 }
@@ -126,20 +126,37 @@ pub struct Derivatives {
     pub vjp_rows: Function,
 }
 
+/// How reverse mode is compiled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AdOptions {
+    /// Checkpoint every counted loop: the gradient of a loop of `n`
+    /// iterations keeps O(sqrt(n)) saved states and one segment of
+    /// residuals instead of the residuals of all `n` iterations, for one
+    /// more run of the loop body (`reverse/checkpoint.rs`). Array states of
+    /// a checkpointed loop must keep their shape.
+    pub checkpoint: bool,
+}
+
 /// The primal, jvp, vjp and many-row vjp of `func` (see the functions of
 /// the same names), preparing the primal and running forward mode once.
 pub fn derive(program: &Program, func: FuncId, active: &[bool]) -> Result<Derivatives, AdError> {
-    derive_prepared(prepare(program, func), active)
+    derive_prepared(prepare(program, func), active, AdOptions::default())
+}
+
+/// [`derive`] with options.
+pub fn derive_with(program: &Program, func: FuncId, active: &[bool], opts: AdOptions) -> Result<Derivatives, AdError> {
+    derive_prepared(prepare(program, func), active, opts)
 }
 
 /// [`derive`] from a primal already [`prepare`]d.
-pub fn derive_prepared(primal: Function, active: &[bool]) -> Result<Derivatives, AdError> {
+pub fn derive_prepared(primal: Function, active: &[bool], opts: AdOptions) -> Result<Derivatives, AdError> {
     let mut lin = forward::jvp_function(&primal, active)?;
     passes::dce::dce_assuming_safe(&mut lin.func, &lin.linear);
     let mut jvp = lin.func.clone();
     passes::optimize(&mut jvp);
     let name = &primal.name;
-    let (mut vjp, mut vjp_rows) = reverse::vjp_and_rows(&lin, &format!("{name}_vjp"), &format!("{name}_vjp_rows"))?;
+    let (mut vjp, mut vjp_rows) =
+        reverse::vjp_and_rows(&lin, &format!("{name}_vjp"), &format!("{name}_vjp_rows"), opts.checkpoint)?;
     passes::optimize(&mut vjp);
     passes::optimize(&mut vjp_rows);
     Ok(Derivatives { primal, jvp, vjp, vjp_rows })

@@ -169,6 +169,22 @@ pub fn block_binds(block: &Block, f: &mut dyn FnMut(VarId)) {
     }
 }
 
+/// Adds to `subst` a fresh variable (a copy of the old one's information,
+/// appended to `f`'s table) for every variable bound in `b` and for each of
+/// `extra`, then returns `b` with `subst` applied: a copy of the block that
+/// binds no variable the original binds.
+pub fn freshen_block(f: &mut crate::program::Function, b: &Block, extra: &[VarId], subst: &mut Subst) -> Block {
+    let mut binders = extra.to_vec();
+    block_binds(b, &mut |v| binders.push(v));
+    for v in binders {
+        let info = f.var(v).clone();
+        let nv = VarId(f.vars.len() as u32);
+        f.vars.push(info);
+        subst.map.insert(v, Atom::Var(nv));
+    }
+    subst.block(b)
+}
+
 /// A substitution of variables by atoms (uses) and of variables by
 /// variables (binders and array operands).
 #[derive(Default, Clone, Debug)]

@@ -220,8 +220,31 @@ int32_t arrayad_arena_keep(arrayad_ctx *ctx, const void *mark_ptr, void *mark_ch
         total += (k[i].bytes + 31) & ~(uint64_t)31;
     }
     if (total > (uint64_t)(dest_chunk->data + dest_chunk->size - dest)) {
+        /* No room where the mark was: the kept arrays go to the start of the
+           next chunk instead, through a temporary copy (they may lie in that
+           chunk already). */
+        arrayad_chunk *next = dest_chunk->next;
+        char *tmp, *t;
+        if (!next || next->size < total || !(tmp = (char *)malloc((size_t)total))) {
+            if (k != small) free(k);
+            return 0;
+        }
+        for (i = 0, t = tmp; i < m; i++) {
+            if (i > 0 && k[i].chunk == k[i - 1].chunk && k[i].src == k[i - 1].src && k[i].bytes == k[i - 1].bytes) {
+                pairs[2 * k[i].slot] = pairs[2 * k[i - 1].slot];
+                continue;
+            }
+            memcpy(t, k[i].src, (size_t)k[i].bytes);
+            pairs[2 * k[i].slot] = (int64_t)(intptr_t)(next->data + (t - tmp));
+            t += (k[i].bytes + 31) & ~(uint64_t)31;
+        }
+        memcpy(next->data, tmp, (size_t)(t - tmp));
+        free(tmp);
         if (k != small) free(k);
-        return 0;
+        ctx->arena_cur = next;
+        ctx->arena_ptr = next->data + (t - tmp);
+        ctx->arena_end = next->data + next->size;
+        return 1;
     }
     /* Move down in allocation order: each destination lies below (or at)
        its source and above every destination before it. */

@@ -13,7 +13,7 @@
 //! interleave with the rows, are not unrolled).
 
 use crate::program::{Atom, Block, Expr, Function, Stmt, StmtKind, VarId};
-use crate::visit::{block_binds, Subst};
+use crate::visit::Subst;
 
 /// The largest trip count unrolled.
 pub const MAX_TRIPS: i64 = 8;
@@ -48,15 +48,7 @@ fn instance(f: &mut Function, body: &Block, index: VarId, k: i64, states: &[(Var
     for (s, a) in states {
         subst.map.insert(*s, *a);
     }
-    let mut binders = Vec::new();
-    block_binds(body, &mut |v| binders.push(v));
-    for v in binders {
-        let info = f.var(v).clone();
-        let nv = VarId(f.vars.len() as u32);
-        f.vars.push(info);
-        subst.map.insert(v, Atom::Var(nv));
-    }
-    subst.block(body)
+    crate::visit::freshen_block(f, body, &[], &mut subst)
 }
 
 fn block(f: &mut Function, b: Block) -> Block {

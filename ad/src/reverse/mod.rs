@@ -47,6 +47,8 @@
 //!   that every path materialises anyway (see `forced`) are zeroed up front,
 //!   as at the top level.
 
+mod checkpoint;
+
 use crate::forward::JvpOutput;
 use crate::AdError;
 use arrayad_ir::visit::{stmt_uses, Subst};
@@ -77,7 +79,7 @@ struct Unzipped {
 }
 
 /// Unzips a jvp into its forward and backward passes (module docs).
-fn unzip(j: &JvpOutput, name: &str) -> Result<Unzipped, AdError> {
+fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdError> {
     let jf = &j.func;
     let mut rev = Rev {
         out: jf.clone(),
@@ -89,6 +91,8 @@ fn unzip(j: &JvpOutput, name: &str) -> Result<Unzipped, AdError> {
         level: HashMap::new(),
         for_depth: 0,
         pending: HashSet::new(),
+        checkpoint,
+        setup: Vec::new(),
     };
     rev.out.name = name.to_string();
     let primal_params: Vec<VarId> = jf.params[..j.n_primal_params].to_vec();
@@ -125,8 +129,13 @@ fn unzip(j: &JvpOutput, name: &str) -> Result<Unzipped, AdError> {
 
 /// The vjp and the many-row vjp of a jvp (as [`vjp_function`] and
 /// [`vjp_rows_function`]), unzipping it once.
-pub fn vjp_and_rows(j: &JvpOutput, vjp_name: &str, rows_name: &str) -> Result<(Function, Function), AdError> {
-    let u = unzip(j, vjp_name)?;
+pub fn vjp_and_rows(
+    j: &JvpOutput,
+    vjp_name: &str,
+    rows_name: &str,
+    checkpoint: bool,
+) -> Result<(Function, Function), AdError> {
+    let u = unzip(j, vjp_name, checkpoint)?;
     let mut r = u.clone();
     r.out.name = rows_name.to_string();
     Ok((assemble_vjp(u), assemble_rows(r)))
@@ -134,8 +143,8 @@ pub fn vjp_and_rows(j: &JvpOutput, vjp_name: &str, rows_name: &str) -> Result<(F
 
 /// Builds the vjp of a jvp: params = primal params ++ one cotangent per f64
 /// result; results = primal results ++ cotangents of the tangent params.
-pub fn vjp_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
-    Ok(assemble_vjp(unzip(j, name)?))
+pub fn vjp_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Function, AdError> {
+    Ok(assemble_vjp(unzip(j, name, checkpoint)?))
 }
 
 fn assemble_vjp(u: Unzipped) -> Function {
@@ -166,8 +175,8 @@ fn assemble_vjp(u: Unzipped) -> Function {
 /// `build row < R => { tape_rewind mark; ct_out = ct_rows[row]; backward }`:
 /// the backward pass pops what the forward pass pushed, and the rewind
 /// replays the tape for the next row. With no f64 result, `R` is 0.
-pub fn vjp_rows_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
-    Ok(assemble_rows(unzip(j, name)?))
+pub fn vjp_rows_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Function, AdError> {
+    Ok(assemble_rows(unzip(j, name, checkpoint)?))
 }
 
 fn assemble_rows(u: Unzipped) -> Function {
@@ -270,6 +279,11 @@ struct Rev<'a> {
     /// Lazy cotangents declared outside the backward loop being built that
     /// its body needs materialised: they are materialised before the loop.
     pending: HashSet<VarId>,
+    /// Checkpoint every counted loop (`checkpoint.rs`).
+    checkpoint: bool,
+    /// The bindings a checkpointed loop put in front of itself in the
+    /// forward pass, for the enclosing block's residuals.
+    setup: Vec<(VarId, Option<(Expr, Loc)>)>,
 }
 
 /// The linear arrays bound in `blk` whose cotangents the backward pass of
@@ -432,15 +446,10 @@ impl Rev<'_> {
     /// index and locals) are fresh variables, so that no variable is bound
     /// twice.
     fn fresh_binders(&mut self, e: &Expr) -> Expr {
-        let Expr::Build { index, body, .. } = e else { return e.clone() };
+        let Expr::Build { n, index, body } = e else { return e.clone() };
         let mut rename = Subst::default();
-        let mut inner = vec![*index];
-        arrayad_ir::visit::block_binds(body, &mut |v| inner.push(v));
-        for v in inner {
-            let fresh = self.new_var(&self.out.var(v).name.clone(), self.out.ty(v));
-            rename.map.insert(v, Atom::Var(fresh));
-        }
-        rename.expr(e)
+        let body = arrayad_ir::visit::freshen_block(&mut self.out, body, &[*index], &mut rename);
+        Expr::Build { n: *n, index: rename.var(*index), body }
     }
 
     fn new_var(&mut self, name: &str, ty: Type) -> VarId {
@@ -732,7 +741,15 @@ impl Rev<'_> {
                     }
                 }
                 Expr::Loop { n, index, states, init, body } => {
-                    self.loop_rule(vars, *n, *index, states, init, body, loc, &mut fwd, &mut chunk)?
+                    self.loop_rule(vars, *n, *index, states, init, body, loc, &mut fwd, &mut chunk)?;
+                    // A checkpointed loop binds its segment sizes and saved
+                    // states in front of it: primal values of this block.
+                    for (v, def) in std::mem::take(&mut self.setup) {
+                        if let Some(d) = def.filter(|(e, _)| is_cheap(e)) {
+                            defs.insert(v, d);
+                        }
+                        bound.push(v);
+                    }
                 }
                 Expr::If { cond, then_branch, else_branch } => {
                     self.if_rule(vars, *cond, then_branch, else_branch, loc, &mut fwd, &mut chunk)?
@@ -1076,28 +1093,55 @@ impl Rev<'_> {
         }
         let pidx: Vec<usize> = (0..states.len()).filter(|k| !self.linear.contains(&states[*k])).collect();
         let pvars: Vec<VarId> = pidx.iter().map(|k| vars[*k]).collect();
-        let fblock = Block { stmts: fbody, results: pidx.iter().map(|k| body.results[*k]).collect() };
-        if !pvars.is_empty() {
-            fwd.push(Stmt {
-                kind: StmtKind::Let {
-                    vars: pvars,
-                    expr: Expr::Loop {
-                        n,
-                        index,
-                        states: pidx.iter().map(|k| states[*k]).collect(),
-                        init: pidx.iter().map(|k| init[*k]).collect(),
-                        body: fblock,
+        let pstates: Vec<VarId> = pidx.iter().map(|k| states[*k]).collect();
+        let presults: Vec<Atom> = pidx.iter().map(|k| body.results[*k]).collect();
+        if self.checkpoint && checkpoint::applies(&self.out, &pstates) {
+            let parts = checkpoint::LoopParts {
+                n,
+                index,
+                index_twin: ib,
+                vars: pvars,
+                states: pstates,
+                init: pidx.iter().map(|k| init[*k]).collect(),
+                fwd: fbody,
+                results: presults,
+                bwd: bbody,
+                loc,
+            };
+            let before = fwd.len();
+            checkpoint::checkpointed(&mut self.out, parts, fwd, chunk);
+            // Every binding but the last statement (the loop) is setup.
+            for s in &fwd[before..fwd.len() - 1] {
+                if let StmtKind::Let { vars, expr } = &s.kind {
+                    for v in vars {
+                        self.setup.push((*v, (vars.len() == 1).then(|| (expr.clone(), s.loc))));
+                    }
+                }
+            }
+        } else {
+            let fblock = Block { stmts: fbody, results: presults };
+            if !pvars.is_empty() {
+                fwd.push(Stmt {
+                    kind: StmtKind::Let {
+                        vars: pvars,
+                        expr: Expr::Loop {
+                            n,
+                            index,
+                            states: pstates,
+                            init: pidx.iter().map(|k| init[*k]).collect(),
+                            body: fblock,
+                        },
                     },
-                },
+                    loc,
+                });
+            } else if arrayad_ir::passes::dce::block_has_effect(&fblock) {
+                fwd.push(Stmt { kind: StmtKind::For { n, index, reverse: false, body: fblock }, loc });
+            }
+            chunk.push(Stmt {
+                kind: StmtKind::For { n, index: ib, reverse: true, body: Block { stmts: bbody, results: vec![] } },
                 loc,
             });
-        } else if arrayad_ir::passes::dce::block_has_effect(&fblock) {
-            fwd.push(Stmt { kind: StmtKind::For { n, index, reverse: false, body: fblock }, loc });
         }
-        chunk.push(Stmt {
-            kind: StmtKind::For { n, index: ib, reverse: true, body: Block { stmts: bbody, results: vec![] } },
-            loc,
-        });
         for (k, cs, cl) in carriers {
             self.accumulate_from(&init[k], Atom::Var(cs), cl, true, chunk);
         }
