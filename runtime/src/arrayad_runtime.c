@@ -238,11 +238,12 @@ int32_t arrayad_arena_keep(arrayad_ctx *ctx, const void *mark_ptr, void *mark_ch
             pairs[2 * k[i].slot] = (int64_t)(intptr_t)(next->data + (t - tmp));
             t += (k[i].bytes + 31) & ~(uint64_t)31;
         }
-        memcpy(next->data, tmp, (size_t)(t - tmp));
+        total = (uint64_t)(t - tmp);
+        memcpy(next->data, tmp, (size_t)total);
         free(tmp);
         if (k != small) free(k);
         ctx->arena_cur = next;
-        ctx->arena_ptr = next->data + (t - tmp);
+        ctx->arena_ptr = next->data + total;
         ctx->arena_end = next->data + next->size;
         return 1;
     }
