@@ -56,6 +56,37 @@ struct RunArgs {
     backend: BackendArg,
     #[command(flatten)]
     codegen: CodegenArgs,
+    /// The most memory (arena and tape) the call may use, in bytes or with
+    /// a suffix K, M, G or T (powers of 1024); a call that needs more fails
+    /// with an out-of-memory error (exit 3) at the allocating statement.
+    /// Default: $ARRAYAD_MAX_MEMORY, else half of the physical memory.
+    /// Compiled backends only.
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory_size)]
+    max_memory: Option<u64>,
+}
+
+/// A memory size: bytes, or a number with a suffix K, M, G or T (powers of
+/// 1024).
+fn parse_memory_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("`{s}`: the suffix must be K, M, G or T")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = digits.parse().map_err(|_| format!("`{s}` is not a size (bytes, or a number with K, M, G or T)"))?;
+    if n == 0 {
+        return Err("the memory limit must be positive".into());
+    }
+    n.checked_mul(1u64 << shift).ok_or_else(|| format!("`{s}` is too large"))
 }
 
 /// Code generation options (LLVM).
@@ -382,8 +413,13 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
     }
     let mut inputs = Inputs { stdin_used: false };
     let args_json = inputs.read("ARGS", &a.args)?;
-    let options =
-        Options { backend, wrt: a.wrt.clone(), target: a.codegen.target(None), checkpoint: a.codegen.checkpoint };
+    let options = Options {
+        backend,
+        wrt: a.wrt.clone(),
+        target: a.codegen.target(None),
+        checkpoint: a.codegen.checkpoint,
+        max_memory: a.max_memory,
+    };
     let module = Module::from_program(program, options)?;
     let f = module.function(&a.func)?;
     let sig = f.signature();

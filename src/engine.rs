@@ -3,7 +3,8 @@
 //! reference interpreter.
 
 use crate::error::Error;
-use arrayad_codegen::{JitModule, TargetOptions};
+use crate::module::Options;
+use arrayad_codegen::JitModule;
 use arrayad_ir::{interp, FuncId, Function, Program, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -95,17 +96,12 @@ pub(crate) fn derive(
 }
 
 impl Engine {
-    /// Prepares the code of `kind` of definition `id` on `backend` from its
-    /// IR `f` (`None` for the primal on the interpreter, which runs the
-    /// program as written).
-    pub fn build(
-        program: &Arc<Program>,
-        id: FuncId,
-        f: Option<&Function>,
-        backend: Backend,
-        target: &TargetOptions,
-    ) -> Result<Engine, Error> {
-        match (backend.codegen(), f) {
+    /// Prepares the code of `kind` of definition `id` on the backend of
+    /// `options` from its IR `f` (`None` for the primal on the interpreter,
+    /// which runs the program as written).
+    pub fn build(program: &Arc<Program>, id: FuncId, f: Option<&Function>, options: &Options) -> Result<Engine, Error> {
+        let target = &options.target;
+        match (options.backend.codegen(), f) {
             // The interpreter runs the primal on the program as written
             // (calls and all): the reference the compiled code is tested against.
             (None, None) => Ok(Engine::Interp { program: program.clone(), func: id }),
@@ -119,7 +115,9 @@ impl Engine {
                     if cg == arrayad_codegen::Backend::Llvm && !cfg!(feature = "llvm") {
                         return Err(Error::Usage(arrayad_codegen::NO_LLVM.into()));
                     }
-                    Ok(JitModule::compile_with(cg, target, &program.file, std::slice::from_ref(f))?)
+                    let mut m = JitModule::compile_with(cg, target, &program.file, std::slice::from_ref(f))?;
+                    m.set_max_memory(options.max_memory);
+                    Ok(m)
                 })?;
                 Ok(Engine::Jit { module: Box::new(module), name })
             }

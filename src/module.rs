@@ -27,6 +27,12 @@ pub struct Options {
     /// name that matches no parameter of any definition is an
     /// [`Error::Usage`].
     pub wrt: Option<Vec<String>>,
+    /// The most bytes of arena and tape memory one call of compiled code
+    /// may hold; a call that would need more fails with
+    /// [`crate::ErrorKind::OutOfMemory`] at the allocating statement.
+    /// `None`: `$ARRAYAD_MAX_MEMORY` (bytes, or with a suffix K, M, G or T),
+    /// else half of the physical memory. The interpreter has no limit.
+    pub max_memory: Option<u64>,
 }
 
 impl Options {
@@ -39,6 +45,13 @@ impl Options {
     /// ([`TargetOptions::fast_math`]).
     pub fn with_fast_math(mut self, on: bool) -> Options {
         self.target.fast_math = on;
+        self
+    }
+
+    /// These options with the memory limit of a call set to `bytes`
+    /// ([`Options::max_memory`]).
+    pub fn with_max_memory(mut self, bytes: u64) -> Options {
+        self.max_memory = Some(bytes);
         self
     }
 
@@ -177,7 +190,7 @@ impl Module {
         def.code[kind as usize]
             .get_or_init(|| {
                 let ir = self.ir(index, kind)?;
-                Engine::build(&self.program, def.id, ir, self.options.backend, &self.options.target)
+                Engine::build(&self.program, def.id, ir, &self.options)
             })
             .as_ref()
             .map_err(|e| e.clone())

@@ -38,6 +38,9 @@ pub struct JitModule {
     funcs: HashMap<String, JitFunction>,
     _code: Code,
     backend: Backend,
+    /// The most bytes of arena and tape a call may hold (None: the
+    /// runtime's default, [`OwnedCtx::default_limit`]).
+    max_memory: Option<u64>,
 }
 
 // SAFETY: after compilation the code is never mutated again; the module
@@ -116,7 +119,16 @@ impl JitModule {
                 JitFunction { code, params: f.param_types(), results: f.result_types.clone(), text },
             );
         }
-        Ok(JitModule { funcs: map, _code: code, backend })
+        Ok(JitModule { funcs: map, _code: code, backend, max_memory: None })
+    }
+
+    /// Sets the most bytes of arena and tape memory one call may hold; a
+    /// call that would need more fails with an out-of-memory error naming
+    /// the allocating statement. `None` restores the default: the
+    /// environment variable `ARRAYAD_MAX_MEMORY` (bytes, or with a suffix
+    /// K, M, G or T), else half of the physical memory.
+    pub fn set_max_memory(&mut self, bytes: Option<u64>) {
+        self.max_memory = bytes;
     }
 
     /// The backend that compiled the module.
@@ -158,6 +170,8 @@ impl JitModule {
 
     /// Calls `name` with the context `ctx`, which it gives back.
     fn call_in(&self, name: &str, args: &[Value], mut ctx: OwnedCtx) -> (Result<Vec<Value>, RuntimeError>, OwnedCtx) {
+        static DEFAULT_LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        ctx.set_limit(self.max_memory.unwrap_or_else(|| *DEFAULT_LIMIT.get_or_init(OwnedCtx::default_limit)));
         let f = match self
             .funcs
             .get(name)

@@ -92,8 +92,12 @@ impl Fault<'_> {
             Fault::DivisionByZero { remainder: true } => "remainder of %1 by zero".into(),
             Fault::EmptyReduction { op, array } => format!("{} of the empty array `{}`", op.name(), escape(array)),
             Fault::ArraySizeOverflow => "the size of an array overflows".into(),
-            Fault::AllocationFailed => "cannot allocate an array of %1 bytes".into(),
-            Fault::TapeFull => "the tape cannot grow".into(),
+            Fault::AllocationFailed => {
+                "cannot allocate an array of %1 bytes (the memory limit, --max-memory or ARRAYAD_MAX_MEMORY, or the system's memory is exhausted)".into()
+            }
+            Fault::TapeFull => {
+                "the tape cannot grow (the memory limit, --max-memory or ARRAYAD_MAX_MEMORY, or the system's memory is exhausted)".into()
+            }
             Fault::TapeUnderflow => "tape underflow (internal error of the generated code)".into(),
             Fault::TapeRewindBeyondEnd => {
                 "tape rewind to slot %1 beyond the %2 stored slots (internal error of the generated code)".into()

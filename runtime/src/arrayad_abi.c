@@ -16,16 +16,19 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "arrayad_runtime.h"
 
-#define ARRAYAD_ABI_ERROR_CAP 1024
-/* A thread keeps the memory of its last call up to this many bytes. */
-#define ARRAYAD_ABI_KEEP_BYTES ((uint64_t)256 << 20)
+/* A thread keeps the memory of its last call for its next one up to this
+ * many bytes (default; $ARRAYAD_KEEP_MEMORY overrides it). */
+#define ARRAYAD_ABI_KEEP_BYTES ((uint64_t)16 << 20)
 
 typedef struct {
-    char msg[ARRAYAD_ABI_ERROR_CAP];
+    char *msg;                    /* the last error message (heap), or NULL */
+    char fallback[ARRAYAD_ERR_BUF]; /* the message, truncated, when the heap is out */
     arrayad_ctx *ctx;
+    uint64_t keep;                /* the most bytes kept between calls */
 } arrayad_abi_thread_state;
 
 static __thread arrayad_abi_thread_state *arrayad_abi_tls __attribute__((tls_model("initial-exec")));
@@ -35,7 +38,25 @@ static pthread_once_t arrayad_abi_key_once = PTHREAD_ONCE_INIT;
 
 static void free_state(arrayad_abi_thread_state *t) {
     arrayad_ctx_free(t->ctx);
+    free(t->msg);
     free(t);
+}
+
+/* $ARRAYAD_KEEP_MEMORY (bytes, or with a suffix K, M, G: powers of 1024)
+ * when set and valid, else ARRAYAD_ABI_KEEP_BYTES. */
+static uint64_t keep_limit(void) {
+    const char *s = getenv("ARRAYAD_KEEP_MEMORY");
+    char *end = NULL;
+    unsigned long long v;
+    int shift = 0;
+    if (!s || !*s) return ARRAYAD_ABI_KEEP_BYTES;
+    v = strtoull(s, &end, 10);
+    if (end == s) return ARRAYAD_ABI_KEEP_BYTES;
+    if (*end == 'k' || *end == 'K') shift = 10, end++;
+    else if (*end == 'm' || *end == 'M') shift = 20, end++;
+    else if (*end == 'g' || *end == 'G') shift = 30, end++;
+    if (*end != '\0' || v > (UINT64_MAX >> shift)) return ARRAYAD_ABI_KEEP_BYTES;
+    return (uint64_t)v << shift;
 }
 
 /* The key destructor. It also forgets the TLS pointer: a destructor that
@@ -65,6 +86,7 @@ static arrayad_abi_thread_state *state(void) {
     if (!arrayad_abi_tls) {
         arrayad_abi_tls = (arrayad_abi_thread_state *)calloc(1, sizeof *arrayad_abi_tls);
         if (arrayad_abi_tls) {
+            arrayad_abi_tls->keep = keep_limit();
             (void)pthread_once(&arrayad_abi_key_once, key_init);
             if (arrayad_abi_key_made) (void)pthread_setspecific(arrayad_abi_key, arrayad_abi_tls);
         }
@@ -72,7 +94,43 @@ static arrayad_abi_thread_state *state(void) {
     return arrayad_abi_tls;
 }
 
-const char *arrayad_abi_last_error(void) { return arrayad_abi_tls ? arrayad_abi_tls->msg : ""; }
+const char *arrayad_abi_last_error(void) {
+    arrayad_abi_thread_state *t = arrayad_abi_tls;
+    if (!t) return "";
+    return t->msg ? t->msg : t->fallback;
+}
+
+/* Sets the thread's last error message to s (whole when the heap allows). */
+static void set_message(arrayad_abi_thread_state *t, const char *s) {
+    size_t n = strlen(s);
+    free(t->msg);
+    t->msg = (char *)malloc(n + 1);
+    if (t->msg) {
+        memcpy(t->msg, s, n + 1);
+    } else {
+        snprintf(t->fallback, sizeof t->fallback, "%s", s);
+    }
+}
+
+/* Sets the thread's last error message to that of ctx. */
+static void keep_error(arrayad_abi_thread_state *t, const arrayad_ctx *ctx) {
+    size_t n = arrayad_format_error(ctx, NULL, 0);
+    free(t->msg);
+    t->msg = (char *)malloc(n + 1);
+    if (t->msg) {
+        arrayad_format_error(ctx, t->msg, n + 1);
+    } else {
+        arrayad_format_error(ctx, t->fallback, sizeof t->fallback);
+    }
+}
+
+void arrayad_abi_release(void) {
+    arrayad_abi_thread_state *t = arrayad_abi_tls;
+    if (t && t->ctx) {
+        arrayad_ctx_free(t->ctx);
+        t->ctx = NULL;
+    }
+}
 
 /* The context for a call: the thread's kept one, or a new one (NULL when
  * out of memory). */
@@ -85,16 +143,16 @@ static arrayad_ctx *begin(void) {
         return ctx;
     }
     ctx = arrayad_ctx_new();
-    if (!ctx && t) snprintf(t->msg, sizeof t->msg, "out of memory: cannot allocate the call context");
+    if (!ctx && t) set_message(t, "out of memory: cannot allocate the call context");
     return ctx;
 }
 
 /* Keeps the message of a failed call, then keeps the context for the
- * thread's next call (if it holds at most KEEP_BYTES) or frees it. */
+ * thread's next call (if it holds at most the keep limit) or frees it. */
 static int32_t finish(arrayad_ctx *ctx, int32_t status) {
     arrayad_abi_thread_state *t = state();
-    if (status != 0 && t) arrayad_format_error(ctx, t->msg, sizeof t->msg);
-    if (t && !t->ctx && arrayad_ctx_capacity(ctx) <= ARRAYAD_ABI_KEEP_BYTES) {
+    if (status != 0 && t) keep_error(t, ctx);
+    if (t && !t->ctx && arrayad_ctx_capacity(ctx) <= t->keep) {
         arrayad_ctx_reset(ctx);
         t->ctx = ctx;
     } else {

@@ -1,7 +1,7 @@
 /* arrayad runtime: arena, tape, errors, math helpers and the support of the
  * C ABI wrappers. See arrayad_runtime.h. C99 + _Thread_local, libc + libm. */
 #if !defined(_DEFAULT_SOURCE)
-#define _DEFAULT_SOURCE 1 /* lgamma_r */
+#define _DEFAULT_SOURCE 1 /* lgamma_r, sysconf's _SC_PHYS_PAGES */
 #endif
 #include "arrayad_runtime.h"
 
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* glibc declares lgamma_r only with _DEFAULT_SOURCE; declare it in case the
  * headers were included before our feature macro took effect. */
@@ -23,9 +24,8 @@ typedef char arrayad_check_arena_cur[(offsetof(arrayad_ctx, arena_cur) == 16) ? 
 typedef char arrayad_check_tape_ptr[(offsetof(arrayad_ctx, tape_ptr) == 24) ? 1 : -1];
 typedef char arrayad_check_tape_end[(offsetof(arrayad_ctx, tape_end) == 32) ? 1 : -1];
 typedef char arrayad_check_tape_base[(offsetof(arrayad_ctx, tape_base) == 40) ? 1 : -1];
-typedef char arrayad_check_err_kind[(offsetof(arrayad_ctx, err_kind) == 88) ? 1 : -1];
-typedef char arrayad_check_err_buf[(offsetof(arrayad_ctx, err_buf) == 96) ? 1 : -1];
-typedef char arrayad_check_tape_top[(offsetof(arrayad_ctx, tape_top) == 352) ? 1 : -1];
+typedef char arrayad_check_tape_top[(offsetof(arrayad_ctx, tape_top) == 48) ? 1 : -1];
+typedef char arrayad_check_err_kind[(offsetof(arrayad_ctx, err_kind) == 112) ? 1 : -1];
 
 /* ---- Arena ------------------------------------------------------------- */
 
@@ -41,7 +41,33 @@ struct arrayad_chunk {
 /* Larger requests are reported as out of memory without trying malloc. */
 #define ARRAYAD_MAX_ALLOC ((uint64_t)1 << 56)
 
-void arrayad_ctx_init(arrayad_ctx *ctx) { memset(ctx, 0, sizeof *ctx); }
+uint64_t arrayad_default_limit(void) {
+    const char *s = getenv("ARRAYAD_MAX_MEMORY");
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (s && *s) {
+        char *end = NULL;
+        unsigned long long v = strtoull(s, &end, 10);
+        int shift = 0;
+        if (end && (*end == 'k' || *end == 'K')) shift = 10, end++;
+        else if (end && (*end == 'm' || *end == 'M')) shift = 20, end++;
+        else if (end && (*end == 'g' || *end == 'G')) shift = 30, end++;
+        else if (end && (*end == 't' || *end == 'T')) shift = 40, end++;
+        if (end && *end == '\0' && end != s && v > 0 && v <= (UINT64_MAX >> shift)) return (uint64_t)v << shift;
+    }
+    if (pages > 0 && page > 0) return (uint64_t)pages * (uint64_t)page / 2;
+    return (uint64_t)1 << 32;
+}
+
+void arrayad_ctx_init(arrayad_ctx *ctx) {
+    memset(ctx, 0, sizeof *ctx);
+    ctx->limit = arrayad_default_limit();
+}
+
+/* Frees a message composed at run time. */
+static void clear_text(arrayad_ctx *ctx) {
+    free(ctx->err_text);
+    ctx->err_text = NULL;
+}
 
 void arrayad_ctx_release(arrayad_ctx *ctx) {
     arrayad_chunk *c = ctx->arena_first;
@@ -52,7 +78,12 @@ void arrayad_ctx_release(arrayad_ctx *ctx) {
         c = next;
     }
     free(ctx->tape_base);
-    arrayad_ctx_init(ctx);
+    clear_text(ctx);
+    {
+        uint64_t limit = ctx->limit;
+        memset(ctx, 0, sizeof *ctx);
+        ctx->limit = limit;
+    }
 }
 
 void arrayad_ctx_reset(arrayad_ctx *ctx) {
@@ -65,6 +96,7 @@ void arrayad_ctx_reset(arrayad_ctx *ctx) {
     ctx->err_msg = NULL;
     ctx->err_vals[0] = ctx->err_vals[1] = ctx->err_vals[2] = 0;
     ctx->err_kind = 0;
+    clear_text(ctx);
     ctx->err_buf[0] = '\0';
 }
 
@@ -82,12 +114,7 @@ void arrayad_ctx_free(arrayad_ctx *ctx) {
 
 size_t arrayad_ctx_size(void) { return sizeof(arrayad_ctx); }
 
-uint64_t arrayad_ctx_capacity(const arrayad_ctx *ctx) {
-    uint64_t total = (uint64_t)(ctx->tape_end - ctx->tape_base) * sizeof(uint64_t);
-    const arrayad_chunk *c;
-    for (c = ctx->arena_first; c; c = c->next) total += c->size;
-    return total;
-}
+uint64_t arrayad_ctx_capacity(const arrayad_ctx *ctx) { return ctx->held; }
 
 static void use_chunk(arrayad_ctx *ctx, arrayad_chunk *c) {
     ctx->arena_cur = c;
@@ -125,6 +152,15 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
     want = prev < ARRAYAD_MAX_CHUNK_GROWTH ? 2 * prev : ARRAYAD_MAX_CHUNK_GROWTH;
     if (want < ARRAYAD_MIN_CHUNK) want = ARRAYAD_MIN_CHUNK;
     if (want < rounded) want = rounded;
+    /* The memory limit: a smaller chunk if that fits, else an error. */
+    if (want > ctx->limit || ctx->held > ctx->limit - want) want = rounded;
+    if (want > ctx->limit || ctx->held > ctx->limit - want) {
+        arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                     "out of memory: an array of %1 bytes would exceed the memory limit of %2 bytes "
+                     "(ARRAYAD_MAX_MEMORY)",
+                     (int64_t)size, (int64_t)ctx->limit, 0);
+        return NULL;
+    }
     c = (arrayad_chunk *)malloc(sizeof *c);
     if (c) {
         c->raw = (size_t)want + 32 >= (size_t)want ? malloc((size_t)want + 32) : NULL;
@@ -139,6 +175,7 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
         return NULL;
     }
     c->size = want;
+    ctx->held += want;
     c->data = (char *)(((uintptr_t)c->raw + 31) & ~(uintptr_t)31);
     if (ctx->arena_cur) {
         c->next = ctx->arena_cur->next;
@@ -278,12 +315,22 @@ int32_t arrayad_tape_grow(arrayad_ctx *ctx, uint64_t slots) {
                             0);
     }
     if (want < used + slots) want = used + slots;
+    /* The memory limit: the least growth if that fits, else an error. */
+    if ((want - cap) * sizeof(uint64_t) > ctx->limit - (ctx->held < ctx->limit ? ctx->held : ctx->limit))
+        want = used + slots;
+    if (ctx->held > ctx->limit || (want - cap) * sizeof(uint64_t) > ctx->limit - ctx->held) {
+        return arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                            "out of memory: the tape would exceed the memory limit of %1 bytes "
+                            "(ARRAYAD_MAX_MEMORY)",
+                            (int64_t)ctx->limit, 0, 0);
+    }
     mem = (uint64_t *)realloc(ctx->tape_base, (size_t)want * sizeof(uint64_t));
     if (!mem) {
         return arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
                             "out of memory: could not grow the tape to %1 slots", (int64_t)want,
                             0, 0);
     }
+    ctx->held += (want - cap) * sizeof(uint64_t);
     ctx->tape_base = mem;
     ctx->tape_ptr = mem + used;
     /* only a push grows the tape, and it discards the popped slots above it */
@@ -308,41 +355,70 @@ int32_t arrayad_fail(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t a,
 
 int32_t arrayad_fail_text(arrayad_ctx *ctx, int32_t kind, const char *fmt, ...) {
     va_list ap;
+    int n;
+    clear_text(ctx);
     va_start(ap, fmt);
-    vsnprintf(ctx->err_buf, sizeof ctx->err_buf, fmt, ap);
+    n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    if (n >= 0 && (ctx->err_text = (char *)malloc((size_t)n + 1)) != NULL) {
+        va_start(ap, fmt);
+        vsnprintf(ctx->err_text, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        ctx->err_msg = ctx->err_text;
+    } else {
+        /* no heap: the message, truncated */
+        va_start(ap, fmt);
+        vsnprintf(ctx->err_buf, sizeof ctx->err_buf, fmt, ap);
+        va_end(ap);
+        ctx->err_msg = ctx->err_buf;
+    }
     ctx->err_kind = kind;
-    ctx->err_msg = ctx->err_buf;
     return kind;
 }
 
 /* Appends "[d0, d1, ...]" to buf at *len (cap bytes). */
 static void put_shape(char *buf, size_t cap, size_t *len, int64_t rank, const int64_t *dims);
 
-int32_t arrayad_fail_shapes(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t row,
-                            int64_t rank, const int64_t *shape, const int64_t *first) {
-    size_t len = 0, cap = sizeof ctx->err_buf;
+/* Writes the message of arrayad_fail_shapes into buf (cap bytes, NUL
+ * terminated); returns its full length. */
+static size_t compose_shapes(char *buf, size_t cap, const char *msg, int64_t row, int64_t rank, const int64_t *shape,
+                             const int64_t *first) {
+    size_t len = 0;
     const char *m = msg;
     while (*m) {
         if (m[0] == '%' && m[1] == '1') {
             char num[32];
             int n = snprintf(num, sizeof num, "%lld", (long long)row);
-            put(ctx->err_buf, cap, &len, num, n > 0 ? (size_t)n : 0);
+            put(buf, cap, &len, num, n > 0 ? (size_t)n : 0);
             m += 2;
         } else if (m[0] == '%' && (m[1] == 'A' || m[1] == 'B')) {
-            put_shape(ctx->err_buf, cap, &len, rank, m[1] == 'A' ? shape : first);
+            put_shape(buf, cap, &len, rank, m[1] == 'A' ? shape : first);
             m += 2;
         } else if (m[0] == '%' && m[1] == '%') {
-            put(ctx->err_buf, cap, &len, "%", 1);
+            put(buf, cap, &len, "%", 1);
             m += 2;
         } else {
-            put(ctx->err_buf, cap, &len, m, 1);
+            put(buf, cap, &len, m, 1);
             m++;
         }
     }
-    ctx->err_buf[len < cap ? len : cap - 1] = '\0';
+    if (cap > 0) buf[len < cap ? len : cap - 1] = '\0';
+    return len;
+}
+
+int32_t arrayad_fail_shapes(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t row,
+                            int64_t rank, const int64_t *shape, const int64_t *first) {
+    size_t len;
+    clear_text(ctx);
+    len = compose_shapes(NULL, 0, msg, row, rank, shape, first);
+    if ((ctx->err_text = (char *)malloc(len + 1)) != NULL) {
+        compose_shapes(ctx->err_text, len + 1, msg, row, rank, shape, first);
+        ctx->err_msg = ctx->err_text;
+    } else {
+        compose_shapes(ctx->err_buf, sizeof ctx->err_buf, msg, row, rank, shape, first);
+        ctx->err_msg = ctx->err_buf;
+    }
     ctx->err_kind = kind;
-    ctx->err_msg = ctx->err_buf;
     return kind;
 }
 
@@ -373,7 +449,7 @@ size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap) {
     size_t len = 0;
     const char *m = ctx->err_msg;
     if (!m) m = ctx->err_kind ? "error (no message recorded)" : "";
-    if (m == ctx->err_buf) {
+    if (m == ctx->err_buf || m == ctx->err_text) {
         put(buf, cap, &len, m, strlen(m));
     } else {
         while (*m) {

@@ -37,14 +37,14 @@ extern "C" {
 #define ARRAYAD_ERR_OUT_OF_MEMORY 8
 #define ARRAYAD_ERR_INVALID_ARGUMENT 9
 
-/* Size of the buffer for messages composed at run time. */
+/* Size of the fallback buffer for messages composed at run time (used
+ * only when the heap cannot hold the whole message). */
 #define ARRAYAD_ERR_BUF 256
 
 typedef struct arrayad_chunk arrayad_chunk;
 
-/* The per-call context. Generated code accesses the fields before err_buf
- * and tape_top at fixed offsets (64-bit targets): keep them in sync with the
- * Rust mirror. */
+/* The per-call context. Generated code accesses the first seven fields at
+ * fixed offsets (64-bit targets): keep them in sync with the Rust mirror. */
 typedef struct arrayad_ctx {
     char *arena_ptr;            /*  0: next free byte of the current chunk (32-aligned) */
     char *arena_end;            /*  8: end of the current chunk */
@@ -52,15 +52,24 @@ typedef struct arrayad_ctx {
     uint64_t *tape_ptr;         /* 24: next free tape slot */
     uint64_t *tape_end;         /* 32: end of the tape buffer */
     uint64_t *tape_base;        /* 40: start of the tape buffer */
-    arrayad_chunk *arena_first; /* 48: all chunks, in list order */
-    const char *err_msg;        /* 56: message template ("%1".."%3": err_vals) or err_buf */
-    int64_t err_vals[3];        /* 64 */
-    int32_t err_kind;           /* 88: 0 = no error */
-    int32_t reserved;           /* 92 */
-    char err_buf[ARRAYAD_ERR_BUF]; /* 96: text of messages composed at run time */
-    uint64_t *tape_top;         /* 352: end of the stored tape: a push stores up to
+    uint64_t *tape_top;         /* 48: end of the stored tape: a push stores up to
                                    here, pops leave it (a rewind may replay them) */
+    arrayad_chunk *arena_first; /* 56: all chunks, in list order */
+    uint64_t held;              /* 64: bytes of arena chunks and tape held */
+    uint64_t limit;             /* 72: the most bytes the context may hold */
+    const char *err_msg;        /* 80: message template ("%1".."%3": err_vals) or err_text */
+    int64_t err_vals[3];        /* 88 */
+    int32_t err_kind;           /* 112: 0 = no error */
+    int32_t reserved;           /* 116 */
+    char *err_text;             /* 120: a message composed at run time (heap), or NULL */
+    char err_buf[ARRAYAD_ERR_BUF]; /* 128: its fallback when the heap is out */
 } arrayad_ctx;
+
+/* The memory limit of new contexts: $ARRAYAD_MAX_MEMORY (bytes, or with a
+ * suffix K, M, G, T: powers of 1024) when set and valid, else half of the
+ * physical memory. A call whose arena and tape would exceed its context's
+ * limit fails with ARRAYAD_ERR_OUT_OF_MEMORY at the allocating statement. */
+uint64_t arrayad_default_limit(void);
 
 /* A compiled function: (ctx, argument slots, result slots) -> status. */
 typedef int32_t (*arrayad_fn)(arrayad_ctx *ctx, const uint64_t *args, uint64_t *results);
@@ -192,8 +201,10 @@ int32_t arrayad_abi_jacobian(const arrayad_jac_desc *d, const int64_t *sizes, co
  * the context for the thread's next call. Returns status. */
 arrayad_ctx *arrayad_abi_begin(void);
 int32_t arrayad_abi_end(arrayad_ctx *ctx, int32_t status);
-/* The calling thread's last error message ("" if none). */
+/* The calling thread's last error message ("" if none), whole. */
 const char *arrayad_abi_last_error(void);
+/* Frees the memory the calling thread keeps from its last call. */
+void arrayad_abi_release(void);
 
 #ifdef __cplusplus
 }

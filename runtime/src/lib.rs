@@ -27,7 +27,8 @@ pub const ABI_C_SOURCE: &str = include_str!("arrayad_abi.c");
 /// The file name the source includes the header as.
 pub const RUNTIME_C_HEADER_NAME: &str = "arrayad_runtime.h";
 
-/// Size of the buffer for messages composed at run time (`ARRAYAD_ERR_BUF`).
+/// Size of the fallback buffer for messages composed at run time
+/// (`ARRAYAD_ERR_BUF`).
 pub const ERR_BUF: usize = 256;
 
 /// Mirror of the C `arrayad_ctx` (layout checked against the C side in
@@ -46,9 +47,16 @@ pub struct Ctx {
     pub tape_end: *mut u64,
     /// Start of the tape buffer.
     pub tape_base: *mut u64,
+    /// End of the stored tape: pushes store up to here, pops leave it in
+    /// place (so that a rewind to an earlier mark replays popped slots).
+    pub tape_top: *mut u64,
     /// First chunk of the arena (opaque).
     pub arena_first: *mut u8,
-    /// Message template or `err_buf`.
+    /// Bytes of arena chunks and tape held.
+    pub held: u64,
+    /// The most bytes the context may hold.
+    pub limit: u64,
+    /// Message template, or the composed message.
     pub err_msg: *const c_char,
     /// Values of the message.
     pub err_vals: [i64; 3],
@@ -56,11 +64,10 @@ pub struct Ctx {
     pub err_kind: i32,
     /// Padding.
     pub reserved: i32,
-    /// Text of messages composed at run time.
+    /// A message composed at run time (heap), or null.
+    pub err_text: *mut c_char,
+    /// Its fallback when the heap is out.
     pub err_buf: [c_char; ERR_BUF],
-    /// End of the stored tape: pushes store up to here, pops leave it in
-    /// place (so that a rewind to an earlier mark replays popped slots).
-    pub tape_top: *mut u64,
 }
 
 /// Byte offsets of the [`Ctx`] fields that generated code uses.
@@ -94,6 +101,7 @@ pub mod ffi {
         pub fn arrayad_ctx_reset(ctx: *mut Ctx);
         pub fn arrayad_ctx_size() -> usize;
         pub fn arrayad_ctx_capacity(ctx: *const Ctx) -> u64;
+        pub fn arrayad_default_limit() -> u64;
         pub fn arrayad_alloc_slow(ctx: *mut Ctx, size: u64) -> *mut u8;
         pub fn arrayad_tape_grow(ctx: *mut Ctx, slots: u64) -> i32;
         pub fn arrayad_arena_keep(
@@ -306,13 +314,16 @@ impl OwnedCtx {
             tape_ptr: std::ptr::null_mut(),
             tape_end: std::ptr::null_mut(),
             tape_base: std::ptr::null_mut(),
+            tape_top: std::ptr::null_mut(),
             arena_first: std::ptr::null_mut(),
+            held: 0,
+            limit: 0,
             err_msg: std::ptr::null(),
             err_vals: [0; 3],
             err_kind: 0,
             reserved: 0,
+            err_text: std::ptr::null_mut(),
             err_buf: [0; ERR_BUF],
-            tape_top: std::ptr::null_mut(),
         });
         // SAFETY: a valid, exclusively owned context.
         unsafe { ffi::arrayad_ctx_init(&mut *b) };
@@ -328,6 +339,20 @@ impl OwnedCtx {
     pub fn reset(&mut self) {
         // SAFETY: a valid context.
         unsafe { ffi::arrayad_ctx_reset(&mut *self.0) }
+    }
+
+    /// The memory limit of new contexts: `$ARRAYAD_MAX_MEMORY` (bytes, or
+    /// with a suffix K, M, G or T for powers of 1024) when set and valid,
+    /// else half of the physical memory.
+    pub fn default_limit() -> u64 {
+        // SAFETY: reads the environment and sysconf only.
+        unsafe { ffi::arrayad_default_limit() }
+    }
+
+    /// Sets the most bytes of arena and tape the context may hold (a call
+    /// that would need more fails with an out-of-memory error).
+    pub fn set_limit(&mut self, bytes: u64) {
+        self.0.limit = bytes;
     }
 
     /// Bytes of arena chunks and tape this context holds (kept by
@@ -396,9 +421,8 @@ mod tests {
         assert_eq!(offsets::TAPE_PTR, 24);
         assert_eq!(offsets::TAPE_END, 32);
         assert_eq!(offsets::TAPE_BASE, 40);
-        assert_eq!(std::mem::offset_of!(Ctx, err_kind), 88);
-        assert_eq!(std::mem::offset_of!(Ctx, err_buf), 96);
-        assert_eq!(offsets::TAPE_TOP, 352);
+        assert_eq!(offsets::TAPE_TOP, 48);
+        assert_eq!(std::mem::offset_of!(Ctx, err_kind), 112);
     }
 
     #[test]

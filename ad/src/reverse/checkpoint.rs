@@ -204,7 +204,7 @@ pub(super) fn checkpointed(f: &mut Function, p: LoopParts, fwd: &mut Vec<Stmt>, 
     for (k, sv) in saved.iter().enumerate().rev() {
         if sv.is_none() {
             let v = f.new_var(f.var(p.states[k]).name.clone(), f.ty(p.states[k]));
-            body.push(stmt(StmtKind::Let { vars: vec![v], expr: Expr::Pop }, Loc::default()));
+            body.push(stmt(StmtKind::Let { vars: vec![v], expr: Expr::Pop }, loc));
             start[k] = Atom::Var(v);
         }
     }

@@ -93,6 +93,7 @@ fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdErro
         pending: HashSet::new(),
         checkpoint,
         setup: Vec::new(),
+        loc: Loc::default(),
     };
     rev.out.name = name.to_string();
     let primal_params: Vec<VarId> = jf.params[..j.n_primal_params].to_vec();
@@ -284,6 +285,10 @@ struct Rev<'a> {
     /// The bindings a checkpointed loop put in front of itself in the
     /// forward pass, for the enclosing block's residuals.
     setup: Vec<(VarId, Option<(Expr, Loc)>)>,
+    /// The location of the primal statement being unzipped: the statements
+    /// made for it carry it, so that a run-time error in them (out of
+    /// memory on the tape, a size check) names the source statement.
+    loc: Loc,
 }
 
 /// The linear arrays bound in `blk` whose cotangents the backward pass of
@@ -458,12 +463,12 @@ impl Rev<'_> {
 
     fn let1(&mut self, out: &mut Vec<Stmt>, name: &str, e: Expr, ty: Type) -> Atom {
         let v = self.new_var(name, ty);
-        out.push(Stmt { kind: StmtKind::Let { vars: vec![v], expr: e }, loc: Loc::default() });
+        out.push(Stmt { kind: StmtKind::Let { vars: vec![v], expr: e }, loc: self.loc });
         Atom::Var(v)
     }
 
-    fn push(out: &mut Vec<Stmt>, kind: StmtKind) {
-        out.push(Stmt { kind, loc: Loc::default() });
+    fn push(&self, out: &mut Vec<Stmt>, kind: StmtKind) {
+        out.push(Stmt { kind, loc: self.loc });
     }
 
     /// Declares the cotangent of linear variable `v` (see [`Decl`]). An
@@ -479,7 +484,7 @@ impl Rev<'_> {
                 Decl::Alias { expr, .. } => expr,
                 _ => Expr::Atom(Atom::F64(0.0)),
             };
-            Self::push(out, StmtKind::Let { vars: vec![c], expr: init });
+            self.push(out, StmtKind::Let { vars: vec![c], expr: init });
             self.ct.insert(v, c);
             return;
         }
@@ -497,15 +502,15 @@ impl Rev<'_> {
             Some(l) => {
                 let c = self.out.new_mut_var(name.clone(), ty);
                 let f = self.out.new_mut_var(format!("live_{}", name.trim_start_matches("ct_")), Type::BOOL);
-                Self::push(out, StmtKind::Let { vars: vec![c], expr });
-                Self::push(out, StmtKind::Let { vars: vec![f], expr: Expr::Atom(l) });
+                self.push(out, StmtKind::Let { vars: vec![c], expr });
+                self.push(out, StmtKind::Let { vars: vec![f], expr: Expr::Atom(l) });
                 self.live.insert(v, f);
                 self.level.insert(v, self.for_depth);
                 c
             }
             None => {
                 let c = self.new_var(&name, ty);
-                Self::push(out, StmtKind::Let { vars: vec![c], expr });
+                self.push(out, StmtKind::Let { vars: vec![c], expr });
                 c
             }
         };
@@ -526,11 +531,11 @@ impl Rev<'_> {
         let p = self.primal_of.get(&x).copied().unwrap_or(x);
         let z = self.new_var("zeros", self.out.ty(c));
         let make = vec![
-            Stmt { kind: StmtKind::Let { vars: vec![z], expr: Expr::ZerosLike(p) }, loc: Loc::default() },
-            Stmt { kind: StmtKind::Assign { var: c, value: Atom::Var(z) }, loc: Loc::default() },
-            Stmt { kind: StmtKind::Assign { var: flag, value: Atom::Bool(true) }, loc: Loc::default() },
+            Stmt { kind: StmtKind::Let { vars: vec![z], expr: Expr::ZerosLike(p) }, loc: self.loc },
+            Stmt { kind: StmtKind::Assign { var: c, value: Atom::Var(z) }, loc: self.loc },
+            Stmt { kind: StmtKind::Assign { var: flag, value: Atom::Bool(true) }, loc: self.loc },
         ];
-        Self::push(
+        self.push(
             out,
             StmtKind::If {
                 cond: Atom::Var(flag),
@@ -565,7 +570,7 @@ impl Rev<'_> {
         let Some(&c) = self.ct.get(&t) else { return };
         if self.out.ty(c).is_scalar() {
             let s = self.let1(out, "ct", Expr::Binary(BinOp::Add, Atom::Var(c), value), Type::F64);
-            Self::push(out, StmtKind::Assign { var: c, value: s });
+            self.push(out, StmtKind::Assign { var: c, value: s });
             return;
         }
         let mut body = Vec::new();
@@ -573,25 +578,25 @@ impl Rev<'_> {
         match self.live.get(&t).copied() {
             Some(flag) if owned => {
                 let take = vec![
-                    Stmt { kind: StmtKind::Assign { var: c, value }, loc: Loc::default() },
-                    Stmt { kind: StmtKind::Assign { var: flag, value: Atom::Bool(true) }, loc: Loc::default() },
+                    Stmt { kind: StmtKind::Assign { var: c, value }, loc: self.loc },
+                    Stmt { kind: StmtKind::Assign { var: flag, value: Atom::Bool(true) }, loc: self.loc },
                 ];
-                Self::push(
+                self.push(
                     &mut body,
                     StmtKind::If {
                         cond: Atom::Var(flag),
-                        then_branch: Block { stmts: vec![Stmt { kind: add, loc: Loc::default() }], results: vec![] },
+                        then_branch: Block { stmts: vec![Stmt { kind: add, loc: self.loc }], results: vec![] },
                         else_branch: Block { stmts: take, results: vec![] },
                     },
                 );
             }
             _ => {
                 self.need_live(t, &mut body);
-                Self::push(&mut body, add);
+                self.push(&mut body, add);
             }
         }
         match vlive {
-            Some(l) => Self::push(
+            Some(l) => self.push(
                 out,
                 StmtKind::If {
                     cond: Atom::Var(l),
@@ -615,8 +620,28 @@ impl Rev<'_> {
     /// - `lin_binders`: linear variables bound on entry (tangent params,
     ///   linear loop states) with the declaration of their cotangent.
     /// - `seeds`: the cotangents of the block's linear results.
+    ///
+    /// The statements made for the enclosing statement after this returns
+    /// carry its location again.
     #[allow(clippy::too_many_arguments)]
     fn block(
+        &mut self,
+        blk: &Block,
+        nested: bool,
+        binders: &[VarId],
+        binder_twins: &[(VarId, VarId)],
+        lin_binders: Vec<(VarId, Decl)>,
+        seeds: Vec<Seed>,
+    ) -> Result<(Vec<Stmt>, Vec<Stmt>), AdError> {
+        let outer = self.loc;
+        let r = self.block_stmts(blk, nested, binders, binder_twins, lin_binders, seeds);
+        self.loc = outer;
+        r
+    }
+
+    /// [`Self::block`] without the restoring of the location.
+    #[allow(clippy::too_many_arguments)]
+    fn block_stmts(
         &mut self,
         blk: &Block,
         nested: bool,
@@ -678,6 +703,7 @@ impl Rev<'_> {
 
         for s in &blk.stmts {
             let loc = s.loc;
+            self.loc = loc;
             let StmtKind::Let { vars, expr } = &s.kind else {
                 // Size checks belong to the primal program.
                 fwd.push(s.clone());
@@ -835,7 +861,7 @@ impl Rev<'_> {
                     let d = self.new_var(&format!("dim_{}", self.out.var(v).name), Type::I64);
                     fwd.push(Stmt {
                         kind: StmtKind::Let { vars: vec![d], expr: Expr::Dim { array: v, axis } },
-                        loc: Loc::default(),
+                        loc: self.loc,
                     });
                     let twin = self.new_var(&format!("dim_{}", self.out.var(v).name), Type::I64);
                     subst.map.insert(d, Atom::Var(twin));
@@ -853,12 +879,12 @@ impl Rev<'_> {
             rewrite_shapes(&mut bwd, &shapes);
         }
         for v in &taped {
-            Self::push(&mut fwd, StmtKind::Push(Atom::Var(*v)));
+            self.push(&mut fwd, StmtKind::Push(Atom::Var(*v)));
         }
         let mut prefix: Vec<Stmt> = taped
             .iter()
             .rev()
-            .map(|v| Stmt { kind: StmtKind::Let { vars: vec![*v], expr: Expr::Pop }, loc: Loc::default() })
+            .map(|v| Stmt { kind: StmtKind::Let { vars: vec![*v], expr: Expr::Pop }, loc: self.loc })
             .collect();
         prefix.extend(recompute);
         prefix.extend(bwd);
@@ -910,7 +936,7 @@ impl Rev<'_> {
                 if let Some(&c) = self.ct.get(array) {
                     if self.out.ty(dy).is_scalar() {
                         self.need_live(*array, out);
-                        Self::push(out, StmtKind::AccAdd { acc: c, indices: indices.clone(), value: g });
+                        self.push(out, StmtKind::AccAdd { acc: c, indices: indices.clone(), value: g });
                     } else if !self.views.contains(&dy) {
                         return Err(AdError::new("the cotangent of a row is not a view of its parent's"));
                     }
@@ -931,11 +957,11 @@ impl Rev<'_> {
                     let body = Block {
                         stmts: vec![Stmt {
                             kind: StmtKind::AccAdd { acc: c, indices: vec![Atom::Var(j)], value: g },
-                            loc: Loc::default(),
+                            loc: self.loc,
                         }],
                         results: vec![],
                     };
-                    Self::push(out, StmtKind::For { n, index: j, reverse: false, body });
+                    self.push(out, StmtKind::For { n, index: j, reverse: false, body });
                 }
             }
             Expr::ArrayLit { elems, elem_ty } => {
@@ -1036,7 +1062,7 @@ impl Rev<'_> {
                 let cs = self.out.new_mut_var("ct_state", ty);
                 chunk.push(Stmt {
                     kind: StmtKind::Let { vars: vec![cs], expr: Expr::Atom(Atom::Var(self.ct[&vars[k]])) },
-                    loc: Loc::default(),
+                    loc: self.loc,
                 });
                 // An array carrier has a flag too: false while it is zero.
                 let cl = if ty.is_array() {
@@ -1047,7 +1073,7 @@ impl Rev<'_> {
                     };
                     chunk.push(Stmt {
                         kind: StmtKind::Let { vars: vec![cl], expr: Expr::Atom(init_live) },
-                        loc: Loc::default(),
+                        loc: self.loc,
                     });
                     Some(cl)
                 } else {
@@ -1082,13 +1108,13 @@ impl Rev<'_> {
         self.flush_pending(saved, chunk);
         for (k, cs, cl) in &carriers {
             let c = self.ct[&states[*k]];
-            bbody.push(Stmt { kind: StmtKind::Assign { var: *cs, value: Atom::Var(c) }, loc: Loc::default() });
+            bbody.push(Stmt { kind: StmtKind::Assign { var: *cs, value: Atom::Var(c) }, loc: self.loc });
             if let Some(cl) = cl {
                 let live = match self.live.get(&states[*k]) {
                     Some(f) => Atom::Var(*f),
                     None => Atom::Bool(true),
                 };
-                bbody.push(Stmt { kind: StmtKind::Assign { var: *cl, value: live }, loc: Loc::default() });
+                bbody.push(Stmt { kind: StmtKind::Assign { var: *cl, value: live }, loc: self.loc });
             }
         }
         let pidx: Vec<usize> = (0..states.len()).filter(|k| !self.linear.contains(&states[*k])).collect();

@@ -38,7 +38,11 @@ pub(crate) fn try_c_header(exports: &[ExportedFunction], module: &str) -> Result
          * overwritten (never added to); an output may be one of the input arrays\n\
          * (in place). All functions are thread-safe and re-entrant:\n\
          * threads share no mutable state; each thread keeps the working memory of its\n\
-         * last call (up to 256 MiB) for its next one, freed when the thread exits. */\n\
+         * last call for its next one, if it is at most 16 MiB ($ARRAYAD_KEEP_MEMORY,\n\
+         * e.g. 0 or 256M, changes that), freed when the thread exits or calls\n\
+         * {m}_release_memory(). A call fails with {up}_ERR_OUT_OF_MEMORY when its\n\
+         * working memory would exceed $ARRAYAD_MAX_MEMORY (bytes, or with K, M, G, T;\n\
+         * default: half of the physical memory). */\n\
          #ifndef ARRAYAD_{up}_H\n\
          #define ARRAYAD_{up}_H\n\
          \n\
@@ -55,7 +59,9 @@ pub(crate) fn try_c_header(exports: &[ExportedFunction], module: &str) -> Result
     let _ = write!(
         out,
         "\n/* The message of the calling thread's last error (\"\" if there was none). */\n\
-         const char *{m}_last_error(void);\n"
+         const char *{m}_last_error(void);\n\
+         \n/* Frees the working memory the calling thread keeps from its last call. */\n\
+         void {m}_release_memory(void);\n"
     );
     for e in exports {
         let i = Interface::new(e)?;

@@ -135,7 +135,8 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
          \n\
          static const double arrayad_w_one = 1.0;\n\
          \n\
-         const char *{m}_last_error(void) {{ return arrayad_abi_last_error(); }}\n",
+         const char *{m}_last_error(void) {{ return arrayad_abi_last_error(); }}\n\
+         void {m}_release_memory(void) {{ arrayad_abi_release(); }}\n",
         rt = arrayad_runtime::RUNTIME_C_HEADER_NAME,
     );
     for i in interfaces {

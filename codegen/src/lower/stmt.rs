@@ -19,7 +19,11 @@ impl<E: Emitter> Lower<'_, E> {
     }
 
     fn stmt(&mut self, s: &Stmt) -> Result<()> {
-        self.loc = s.loc;
+        // A statement made by a transformation without a source location
+        // reports that of the statement before it (or of its block).
+        if s.loc.line != 0 {
+            self.loc = s.loc;
+        }
         match &s.kind {
             StmtKind::Let { vars, expr } => {
                 let vals = self.expr(vars, expr)?;

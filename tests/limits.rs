@@ -1,0 +1,192 @@
+//! Resource limits: a call whose memory would exceed the limit fails with
+//! the out-of-memory error (exit 3) naming the allocating statement, in
+//! the primal and in the reverse pass, on every compiled backend, through
+//! the command line (`--max-memory`), the Rust API and a shared library
+//! (`ARRAYAD_MAX_MEMORY`); run-time messages arrive whole whatever their
+//! length; a thread of a shared library keeps a bounded amount of memory
+//! and can release it.
+
+mod support;
+
+use arrayad::{Backend, ErrorKind, Module, Options, Value};
+use std::path::Path;
+use std::process::Command;
+use support::{arrayad, have, scratch};
+
+const PROGRAM: &str = "\
+def it5(x: [n]f64, t: i64) -> f64 =
+  sum(loop h = x for s < t do h + 0.001 * sin(h * 1.3 + 0.2))
+
+def big(n: i64) -> f64 =
+  let a = for i < n => f64(i)
+  in sum(a * a)
+";
+
+fn compiled_backends() -> Vec<&'static str> {
+    if cfg!(feature = "llvm") {
+        vec!["cranelift", "llvm"]
+    } else {
+        vec!["cranelift"]
+    }
+}
+
+fn ones(n: usize) -> String {
+    format!("[{}]", vec!["1"; n].join(","))
+}
+
+/// `arrayad ARGV` must exit with 3 and say out of memory at `at`.
+fn out_of_memory(dir: &Path, argv: &[&str], at: &str) {
+    let out = arrayad(dir, argv);
+    assert_eq!(out.code, 3, "arrayad {argv:?}: {out:#?}");
+    assert!(out.stderr.contains("out of memory"), "{out:#?}");
+    assert!(out.stderr.contains(at), "the message must name {at}: {out:#?}");
+    assert!(out.stderr.contains("ARRAYAD_MAX_MEMORY"), "the message must name the limit: {out:#?}");
+}
+
+#[test]
+fn the_memory_limit_fails_with_a_located_out_of_memory_error() {
+    let dir = scratch("limits", "cli");
+    std::fs::write(dir.join("prog.arr"), PROGRAM).unwrap();
+    let args = format!("[{}, 4000]", ones(1000));
+    for backend in compiled_backends() {
+        // Within the limit: the primal runs in O(n), the gradient's
+        // residuals are 4000 x 1000 x 8 bytes = 32 MB.
+        for extra in [&[][..], &["--grad"][..]] {
+            let mut argv = vec!["run", "prog.arr", "it5", "--args", &args, "--backend", backend, "--max-memory", "64M"];
+            argv.extend_from_slice(extra);
+            let out = arrayad(&dir, &argv);
+            assert_eq!(out.code, 0, "{out:#?}");
+        }
+        // The primal in 1 MiB (the loop state is 8 KB), the gradient not in
+        // 4 MiB: it fails in the loop of line 2, not at FILE:0:0.
+        let base = ["run", "prog.arr", "it5", "--args", &args, "--backend", backend, "--max-memory", "1M"];
+        let out = arrayad(&dir, &base);
+        assert_eq!(out.code, 0, "{out:#?}");
+        let base = ["run", "prog.arr", "it5", "--args", &args, "--backend", backend, "--max-memory", "4M"];
+        let mut grad = base.to_vec();
+        grad.push("--grad");
+        out_of_memory(&dir, &grad, "prog.arr:2:");
+        let mut cp = grad.clone();
+        cp.push("--checkpoint");
+        let out = arrayad(&dir, &cp);
+        assert_eq!(out.code, 0, "checkpointing needs ~sqrt(n) states: {out:#?}");
+        // A large array in the primal: 10^8 x 8 bytes.
+        let big = ["run", "prog.arr", "big", "--args", "[100000000]", "--backend", backend, "--max-memory", "16M"];
+        out_of_memory(&dir, &big, "prog.arr:5:");
+    }
+    // Malformed sizes are usage errors.
+    for bad in ["0", "12X", "-5", "99999999999999999999T"] {
+        let out = arrayad(&dir, &["run", "prog.arr", "big", "--args", "[1]", "--max-memory", bad]);
+        assert_eq!(out.code, 2, "--max-memory {bad}: {out:#?}");
+    }
+}
+
+#[test]
+fn the_rust_api_takes_a_memory_limit() {
+    let backends: &[Backend] =
+        if cfg!(feature = "llvm") { &[Backend::Cranelift, Backend::Llvm] } else { &[Backend::Cranelift] };
+    for &backend in backends {
+        let options = Options::backend(backend).with_max_memory(1 << 20);
+        let m = Module::compile_with("prog.arr", PROGRAM, options).unwrap();
+        let f = m.function("big").unwrap();
+        assert_eq!(f.call_values(&[Value::I64(1000)]).unwrap()[0], Value::F64(332833500.0));
+        let err = f.call_values(&[Value::I64(1_000_000)]).unwrap_err();
+        assert_eq!(err.runtime_kind(), Some(ErrorKind::OutOfMemory), "{err}");
+        assert!(err.to_string().contains("prog.arr:5:"), "{err}");
+    }
+}
+
+#[test]
+fn messages_of_any_length_arrive_whole() {
+    // A source path of ~600 characters: the location at the end of the
+    // path must survive.
+    let dir = scratch("limits", "long");
+    let mut deep = dir.clone();
+    for k in 0..10 {
+        deep = deep.join(format!("{k}-{}", "d".repeat(50)));
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    let file = deep.join("prog.arr");
+    std::fs::write(&file, "def get(x: [n]f64, i: i64) -> f64 = x[i]\n").unwrap();
+    let path = file.to_str().unwrap();
+    assert!(path.len() > 500);
+    for backend in compiled_backends() {
+        let out = arrayad(&dir, &["run", path, "get", "--args", "[[1, 2], 7]", "--backend", backend]);
+        assert_eq!(out.code, 3, "{out:#?}");
+        assert!(out.stderr.contains(&format!("{path}:1:")), "{out:#?}");
+        assert!(out.stderr.contains("index out of bounds"), "{out:#?}");
+        // and through a shared library
+        if !have("cc") {
+            continue;
+        }
+        let lib = dir.join(format!("libget_{backend}.so"));
+        let out = arrayad(&dir, &["build", path, "-o", lib.to_str().unwrap(), "--backend", backend]);
+        assert_eq!(out.code, 0, "{out:#?}");
+        let main = format!(
+            "#include <stdio.h>\n#include \"libget_{backend}.h\"\n\
+             int main(void) {{ double x[2] = {{1, 2}}, v; int32_t s = get(2, x, 7, &v);\n\
+             printf(\"%d\\n%s\\n\", s, get_{backend}_last_error()); return 0; }}\n"
+        );
+        let stdout = run_c(&dir, &main, &format!("get_{backend}"), &[]);
+        assert_ne!(stdout.lines().next(), Some("0"), "{stdout}");
+        assert!(stdout.contains(&format!("{path}:1:")), "{stdout}");
+        assert!(stdout.contains("index out of bounds"), "{stdout}");
+    }
+}
+
+/// Compiles `main` against `lib{lib}.so` in `dir` and runs it with the
+/// environment `env`; returns its standard output.
+fn run_c(dir: &Path, main: &str, lib: &str, env: &[(&str, &str)]) -> String {
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    let out = Command::new("cc")
+        .current_dir(dir)
+        .args(["-std=c99", "-Wall", "-Werror", "main.c", "-o", "main", "-I.", "-L."])
+        .arg(format!("-l{lib}"))
+        .args(["-Wl,-rpath,$ORIGIN", "-lm"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cc: {}", String::from_utf8_lossy(&out.stderr));
+    let mut cmd = Command::new(dir.join("main"));
+    cmd.current_dir(dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "main: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn libraries_take_the_limit_from_the_environment_and_release_memory() {
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping the shared-library limit test");
+        return;
+    }
+    for backend in compiled_backends() {
+        let dir = scratch("limits", &format!("lib_{backend}"));
+        std::fs::write(dir.join("prog.arr"), PROGRAM).unwrap();
+        let out = arrayad(&dir, &["build", "prog.arr", "-o", "libprog.so", "--backend", backend]);
+        assert_eq!(out.code, 0, "{out:#?}");
+        let main = "#include <stdio.h>\n#include \"libprog.h\"\n\
+             int main(void) {\n\
+               double v = 0;\n\
+               int32_t s = big(1000000, &v);\n\
+               printf(\"%d %s\\n\", s, s ? prog_last_error() : \"ok\");\n\
+               prog_release_memory();\n\
+               s = big(1000, &v);\n\
+               printf(\"%d %.1f\\n\", s, v);\n\
+               prog_release_memory(); prog_release_memory();\n\
+               return 0; }\n";
+        let limited = run_c(&dir, main, "prog", &[("ARRAYAD_MAX_MEMORY", "1M")]);
+        let mut lines = limited.lines();
+        let first = lines.next().unwrap();
+        assert!(first.starts_with("8 "), "{limited}");
+        assert!(first.contains("out of memory") && first.contains("prog.arr:5:"), "{limited}");
+        assert_eq!(lines.next(), Some("0 332833500.0"), "{limited}");
+        let free = run_c(&dir, main, "prog", &[("ARRAYAD_MAX_MEMORY", "1G"), ("ARRAYAD_KEEP_MEMORY", "0")]);
+        assert!(free.starts_with("0 ok\n0 332833500.0"), "{free}");
+        // a malformed value falls back to the default limit
+        let bad = run_c(&dir, main, "prog", &[("ARRAYAD_MAX_MEMORY", "lots")]);
+        assert!(bad.starts_with("0 ok\n"), "{bad}");
+    }
+}
