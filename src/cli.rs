@@ -263,15 +263,24 @@ pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
     }
 }
 
-/// Prints an error to standard error.
+/// Prints an error to standard error. Characters a terminal would interpret
+/// (control characters from a file name, an argument or a source file) are
+/// escaped, whatever the message.
 fn report(e: &Error) {
-    match e {
+    let text = match e {
         // Rendered diagnostics already say `error: ...` with locations.
-        Error::Compile(d) => eprint!("{}", if d.ends_with('\n') { d.clone() } else { format!("{d}\n") }),
-        Error::Runtime(r) => eprintln!("error: {}", r.message),
-        Error::Internal(m) => eprintln!("arrayad: internal error: {m}"),
-        other => eprintln!("error: {other}"),
-    }
+        Error::Compile(d) => {
+            if d.ends_with('\n') {
+                d.clone()
+            } else {
+                format!("{d}\n")
+            }
+        }
+        Error::Runtime(r) => format!("error: {}\n", r.message),
+        Error::Internal(m) => format!("arrayad: internal error: {m}\n"),
+        other => format!("error: {other}\n"),
+    };
+    eprint!("{}", arrayad_frontend::diagnostics::escape_text(&text, true));
 }
 
 fn execute(cli: Cli) -> Result<String, Error> {
@@ -287,25 +296,21 @@ fn execute(cli: Cli) -> Result<String, Error> {
     }
 }
 
-/// Reads a source file; the name in messages is the path as given.
+/// Reads a source file; the name in messages is the path as given. A file
+/// that is not valid UTF-8 is a compile error at its first invalid byte,
+/// rendered like every diagnostic (from the lossily decoded text, with
+/// control characters escaped).
 fn read_source(path: &Path) -> Result<(String, String), Error> {
     let name = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("cannot read {name}: {e}")))?;
     match String::from_utf8(bytes) {
         Ok(s) => Ok((name, s)),
         Err(e) => {
-            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-            let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-            let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-            let col = String::from_utf8_lossy(&valid[line_start..]).chars().count() + 1;
-            let bytes = e.as_bytes();
-            let line_end = bytes[line_start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |p| line_start + p);
-            let text = String::from_utf8_lossy(&bytes[line_start..line_end]);
-            let gutter = " ".repeat(line.to_string().len());
-            Err(Error::Compile(format!(
-                "error: the file is not valid UTF-8\n{gutter} ┌─ {name}:{line}:{col}\n{gutter} │\n{line} │ {text}\n{gutter} │ {}^\n",
-                " ".repeat(col - 1)
-            )))
+            let at = e.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(e.as_bytes());
+            let bad = text.get(at..).and_then(|t| t.chars().next()).map_or(0, char::len_utf8);
+            let d = arrayad_frontend::Diagnostics::single(&name, &text, at..at + bad, "the file is not valid UTF-8");
+            Err(d.into())
         }
     }
 }
@@ -368,7 +373,7 @@ impl Inputs {
     /// file but is valid JSON (e.g. `1.0` as a scalar cotangent) is taken
     /// inline too.
     fn read(&mut self, what: &str, spec: &str) -> Result<serde_json::Value, Error> {
-        if spec.trim_start().starts_with('[') {
+        if spec.strip_prefix('\u{feff}').unwrap_or(spec).trim_start().starts_with('[') {
             return json::parse(what, spec);
         }
         if spec == "-" {
@@ -388,7 +393,7 @@ impl Inputs {
                 .map_err(|e| Error::Io(format!("{what}: cannot read {}: {e}", path.display())))?;
             return json::parse(&format!("{what} ({})", path.display()), &text);
         }
-        if let Ok(j) = serde_json::from_str(spec) {
+        if let Ok(j) = json::parse(what, spec) {
             return Ok(j);
         }
         Err(Error::Io(format!(
@@ -640,7 +645,7 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
     };
     check_wrt(&program, &ids, a.wrt.as_deref())?;
     let wrt = a.wrt.as_deref();
-    let ad = |e: arrayad_ad::AdError| Error::Internal(e.to_string());
+    let ad = Error::from;
     let mut out = String::new();
     for (n, &id) in ids.iter().enumerate() {
         if n > 0 {

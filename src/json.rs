@@ -24,9 +24,13 @@ use std::fmt::Write;
 // ----------------------------------------------------------------------------
 
 /// Parses JSON text. `what` names the input in messages (`ARGS`, ...).
+/// A leading UTF-8 byte-order mark (U+FEFF, as some editors write) is
+/// skipped, as it is in `.arr` files; line and column count from the
+/// character after it.
 ///
 /// Errors: [`Error::InvalidArgument`] with serde_json's line and column.
 pub fn parse(what: &str, text: &str) -> Result<Json, Error> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     serde_json::from_str(text).map_err(|e| Error::InvalidArgument(format!("{what}: malformed JSON: {e}")))
 }
 
