@@ -315,8 +315,10 @@ fn read_source(path: &Path) -> Result<(String, String), Error> {
     }
 }
 
+/// The program of a source file, derivative operators expanded.
 fn compile(name: &str, source: &str) -> Result<Program, Error> {
-    Ok(arrayad_frontend::compile(name, source)?)
+    let program = arrayad_frontend::compile(name, source)?;
+    Ok(arrayad_ad::expand_derivatives(&program)?)
 }
 
 fn backend(b: BackendArg, what: &str) -> Result<Backend, Error> {
@@ -330,7 +332,7 @@ fn backend(b: BackendArg, what: &str) -> Result<Backend, Error> {
 
 fn find(program: &Program, name: &str) -> Result<FuncId, Error> {
     program.find(name).ok_or_else(|| {
-        let names: Vec<&str> = program.funcs.iter().map(|f| f.name.as_str()).collect();
+        let names: Vec<&str> = program.definitions().map(|id| program.func(id).name.as_str()).collect();
         Error::Usage(format!(
             "no definition `{name}` in {} (it defines: {})",
             program.file,
@@ -514,7 +516,7 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
     let (name, source) = read_source(&a.file)?;
     let program = compile(&name, &source)?;
     let ids: Vec<FuncId> = match &a.export {
-        None => (0..program.funcs.len()).map(|i| FuncId(i as u32)).collect(),
+        None => program.definitions().collect(),
         Some(names) => {
             let mut ids = Vec::new();
             for n in names {
@@ -641,7 +643,7 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
     let program = compile(&name, &source)?;
     let ids: Vec<FuncId> = match &a.function {
         Some(f) => vec![find(&program, f)?],
-        None => (0..program.funcs.len()).map(|i| FuncId(i as u32)).collect(),
+        None => program.definitions().collect(),
     };
     check_wrt(&program, &ids, a.wrt.as_deref())?;
     let wrt = a.wrt.as_deref();

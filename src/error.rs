@@ -76,7 +76,10 @@ impl From<arrayad_frontend::Diagnostics> for Error {
 
 impl From<arrayad_ad::AdError> for Error {
     fn from(e: arrayad_ad::AdError) -> Error {
-        Error::Internal(e.to_string())
+        match e {
+            arrayad_ad::AdError::Unsupported(m) => Error::Usage(m),
+            other => Error::Internal(other.to_string()),
+        }
     }
 }
 

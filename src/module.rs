@@ -116,6 +116,7 @@ impl Module {
     /// Errors: [`Error::Usage`] for a `wrt` name that matches no parameter
     /// of any definition.
     pub fn from_program(program: Program, options: Options) -> Result<Module, Error> {
+        let program = guard(|| Ok(arrayad_ad::expand_derivatives(&program)?))?;
         if let Some(wrt) = &options.wrt {
             for name in wrt {
                 let known = program.funcs.iter().any(|f| f.signature.params.iter().any(|p| &p.name == name));
@@ -144,7 +145,8 @@ impl Module {
         match self.program.find(name) {
             Some(id) => Ok(Function { module: self, index: id.0 as usize }),
             None => {
-                let names: Vec<&str> = self.program.funcs.iter().map(|f| f.name.as_str()).collect();
+                let names: Vec<&str> =
+                    self.program.definitions().map(|id| self.program.func(id).name.as_str()).collect();
                 Err(Error::Usage(format!(
                     "no definition `{name}` in {} (it defines: {})",
                     self.program.file,
@@ -156,7 +158,7 @@ impl Module {
 
     /// Every definition, in source order.
     pub fn functions(&self) -> impl Iterator<Item = Function<'_>> {
-        (0..self.defs.len()).map(move |index| Function { module: self, index })
+        self.program.definitions().map(move |id| Function { module: self, index: id.0 as usize })
     }
 
     /// The compiled program (IR), e.g. to print it.
@@ -225,7 +227,7 @@ impl Module {
 
 impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.program.funcs.iter().map(|f| f.name.as_str()).collect();
+        let names: Vec<&str> = self.program.definitions().map(|id| self.program.func(id).name.as_str()).collect();
         f.debug_struct("Module")
             .field("file", &self.program.file)
             .field("functions", &names)

@@ -10,6 +10,20 @@
 //!
 //! The output marks which variables are linear (tangents); reverse mode
 //! unzips and transposes it (`reverse.rs`).
+//!
+//! # Forward over reverse
+//!
+//! The input may itself be reverse-mode code (a `vjp`/`grad` operator of
+//! LANGUAGE.md section 10 inlined into the definition): mutable variables,
+//! accumulators, in-place accumulation, the tape and effect loops. Their
+//! tangents follow the same dual-number reading: the tangent of an f64
+//! accumulator is an accumulator of tangents (`acc[i] += v` adds `dv` to
+//! `dacc[i]`), a mutable f64 variable gets a mutable tangent assigned
+//! alongside it, every push of an f64 value also pushes its tangent (a
+//! materialised zero when it has none) and every pop of an f64 value pops
+//! that tangent first, so tape positions and marks stay consistent. The
+//! result is ordinary (imperative) forward code: the Hessian-vector product
+//! is the jvp of the vjp.
 
 use crate::AdError;
 use arrayad_ir::builder::Builder;
@@ -152,15 +166,107 @@ impl Jvp {
         b.stmt(s.kind.clone());
     }
 
-    fn stmt(&mut self, b: &mut Builder, s: &Stmt) -> Result<(), AdError> {
-        let (vars, expr) = match &s.kind {
-            StmtKind::Let { vars, expr } => (vars, expr),
-            StmtKind::CheckSize { .. } => {
+    /// A tangent of the atom `a` (of f64 elements): its tangent, or a
+    /// materialised zero.
+    fn tangent_or_zero(&mut self, b: &mut Builder, a: Atom) -> Atom {
+        match self.tangent(&a) {
+            Some(t) => t,
+            None => self.zero_like(b, a),
+        }
+    }
+
+    fn is_f64_atom(b: &Builder, a: &Atom) -> bool {
+        match a {
+            Atom::Var(v) => b.func.ty(*v).elem == Scalar::F64,
+            Atom::F64(_) => true,
+            _ => false,
+        }
+    }
+
+    /// The imperative statements of reverse-mode code (module docs,
+    /// "Forward over reverse"): an accumulation's tangent is an
+    /// accumulation of tangents, an assignment's an assignment of its
+    /// value's tangent, a push also pushes the value's tangent, effect
+    /// loops and branches are transformed inside.
+    fn imperative(&mut self, b: &mut Builder, s: &Stmt) -> Result<(), AdError> {
+        match &s.kind {
+            StmtKind::Let { .. } => unreachable!("a let is not imperative"),
+            StmtKind::CheckSize { .. } | StmtKind::TapeRewind(_) => self.copy(b, s),
+            StmtKind::Assign { var, value } => {
                 self.copy(b, s);
-                return Ok(());
+                if let Some(Atom::Var(dvar)) = self.tan.get(var).copied() {
+                    let t = self.tangent_or_zero(b, *value);
+                    b.stmt(StmtKind::Assign { var: dvar, value: t });
+                }
             }
-            _ => return Err(AdError::new("imperative statement in a primal program")),
+            StmtKind::AccAdd { acc, indices, value } => {
+                self.copy(b, s);
+                if let (Some(Atom::Var(dacc)), Some(dv)) = (self.tan.get(acc).copied(), self.tangent(value)) {
+                    b.stmt(StmtKind::AccAdd { acc: dacc, indices: indices.clone(), value: dv });
+                }
+            }
+            StmtKind::Push(a) => {
+                self.copy(b, s);
+                // Pops pop the tangent of every f64 value first (Pop rule).
+                if Self::is_f64_atom(b, a) {
+                    let t = self.tangent_or_zero(b, *a);
+                    b.stmt(StmtKind::Push(t));
+                }
+            }
+            StmtKind::For { n, index, reverse, body } => {
+                b.begin_block();
+                self.block(b, body)?;
+                let body = b.end_block(vec![]);
+                b.loc = s.loc;
+                b.stmt(StmtKind::For { n: *n, index: *index, reverse: *reverse, body });
+            }
+            StmtKind::If { cond, then_branch, else_branch } => {
+                b.begin_block();
+                self.block(b, then_branch)?;
+                let tb = b.end_block(vec![]);
+                b.begin_block();
+                self.block(b, else_branch)?;
+                let eb = b.end_block(vec![]);
+                b.loc = s.loc;
+                b.stmt(StmtKind::If { cond: *cond, then_branch: tb, else_branch: eb });
+            }
+        }
+        Ok(())
+    }
+
+    /// After the let of a mutable f64 variable `v`: its tangent becomes a
+    /// mutable variable too (assignments to `v` assign it), starting at the
+    /// tangent of `v`'s initial value; a placeholder array without a tangent
+    /// (reverse mode's lazy cotangents: never read before an assignment)
+    /// starts as the same placeholder.
+    fn mutable_tangent(&mut self, b: &mut Builder, v: VarId, init: &Expr) {
+        let ty = b.func.ty(v);
+        let start = match (self.tan.get(&v).copied(), init) {
+            (Some(t), _) => t,
+            (None, Expr::Atom(a @ Atom::Var(_))) if ty.is_array() => *a,
+            (None, _) => self.zero_like(b, Atom::Var(v)),
         };
+        let dv = b.func.new_mut_var(format!("d{}", b.func.var(v).name), ty);
+        self.linear.insert(dv);
+        self.primal_of.insert(dv, v);
+        b.stmt(StmtKind::Let { vars: vec![dv], expr: Expr::Atom(start) });
+        self.tan.insert(v, Atom::Var(dv));
+    }
+
+    fn stmt(&mut self, b: &mut Builder, s: &Stmt) -> Result<(), AdError> {
+        let StmtKind::Let { vars, expr } = &s.kind else {
+            return self.imperative(b, s);
+        };
+        self.let_stmt(b, s, vars, expr)?;
+        if let [v] = vars.as_slice() {
+            if b.func.var(*v).mutable && b.func.ty(*v).elem == Scalar::F64 {
+                self.mutable_tangent(b, *v, expr);
+            }
+        }
+        Ok(())
+    }
+
+    fn let_stmt(&mut self, b: &mut Builder, s: &Stmt, vars: &[VarId], expr: &Expr) -> Result<(), AdError> {
         let v0 = vars.first().copied();
         match expr {
             Expr::Atom(a) => {
@@ -234,7 +340,7 @@ impl Jvp {
                 b.begin_block();
                 let tans = self.block(b, body)?;
                 let mut results = body.results.clone();
-                let mut all = vars.clone();
+                let mut all = vars.to_vec();
                 for (k, t) in tans.into_iter().enumerate() {
                     if let Some(t) = t {
                         results.push(t);
@@ -250,9 +356,25 @@ impl Jvp {
             }
             Expr::If { cond, then_branch, else_branch } => self.if_rule(b, s, vars, *cond, then_branch, else_branch)?,
             Expr::Call { .. } => return Err(AdError::new("call not inlined before differentiation")),
-            Expr::ZerosLike(_) | Expr::Zeros(_) | Expr::Pop | Expr::TapeMark => {
-                return Err(AdError::new("imperative expression in a primal program"))
+            // An f64 accumulator's tangent is an accumulator of tangents.
+            Expr::ZerosLike(_) | Expr::Zeros(_) => {
+                self.copy(b, s);
+                if let Some(v) = v0.filter(|v| b.func.ty(*v).elem == Scalar::F64) {
+                    let ty = b.func.ty(v);
+                    let dv = self.lin(b, expr.clone(), ty, Some(v));
+                    self.tan.insert(v, dv);
+                }
             }
+            // A push of an f64 value pushes its tangent after it: pop the
+            // tangent first.
+            Expr::Pop => {
+                if let Some(v) = v0.filter(|v| b.func.ty(*v).elem == Scalar::F64) {
+                    let dv = self.new_tangent(b, v);
+                    b.stmt(StmtKind::Let { vars: vec![dv], expr: Expr::Pop });
+                }
+                self.copy(b, s);
+            }
+            Expr::TapeMark => self.copy(b, s),
         }
         Ok(())
     }
@@ -307,7 +429,8 @@ impl Jvp {
                 arrayad_ir::visit::expr_uses(e, &mut |v| hit |= live.contains(&v) || self.tan.contains_key(&v));
                 hit
             };
-            // (A primal body has no imperative statements: only lets.)
+            // (Imperative statements of reverse-mode code assign mutable
+            // variables, whose tangents are in `tan` from their lets.)
             for s in &body.stmts {
                 if let StmtKind::Let { vars, expr } = &s.kind {
                     if depends(expr, &live) {

@@ -18,25 +18,34 @@
 
 mod delta_print;
 mod forward;
+mod nested;
 pub mod oracle;
 mod reverse;
 mod rules;
 
 pub use delta_print::print_delta;
 pub use forward::JvpOutput;
+pub use nested::expand_derivatives;
 
 use arrayad_ir::passes;
 use arrayad_ir::{FuncId, Function, Program, Scalar, Signature};
 
-/// An error of the AD transformation (an internal invariant of the IR it
-/// was given did not hold; user programs that type-check never cause one).
+/// An error of the AD transformation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("differentiation failed: {0}")]
-pub struct AdError(pub String);
+pub enum AdError {
+    /// An internal invariant of the IR it was given did not hold (user
+    /// programs that type-check never cause one).
+    #[error("differentiation failed: {0}")]
+    Internal(String),
+    /// A derivative the transformation does not compute (the message says
+    /// which, and what to use instead).
+    #[error("{0}")]
+    Unsupported(String),
+}
 
 impl AdError {
     pub(crate) fn new(msg: impl Into<String>) -> AdError {
-        AdError(msg.into())
+        AdError::Internal(msg.into())
     }
 }
 
@@ -83,11 +92,7 @@ pub fn linearize(program: &Program, func: FuncId, active: &[bool]) -> Result<Jvp
 /// one cotangent per active param with f64 elements. Cotangents of array
 /// params are fresh arrays; the caller's cotangent inputs are only read.
 pub fn vjp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function, AdError> {
-    let j = linearize(program, func, active)?;
-    let name = format!("{}_vjp", program.func(func).name);
-    let mut out = reverse::vjp_function(&j, &name, false)?;
-    passes::optimize(&mut out);
-    Ok(out)
+    Ok(derive(program, func, active)?.vjp)
 }
 
 /// Reverse mode for many cotangents at once (dense Jacobians): the
@@ -104,11 +109,7 @@ pub fn vjp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function,
 /// for every row ([`arrayad_ir::Expr::TapeMark`],
 /// [`arrayad_ir::StmtKind::TapeRewind`]). With no f64 result, `R` is 0.
 pub fn vjp_rows(program: &Program, func: FuncId, active: &[bool]) -> Result<Function, AdError> {
-    let j = linearize(program, func, active)?;
-    let name = format!("{}_vjp_rows", program.func(func).name);
-    let mut out = reverse::vjp_rows_function(&j, &name, false)?;
-    passes::optimize(&mut out);
-    Ok(out)
+    Ok(derive(program, func, active)?.vjp_rows)
 }
 
 /// Every compiled form of one definition, from one run of the pipeline:
@@ -155,8 +156,13 @@ pub fn derive_prepared(primal: Function, active: &[bool], opts: AdOptions) -> Re
     let mut jvp = lin.func.clone();
     passes::optimize(&mut jvp);
     let name = &primal.name;
-    let (mut vjp, mut vjp_rows) =
-        reverse::vjp_and_rows(&lin, &format!("{name}_vjp"), &format!("{name}_vjp_rows"), opts.checkpoint)?;
+    let (vjp_name, rows_name) = (format!("{name}_vjp"), format!("{name}_vjp_rows"));
+    // Reverse mode of reverse-mode code: by forward columns.
+    let (mut vjp, mut vjp_rows) = if reverse::has_reverse_code(&primal) {
+        reverse::by_columns::vjp_and_rows(&lin, &primal, &vjp_name, &rows_name)
+    } else {
+        reverse::vjp_and_rows(&lin, &vjp_name, &rows_name, opts.checkpoint)?
+    };
     passes::optimize(&mut vjp);
     passes::optimize(&mut vjp_rows);
     Ok(Derivatives { primal, jvp, vjp, vjp_rows })

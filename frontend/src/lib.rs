@@ -87,7 +87,7 @@ fn compile_errors(file: &str, source: &str) -> Result<arrayad_ir::Program, Vec<D
     if !diags.is_empty() {
         return Err(diags);
     }
-    let program = lower::lower_program(file, &checked.defs, &lines);
+    let program = lower::lower_program(file, &checked.defs, &checked.stubs, &lines);
     if let Err(e) = arrayad_ir::verify::verify_program(&program) {
         let span = checked.defs.iter().find(|d| d.name == e.func).map_or(Span::default(), |d| d.keyword);
         return Err(vec![Diagnostic::new(span, format!("internal compiler error: {e}"))]);

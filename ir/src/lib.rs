@@ -7,6 +7,7 @@
 //! optimisation passes ([`passes`]).
 
 pub mod builder;
+pub mod derivative;
 pub mod fault;
 pub mod interp;
 pub mod math;
@@ -17,6 +18,7 @@ pub mod typing;
 pub mod value;
 pub mod verify;
 
+pub use derivative::DiffOp;
 pub use fault::Fault;
 pub use math::MathFn;
 pub use program::*;

@@ -633,6 +633,15 @@ pub struct Program {
 }
 
 impl Program {
+    /// The source definitions, in order: every function but the derivative
+    /// stubs (`crate::derivative`), which come after them.
+    pub fn definitions(&self) -> impl Iterator<Item = FuncId> + '_ {
+        self.funcs
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| crate::DiffOp::parse_stub(&f.name).is_none())
+            .map(|(i, _)| FuncId(i as u32))
+    }
     /// The function with this name.
     pub fn find(&self, name: &str) -> Option<FuncId> {
         self.funcs.iter().position(|f| f.name == name).map(|i| FuncId(i as u32))

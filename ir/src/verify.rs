@@ -16,8 +16,14 @@ pub struct VerifyError {
 }
 
 /// Verifies every function of a program.
+/// A derivative stub not yet expanded (`crate::derivative`: a signature
+/// with an empty body) is verified once expanded.
 pub fn verify_program(p: &Program) -> Result<(), VerifyError> {
     for f in &p.funcs {
+        let unexpanded = crate::DiffOp::parse_stub(&f.name).is_some() && f.body == crate::Block::default();
+        if unexpanded {
+            continue;
+        }
         verify_function(f, Some(p))?;
     }
     Ok(())

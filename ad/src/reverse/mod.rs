@@ -79,8 +79,32 @@ struct Unzipped {
 }
 
 /// Unzips a jvp into its forward and backward passes (module docs).
+/// Whether `f` holds reverse-mode code (mutable variables, accumulators,
+/// the tape, effect loops): a `vjp`/`grad` operator inlined into it.
+pub(crate) mod by_columns;
+
+pub(crate) fn has_reverse_code(f: &Function) -> bool {
+    let mut hit = false;
+    arrayad_ir::visit::for_each_block(&f.body, &mut |blk| {
+        hit |= blk.stmts.iter().any(|s| match &s.kind {
+            // (Zeros alone are not: forward mode makes zero tangents.)
+            StmtKind::Let { expr, .. } => matches!(expr, Expr::Pop | Expr::TapeMark),
+            StmtKind::CheckSize { .. } => false,
+            _ => true,
+        });
+    });
+    hit
+}
+
 fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdError> {
     let jf = &j.func;
+    if has_reverse_code(jf) {
+        return Err(AdError::Unsupported(format!(
+            "reverse mode of `{}`, which itself runs reverse mode (a `vjp` or `grad` inside it), is not \
+             supported: differentiate it in forward mode (`jvp`, `--jvp`, `--jacobian` by columns, `--hessian`)",
+            jf.name.trim_end_matches("_jvp")
+        )));
+    }
     let mut rev = Rev {
         out: jf.clone(),
         linear: &j.linear,
@@ -151,6 +175,27 @@ pub fn vjp_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Funct
 fn assemble_vjp(u: Unzipped) -> Function {
     let mut out = u.out;
     let mut stmts = u.fwd;
+    // Each array cotangent must have the shape of its result.
+    let f64_results: Vec<Atom> =
+        u.primal_results.iter().filter(|r| out.atom_ty(r).elem == Scalar::F64).copied().collect();
+    for (r, c) in f64_results.iter().zip(&u.ct_outs) {
+        let (Atom::Var(r), ty) = (*r, out.ty(*c)) else { continue };
+        for axis in 0..ty.rank {
+            let dc = out.new_var("n", Type::I64);
+            let dr = out.new_var("n", Type::I64);
+            let loc = out.loc;
+            stmts.push(Stmt { kind: StmtKind::Let { vars: vec![dc], expr: Expr::Dim { array: *c, axis } }, loc });
+            stmts.push(Stmt { kind: StmtKind::Let { vars: vec![dr], expr: Expr::Dim { array: r, axis } }, loc });
+            stmts.push(Stmt {
+                kind: StmtKind::CheckSize {
+                    a: Atom::Var(dc),
+                    b: Atom::Var(dr),
+                    what: format!("the cotangent's axis {axis} must equal the result's"),
+                },
+                loc,
+            });
+        }
+    }
     stmts.extend(u.bwd);
     let mut results = u.primal_results;
     let mut rtypes = u.primal_types;
@@ -176,6 +221,7 @@ fn assemble_vjp(u: Unzipped) -> Function {
 /// `build row < R => { tape_rewind mark; ct_out = ct_rows[row]; backward }`:
 /// the backward pass pops what the forward pass pushed, and the rewind
 /// replays the tape for the next row. With no f64 result, `R` is 0.
+#[allow(dead_code)] // kept beside vjp_function; derive uses vjp_and_rows
 pub fn vjp_rows_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Function, AdError> {
     Ok(assemble_rows(unzip(j, name, checkpoint)?))
 }

@@ -9,7 +9,7 @@ use crate::parser::MAX_RANK;
 use crate::span::Span;
 use crate::tast::{TExpr, TKind};
 use crate::types::{join, rank_u8, Ty};
-use arrayad_ir::{BinOp, Scalar, Type, UnOp};
+use arrayad_ir::{BinOp, DiffOp, Scalar, Type, UnOp};
 
 /// A typed expression node.
 pub(super) fn node(kind: TKind, ty: Ty, span: Span, flex: bool) -> TExpr {
@@ -293,8 +293,109 @@ impl Fx<'_, '_> {
         node(kind, Ty::Leaf(Type { elem: out_elem, rank }), span, flex)
     }
 
+    /// `jvp(f, ARGS, TANGENTS)`, `vjp(f, ARGS, COTANGENT)`, `grad(f, ARGS)`
+    /// (LANGUAGE.md section 10): a call of the stub of `op` applied to `f`.
+    fn derivative(&mut self, op: DiffOp, args: &[Expr], span: Span) -> TExpr {
+        let usage = match op {
+            DiffOp::Jvp => "jvp(f, ARGS, TANGENTS)",
+            DiffOp::Vjp => "vjp(f, ARGS, COTANGENT)",
+            DiffOp::Grad => "grad(f, ARGS)",
+        };
+        let want = if op == DiffOp::Grad { 2 } else { 3 };
+        if args.len() != want {
+            for a in args.iter().skip(1) {
+                self.expr(a);
+            }
+            return self.fail(span, format!("`{op}` takes {want} arguments: {usage}"));
+        }
+        let ExprKind::Var(fname) = &args[0].kind else {
+            self.expr(&args[0]);
+            return self.fail(args[0].span, format!("the first argument of `{op}` must name a definition: {usage}"));
+        };
+        let fspan = args[0].span;
+        let mut targs: Vec<TExpr> = args[1..].iter().map(|a| self.expr(a)).collect();
+        if builtins::lookup(fname).is_some() || DiffOp::from_keyword(fname).is_some() {
+            let d = Diagnostic::new(fspan, format!("`{op}` differentiates definitions, and `{fname}` is a builtin"))
+                .with_note(format!("wrap it in a definition: def g(x: f64) -> f64 = {fname}(x)"));
+            return self.fail_with(d);
+        }
+        let Some(&idx) = self.g.index.get(fname.as_str()) else {
+            if self.g.broken.contains(fname.as_str()) {
+                return poison(span);
+            }
+            let msg = if self.scope.get(fname).is_some() {
+                format!("`{fname}` is a variable: `{op}` takes the name of a definition")
+            } else {
+                format!("unknown function `{fname}`")
+            };
+            return self.fail(fspan, msg);
+        };
+        let Some(sig) = self.g.sigs.get(idx) else { return poison(span) };
+        self.calls.push((idx, fspan));
+        if sig.params.is_empty() {
+            return self.fail(fspan, format!("`{fname}` has no parameters: there is nothing to differentiate"));
+        }
+        let params = match sig.params.as_slice() {
+            [(_, t)] => t.clone(),
+            ps => Ty::Tuple(ps.iter().map(|(_, t)| t.clone()).collect()),
+        };
+        let result = sig.result.clone();
+        let shape_note = if sig.params.len() == 1 {
+            format!("`{fname}` has one parameter: ARGS is one expression of its type")
+        } else {
+            format!("`{fname}` has {} parameters: ARGS is a tuple with one component each", sig.params.len())
+        };
+        let mut bad = false;
+        let wanted = match op {
+            DiffOp::Jvp => vec![("ARGS", params.clone()), ("TANGENTS", params.clone())],
+            DiffOp::Vjp => vec![("ARGS", params.clone()), ("COTANGENT", result.clone())],
+            DiffOp::Grad => vec![("ARGS", params.clone())],
+        };
+        for (arg, (what, ty)) in targs.iter_mut().zip(&wanted) {
+            if can_coerce(arg, ty) {
+                coerce(arg, ty);
+            } else {
+                let d = Diagnostic::new(
+                    arg.span,
+                    format!("{what} of `{op}` has type {}, but `{fname}` needs {ty}", arg.ty),
+                )
+                .with_note(if *what == "COTANGENT" {
+                    format!("a cotangent has the type of `{fname}`'s result")
+                } else {
+                    shape_note.clone()
+                });
+                self.report(d);
+                bad = true;
+            }
+        }
+        if op == DiffOp::Grad && result != Ty::F64 && !result.has_error() {
+            let d = Diagnostic::new(
+                fspan,
+                format!("`grad` needs a definition whose result is one f64, but `{fname}` returns {result}"),
+            )
+            .with_note("use `vjp` with a cotangent of the result's type");
+            self.report(d);
+            bad = true;
+        }
+        if bad {
+            return poison(span);
+        }
+        let ty = match op {
+            DiffOp::Jvp => Ty::Tuple(vec![result.clone(), result]),
+            DiffOp::Vjp => Ty::Tuple(vec![result, params]),
+            DiffOp::Grad => params,
+        };
+        let stub = self.g.stub(op, idx);
+        node(TKind::Call { func: stub, args: targs }, ty, span, false)
+    }
+
     fn call(&mut self, func: &Ident, args: &[Expr], span: Span) -> TExpr {
         let name = func.name.as_str();
+        if let Some(op) = DiffOp::from_keyword(name) {
+            if !self.g.index.contains_key(name) {
+                return self.derivative(op, args, span);
+            }
+        }
         let mut targs: Vec<TExpr> = args.iter().map(|a| self.expr(a)).collect();
         if let Some(b) = builtins::lookup(name) {
             return self.builtin(b, name, targs, span);

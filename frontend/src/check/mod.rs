@@ -15,7 +15,8 @@ use crate::diagnostics::Diagnostic;
 use crate::span::{LineIndex, Span};
 use crate::tast::{DimTarget, EntryStep, Local, LocalId, ShapeCheck, TDef};
 use crate::types::{src_type, type_leaves, Ty};
-use arrayad_ir::{Signature, SrcParam};
+use arrayad_ir::{DiffOp, Signature, SrcParam, SrcType};
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 /// What the checker knows about a definition before checking bodies.
@@ -26,10 +27,48 @@ struct Sig {
 }
 
 /// The checked definitions and, for each, the definitions it calls (with
-/// the span of each call site).
+/// the span of each call site; a derivative operator calls the definition
+/// it differentiates), and the derivative stubs the operators use
+/// (`arrayad_ir::derivative`): stub `k` is called as function
+/// `defs.len() + k`.
 pub(crate) struct Checked {
     pub defs: Vec<TDef>,
     pub calls: Vec<Vec<(usize, Span)>>,
+    pub stubs: Vec<Stub>,
+}
+
+/// A derivative stub: `op` applied to definition `of`.
+#[derive(Clone, Debug)]
+pub(crate) struct Stub {
+    pub op: DiffOp,
+    pub of: usize,
+    /// The stub's source-level signature (module docs of
+    /// `arrayad_ir::derivative`).
+    pub signature: Signature,
+}
+
+impl Stub {
+    /// The stub of `op` applied to a definition of signature `s`.
+    fn new(op: DiffOp, of: usize, s: &Signature) -> Stub {
+        let args = match s.params.as_slice() {
+            [one] => one.ty.clone(),
+            ps => SrcType::Tuple(ps.iter().map(|p| p.ty.clone()).collect()),
+        };
+        let (params, result) = match op {
+            DiffOp::Jvp => {
+                let mut ps = s.params.clone();
+                ps.extend(s.params.iter().map(|p| SrcParam { name: format!("d{}", p.name), ty: p.ty.clone() }));
+                (ps, SrcType::Tuple(vec![s.result.clone(), s.result.clone()]))
+            }
+            DiffOp::Vjp => {
+                let mut ps = s.params.clone();
+                ps.push(SrcParam { name: "ct".into(), ty: s.result.clone() });
+                (ps, SrcType::Tuple(vec![s.result.clone(), args]))
+            }
+            DiffOp::Grad => (s.params.clone(), args),
+        };
+        Stub { op, of, signature: Signature { params, result } }
+    }
 }
 
 /// Checks every definition of `program`. `broken` names definitions that
@@ -44,7 +83,7 @@ pub(crate) fn check_program(
     let mut first_span: HashMap<String, Span> = HashMap::new();
     for (i, d) in program.defs.iter().enumerate() {
         let name = &d.name.name;
-        if builtins::lookup(name).is_some() {
+        if builtins::lookup(name).is_some() || DiffOp::from_keyword(name).is_some() {
             diags.push(Diagnostic::new(d.name.span, format!("`{name}` is a builtin function and cannot be redefined")));
         } else if let Some(first) = first_span.get(name) {
             let (line, col) = lines.line_col(first.start);
@@ -67,7 +106,7 @@ pub(crate) fn check_program(
         })
         .collect();
     let broken: HashSet<String> = broken.iter().cloned().collect();
-    let globals = Globals { sigs: &sigs, index: &index, broken: &broken };
+    let globals = Globals { sigs: &sigs, index: &index, broken: &broken, stubs: RefCell::default() };
     let mut defs = Vec::new();
     let mut calls = Vec::new();
     for d in &program.defs {
@@ -75,7 +114,8 @@ pub(crate) fn check_program(
         defs.push(def);
         calls.push(c);
     }
-    Checked { defs, calls }
+    let stubs = globals.stubs.take().into_iter().map(|(op, of)| Stub::new(op, of, &defs[of].signature)).collect();
+    Checked { defs, calls, stubs }
 }
 
 /// Program-wide facts shared by the checks of all definitions.
@@ -83,6 +123,24 @@ struct Globals<'a> {
     sigs: &'a [Sig],
     index: &'a HashMap<String, usize>,
     broken: &'a HashSet<String>,
+    /// The derivative stubs used so far: (operator, definition).
+    stubs: RefCell<Vec<(DiffOp, usize)>>,
+}
+
+impl Globals<'_> {
+    /// The function index of the stub of `op` applied to definition `of`
+    /// (registered on first use).
+    fn stub(&self, op: DiffOp, of: usize) -> usize {
+        let mut stubs = self.stubs.borrow_mut();
+        let k = match stubs.iter().position(|s| *s == (op, of)) {
+            Some(k) => k,
+            None => {
+                stubs.push((op, of));
+                stubs.len() - 1
+            }
+        };
+        self.sigs.len() + k
+    }
 }
 
 /// Names in scope: a stack of bindings with a map for lookup.

@@ -14,6 +14,7 @@
 
 mod array;
 
+use crate::check::Stub;
 use crate::span::{LineIndex, Span};
 use crate::tast::{DimTarget, EntryStep, Local, LocalId, ShapeCheck, TBinding, TDef, TExpr, TKind, TPat};
 use crate::types::Ty;
@@ -22,10 +23,33 @@ use arrayad_ir::{
     binop_result, unop_result, Atom, Block, Expr, FuncId, Function, Loc, Program, Scalar, StmtKind, Type, UnOp, VarId,
 };
 
-/// Lowers checked definitions (without errors) to an IR program.
-pub(crate) fn lower_program(file: &str, defs: &[TDef], lines: &LineIndex<'_>) -> Program {
-    let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
-    let funcs = defs.iter().map(|d| lower_def(d, &names, lines)).collect();
+/// Lowers checked definitions (without errors) to an IR program: the
+/// definitions in source order, then the derivative stubs their operators
+/// call (signatures with empty bodies, `arrayad_ir::derivative`).
+pub(crate) fn lower_program(file: &str, defs: &[TDef], stubs: &[Stub], lines: &LineIndex<'_>) -> Program {
+    let mut names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
+    names.extend(stubs.iter().map(|s| format!("{}_{}", s.op, defs.get(s.of).map_or("f", |d| d.name.as_str()))));
+    let mut funcs: Vec<Function> = defs.iter().map(|d| lower_def(d, &names, lines)).collect();
+    for s in stubs {
+        let Some(d) = defs.get(s.of) else { continue };
+        let mut f = Function {
+            name: s.op.stub_name(&d.name),
+            params: Vec::new(),
+            body: Block::default(),
+            vars: Vec::new(),
+            result_types: s.signature.result.leaves(),
+            signature: s.signature.clone(),
+            loc: lines.loc(d.keyword.start),
+        };
+        for p in &s.signature.params {
+            let ty = Ty::from_src(&p.ty);
+            for (n, t) in leaf_names(&p.name, &ty).into_iter().zip(ty.leaves()) {
+                let v = f.new_var(n, t);
+                f.params.push(v);
+            }
+        }
+        funcs.push(f);
+    }
     Program { file: file.to_string(), funcs }
 }
 

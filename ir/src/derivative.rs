@@ -1,0 +1,84 @@
+//! Derivative operators inside programs (LANGUAGE.md section 10):
+//! `jvp(f, ARGS, TANGENTS)`, `vjp(f, ARGS, COTANGENT)` and `grad(f, ARGS)`.
+//!
+//! The frontend lowers each use to a call of a *derivative stub*: a
+//! function of the program named `OP'f` (a name no definition can have)
+//! with the operator's flattened signature and an empty body, one per
+//! operator and definition. `arrayad_ad::expand_derivatives` replaces each
+//! stub's body by the derivative of `f`, callees first, before anything
+//! else reads the program: from then on a stub is an ordinary function
+//! (inlined, interpreted and compiled like any other), and nesting is
+//! derivatives of functions that contain derivative code.
+//!
+//! Stub signatures (IR leaves, left to right):
+//! - `jvp'f`: f's params ++ one tangent per param leaf (the i64 and bool
+//!   ones are ignored) -> f's results ++ one tangent per result leaf (i64
+//!   and bool ones are 0 and false);
+//! - `vjp'f`: f's params ++ one cotangent per result leaf -> f's results ++
+//!   one cotangent per param leaf;
+//! - `grad'f` (f's result is one f64): f's params -> one cotangent per
+//!   param leaf.
+
+use std::fmt;
+
+/// A derivative operator of the language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DiffOp {
+    /// Forward mode: value and tangent.
+    Jvp,
+    /// Reverse mode: value and cotangents.
+    Vjp,
+    /// Reverse mode of an f64 result with cotangent 1: the gradient.
+    Grad,
+}
+
+impl DiffOp {
+    /// Every operator.
+    pub const ALL: [DiffOp; 3] = [DiffOp::Jvp, DiffOp::Vjp, DiffOp::Grad];
+
+    /// The operator's name in the language.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            DiffOp::Jvp => "jvp",
+            DiffOp::Vjp => "vjp",
+            DiffOp::Grad => "grad",
+        }
+    }
+
+    /// The operator of this name.
+    pub fn from_keyword(name: &str) -> Option<DiffOp> {
+        DiffOp::ALL.into_iter().find(|op| op.keyword() == name)
+    }
+
+    /// The name of the stub of this operator applied to definition `f`.
+    pub fn stub_name(self, f: &str) -> String {
+        format!("{}'{f}", self.keyword())
+    }
+
+    /// The operator and definition of a stub name (`None` for the name of
+    /// an ordinary function).
+    pub fn parse_stub(name: &str) -> Option<(DiffOp, &str)> {
+        let (op, f) = name.split_once('\'')?;
+        Some((DiffOp::from_keyword(op)?, f))
+    }
+}
+
+impl fmt::Display for DiffOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.keyword())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stub_names_round_trip() {
+        for op in DiffOp::ALL {
+            assert_eq!(DiffOp::parse_stub(&op.stub_name("f_1")), Some((op, "f_1")));
+        }
+        assert_eq!(DiffOp::parse_stub("grad_f"), None);
+        assert_eq!(DiffOp::parse_stub("hess'f"), None);
+    }
+}
