@@ -114,3 +114,228 @@ fn garbage_bytes_in_sources_are_escaped_in_diagnostics() {
     assert_eq!(code, 2, "{}", String::from_utf8_lossy(&err));
     assert_printable("run of an unknown definition", &err);
 }
+
+// ----------------------------------------------------------------------------
+// 3. Definitions named like the C library's variables, macros and types
+// ----------------------------------------------------------------------------
+
+/// The headers a C program calling a shared library plausibly includes
+/// before its header.
+const SYSTEM_HEADERS: &[&str] = &[
+    "math.h",
+    "stdio.h",
+    "stdlib.h",
+    "string.h",
+    "unistd.h",
+    "time.h",
+    "pthread.h",
+    "errno.h",
+    "assert.h",
+    "stddef.h",
+    "stdbool.h",
+    "stdint.h",
+    "getopt.h",
+];
+
+/// The identifiers of C source text (string and character literals and
+/// comments skipped).
+fn identifiers(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let (mut out, mut i) = (Vec::new(), 0);
+    while i < b.len() {
+        let c = b[i];
+        if c == b'"' || c == b'\'' {
+            i += 1;
+            while i < b.len() && b[i] != c {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(text[start..i].to_string());
+        } else if c.is_ascii_digit() {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Runs the C compiler `cc` with `args` in `dir`; (success, diagnostics).
+fn c_compiler(dir: &Path, cc: &str, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(cc).args(args).current_dir(dir).output().expect("run the C compiler");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+}
+
+/// The header of one exported definition `def NAME(x: f64) -> f64 = x`, or
+/// `None` when the language has no such definition (a keyword, a builtin).
+fn export_named(name: &str) -> Option<arrayad_codegen::ExportedFunction> {
+    let program = arrayad_frontend::compile("h.arr", &format!("def {name}(x: f64) -> f64 = x\n")).ok()?;
+    let id = arrayad_ir::FuncId(0);
+    let f = program.func(id);
+    let leaves = arrayad_ad::active_leaves(&f.signature, None);
+    let d = arrayad_ad::derive_with(&program, id, &leaves, arrayad_ad::AdOptions::default()).expect("derive");
+    Some(arrayad_codegen::ExportedFunction {
+        name: name.to_string(),
+        signature: f.signature.clone(),
+        active: arrayad_ad::active_params(&f.signature, None),
+        primal: d.primal,
+        jvp: d.jvp,
+        vjp: d.vjp,
+        vjp_rows: d.vjp_rows,
+    })
+}
+
+/// Every name the system headers define (macros) or mention (functions,
+/// global variables, types, enumerators, members, ...) is either refused
+/// as the name of an export, or the generated header of a definition of
+/// that name compiles after all those headers with `-Wall -Werror`, as C
+/// and as C++. Macros are always refused: a function named like a macro
+/// cannot be called from C that includes the header defining it.
+#[test]
+fn exports_named_like_anything_of_the_system_headers_are_refused_or_compile() {
+    if !support::have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping");
+        return;
+    }
+    let dir = scratch("hardening", "c_names");
+    let includes: String = SYSTEM_HEADERS.iter().map(|h| format!("#include <{h}>\n")).collect();
+    std::fs::write(dir.join("headers.c"), &includes).unwrap();
+    let (ok, defines) = c_compiler(&dir, "cc", &["-E", "-dM", "headers.c"]);
+    assert!(ok, "cc -E -dM: {defines}");
+    let macros: std::collections::BTreeSet<String> = defines
+        .lines()
+        .filter_map(|l| l.strip_prefix("#define "))
+        .filter_map(|l| identifiers(l).into_iter().next())
+        .collect();
+    let (ok, preprocessed) = c_compiler(&dir, "cc", &["-E", "-P", "headers.c"]);
+    assert!(ok, "cc -E -P failed");
+    let mut names: std::collections::BTreeSet<String> = identifiers(&preprocessed).into_iter().collect();
+    names.extend(macros.iter().cloned());
+    // The names the brief of this test named explicitly must be among them.
+    for n in ["stdin", "timezone", "daylight", "tzname", "signgam", "optarg", "optind", "isnan", "assert", "linux"] {
+        assert!(names.contains(n), "`{n}` not harvested from the headers");
+    }
+
+    let mut unrefused_macros = Vec::new();
+    let mut accepted = Vec::new();
+    let mut refused = 0;
+    for name in &names {
+        if arrayad_codegen::reserved_c_symbol(name).is_some() {
+            refused += 1;
+            continue;
+        }
+        let Some(export) = export_named(name) else { continue };
+        // The other export checks (C keywords) make the header an `#error`.
+        if arrayad_codegen::c_header(std::slice::from_ref(&export), "m").starts_with("#error") {
+            refused += 1;
+            continue;
+        }
+        if macros.contains(name) {
+            unrefused_macros.push(name.clone());
+        }
+        accepted.push(export);
+    }
+    assert!(unrefused_macros.is_empty(), "macros of the C headers accepted as export names: {unrefused_macros:?}");
+    assert!(refused > 1000 && accepted.len() > 20, "{refused} names refused, {} accepted", accepted.len());
+
+    // One header declaring all accepted names; errors map back to names by
+    // the line of the prototype they are reported at.
+    let header = arrayad_codegen::c_header(&accepted, "hardening");
+    assert!(!header.starts_with("#error"), "{header}");
+    std::fs::write(dir.join("hardening.h"), &header).unwrap();
+    std::fs::write(dir.join("all.c"), format!("{includes}#include \"hardening.h\"\nint main(void) {{ return 0; }}\n"))
+        .unwrap();
+    let owner = |line: usize| -> Option<&str> {
+        let text = header.lines().nth(line.checked_sub(1)?)?;
+        let ident = identifiers(text.strip_prefix("int32_t ")?).into_iter().next()?;
+        accepted
+            .iter()
+            .map(|e| e.name.as_str())
+            .find(|n| ["", "_jvp", "_vjp", "_grad", "_jacobian"].iter().any(|s| ident == format!("{n}{s}")))
+    };
+    let mut compilers = vec![("cc", vec!["-Wall", "-Werror", "-fsyntax-only", "all.c"])];
+    if support::have("c++") {
+        compilers.push(("c++", vec!["-x", "c++", "-Wall", "-Werror", "-fsyntax-only", "all.c"]));
+    }
+    for (cc, args) in compilers {
+        let (ok, diagnostics) = c_compiler(&dir, cc, &args);
+        if ok {
+            continue;
+        }
+        let mut clashing = std::collections::BTreeSet::new();
+        for l in diagnostics.lines().filter(|l| l.starts_with("hardening.h:") && l.contains("error")) {
+            let line = l.split(':').nth(1).and_then(|n| n.parse().ok()).unwrap_or(0);
+            clashing.insert(owner(line).map_or_else(|| format!("<line {line}>"), str::to_string));
+        }
+        panic!(
+            "{cc}: the header of exports named {clashing:?} does not compile after the system headers \
+             (add them to codegen/src/cabi/c_reserved_names.txt):\n{}",
+            diagnostics.chars().take(4000).collect::<String>()
+        );
+    }
+}
+
+/// `arrayad build` of a definition named like a global variable or macro
+/// of the C library fails with a usage error naming the definition, before
+/// running the C compiler (it used to print the compiler's errors, or to
+/// build a library whose header clashed with <stdio.h>/<time.h>/<math.h>).
+#[test]
+fn exports_named_like_c_library_variables_are_refused_before_compiling() {
+    let dir = scratch("hardening", "c_variables");
+    for name in ["stdin", "stdout", "timezone", "daylight", "tzname", "signgam", "optarg", "isfinite", "linux", "EOF"] {
+        std::fs::write(dir.join("v.arr"), format!("def {name}(x: f64) -> f64 = x\ndef g(x: f64) -> f64 = x\n"))
+            .unwrap();
+        let out = arrayad(&dir, &["build", "v.arr", "-o", "libv.so"]);
+        assert_eq!(out.code, 2, "{name}: {out:#?}");
+        assert!(out.stderr.contains(&format!("`{name}` cannot be exported")), "{name}: {out:#?}");
+        assert!(out.stderr.contains("C library") || out.stderr.contains("C headers"), "{name}: {out:#?}");
+        assert!(
+            !out.stderr.contains("compiler `") && !out.stderr.contains(".h:") && !out.stderr.contains(".c:"),
+            "{name}: {out:#?}"
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "{name}: {out:#?}");
+        assert!(!dir.join("libv.so").exists() && !dir.join("libv.h").exists(), "{name}");
+        if support::have("cc") {
+            let out = arrayad(&dir, &["build", "v.arr", "-o", "libv.so", "--export", "g"]);
+            assert_eq!(out.code, 0, "{name}: {out:#?}");
+            std::fs::remove_file(dir.join("libv.so")).unwrap();
+            std::fs::remove_file(dir.join("libv.h")).unwrap();
+        }
+    }
+}
+
+/// Parameters and sizes named like macros and types of the C headers get
+/// other C names: the library builds and its header compiles after the
+/// system headers.
+#[test]
+fn parameters_named_like_c_macros_are_renamed() {
+    if !support::have("cc") {
+        return;
+    }
+    let dir = scratch("hardening", "c_parameters");
+    let src =
+        "def f(linux: f64, EOF: f64, errno: f64, FILE: f64, time_t: f64, __LINE__: f64, v: [stdin]f64) -> f64 =\n  \
+               linux + EOF + errno + FILE + time_t + __LINE__ + sum(v)\n";
+    std::fs::write(dir.join("p.arr"), src).unwrap();
+    let out = arrayad(&dir, &["build", "p.arr", "-o", "libp.so"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let includes: String = SYSTEM_HEADERS.iter().map(|h| format!("#include <{h}>\n")).collect();
+    let main = format!(
+        "{includes}#include \"libp.h\"\n\
+         int main(void) {{ double v[2] = {{1, 2}}, r = 0; int s = f(2, 1, 2, 3, 4, 5, 6, v, &r);\n\
+         printf(\"%d %g\\n\", s, r); return !(s == 0 && r == 24.0); }}\n"
+    );
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    let (ok, diagnostics) =
+        c_compiler(&dir, "cc", &["-Wall", "-Werror", "-o", "main", "main.c", "-L.", "-lp", "-Wl,-rpath,$ORIGIN"]);
+    assert!(ok, "{diagnostics}");
+    let out = support::run_in(&dir, dir.join("main").to_str().unwrap(), &[], None);
+    assert_eq!(out.code, 0, "{out:#?}");
+}

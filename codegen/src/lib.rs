@@ -41,6 +41,7 @@ mod llvm;
 mod lower;
 mod target;
 
+pub use cabi::abi::reserved_c_symbol;
 pub use cabi::header::c_header;
 pub use cabi::link::{build_shared_library, LinkOptions};
 pub use error::CodegenError;

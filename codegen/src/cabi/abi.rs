@@ -217,35 +217,43 @@ const C_KEYWORDS: &[&str] = &[
     "NULL",
 ];
 
-/// Functions of the C and POSIX libraries (`<ctype.h>`, `<locale.h>`,
-/// `<setjmp.h>`, `<signal.h>`, `<stdio.h>`, `<stdlib.h>`, `<string.h>`,
-/// `<time.h>`, `<fenv.h>`, a few POSIX ones; the prefix `pthread_` is
-/// reserved as a whole). A shared library that defined one of them would
-/// interpose it: its own calls (the runtime calls `lgamma_r`, `memset`,
-/// `malloc`, ...) and those of every library loaded after it would reach the
-/// wrapper instead, with the wrong arguments.
-const C_LIBRARY_FUNCTIONS: &str = "\
-    isalnum isalpha isblank iscntrl isdigit isgraph islower isprint ispunct isspace \
-    isupper isxdigit tolower toupper setlocale localeconv setjmp longjmp signal raise \
-    remove rename tmpfile tmpnam fclose fflush fopen freopen setbuf setvbuf fprintf \
-    fscanf printf scanf snprintf sprintf sscanf vfprintf vfscanf vprintf vscanf \
-    vsnprintf vsprintf vsscanf fgetc fgets fputc fputs getc getchar gets putc \
-    putchar puts ungetc fread fwrite fgetpos fseek fsetpos ftell rewind clearerr \
-    feof ferror perror fileno fdopen popen pclose getline dprintf \
-    atof atoi atol atoll strtod strtof strtold strtol strtoll strtoul strtoull rand \
-    srand calloc free malloc realloc aligned_alloc posix_memalign abort atexit \
-    at_quick_exit exit quick_exit getenv setenv unsetenv putenv system bsearch qsort \
-    abs labs llabs div ldiv lldiv mblen mbtowc wctomb mbstowcs wcstombs \
-    memcpy memmove strcpy strncpy strcat strncat memcmp strcmp strcoll strncmp \
-    strxfrm memchr strchr strcspn strpbrk strrchr strspn strstr strtok memset \
-    strerror strlen strdup strndup strnlen strtok_r strerror_r \
-    clock difftime mktime time asctime ctime gmtime localtime strftime nanosleep \
-    clock_gettime \
-    feclearexcept fegetexceptflag feraiseexcept fesetexceptflag fetestexcept fegetround \
-    fesetround fegetenv feholdexcept fesetenv feupdateenv \
-    main read write open close lseek unlink fork execv execve execvp _exit \
-    getpid kill sleep usleep mmap munmap mprotect dlopen dlsym dlclose dlerror \
-    sigaction environ errno";
+/// The names the C library, POSIX and the C compilers use as functions,
+/// global variables, macros and types (glibc's standard and POSIX headers;
+/// the file's comments give its format and coverage).
+const C_RESERVED_NAMES: &str = include_str!("c_reserved_names.txt");
+
+/// The section of [`C_RESERVED_NAMES`] that lists `name`: its kind
+/// (`function`, `variable`, `macro`, `type`) and its description for
+/// messages (`a function of the C library`).
+fn c_reserved_entry(name: &str) -> Option<(&'static str, &'static str)> {
+    let mut section = ("", "");
+    for line in C_RESERVED_NAMES.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if let Some(head) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = head.split_once(':').map_or((head, head), |(k, d)| (k.trim(), d.trim()));
+        } else if line.split_whitespace().any(|w| w == name) {
+            return Some(section);
+        }
+    }
+    None
+}
+
+/// True for the names the C language reserves for the implementation
+/// (`__x`, `_X`).
+fn implementation_reserved(name: &str) -> bool {
+    let mut cs = name.chars();
+    cs.next() == Some('_') && cs.next().is_some_and(|c| c == '_' || c.is_ascii_uppercase())
+}
+
+/// True when `name`, as any identifier of a C header (a parameter name),
+/// could be replaced or misparsed after the system headers: a macro or a
+/// type of the C headers, a name ending in `_t`, or one reserved for the
+/// implementation.
+fn c_macro_or_type(name: &str) -> bool {
+    implementation_reserved(name)
+        || name.ends_with("_t")
+        || c_reserved_entry(name).is_some_and(|(kind, _)| kind == "macro" || kind == "type")
+}
 
 /// Functions of `<math.h>` (and GNU libm), each also with the suffixes `f`
 /// and `l`.
@@ -255,12 +263,24 @@ const C_MATH_FUNCTIONS: &str = "\
     cbrt fabs hypot pow sqrt erf erfc lgamma tgamma ceil floor nearbyint rint \
     lrint llrint round lround llround trunc fmod remainder remquo copysign nan \
     nextafter nexttoward fdim fmax fmin fma lgamma_r gamma j0 j1 jn y0 y1 yn \
-    sincos exp10 significand drem finite isinf isnan";
+    sincos exp10 significand drem finite isinf isnan scalb";
 
 /// Why `sym` cannot be the name of a public C function of a shared library
-/// (a clash with the C library, the runtime or the C implementation), or
-/// `None` when it can.
-pub(crate) fn reserved_c_symbol(sym: &str) -> Option<&'static str> {
+/// (a clash with the C library, POSIX, the runtime or the C implementation:
+/// a function, global variable, macro or type of the C headers), or `None`
+/// when it can. The names come from `c_reserved_names.txt` (glibc's
+/// standard and POSIX headers, checked against the headers of the machine
+/// by `tests/hardening.rs`) and a few rules (reserved prefixes, the suffix
+/// `_t`, the `f`/`l` variants of the math functions).
+///
+/// ```
+/// use arrayad_codegen::reserved_c_symbol;
+/// assert!(reserved_c_symbol("stdin").is_some_and(|why| why.contains("global variable")));
+/// assert!(reserved_c_symbol("isfinite").is_some_and(|why| why.contains("macro")));
+/// assert!(reserved_c_symbol("sinf").is_some());
+/// assert_eq!(reserved_c_symbol("loss"), None);
+/// ```
+pub fn reserved_c_symbol(sym: &str) -> Option<&'static str> {
     let lower = sym.to_ascii_lowercase();
     if lower.starts_with("arrayad_") {
         return Some("the names of the arrayad runtime (prefix `arrayad_`)");
@@ -268,15 +288,20 @@ pub(crate) fn reserved_c_symbol(sym: &str) -> Option<&'static str> {
     if lower.starts_with("pthread_") {
         return Some("the POSIX threads library (prefix `pthread_`)");
     }
-    let mut cs = sym.chars();
-    if cs.next() == Some('_') && cs.next().is_some_and(|c| c == '_' || c.is_ascii_uppercase()) {
+    if implementation_reserved(sym) {
         return Some("the names the C language reserves for the implementation (`__x`, `_X`)");
+    }
+    if let Some((_, what)) = c_reserved_entry(sym) {
+        return Some(what);
     }
     let listed = |list: &str, s: &str| list.split_whitespace().any(|w| w == s);
     let math = |s: &str| listed(C_MATH_FUNCTIONS, s);
     let math_variant = |suffix: char| sym.strip_suffix(suffix).is_some_and(math);
-    if listed(C_LIBRARY_FUNCTIONS, sym) || math(sym) || math_variant('f') || math_variant('l') {
+    if math(sym) || math_variant('f') || math_variant('l') {
         return Some("a function of the C library");
+    }
+    if sym.ends_with("_t") {
+        return Some("the type names POSIX reserves (suffix `_t`)");
     }
     None
 }
@@ -304,12 +329,15 @@ impl Namer {
         Namer(WRAPPER_LOCALS.iter().map(|s| s.to_string()).collect())
     }
 
+    /// A unique C name for `wanted`: a valid identifier that no macro or
+    /// type of the C headers can replace ([`c_macro_or_type`]) and that
+    /// has not the prefix of the runtime.
     fn name(&mut self, wanted: &str) -> String {
         let mut n = c_ident(wanted);
-        if n.to_ascii_lowercase().starts_with("arrayad_") {
+        if n.to_ascii_lowercase().starts_with("arrayad_") || implementation_reserved(&n) {
             n.insert_str(0, "p_");
         }
-        while C_KEYWORDS.contains(&n.as_str()) || self.0.contains(&n) {
+        while C_KEYWORDS.contains(&n.as_str()) || self.0.contains(&n) || c_macro_or_type(&n) {
             n.push('_');
         }
         self.0.insert(n.clone());
@@ -560,4 +588,53 @@ pub(crate) fn shape_text(l: &Leaf, sizes: &[String]) -> String {
 /// The uppercase macro prefix of a module (`MODULE` -> `MODULE_ERR_...`).
 pub(crate) fn macro_prefix(module: &str) -> String {
     c_ident(module).to_ascii_uppercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `c_reserved_names.txt` is well formed: every name is a C identifier
+    /// inside a section of a known kind, listed once.
+    #[test]
+    fn reserved_names_file_is_well_formed() {
+        let mut kind = None;
+        let mut seen = HashSet::new();
+        for line in C_RESERVED_NAMES.lines() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if let Some(head) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                let (k, what) = head.split_once(':').expect("`[kind: description]`");
+                assert!(["function", "variable", "macro", "type"].contains(&k), "unknown kind `{k}`");
+                assert!(!what.trim().is_empty());
+                kind = Some(k);
+                continue;
+            }
+            for w in line.split_whitespace() {
+                assert!(kind.is_some(), "`{w}` before the first section");
+                assert_eq!(c_ident(w), w, "`{w}` is not a C identifier");
+                assert!(seen.insert((kind, w)), "`{w}` listed twice");
+            }
+        }
+        assert!(seen.len() >= 700, "{} names", seen.len());
+    }
+
+    #[test]
+    fn reserved_symbols_and_renamed_parameters() {
+        let why = |s| reserved_c_symbol(s).unwrap_or("");
+        assert_eq!(why("stdin"), "a global variable of the C library");
+        assert_eq!(why("timezone"), "a global variable of the C library");
+        assert!(why("assert").contains("macro") && why("M_PI").contains("macro") && why("unix").contains("macro"));
+        assert!(why("FILE").contains("type") && why("time_t").contains("_t"));
+        assert!(why("link").contains("function") && why("scalbf").contains("function"));
+        assert!(why("__x").contains("implementation") && why("_Foo").contains("implementation"));
+        for ok in ["f", "loss", "stdin2", "my_linux", "timezone_offset", "_x", "t"] {
+            assert_eq!(reserved_c_symbol(ok), None, "{ok}");
+        }
+        let mut n = Namer::new();
+        let names: Vec<String> = ["linux", "EOF", "FILE", "x_t", "__LINE__", "_Y", "time", "link", "x", "linux"]
+            .iter()
+            .map(|w| n.name(w))
+            .collect();
+        assert_eq!(names, ["linux_", "EOF_", "FILE_", "x_t_", "p___LINE__", "p__Y", "time", "link", "x", "linux__"]);
+    }
 }
