@@ -143,6 +143,11 @@ struct Mode {
     /// Also print the Jacobian: one row per f64 element of the result.
     #[arg(long)]
     jacobian: bool,
+    /// Also print the dense Hessian (the result must be one f64): one row
+    /// and column per f64 element of the active parameters, by forward
+    /// over reverse (one Hessian-vector product per column).
+    #[arg(long)]
+    hessian: bool,
 }
 
 #[derive(Args, Debug)]
@@ -411,12 +416,14 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
     let id = find(&program, &a.func)?;
     check_wrt(&program, &[id], a.wrt.as_deref())?;
     let result_ty = program.func(id).signature.result.clone();
-    if a.mode.grad && result_ty != SrcType::Scalar(Scalar::F64) {
-        return Err(Error::Usage(format!(
-            "--grad needs a function whose result is one f64, but `{}` returns {result_ty} \
-             (use --vjp or --jacobian)",
-            a.func
-        )));
+    for (on, flag) in [(a.mode.grad, "--grad"), (a.mode.hessian, "--hessian")] {
+        if on && result_ty != SrcType::Scalar(Scalar::F64) {
+            return Err(Error::Usage(format!(
+                "{flag} needs a function whose result is one f64, but `{}` returns {result_ty} \
+                 (use --vjp or --jacobian)",
+                a.func
+            )));
+        }
     }
     let mut inputs = Inputs { stdin_used: false };
     let args_json = inputs.read("ARGS", &a.args)?;
@@ -454,10 +461,14 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
         out.push_str(&encode_result(&result_ty, &r.value));
         out.push_str(", \"cotangent\": ");
         out.push_str(&encode_per_param(sig, &r.cotangent));
-    } else if a.mode.jacobian {
-        let j = f.jacobian_values(&args)?;
+    } else if a.mode.jacobian || a.mode.hessian {
+        let (j, key) = if a.mode.hessian {
+            (f.hessian_values(&args)?, "hessian")
+        } else {
+            (f.jacobian_values(&args)?, "jacobian")
+        };
         out.push_str(&encode_result(&result_ty, &j.value));
-        out.push_str(", \"jacobian\": [");
+        out.push_str(&format!(", \"{key}\": ["));
         for r in 0..j.rows {
             if r > 0 {
                 out.push_str(", ");
@@ -541,6 +552,8 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
             let f = program.func(id);
             let leaves = arrayad_ad::active_leaves(&f.signature, wrt);
             let d = arrayad_ad::derive_with(&program, id, &leaves, a.codegen.ad())?;
+            let f64_result = f.signature.result == SrcType::Scalar(Scalar::F64);
+            let hvp = if f64_result { Some(arrayad_ad::hvp(&d, &leaves)?) } else { None };
             Ok(ExportedFunction {
                 name: f.name.clone(),
                 signature: f.signature.clone(),
@@ -549,6 +562,7 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
                 jvp: d.jvp,
                 vjp: d.vjp,
                 vjp_rows: d.vjp_rows,
+                hvp,
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;

@@ -48,11 +48,14 @@ pub(crate) enum Kind {
     /// Jacobians): params ++ stacked cotangents -> results ++ stacked
     /// cotangents.
     VjpRows = 3,
+    /// Forward over reverse (one f64 result): params ++ tangents -> value ++
+    /// gradient ++ Hessian-vector product ([`arrayad_ad::hvp`]).
+    Hvp = 4,
 }
 
 impl Kind {
     /// Every kind, in index order.
-    pub const ALL: [Kind; 4] = [Kind::Primal, Kind::Jvp, Kind::Vjp, Kind::VjpRows];
+    pub const ALL: [Kind; 5] = [Kind::Primal, Kind::Jvp, Kind::Vjp, Kind::VjpRows, Kind::Hvp];
 
     /// A word for messages.
     pub fn describe(self) -> &'static str {
@@ -61,16 +64,19 @@ impl Kind {
             Kind::Jvp => "jvp",
             Kind::Vjp => "vjp",
             Kind::VjpRows => "many-row vjp",
+            Kind::Hvp => "Hessian-vector product",
         }
     }
 
-    /// This kind's function among a definition's derivatives.
-    pub(crate) fn of(self, d: &arrayad_ad::Derivatives) -> &Function {
+    /// This kind's function among a definition's derivatives (`None` for
+    /// the Hessian-vector product, derived from them on demand).
+    pub(crate) fn of(self, d: &arrayad_ad::Derivatives) -> Option<&Function> {
         match self {
-            Kind::Primal => &d.primal,
-            Kind::Jvp => &d.jvp,
-            Kind::Vjp => &d.vjp,
-            Kind::VjpRows => &d.vjp_rows,
+            Kind::Primal => Some(&d.primal),
+            Kind::Jvp => Some(&d.jvp),
+            Kind::Vjp => Some(&d.vjp),
+            Kind::VjpRows => Some(&d.vjp_rows),
+            Kind::Hvp => None,
         }
     }
 }

@@ -44,6 +44,20 @@ pub struct Vjp {
     pub cotangent: Vec<Option<Value>>,
 }
 
+/// The value, gradient and Hessian-vector product of a function with one
+/// `f64` result ([`Function::hvp`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hvp {
+    /// The result.
+    pub value: f64,
+    /// One entry per argument leaf: its gradient (same shape, `f64`), or
+    /// `None` for an inactive leaf or one without `f64` elements.
+    pub gradient: Vec<Option<Value>>,
+    /// One entry per argument leaf: its part of `H t` (same shape), or
+    /// `None` likewise.
+    pub hvp: Vec<Option<Value>>,
+}
+
 /// A dense Jacobian ([`Function::jacobian`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Jacobian {
@@ -195,8 +209,110 @@ impl<'m> Function<'m> {
         Ok(out)
     }
 
+    /// The value, the gradient and the Hessian-vector product `H t` of a
+    /// function whose result is one `f64`, by forward over reverse (one
+    /// call: the cost of a few gradients). `tangents` as for
+    /// [`Function::jvp`].
+    ///
+    /// Errors: [`Error::Usage`] when the result is not a single `f64`; as
+    /// for [`Function::jvp`] otherwise.
+    pub fn hvp(&self, args: &[Arg<'_>], tangents: &[Option<Arg<'_>>]) -> Result<Hvp, Error> {
+        let args = self.values_of(args, "argument")?;
+        let tangents = self.optional_values_of(tangents, "tangent")?;
+        self.hvp_values(&args, &tangents)
+    }
+
+    /// The dense Hessian of a function whose result is one `f64` with
+    /// respect to the `f64` elements of the active arguments (flattened as
+    /// the Jacobian's columns), one Hessian-vector product per column. The
+    /// result is a square [`Jacobian`] whose `value` is the function's.
+    ///
+    /// Errors: as for [`Function::hvp`].
+    pub fn hessian(&self, args: &[Arg<'_>]) -> Result<Jacobian, Error> {
+        self.hessian_values(&self.values_of(args, "argument")?)
+    }
+
+    /// [`Function::hvp`] on owned values.
+    pub fn hvp_values(&self, args: &[Value], tangents: &[Option<Value>]) -> Result<Hvp, Error> {
+        self.need_f64_result("the Hessian")?;
+        let full = self.with_tangents(args, tangents)?;
+        let mut out = self.engine(Kind::Hvp)?.run(&full)?;
+        let n_active = self.active().iter().filter(|a| **a).count();
+        if out.len() != 1 + 2 * n_active {
+            return Err(Error::Internal(format!(
+                "the Hessian-vector product of `{}` returned {} values, expected {}",
+                self.name(),
+                out.len(),
+                1 + 2 * n_active
+            )));
+        }
+        let hv = out.split_off(1 + n_active);
+        let grads = out.split_off(1);
+        let value = out[0]
+            .as_f64()
+            .ok_or_else(|| Error::Internal(format!("the hvp of `{}` did not return an f64 value", self.name())))?;
+        let spread = |vals: Vec<Value>| {
+            let mut it = vals.into_iter();
+            self.active().iter().map(|&a| if a { it.next() } else { None }).collect()
+        };
+        Ok(Hvp { value, gradient: spread(grads), hvp: spread(hv) })
+    }
+
+    /// [`Function::hessian`] on owned values.
+    pub fn hessian_values(&self, args: &[Value]) -> Result<Jacobian, Error> {
+        self.need_f64_result("the Hessian")?;
+        check_args(self.site(), self.signature(), args)?;
+        let param_shapes: Vec<Option<&[usize]>> =
+            args.iter().zip(self.active()).map(|(a, &act)| act.then(|| shape_of(a))).collect();
+        let n: usize = param_shapes.iter().flatten().map(|s| s.iter().product::<usize>()).sum();
+        let mut data = Vec::new();
+        if n.checked_mul(n).is_none_or(|t| data.try_reserve_exact(t).is_err()) {
+            return Err(self.too_large(format!("the Hessian of `{}` has {n} x {n} entries", self.name())));
+        }
+        data.resize(n * n, 0.0);
+        let mut value = self.call_values(args)?;
+        let mut buf = Vec::new();
+        for (c, (leaf, elem)) in unit_positions(&param_shapes).enumerate() {
+            let ts = one_hot(&param_shapes, leaf, elem);
+            let h = self.hvp_values(args, &ts)?;
+            value = vec![Value::F64(h.value)];
+            flatten_f64(&h.hvp, &param_shapes, &mut buf)?;
+            for (r, &x) in buf.iter().enumerate() {
+                data[r * n + c] = x;
+            }
+        }
+        Ok(Jacobian { value, rows: n, cols: n, data })
+    }
+
+    /// Errors with [`Error::Usage`] unless the result is one `f64`.
+    fn need_f64_result(&self, what: &str) -> Result<(), Error> {
+        let result = &self.signature().result;
+        if *result != SrcType::Scalar(Scalar::F64) {
+            return Err(Error::Usage(format!(
+                "{what} needs a function whose result is one f64, but `{}` returns {}",
+                self.name(),
+                result
+            )));
+        }
+        Ok(())
+    }
+
     /// [`Function::jvp`] on owned values.
     pub fn jvp_values(&self, args: &[Value], tangents: &[Option<Value>]) -> Result<Jvp, Error> {
+        let full = self.with_tangents(args, tangents)?;
+        let mut out = self.engine(Kind::Jvp)?.run(&full)?;
+        let result_types = self.signature().result.leaves();
+        let n_tangents = result_types.iter().filter(|t| t.elem == Scalar::F64).count();
+        self.check_result_count(&out, n_tangents, Kind::Jvp)?;
+        let mut tangents_out = out.split_off(result_types.len()).into_iter();
+        let tangent =
+            result_types.iter().map(|t| if t.elem == Scalar::F64 { tangents_out.next() } else { None }).collect();
+        Ok(Jvp { value: out, tangent })
+    }
+
+    /// The arguments followed by the tangents of the active leaves (zeros
+    /// for `None`), after checking both.
+    fn with_tangents(&self, args: &[Value], tangents: &[Option<Value>]) -> Result<Vec<Value>, Error> {
         check_args(self.site(), self.signature(), args)?;
         let leaves = param_leaves(self.signature());
         if tangents.len() != leaves.len() {
@@ -231,14 +347,7 @@ impl<'m> Function<'m> {
                 (None, false) => {}
             }
         }
-        let mut out = self.engine(Kind::Jvp)?.run(&full)?;
-        let result_types = self.signature().result.leaves();
-        let n_tangents = result_types.iter().filter(|t| t.elem == Scalar::F64).count();
-        self.check_result_count(&out, n_tangents, Kind::Jvp)?;
-        let mut tangents_out = out.split_off(result_types.len()).into_iter();
-        let tangent =
-            result_types.iter().map(|t| if t.elem == Scalar::F64 { tangents_out.next() } else { None }).collect();
-        Ok(Jvp { value: out, tangent })
+        Ok(full)
     }
 
     /// [`Function::vjp`] on owned values.
@@ -275,7 +384,7 @@ impl<'m> Function<'m> {
                     check_f64_like(&what, ct, &shape)?;
                     full.push(ct.clone());
                 }
-                None => full.push(zeros(&shape)),
+                None => full.push(self.zeros_within_limit(&what, &shape)?),
             }
         }
         let mut out = self.engine(Kind::Vjp)?.run(&full)?;
@@ -317,13 +426,35 @@ impl<'m> Function<'m> {
         let result_shapes: Vec<Option<&[usize]>> = result_shapes_owned.iter().map(|s| s.as_deref()).collect();
         let param_shapes: Vec<Option<&[usize]>> =
             args.iter().zip(self.active()).map(|(a, &act)| act.then(|| shape_of(a))).collect();
-        let count = |s: &[Option<&[usize]>]| -> usize { s.iter().flatten().map(|s| s.iter().product::<usize>()).sum() };
-        let rows = count(&result_shapes);
-        let cols = count(&param_shapes);
+        // The rows come from the declared result shape, whose element count
+        // may not even fit in a usize (`[9223372036854775807][3]f64`).
+        let count = |s: &[Option<&[usize]>]| -> Option<usize> {
+            s.iter()
+                .flatten()
+                .try_fold(0usize, |sum, s| sum.checked_add(s.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?))
+        };
+        let Some(rows) = count(&result_shapes) else {
+            return Err(self.too_large(format!(
+                "the Jacobian of `{}` has more rows than can be counted (one per f64 element of its result {})",
+                self.name(),
+                self.signature().result
+            )));
+        };
+        let cols = count(&param_shapes).unwrap_or(usize::MAX);
         let mut data = Vec::new();
-        let total = rows.checked_mul(cols).filter(|&t| data.try_reserve_exact(t).is_ok());
+        let limit = self.host_limit();
+        let total =
+            rows.checked_mul(cols).filter(|&t| (t as u128) * 8 <= limit as u128 && data.try_reserve_exact(t).is_ok());
         let Some(total) = total else {
-            return Err(self.too_large(format!("the Jacobian of `{}` has {rows} x {cols} entries", self.name())));
+            return Err(self.too_large(format!(
+                "the Jacobian of `{}` has {rows} x {cols} entries, more than can be allocated{}",
+                self.name(),
+                if rows.checked_mul(cols).is_some_and(|t| (t as u128) * 8 > limit as u128) {
+                    format!(" within the memory limit of {limit} bytes")
+                } else {
+                    String::new()
+                }
+            )));
         };
         data.resize(total, 0.0);
         if total > 0 && rows <= cols {
@@ -402,9 +533,39 @@ impl<'m> Function<'m> {
         Ok(out)
     }
 
-    /// An out-of-memory run-time error (a Jacobian too large to allocate).
+    /// An out-of-memory run-time error (a Jacobian too large to allocate) at
+    /// the definition's location.
     fn too_large(&self, what: String) -> Error {
-        Error::Runtime(RuntimeError::new(ErrorKind::OutOfMemory, what))
+        let site = self.site();
+        Error::Runtime(RuntimeError::at(ErrorKind::OutOfMemory, site.file, site.loc, what))
+    }
+
+    /// A zero f64 value of `shape`, the declared shape of a result, which
+    /// may be too large to allocate (beyond [`Function::host_limit`]): then
+    /// an out-of-memory error at the definition's location.
+    fn zeros_within_limit(&self, what: &str, shape: &[usize]) -> Result<Value, Error> {
+        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        let fits = n.is_some_and(|n| {
+            (n as u128) * 8 <= self.host_limit() as u128 && Vec::<f64>::new().try_reserve_exact(n).is_ok()
+        });
+        if !fits {
+            let dims: String = shape.iter().map(|d| format!("[{d}]")).collect();
+            return Err(self.too_large(format!("{what} (zero, {dims}f64) is too large to allocate")));
+        }
+        Ok(zeros(shape))
+    }
+
+    /// The most bytes the host side of a call may allocate for a value of
+    /// the declared result shape (a Jacobian, a zero cotangent): the memory
+    /// limit of a call of compiled code ([`crate::Options::max_memory`],
+    /// else its default); the interpreter has none.
+    fn host_limit(&self) -> u64 {
+        let options = &self.module.options;
+        match (options.backend, options.max_memory) {
+            (crate::Backend::Interp, _) => u64::MAX,
+            (_, Some(limit)) => limit,
+            (_, None) => arrayad_runtime::OwnedCtx::default_limit(),
+        }
     }
 
     /// The shapes of the result leaves for the arguments `args` (`[]` for

@@ -89,7 +89,9 @@ pub(crate) struct Def {
     /// The primal IR alone, while no derivative has been asked for.
     pub primal: OnceLock<Result<arrayad_ir::Function, Error>>,
     /// The primal, jvp, vjp and many-row vjp code, indexed by [`Kind`].
-    pub code: [OnceLock<Result<Engine, Error>>; 4],
+    pub code: [OnceLock<Result<Engine, Error>>; 5],
+    /// The Hessian-vector product IR, from `derived` on first use.
+    pub hvp: OnceLock<Result<arrayad_ir::Function, Error>>,
 }
 
 impl Module {
@@ -132,7 +134,14 @@ impl Module {
             .map(|i| {
                 let id = FuncId(i as u32);
                 let active = arrayad_ad::active_leaves(&program.func(id).signature, options.wrt.as_deref());
-                Def { id, active, derived: OnceLock::new(), primal: OnceLock::new(), code: Default::default() }
+                Def {
+                    id,
+                    active,
+                    derived: OnceLock::new(),
+                    primal: OnceLock::new(),
+                    code: Default::default(),
+                    hvp: OnceLock::new(),
+                }
             })
             .collect();
         Ok(Module { program: Arc::new(program), options, defs })
@@ -179,7 +188,7 @@ impl Module {
     /// or of code generation).
     pub fn precompile(&self) -> Result<(), Error> {
         for index in 0..self.defs.len() {
-            for kind in Kind::ALL {
+            for kind in Kind::ALL.into_iter().filter(|k| *k != Kind::Hvp) {
                 self.engine(index, kind)?;
             }
         }
@@ -221,7 +230,14 @@ impl Module {
             Some(Ok(p)) => guard(|| Ok(arrayad_ad::derive_prepared(p.clone(), &def.active, self.ad_options())?)),
             _ => derive(&self.program, def.id, &def.active, self.ad_options()),
         });
-        d.as_ref().map(|d| Some(kind.of(d))).map_err(|e| e.clone())
+        let d = d.as_ref().map_err(|e| e.clone())?;
+        match kind.of(d) {
+            Some(f) => Ok(Some(f)),
+            None => {
+                let h = def.hvp.get_or_init(|| guard(|| Ok(arrayad_ad::hvp(d, &def.active)?)));
+                h.as_ref().map(Some).map_err(|e| e.clone())
+            }
+        }
     }
 }
 

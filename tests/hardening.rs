@@ -189,6 +189,7 @@ fn export_named(name: &str) -> Option<arrayad_codegen::ExportedFunction> {
         jvp: d.jvp,
         vjp: d.vjp,
         vjp_rows: d.vjp_rows,
+        hvp: None,
     })
 }
 

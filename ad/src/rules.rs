@@ -71,12 +71,10 @@ impl Jvp {
                 b.binary(BinOp::Mul, Atom::F64(TWO_OVER_SQRT_PI), e)
             }
             Lgamma => b.unary(Digamma, x),
+            // digamma' = trigamma = polygamma(1, .), and so on to any order.
+            Digamma => b.binary(BinOp::Polygamma, Atom::F64(1.0), x),
             // abs'(x) = sign(x), with abs'(0) = 0.
             Abs => b.unary(Sign, x),
-            // The derivative of digamma (trigamma) is not needed: digamma
-            // only appears inside derivatives, which are not differentiated
-            // again.
-            Digamma => return None,
         };
         Some(self.scale(b, coeff, dx))
     }
@@ -143,6 +141,14 @@ impl Jvp {
                     self.scale(b, c, d)
                 });
                 self.add(b, t1, t2)
+            }
+            // y = polygamma(x, z), x the (constant, whole-number) order:
+            // dy = polygamma(x + 1, z) dz, differentiable again to any order.
+            BinOp::Polygamma => {
+                let dz = dz?;
+                let n1 = b.binary(BinOp::Add, x, Atom::F64(1.0));
+                let c = b.binary(BinOp::Polygamma, n1, z);
+                Some(self.scale(b, c, dz))
             }
             BinOp::Atan2 => {
                 // y = atan2(x, z): dy = (z dx - x dz) / (x^2 + z^2)

@@ -84,4 +84,11 @@ pub struct ExportedFunction {
     pub vjp: Function,
     /// Reverse mode for many cotangent rows after one forward pass.
     pub vjp_rows: Function,
+    /// For a definition whose result is one f64 (and only then), the
+    /// Hessian-vector product for `f_hvp` (without it, the library has no
+    /// `f_hvp`): params = primal params ++ one
+    /// tangent per f64 leaf of the active params, results = the value ++
+    /// the gradient (one per such leaf) ++ `H t` (one per such leaf)
+    /// (`arrayad_ad::hvp`).
+    pub hvp: Option<Function>,
 }

@@ -128,7 +128,7 @@ fn export_f() -> ExportedFunction {
         b.stmt(StmtKind::Let { vars: vec![dxs, dss], expr: Expr::Build { n: rows, index: row, body } });
         vec![r, v(dxs), v(dss)]
     });
-    ExportedFunction { name: "f".into(), signature: s, active: vec![true, true], primal, jvp, vjp, vjp_rows }
+    ExportedFunction { name: "f".into(), signature: s, active: vec![true, true], primal, jvp, vjp, vjp_rows, hvp: None }
 }
 
 /// h(a: f64) -> [3]f64 = [a, 2a, a*a]   (forward-mode Jacobian: 3 rows > 1 column)
@@ -174,7 +174,7 @@ fn export_h() -> ExportedFunction {
         });
         vec![r, das]
     });
-    ExportedFunction { name: "h".into(), signature: s, active: vec![true], primal, jvp, vjp, vjp_rows }
+    ExportedFunction { name: "h".into(), signature: s, active: vec![true], primal, jvp, vjp, vjp_rows, hvp: None }
 }
 
 /// e(x: [n]f64, i: i64) -> f64 = x[i]   (x inactive: no tangents)
@@ -189,7 +189,16 @@ fn export_e() -> ExportedFunction {
     });
     let vjp = func("e_vjp", &s, &[F1, Type::I64, Type::F64], &[Type::F64], body);
     let vjp_rows = func("e_vjp_rows", &s, &[F1, Type::I64, F1], &[Type::F64], body);
-    ExportedFunction { name: "e".into(), signature: s, active: vec![false, false], primal, jvp, vjp, vjp_rows }
+    ExportedFunction {
+        name: "e".into(),
+        signature: s,
+        active: vec![false, false],
+        primal,
+        jvp,
+        vjp,
+        vjp_rows,
+        hvp: None,
+    }
 }
 
 const MAIN_C: &str = r#"

@@ -31,6 +31,8 @@ pub enum MathFn {
     Lgamma,
     /// ψ(x) = (ln Γ)′(x) (`arrayad_digamma`).
     Digamma,
+    /// ψ^(n)(x) (`arrayad_polygamma(n, x)`).
+    Polygamma,
     /// `pow(x, y)`.
     Pow,
     /// `atan2(y, x)`.
@@ -39,7 +41,7 @@ pub enum MathFn {
 
 impl MathFn {
     /// Every math function.
-    pub const ALL: [MathFn; 18] = [
+    pub const ALL: [MathFn; 19] = [
         MathFn::Exp,
         MathFn::Log,
         MathFn::Sin,
@@ -56,6 +58,7 @@ impl MathFn {
         MathFn::Erf,
         MathFn::Lgamma,
         MathFn::Digamma,
+        MathFn::Polygamma,
         MathFn::Pow,
         MathFn::Atan2,
     ];
@@ -79,6 +82,7 @@ impl MathFn {
             MathFn::Erf => "erf",
             MathFn::Lgamma => "arrayad_lgamma",
             MathFn::Digamma => "arrayad_digamma",
+            MathFn::Polygamma => "arrayad_polygamma",
             MathFn::Pow => "pow",
             MathFn::Atan2 => "atan2",
         }
@@ -87,7 +91,7 @@ impl MathFn {
     /// The number of `f64` arguments (1 or 2); the result is one `f64`.
     pub fn arity(self) -> usize {
         match self {
-            MathFn::Pow | MathFn::Atan2 => 2,
+            MathFn::Pow | MathFn::Atan2 | MathFn::Polygamma => 2,
             _ => 1,
         }
     }
@@ -95,7 +99,7 @@ impl MathFn {
     /// True for the functions of the C library (`libm`), false for the
     /// runtime's own.
     pub fn in_libm(self) -> bool {
-        !matches!(self, MathFn::Lgamma | MathFn::Digamma)
+        !matches!(self, MathFn::Lgamma | MathFn::Digamma | MathFn::Polygamma)
     }
 
     /// The function a unary operation calls, if it calls one.
@@ -134,6 +138,7 @@ impl MathFn {
         match op {
             BinOp::Pow => Some(MathFn::Pow),
             BinOp::Atan2 => Some(MathFn::Atan2),
+            BinOp::Polygamma => Some(MathFn::Polygamma),
             _ => None,
         }
     }
@@ -160,6 +165,7 @@ impl MathFn {
             MathFn::Erf => ops::erf(x),
             MathFn::Lgamma => ops::lgamma(x),
             MathFn::Digamma => ops::digamma(x),
+            MathFn::Polygamma => ops::polygamma(x, y),
             MathFn::Pow => x.powf(y),
             MathFn::Atan2 => x.atan2(y),
         }

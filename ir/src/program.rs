@@ -203,6 +203,10 @@ pub enum BinOp {
     Pow,
     /// `atan2(y, x)`, `f64` only.
     Atan2,
+    /// `polygamma(n, x)` = ψ^(n)(x), `f64` only (`n` a whole number): the
+    /// derivatives of digamma. Used by derivative rules, not a source
+    /// builtin.
+    Polygamma,
     /// `f64` or `i64`.
     Min,
     Max,
@@ -229,6 +233,7 @@ impl BinOp {
             Rem => "rem",
             Pow => "pow",
             Atan2 => "atan2",
+            Polygamma => "polygamma",
             Min => "min",
             Max => "max",
             Eq => "eq",

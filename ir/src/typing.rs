@@ -38,7 +38,7 @@ impl Function {
                         ta.elem != Scalar::Bool
                     }
                     BinOp::Rem => ta.elem == Scalar::I64,
-                    BinOp::Pow | BinOp::Atan2 => ta.elem == Scalar::F64,
+                    BinOp::Pow | BinOp::Atan2 | BinOp::Polygamma => ta.elem == Scalar::F64,
                     BinOp::And | BinOp::Or => ta.elem == Scalar::Bool,
                     BinOp::Eq | BinOp::Ne => true,
                     BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => ta.elem != Scalar::Bool,

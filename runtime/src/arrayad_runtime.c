@@ -473,6 +473,44 @@ size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap) {
 
 /* ---- Math -------------------------------------------------------------- */
 
+/* The Bernoulli numbers B_2 .. B_20 of arrayad_polygamma's series. */
+static const double arrayad_bernoulli[10] = {
+    1.0 / 6.0, -1.0 / 30.0, 1.0 / 42.0, -1.0 / 30.0, 5.0 / 66.0, -691.0 / 2730.0, 7.0 / 6.0, -3617.0 / 510.0,
+    43867.0 / 798.0, -174611.0 / 330.0};
+
+/* psi^(n)(x), the n-th derivative of digamma (n a whole number as a
+ * double; n = 0 is digamma): the recurrence
+ * psi^(n)(x) = psi^(n)(x + 1) + (-1)^(n+1) n! / x^(n+1) up to x >= 20 + n,
+ * then the asymptotic series (Abramowitz & Stegun 6.4.11) to the B_20
+ * term. NaN at the poles, for n not a whole number in 0..100 and for
+ * x < -1e7. The reference interpreter (arrayad_ir::interp::ops::polygamma)
+ * does the same operations in the same order: keep the two in sync. */
+double arrayad_polygamma(double n, double x) {
+    double fact = 1.0, sign, acc = 0.0, s;
+    int k, i, j;
+    if (n == 0.0) return arrayad_digamma(x);
+    if (!(n >= 1.0 && n <= 100.0) || floor(n) != n || isnan(x) || x < -1e7 || (x <= 0.0 && floor(x) == x))
+        return NAN;
+    if (x == INFINITY) return 0.0;
+    k = (int)n;
+    for (i = 2; i <= k; i++) fact *= (double)i;
+    sign = (k % 2 == 1) ? 1.0 : -1.0;
+    while (x < 20.0 + n) {
+        acc += fact / pow(x, n + 1.0);
+        x += 1.0;
+    }
+    s = fact / n / pow(x, n) + fact / (2.0 * pow(x, n + 1.0));
+    for (j = 0; j < 10; j++) {
+        double two_j = 2.0 * ((double)j + 1.0), c = 1.0, m = two_j + 1.0;
+        while (m <= two_j + n - 1.0) {
+            c *= m;
+            m += 1.0;
+        }
+        s += arrayad_bernoulli[j] * c / pow(x, two_j + n);
+    }
+    return sign * (acc + s);
+}
+
 double arrayad_lgamma(double x) {
     int sign;
     return lgamma_r(x, &sign);
@@ -509,26 +547,45 @@ static const char *elem_name(int32_t elem) {
     return elem == ARRAYAD_F64 ? "f64" : elem == ARRAYAD_I64 ? "i64" : "bool";
 }
 
-/* The extents of a leaf from the sizes; the element count in *count.
- * 0, or an error (OutOfMemory when the count overflows). */
-static int32_t leaf_dims(arrayad_ctx *ctx, const arrayad_sig *sig, const arrayad_leaf *l,
-                         const int64_t *sizes, int64_t *dims, int64_t *count) {
+/* The prefix of a signature's messages: the definition's location. */
+#define AT(sig) ((sig)->at ? (sig)->at : "")
+
+/* The largest element count of an array (and of a Jacobian). */
+#define ARRAYAD_MAX_COUNT ((int64_t)1 << 56)
+
+static void shape_text(char *buf, size_t cap, int32_t rank, const int64_t *dims);
+
+/* The extents of a leaf from the (checked, non-negative) sizes into dims,
+ * and its element count, saturated at ARRAYAD_MAX_COUNT + 1 (as soon as
+ * the product of the leading extents exceeds it): no overflow whatever the
+ * extents. */
+static int64_t leaf_count(const arrayad_leaf *l, const int64_t *sizes, int64_t *dims) {
     int32_t a;
     uint64_t n = 1;
     for (a = 0; a < l->rank; a++) {
         int64_t d = l->dims[a];
-        int64_t e = d >= 0 ? d : sizes[-d - 1];
-        dims[a] = e;
-        /* e >= 0 (sizes are checked), so the product of at most 2^56 and e
-           is exact in 128 bits: no division on this path */
-        if ((unsigned __int128)n * (uint64_t)e > ((unsigned __int128)1 << 56)) {
-            return arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
-                                     "out of memory: %s: the element count of `%s` overflows",
-                                     sig->fname, l->name);
-        }
-        n *= (uint64_t)e;
+        dims[a] = d >= 0 ? d : sizes[-d - 1];
     }
-    *count = (int64_t)n;
+    for (a = 0; a < l->rank; a++) {
+        /* n <= 2^56 + 1 and dims[a] < 2^63: the product is exact in 128 bits */
+        unsigned __int128 p = (unsigned __int128)n * (uint64_t)dims[a];
+        n = p > (unsigned __int128)ARRAYAD_MAX_COUNT ? (uint64_t)ARRAYAD_MAX_COUNT + 1 : (uint64_t)p;
+    }
+    return (int64_t)n;
+}
+
+/* The extents of a leaf from the sizes; the element count in *count.
+ * 0, or an error (OutOfMemory when the count exceeds 2^56). */
+static int32_t leaf_dims(arrayad_ctx *ctx, const arrayad_sig *sig, const arrayad_leaf *l,
+                         const int64_t *sizes, int64_t *dims, int64_t *count) {
+    *count = leaf_count(l, sizes, dims);
+    if (*count > ARRAYAD_MAX_COUNT) {
+        char shape[128];
+        shape_text(shape, sizeof shape, l->rank, dims);
+        return arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                                 "%sout of memory: %s: the element count of `%s` (shape %s) overflows",
+                                 AT(sig), sig->fname, l->name, shape);
+    }
     return 0;
 }
 
@@ -553,7 +610,7 @@ static int32_t check_sizes(arrayad_ctx *ctx, const arrayad_sig *sig, const int64
     for (i = 0; i < sig->nsizes; i++) {
         if (sizes[i] < 0) {
             return arrayad_fail_text(ctx, ARRAYAD_ERR_NEGATIVE_SIZE,
-                                     "negative size: %s: size `%s` is %lld", sig->fname,
+                                     "%snegative size: %s: size `%s` is %lld", AT(sig), sig->fname,
                                      sig->size_names[i], (long long)sizes[i]);
         }
     }
@@ -632,7 +689,7 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
         slots = (uint64_t *)malloc((nin_slots + nout_slots) * sizeof(uint64_t));
         if (!slots) {
             return arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
-                                     "out of memory: %s: argument slots", sig->fname);
+                                     "%sout of memory: %s: argument slots", AT(sig), sig->fname);
         }
     }
     args = slots;
@@ -645,8 +702,8 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
         if (l->rank == 0) {
             if (!in[i]) {
                 st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
-                                       "invalid argument: %s: null pointer for `%s`", sig->fname,
-                                       l->name);
+                                       "%sinvalid argument: %s: null pointer for `%s`", AT(sig),
+                                       sig->fname, l->name);
             } else if (l->elem == ARRAYAD_F64) {
                 memcpy(&args[k], in[i], 8);
             } else if (l->elem == ARRAYAD_I64) {
@@ -660,8 +717,8 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
             st = leaf_dims(ctx, sig, l, sizes, dims, &count);
             if (st == 0 && count > 0 && !in[i]) {
                 st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
-                                       "invalid argument: %s: null pointer for the %s array `%s`",
-                                       sig->fname, elem_name(l->elem), l->name);
+                                       "%sinvalid argument: %s: null pointer for the %s array `%s`",
+                                       AT(sig), sig->fname, elem_name(l->elem), l->name);
             }
             args[k++] = (uint64_t)(uintptr_t)in[i];
             for (a = 0; a < l->rank; a++) args[k++] = (uint64_t)dims[a];
@@ -679,8 +736,8 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
         if (l->rank > 0) st = leaf_dims(ctx, sig, l, sizes, dims, &count);
         if (st == 0 && count > 0 && !out[i]) {
             st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
-                                   "invalid argument: %s: null pointer for the output `%s`",
-                                   sig->fname, l->name);
+                                   "%sinvalid argument: %s: null pointer for the output `%s`",
+                                   AT(sig), sig->fname, l->name);
         }
         if (sc && i >= sc->first) {
             out_dst[i] = (const char *)sc->jac;
@@ -704,9 +761,9 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
                     shape_text(want, sizeof want, l->rank, dims);
                     shape_text(got, sizeof got, l->rank, (const int64_t *)&res[k + 1]);
                     st = arrayad_fail_text(ctx, ARRAYAD_ERR_SIZE_MISMATCH,
-                                           "size mismatch: %s: result `%s` has shape %s, "
+                                           "%ssize mismatch: %s: result `%s` has shape %s, "
                                            "declared %s",
-                                           sig->fname, l->name, got, want);
+                                           AT(sig), sig->fname, l->name, got, want);
                 }
             }
         }
@@ -777,6 +834,26 @@ static void *arena_zeroed(arrayad_ctx *ctx, uint64_t count, uint64_t size) {
     return p;
 }
 
+/* a + b for counts of at most ARRAYAD_MAX_COUNT + 1, saturated there. */
+static int64_t count_add(int64_t a, int64_t b) {
+    return a + b > ARRAYAD_MAX_COUNT ? ARRAYAD_MAX_COUNT + 1 : a + b;
+}
+
+/* An allocation of a Jacobian's own tables failed: its error (recorded by
+ * the allocator, or none for malloc) again, at the definition and naming
+ * the Jacobian. */
+static int32_t jacobian_oom(arrayad_ctx *ctx, const arrayad_sig *ps) {
+    char buf[256];
+    const char *rest = buf;
+    const char *prefix = "out of memory: ";
+    buf[0] = '\0';
+    if (ctx->err_kind == ARRAYAD_ERR_OUT_OF_MEMORY) arrayad_format_error(ctx, buf, sizeof buf);
+    if (strncmp(buf, prefix, strlen(prefix)) == 0) rest = buf + strlen(prefix);
+    if (!rest[0]) rest = "its working memory";
+    return arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY, "%sout of memory: %s_jacobian: %s", AT(ps),
+                             ps->fname, rest);
+}
+
 int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int64_t *sizes,
                          const void *const *in, void *const *out, double *jac) {
     const arrayad_sig *ps = d->primal_sig;
@@ -797,27 +874,44 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
     res_count = (int64_t *)arena_zeroed(ctx, (uint64_t)d->nres + 1, sizeof(int64_t));
     in2 = (const void **)arena_zeroed(ctx, (uint64_t)(np + d->nact + d->nres) + 1, sizeof(void *));
     out2 = (void **)arena_zeroed(ctx, (uint64_t)(nr + d->nact + d->nres) + 1, sizeof(void *));
-    if (!act_count || !res_count || !in2 || !out2) return ARRAYAD_ERR_OUT_OF_MEMORY;
+    if (!act_count || !res_count || !in2 || !out2) return jacobian_oom(ctx, ps);
+    /* The columns: the active inputs, each checked (at most 2^56 elements). */
     for (i = 0; i < d->nact && st == 0; i++) {
         st = count_of(ctx, ps, &ps->in[d->act[i]], sizes, &act_count[i]);
-        cols += act_count[i];
-    }
-    for (i = 0; i < d->nres && st == 0; i++) {
-        st = count_of(ctx, ps, &ps->out[d->res[i]], sizes, &res_count[i]);
-        rows += res_count[i];
+        if (st == 0) cols = count_add(cols, act_count[i]);
     }
     if (st) goto done;
-    /* each count is at most 2^56 (leaf_dims), so are the sums of a few */
-    if (cols > 0 && rows > (((int64_t)1 << 56) / cols)) {
+    /* The rows: the f64 elements of the result, from its declared extents,
+       which may be far too large (counts saturate, nothing overflows). With
+       no column the Jacobian is empty and the primal call checks them. */
+    for (i = 0; i < d->nres; i++) {
+        const arrayad_leaf *l = &ps->out[d->res[i]];
+        int64_t dims[ARRAYAD_MAX_RANK + 1];
+        res_count[i] = leaf_count(l, sizes, dims);
+        if (res_count[i] > ARRAYAD_MAX_COUNT && cols > 0) {
+            char shape[128];
+            shape_text(shape, sizeof shape, l->rank, dims);
+            st = arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                                   "%sout of memory: %s_jacobian: the Jacobian has more rows than can be "
+                                   "allocated (one per element of the result `%s`, of shape %s)",
+                                   AT(ps), ps->fname, l->name, shape);
+            goto done;
+        }
+        rows = count_add(rows, res_count[i]);
+    }
+    if (cols > 0 && (rows > ARRAYAD_MAX_COUNT || rows > ARRAYAD_MAX_COUNT / cols)) {
         st = arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
-                               "out of memory: %s_jacobian: %lld x %lld entries", ps->fname,
-                               (long long)rows, (long long)cols);
+                               "%sout of memory: %s_jacobian: the Jacobian would have %s%lld x %lld entries, "
+                               "more than can be allocated",
+                               AT(ps), ps->fname, rows > ARRAYAD_MAX_COUNT ? "more than " : "",
+                               (long long)(rows > ARRAYAD_MAX_COUNT ? ARRAYAD_MAX_COUNT : rows), (long long)cols);
         goto done;
     }
-    total = rows * cols;
+    /* rows * cols <= 2^56 (or cols == 0) */
+    total = cols > 0 ? rows * cols : 0;
     if (total > 0 && !jac) {
         st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
-                               "invalid argument: %s_jacobian: null pointer for `jac`", ps->fname);
+                               "%sinvalid argument: %s_jacobian: null pointer for `jac`", AT(ps), ps->fname);
         goto done;
     }
     for (i = 0; i < np; i++) in2[i] = in[i];
@@ -832,7 +926,7 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
         sizes2 = (int64_t *)arena_zeroed(ctx, (uint64_t)ps->nsizes + 1, sizeof(int64_t));
         /* rows * rows <= rows * cols <= 2^56: no overflow */
         unit = (double *)arena_zeroed(ctx, (uint64_t)(rows * rows), sizeof(double));
-        if (!sizes2 || !unit) return ARRAYAD_ERR_OUT_OF_MEMORY;
+        if (!sizes2 || !unit) return jacobian_oom(ctx, ps);
         for (i = 0; i < ps->nsizes; i++) sizes2[i] = sizes[i];
         sizes2[ps->nsizes] = rows;
         for (i = 0; i < d->nres; i++) {
@@ -886,7 +980,7 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
         tout = (double *)arena_zeroed(ctx, (uint64_t)rows, sizeof(double));
         if (!vals || !unit || !tout) {
             if (jout != jac) free(jout);
-            return ARRAYAD_ERR_OUT_OF_MEMORY;
+            return jacobian_oom(ctx, ps);
         }
         for (i = 0, b = 0; i < nr; i++) {
             int64_t n;
@@ -934,8 +1028,7 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
     }
     goto done;
 oom:
-    st = arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY, "out of memory: %s_jacobian",
-                           ps->fname);
+    st = jacobian_oom(ctx, ps);
 done:
     /* the tables live in the arena: the call's end releases them */
     return st;

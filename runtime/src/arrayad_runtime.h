@@ -124,6 +124,9 @@ size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap);
 
 /* Math functions generated code calls besides libm. */
 double arrayad_digamma(double x);
+/* The polygamma function psi^(n)(x) (n a whole number in 0..100; see the
+ * source for the method): the derivatives of digamma. */
+double arrayad_polygamma(double n, double x);
 double arrayad_lgamma(double x);
 
 /* ---- Support of the C ABI wrappers of shared libraries ---------------- */
@@ -150,10 +153,12 @@ typedef struct arrayad_sig {
     const arrayad_leaf *in;
     int32_t nout;                   /* outputs (IR results) */
     const arrayad_leaf *out;
+    const char *at;                 /* "FILE:LINE:COL: " of the definition (or NULL): the
+                                       prefix of the messages of argument and result checks */
 } arrayad_sig;
 
 /* Calls `fn` with C data: validates the sizes (negative: NegativeSize;
- * element count overflow: OutOfMemory) and pointers (NULL for a non-empty
+ * element count above 2^56: OutOfMemory) and pointers (NULL for a non-empty
  * array: InvalidArgument), packs the slots, runs the function and copies the
  * results to `out` (scalars through the pointers, arrays into the caller's
  * buffers after checking that their shape is the declared one: SizeMismatch).
@@ -181,7 +186,9 @@ typedef struct arrayad_jac_desc {
 /* The dense Jacobian (rows = f64 result elements, columns = active f64
  * parameter elements, row-major into jac) and the values (into out), by
  * reverse mode when rows <= cols (one call of vjp_rows: one forward pass,
- * one backward pass per row), else forward mode (one jvp per column). */
+ * one backward pass per row), else forward mode (one jvp per column).
+ * More than 2^56 rows or entries (counted without overflow, whatever the
+ * declared sizes) is OutOfMemory, reported at the definition. */
 int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int64_t *sizes,
                          const void *const *in, void *const *out, double *jac);
 

@@ -124,6 +124,7 @@ pub mod ffi {
         pub fn arrayad_error_kind(ctx: *const Ctx) -> i32;
         pub fn arrayad_format_error(ctx: *const Ctx, buf: *mut c_char, cap: usize) -> usize;
         pub fn arrayad_digamma(x: f64) -> f64;
+        pub fn arrayad_polygamma(n: f64, x: f64) -> f64;
         pub fn arrayad_lgamma(x: f64) -> f64;
     }
 }
@@ -283,6 +284,7 @@ impl Callee {
                 MathFn::Erf => libm::erf as *const u8,
                 MathFn::Lgamma => ffi::arrayad_lgamma as *const u8,
                 MathFn::Digamma => ffi::arrayad_digamma as *const u8,
+                MathFn::Polygamma => ffi::arrayad_polygamma as *const u8,
                 MathFn::Pow => libm::pow as *const u8,
                 MathFn::Atan2 => libm::atan2 as *const u8,
             },

@@ -60,6 +60,9 @@ pub(crate) fn binary_partials(op: BinOp, x: f64, z: f64, y: f64) -> Option<(f64,
             let den = x * x + z * z;
             (z / den, -x / den)
         }
+        // y = polygamma(x, z) (x the whole-number order): dy/dz is the next
+        // polygamma; the order is a constant.
+        Polygamma => (0.0, ops::polygamma(x + 1.0, z)),
         // The operand strictly chosen gets 1; a tie (or NaN) splits 1/2 each.
         Max => {
             if x > z {

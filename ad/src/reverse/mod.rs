@@ -448,7 +448,7 @@ fn is_cheap(e: &Expr) -> bool {
             op,
             UnOp::Neg | UnOp::Not | UnOp::ToF64 | UnOp::ToI64 | UnOp::Abs | UnOp::Floor | UnOp::Ceil | UnOp::Sign
         ),
-        Expr::Binary(op, _, _) => !matches!(op, BinOp::Pow | BinOp::Atan2),
+        Expr::Binary(op, _, _) => !matches!(op, BinOp::Pow | BinOp::Atan2 | BinOp::Polygamma),
         // A comprehension of cheap scalar expressions (`x[i] - means[k]`):
         // recomputing its O(n) elements costs what writing and reading
         // them on the tape would, and keeps nothing alive.

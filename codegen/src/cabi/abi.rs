@@ -76,12 +76,20 @@ pub(crate) struct Interface {
     pub cotangents_in: Vec<Leaf>,
     /// Cotangent outputs (one per active leaf: `d_NAME`).
     pub cotangents_out: Vec<Leaf>,
+    /// Hessian-vector product outputs of `f_hvp` (one per active leaf:
+    /// `h_NAME`).
+    pub hvps_out: Vec<Leaf>,
     /// Whether `f_grad` exists (the result is one `f64`).
     pub has_grad: bool,
+    /// Whether `f_hvp` exists (the result is one `f64` and the export has
+    /// an hvp function).
+    pub has_hvp: bool,
     /// The name of `f_grad`'s value output.
     pub value_name: String,
     /// The name of `f_jacobian`'s matrix output.
     pub jac_name: String,
+    /// The definition's location, for the messages of the C wrappers.
+    pub loc: arrayad_ir::Loc,
 }
 
 /// The variants of the public functions of one export.
@@ -92,10 +100,12 @@ pub(crate) enum Variant {
     Vjp,
     Grad,
     Jacobian,
+    Hvp,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 5] = [Variant::Primal, Variant::Jvp, Variant::Vjp, Variant::Grad, Variant::Jacobian];
+    pub const ALL: [Variant; 6] =
+        [Variant::Primal, Variant::Jvp, Variant::Vjp, Variant::Grad, Variant::Jacobian, Variant::Hvp];
 
     pub fn suffix(self) -> &'static str {
         match self {
@@ -104,6 +114,7 @@ impl Variant {
             Variant::Vjp => "_vjp",
             Variant::Grad => "_grad",
             Variant::Jacobian => "_jacobian",
+            Variant::Hvp => "_hvp",
         }
     }
 }
@@ -444,6 +455,8 @@ impl Interface {
             f64_results.iter().map(|k| results[*k].derived(namer.name(&format!("ct_{}", results[*k].name)))).collect();
         let cotangents_out =
             active.iter().map(|k| params[*k].derived(namer.name(&format!("d_{}", params[*k].name)))).collect();
+        let hvps_out =
+            active.iter().map(|k| params[*k].derived(namer.name(&format!("h_{}", params[*k].name)))).collect();
         let has_grad = results.len() == 1 && results[0].is_f64() && !results[0].is_array();
         let value_name = namer.name("value");
         let jac_name = namer.name("jac");
@@ -460,9 +473,12 @@ impl Interface {
             tangents_out,
             cotangents_in,
             cotangents_out,
+            hvps_out,
             has_grad,
+            has_hvp: has_grad && e.hvp.is_some(),
             value_name,
             jac_name,
+            loc: e.primal.loc,
         };
         i.check_ir(e)?;
         Ok(i)
@@ -512,6 +528,12 @@ impl Interface {
                 out.push(CParam { ty: "double *".into(), name: self.value_name.clone(), doc: "out: the value".into() });
                 outs(&self.cotangents_out, "out, gradient: ", &mut out);
             }
+            Variant::Hvp => {
+                ins(&self.tangents_in, "tangent t: ", &mut out);
+                out.push(CParam { ty: "double *".into(), name: self.value_name.clone(), doc: "out: the value".into() });
+                outs(&self.cotangents_out, "out, gradient: ", &mut out);
+                outs(&self.hvps_out, "out, Hessian-vector product H t: ", &mut out);
+            }
             Variant::Jacobian => {
                 outs(&self.results, "out: ", &mut out);
                 out.push(CParam {
@@ -528,7 +550,15 @@ impl Interface {
 
     /// The variants this export has.
     pub(crate) fn variants(&self) -> Vec<Variant> {
-        Variant::ALL.iter().copied().filter(|v| *v != Variant::Grad || self.has_grad).collect()
+        Variant::ALL
+            .iter()
+            .copied()
+            .filter(|v| match v {
+                Variant::Grad => self.has_grad,
+                Variant::Hvp => self.has_hvp,
+                _ => true,
+            })
+            .collect()
     }
 
     fn check_ir(&self, e: &ExportedFunction) -> Result<(), CodegenError> {
@@ -545,8 +575,18 @@ impl Interface {
         check_types(&what("vjp parameters"), &e.vjp.param_types(), &[p.clone(), to.clone()].concat())?;
         check_types(&what("vjp results"), &e.vjp.result_types, &[r.clone(), ti.clone()].concat())?;
         let lift = |ts: &[Type]| ts.iter().map(|t| t.lift()).collect::<Vec<_>>();
-        check_types(&what("vjp_rows parameters"), &e.vjp_rows.param_types(), &[p, lift(&to)].concat())?;
-        check_types(&what("vjp_rows results"), &e.vjp_rows.result_types, &[r, lift(&ti)].concat())?;
+        check_types(&what("vjp_rows parameters"), &e.vjp_rows.param_types(), &[p.clone(), lift(&to)].concat())?;
+        check_types(&what("vjp_rows results"), &e.vjp_rows.result_types, &[r.clone(), lift(&ti)].concat())?;
+        match (&e.hvp, self.has_grad) {
+            (Some(h), true) => {
+                check_types(&what("hvp parameters"), &h.param_types(), &[p, ti.clone()].concat())?;
+                check_types(&what("hvp results"), &h.result_types, &[r, ti.clone(), ti].concat())?;
+            }
+            (None, _) => {}
+            (Some(_), false) => {
+                return Err(CodegenError::Abi(format!("`{}`: an hvp for a result that is not one f64", e.name)))
+            }
+        }
         Ok(())
     }
 }

@@ -76,6 +76,9 @@ pub(crate) fn try_c_header(exports: &[ExportedFunction], module: &str) -> Result
                 }
                 Variant::Grad => "The value and its gradient with respect to the active parameters".into(),
                 Variant::Jacobian => "The value and the dense Jacobian (reverse or forward mode, fewer passes)".into(),
+                Variant::Hvp => "The value, its gradient and the Hessian-vector product H t for the tangent t of the \
+                                 active parameters (forward over reverse, one call)"
+                    .into(),
             };
             let _ = write!(out, "\n/* {}\n * {what}.\n", i.signature_text);
             doc_params(&mut out, &params);

@@ -147,6 +147,9 @@ pub fn build_shared_library(
         funcs.push((internal_symbol(module, &e.name, "jvp"), &e.jvp));
         funcs.push((internal_symbol(module, &e.name, "vjp"), &e.vjp));
         funcs.push((internal_symbol(module, &e.name, "vjp_rows"), &e.vjp_rows));
+        if let Some(h) = &e.hvp {
+            funcs.push((internal_symbol(module, &e.name, "hvp"), h));
+        }
     }
     let obj = compile_object(opts, file, &funcs)?;
     let dir = TempDir::new()?;
@@ -156,7 +159,7 @@ pub fn build_shared_library(
     write(&d.join("arrayad_runtime.c"), arrayad_runtime::RUNTIME_C_SOURCE.as_bytes())?;
     write(&d.join("arrayad_abi.c"), arrayad_runtime::ABI_C_SOURCE.as_bytes())?;
     write(&d.join(MODULE_HEADER_NAME), header.as_bytes())?;
-    write(&d.join("arrayad_wrappers.c"), wrappers_source(&interfaces, module).as_bytes())?;
+    write(&d.join("arrayad_wrappers.c"), wrappers_source(&interfaces, module, file).as_bytes())?;
     let tmp_so = d.join("out.so");
     let cc = opts.c_compiler()?;
     let output = Command::new(&cc)

@@ -32,8 +32,17 @@ fn c_string(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
+            // `?` too: no trigraph (`??/`) in any C mode.
+            '?' => out.push_str("\\?"),
             c if c.is_ascii_graphic() || c == ' ' => out.push(c),
-            _ => out.push('?'),
+            // UTF-8 (a file name) byte by byte; control characters never.
+            c if !c.is_control() && !c.is_ascii() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    let _ = write!(out, "\\{b:03o}");
+                }
+            }
+            _ => out.push_str("\\?"),
         }
     }
     out.push('"');
@@ -68,7 +77,9 @@ fn leaf_table(out: &mut String, name: &str, leaves: &[&Leaf]) -> String {
     name.to_string()
 }
 
-/// Emits a signature table and returns its name.
+/// Emits a signature table and returns its name. Its messages are
+/// prefixed with `ARRAYAD_W_AT`, the definition's location, which
+/// [`wrappers_source`] defines around each export's tables.
 fn sig_table(
     out: &mut String,
     prefix: &str,
@@ -82,7 +93,7 @@ fn sig_table(
     let to = leaf_table(out, &format!("{prefix}_out"), outs);
     let _ = writeln!(
         out,
-        "static const arrayad_sig {prefix}_sig = {{{}, {nsizes}, {sizes}, {}, {ti}, {}, {to}}};",
+        "static const arrayad_sig {prefix}_sig = {{{}, {nsizes}, {sizes}, {}, {ti}, {}, {to}, ARRAYAD_W_AT}};",
         c_string(fname),
         ins.len(),
         outs.len()
@@ -117,7 +128,7 @@ fn in_ref(l: &Leaf) -> String {
 /// tables describing each function and thin wrappers that pass them to the
 /// runtime (`arrayad_abi_call`, `arrayad_abi_jacobian` in
 /// `runtime/src/arrayad_abi.c`, which keep per-thread contexts and errors).
-pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String {
+pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str, file: &str) -> String {
     let m = c_ident(module);
     let mut out = String::new();
     let _ = write!(
@@ -143,7 +154,15 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
         let f = &i.name;
         let p = format!("arrayad_w__{f}");
         let _ = writeln!(out, "\n/* ---- {} ---- */", i.signature_text);
-        for which in ["primal", "jvp", "vjp", "vjp_rows"] {
+        // The prefix of the messages of argument and result checks.
+        let at = if i.loc.line > 0 { format!("{file}:{}:{}: ", i.loc.line, i.loc.col) } else { String::new() };
+        let _ = writeln!(out, "#undef ARRAYAD_W_AT\n#define ARRAYAD_W_AT {}", c_string(&at));
+        let whiches: &[&str] = if i.has_hvp {
+            &["primal", "jvp", "vjp", "vjp_rows", "hvp"]
+        } else {
+            &["primal", "jvp", "vjp", "vjp_rows"]
+        };
+        for which in whiches {
             let _ = writeln!(
                 out,
                 "ARRAYAD_HIDDEN int32_t {}(arrayad_ctx *ctx, const uint64_t *args, uint64_t *results);",
@@ -219,6 +238,23 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
         } else {
             None
         };
+        let hvp_sig = if i.has_hvp {
+            let hin = cat(&params, &i.tangents_in);
+            let mut hout: Vec<Leaf> = results.iter().map(|l| (*l).clone()).collect();
+            hout.extend(i.cotangents_out.iter().cloned());
+            hout.extend(i.hvps_out.iter().cloned());
+            Some(sig_table(
+                &mut out,
+                &format!("{p}_hvp"),
+                &format!("{f}_hvp"),
+                &sizes,
+                ns,
+                &hin.iter().collect::<Vec<_>>(),
+                &hout.iter().collect::<Vec<_>>(),
+            ))
+        } else {
+            None
+        };
         let idx = |name: &str, v: &[usize], out: &mut String| -> String {
             if v.is_empty() {
                 "NULL".into()
@@ -279,6 +315,16 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str) -> String 
                 Variant::Jacobian => {
                     outs.extend(i.results.iter().map(|l| l.name.clone()));
                     format!("arrayad_abi_jacobian(&{p}_jac, sizes, in, out, {})", i.jac_name)
+                }
+                Variant::Hvp => {
+                    ins.extend(i.tangents_in.iter().map(in_ref));
+                    outs.push(i.value_name.clone());
+                    outs.extend(i.cotangents_out.iter().chain(&i.hvps_out).map(|l| l.name.clone()));
+                    format!(
+                        "arrayad_abi_call({}, &{}, sizes, in, out)",
+                        internal_symbol(module, f, "hvp"),
+                        hvp_sig.as_deref().unwrap_or(&jvp_sig)
+                    )
                 }
             };
             let fast = match v {
@@ -361,6 +407,14 @@ fn variant_leaves(i: &Interface, v: Variant) -> (Leaves, Leaves, &'static str) {
             outs.extend(named(&i.cotangents_out));
             "vjp"
         }
+        Variant::Hvp => {
+            ins.extend(named(&i.tangents_in));
+            let value = Leaf { name: i.value_name.clone(), elem: Scalar::F64, dims: vec![], src: "f64".into() };
+            outs = vec![(value, i.value_name.clone())];
+            outs.extend(named(&i.cotangents_out));
+            outs.extend(named(&i.hvps_out));
+            "hvp"
+        }
     };
     (ins, outs, which)
 }
@@ -411,6 +465,16 @@ fn pack_args(out: &mut String, ins: &[(Leaf, String)]) {
     }
 }
 
+/// The bytes of the array outputs of a fast call (`None` when an extent is
+/// not literal or the count overflows: huge declared extents take the
+/// table-driven path, which reports them).
+fn stage_bytes(outs: &[(Leaf, String)]) -> Option<u64> {
+    outs.iter().try_fold(0u64, |sum, (l, _)| {
+        let bytes = if l.is_array() { literal_count(l)?.checked_mul(elem_bytes(l.elem))? } else { 0 };
+        sum.checked_add(bytes)
+    })
+}
+
 fn slots_of(ls: &[(Leaf, String)]) -> usize {
     ls.iter().map(|(l, _)| 1 + l.dims.len()).sum()
 }
@@ -423,10 +487,7 @@ fn fixed_call(ins: &[(Leaf, String)], outs: &[(Leaf, String)], symbol: &str) -> 
     for (l, _) in ins.iter().chain(outs) {
         literal_count(l)?;
     }
-    let stage: u64 = outs
-        .iter()
-        .map(|(l, _)| if l.is_array() { literal_count(l).unwrap_or(0) * elem_bytes(l.elem) } else { 0 })
-        .sum();
+    let stage = stage_bytes(outs)?;
     if stage > FAST_STAGE_BYTES {
         return None;
     }
@@ -511,15 +572,17 @@ fn fixed_jacobian(i: &Interface, module: &str) -> Option<String> {
     for (l, _) in params.iter().chain(&results) {
         literal_count(l)?;
     }
-    let rows: u64 = i.f64_results.iter().map(|k| literal_count(&i.results[*k]).unwrap_or(0)).sum();
-    let cols: u64 = i.active.iter().map(|k| literal_count(&i.params[*k]).unwrap_or(0)).sum();
-    if rows == 0 || rows > cols || rows * rows > 4096 {
+    // Counts of huge declared extents overflow: the table-driven path
+    // reports those.
+    let count = |leaves: &[Leaf], which: &[usize]| {
+        which.iter().try_fold(0u64, |sum, k| sum.checked_add(literal_count(&leaves[*k])?))
+    };
+    let rows = count(&i.results, &i.f64_results)?;
+    let cols = count(&i.params, &i.active)?;
+    if rows == 0 || rows > cols || rows.checked_mul(rows).is_none_or(|n| n > 4096) {
         return None;
     }
-    let stage: u64 = results
-        .iter()
-        .map(|(l, _)| if l.is_array() { literal_count(l).unwrap_or(0) * elem_bytes(l.elem) } else { 0 })
-        .sum();
+    let stage = stage_bytes(&results)?;
     if stage > FAST_STAGE_BYTES {
         return None;
     }

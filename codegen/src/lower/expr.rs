@@ -199,7 +199,7 @@ impl<E: Emitter> Lower<'_, E> {
                     self.b.icmp(cc, x, y)
                 }
             }
-            BinOp::Pow | BinOp::Atan2 => return Err(self.malformed(format!("{} of {e}", op.name()))),
+            BinOp::Pow | BinOp::Atan2 | BinOp::Polygamma => return Err(self.malformed(format!("{} of {e}", op.name()))),
         })
     }
 

@@ -113,6 +113,66 @@ pub fn digamma(x: f64) -> f64 {
     r + x.ln() - 0.5 / x + t
 }
 
+/// The Bernoulli numbers B_2, B_4, ..., B_20 of the asymptotic series of
+/// [`polygamma`].
+const BERNOULLI: [f64; 10] = [
+    1.0 / 6.0,
+    -1.0 / 30.0,
+    1.0 / 42.0,
+    -1.0 / 30.0,
+    5.0 / 66.0,
+    -691.0 / 2730.0,
+    7.0 / 6.0,
+    -3617.0 / 510.0,
+    43867.0 / 798.0,
+    -174611.0 / 330.0,
+];
+
+/// The polygamma function ψ^(n)(x), the n-th derivative of digamma (`n`
+/// a whole number as an `f64`; `n = 0` is [`digamma`]): the recurrence
+/// ψ^(n)(x) = ψ^(n)(x + 1) + (-1)^(n+1) n! / x^(n+1) up to x >= 20 + n,
+/// then the asymptotic series (Abramowitz & Stegun 6.4.11) to the B_20
+/// term. NaN at the poles (0, -1, ...), for an `n` that is not a whole
+/// number in 0..=100, and for x below -10^7. The runtime
+/// (`arrayad_polygamma`) does the same operations in the same order: keep
+/// the two in sync.
+pub fn polygamma(n: f64, x: f64) -> f64 {
+    if n == 0.0 {
+        return digamma(x);
+    }
+    if !(1.0..=100.0).contains(&n) || n.floor() != n || x.is_nan() || x < -1e7 || (x <= 0.0 && x.floor() == x) {
+        return f64::NAN;
+    }
+    if x == f64::INFINITY {
+        return 0.0;
+    }
+    let k = n as i32;
+    let mut fact = 1.0;
+    for i in 2..=k {
+        fact *= i as f64;
+    }
+    let sign = if k % 2 == 1 { 1.0 } else { -1.0 };
+    let mut x = x;
+    let mut acc = 0.0;
+    while x < 20.0 + n {
+        acc += fact / x.powf(n + 1.0);
+        x += 1.0;
+    }
+    let mut s = fact / n / x.powf(n) + fact / (2.0 * x.powf(n + 1.0));
+    for (j, b) in BERNOULLI.iter().enumerate() {
+        let two_j = 2.0 * (j as f64 + 1.0);
+        // (2j + n - 1)! / (2j)!
+        let mut c = 1.0;
+        let mut i = two_j + 1.0;
+        while i <= two_j + n - 1.0 {
+            c *= i;
+            i += 1.0;
+        }
+        s += b * c / x.powf(two_j + n);
+    }
+    sign * (acc + s)
+}
+
 /// `min` of two `f64`: NaN if either operand is NaN, else the smaller (the
 /// first one when they compare equal, e.g. `min(0.0, -0.0) = 0.0`).
 pub fn min_f64(a: f64, b: f64) -> f64 {
@@ -195,6 +255,7 @@ pub fn binary(op: BinOp, a: Prim, b: Prim) -> Result<Prim, OpError> {
             Div => Prim::F64(x / y),
             Pow => Prim::F64(MathFn::Pow.eval(x, y)),
             Atan2 => Prim::F64(MathFn::Atan2.eval(x, y)),
+            Polygamma => Prim::F64(MathFn::Polygamma.eval(x, y)),
             Min => Prim::F64(min_f64(x, y)),
             Max => Prim::F64(max_f64(x, y)),
             Eq => Prim::Bool(x == y),
@@ -220,7 +281,7 @@ pub fn binary(op: BinOp, a: Prim, b: Prim) -> Result<Prim, OpError> {
             Le => Prim::Bool(x <= y),
             Gt => Prim::Bool(x > y),
             Ge => Prim::Bool(x >= y),
-            Pow | Atan2 | And | Or => return Err(ill_typed_binary(op, a)),
+            Pow | Atan2 | Polygamma | And | Or => return Err(ill_typed_binary(op, a)),
         },
         (Prim::Bool(x), Prim::Bool(y)) => match op {
             And => Prim::Bool(x && y),
