@@ -40,3 +40,14 @@ def project(cam: [11]f64, x: [3]f64) -> [2]f64 =
 def ba_obs(cam: [11]f64, x: [3]f64, w: f64, feat: [2]f64) -> [3]f64 =
   let proj = project(cam, x)
   in [w * (proj[0] - feat[0]), w * (proj[1] - feat[1]), 1.0 - w * w]
+
+// The 3 x 15 Jacobian blocks of all p observations in one call (LANGUAGE.md
+// section 10): block i row r is the vjp of observation i with the
+// cotangent e_r, its columns the 11 camera, 3 point and 1 weight
+// derivatives, as ba_obs_jacobian gives them one call at a time.
+def ba_jacobian_blocks(cams: [p][11]f64, xs: [p][3]f64, ws: [p]f64, feats: [p][2]f64) -> [p][3][15]f64 =
+  for i < p, r < 3 =>
+    let (_, ct) = vjp(ba_obs, (cams[i], xs[i], ws[i], feats[i]),
+                      for k < 3 => if k == r then 1.0 else 0.0)
+    let (dcam, dx, dw, _) = ct
+    in for c < 15 => if c < 11 then dcam[c] else if c < 14 then dx[c - 11] else dw

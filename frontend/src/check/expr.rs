@@ -371,7 +371,7 @@ impl Fx<'_, '_> {
         if op == DiffOp::Grad && result != Ty::F64 && !result.has_error() {
             let d = Diagnostic::new(
                 fspan,
-                format!("`grad` needs a definition whose result is one f64, but `{fname}` returns {result}"),
+                format!("`grad` needs a definition whose result is one f64, but `{fname}` returns {}", sig.result_text),
             )
             .with_note("use `vjp` with a cotangent of the result's type");
             self.report(d);

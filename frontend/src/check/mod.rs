@@ -24,6 +24,8 @@ struct Sig {
     name: String,
     params: Vec<(String, Ty)>,
     result: Ty,
+    /// The result type as written (with its sizes), for messages.
+    result_text: String,
 }
 
 /// The checked definitions and, for each, the definitions it calls (with
@@ -103,6 +105,7 @@ pub(crate) fn check_program(
             name: d.name.name.clone(),
             params: d.params.iter().map(|p| (p.name.name.clone(), Ty::from_src(&src_type(&p.ty)))).collect(),
             result: Ty::from_src(&src_type(&d.result)),
+            result_text: src_type(&d.result).to_string(),
         })
         .collect();
     let broken: HashSet<String> = broken.iter().cloned().collect();
