@@ -340,3 +340,132 @@ fn parameters_named_like_c_macros_are_renamed() {
     let out = support::run_in(&dir, dir.join("main").to_str().unwrap(), &[], None);
     assert_eq!(out.code, 0, "{out:#?}");
 }
+
+// ----------------------------------------------------------------------------
+// 4. Jacobians (and zero cotangents) of huge declared result sizes
+// ----------------------------------------------------------------------------
+
+/// Definitions whose declared result sizes are far too large: 2^63 - 1
+/// rows of 3 (the element count overflows 64 bits), 2^63 + 1 elements
+/// (fits, but not times the 2 columns), 2^63 rows (from a size variable's
+/// binding: a literal), 2^56 rows (times 2 columns too many), and one of a
+/// normal size for the memory limit.
+const HUGE: &str = "\
+def lit(x: f64, y: f64) -> [9223372036854775807][3]f64 = for i < 2, j < 3 => x * y
+def lit3(x: f64, y: f64) -> [3074457345618258603][3]f64 = for i < 2, j < 3 => x * y
+def big(x: [n]f64) -> [4611686018427387904][2]f64 = for i < 2, j < 2 => x[0]
+def mid(x: [n]f64) -> [72057594037927936]f64 = for i < 2 => x[0]
+def twice(x: [n]f64) -> [n]f64 = x * 2.0
+";
+
+#[test]
+fn jacobians_of_huge_declared_results_fail_at_the_definition() {
+    let dir = scratch("hardening", "huge_jacobian");
+    std::fs::write(dir.join("h.arr"), HUGE).unwrap();
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("lit", "[1.0, 2.0]", "h.arr:1:1:", "more rows than can be counted"),
+        ("lit3", "[1.0, 2.0]", "h.arr:2:1:", "9223372036854775809 x 2 entries"),
+        ("big", "[[1.0, 2.0]]", "h.arr:3:1:", "9223372036854775808 x 2 entries"),
+        ("mid", "[[1.0, 2.0]]", "h.arr:4:1:", "72057594037927936 x 2 entries"),
+    ];
+    for &(f, args, at, what) in cases {
+        for backend in ["cranelift", "interp"] {
+            let out = arrayad(&dir, &["run", "h.arr", f, "--args", args, "--jacobian", "--backend", backend]);
+            assert_eq!(out.code, 3, "{f} {backend}: {out:#?}");
+            let err = &out.stderr;
+            assert!(err.contains(at) && err.contains("out of memory") && err.contains(what), "{f} {backend}: {err}");
+            assert!(err.contains(&format!("Jacobian of `{f}`")) && !err.contains("internal"), "{f} {backend}: {err}");
+        }
+        // A zero cotangent of the declared shape cannot be made either.
+        let out = arrayad(&dir, &["run", "h.arr", f, "--args", args, "--vjp", "null"]);
+        assert_eq!(out.code, 3, "{f}: {out:#?}");
+        assert!(out.stderr.contains(at) && out.stderr.contains("too large to allocate"), "{f}: {out:#?}");
+        // The value and the jvp run the function, which finds that its
+        // result does not have the declared size.
+        for mode in [&[][..], &["--jvp", if args.starts_with("[[") { "[[1.0, 0.0]]" } else { "[1.0, 0.0]" }]] {
+            let mut argv = vec!["run", "h.arr", f, "--args", args];
+            argv.extend_from_slice(mode);
+            let out = arrayad(&dir, &argv);
+            assert_eq!(out.code, 3, "{f} {mode:?}: {out:#?}");
+            assert!(out.stderr.contains("size mismatch") && out.stderr.contains("h.arr:"), "{f}: {out:#?}");
+        }
+        // A cotangent that is not of the declared shape is a bad argument.
+        let out = arrayad(&dir, &["run", "h.arr", f, "--args", args, "--vjp", "[[1, 2, 3]]"]);
+        assert_eq!(out.code, 2, "{f}: {out:#?}");
+    }
+    // A Jacobian beyond the memory limit of a call.
+    let x: Vec<String> = (0..2000).map(|i| format!("{i}.5")).collect();
+    let args = format!("[[{}]]", x.join(", "));
+    std::fs::write(dir.join("x.json"), &args).unwrap();
+    let out = arrayad(&dir, &["run", "h.arr", "twice", "--args", "x.json", "--jacobian", "--max-memory", "1M"]);
+    assert_eq!(out.code, 3, "{out:#?}");
+    assert!(out.stderr.contains("h.arr:5:1:") && out.stderr.contains("2000 x 2000 entries"), "{out:#?}");
+    assert!(out.stderr.contains("memory limit of 1048576 bytes"), "{out:#?}");
+    let out = arrayad(&dir, &["run", "h.arr", "twice", "--args", "[[1.0, 2.0]]", "--jacobian", "--max-memory", "1M"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(out.json()["jacobian"], serde_json::json!([[2.0, 0.0], [0.0, 2.0]]));
+}
+
+#[test]
+fn c_jacobians_of_huge_declared_results_fail_at_the_definition() {
+    if !support::have("cc") {
+        return;
+    }
+    let dir = scratch("hardening", "huge_jacobian_c");
+    std::fs::write(dir.join("h.arr"), HUGE).unwrap();
+    let out = arrayad(&dir, &["build", "h.arr", "-o", "libh.so"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let main = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include "libh.h"
+#define SHOW(call) do { int s_ = (call); printf("%s => %d %s\n", #call, s_, h_last_error()); } while (0)
+int main(void) {
+    double out[8], jac[16], x[2] = {1, 2}, dx[2];
+    int64_t n = (int64_t)1 << 20;
+    double *big_x = calloc((size_t)n, sizeof(double)), *big_out = calloc((size_t)n, sizeof(double));
+    SHOW(lit_jacobian(1.0, 2.0, out, jac));
+    SHOW(lit3_jacobian(1.0, 2.0, out, jac));
+    SHOW(big_jacobian(2, x, out, jac));
+    SHOW(mid_jacobian(2, x, out, jac));
+    SHOW(twice_jacobian(n, big_x, big_out, jac));
+    SHOW(lit(1.0, 2.0, out));
+    SHOW(lit_jvp(1.0, 2.0, 1.0, 0.0, out, jac));
+    SHOW(lit_vjp(1.0, 2.0, jac, out, &dx[0], &dx[1]));
+    SHOW(twice(-1, x, out));
+    SHOW(twice_jacobian(2, x, out, jac));
+    free(big_x);
+    free(big_out);
+    return 0;
+}
+"#;
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    let (ok, diagnostics) =
+        c_compiler(&dir, "cc", &["-Wall", "-Werror", "-o", "main", "main.c", "-L.", "-lh", "-Wl,-rpath,$ORIGIN"]);
+    assert!(ok, "{diagnostics}");
+    let out = support::run_in(&dir, dir.join("main").to_str().unwrap(), &[], None);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let line = |call: &str| -> &str {
+        out.stdout.lines().find(|l| l.starts_with(call)).unwrap_or_else(|| panic!("no `{call}` in {out:#?}"))
+    };
+    let oom = 8;
+    for (call, at, what) in [
+        (
+            "lit_jacobian",
+            "h.arr:1:1:",
+            "more rows than can be allocated (one per element of the result `out0`, of shape [9223372036854775807][3])",
+        ),
+        ("lit3_jacobian", "h.arr:2:1:", "more rows than can be allocated"),
+        ("big_jacobian", "h.arr:3:1:", "[4611686018427387904][2]"),
+        ("mid_jacobian", "h.arr:4:1:", "72057594037927936 x 2 entries"),
+        ("twice_jacobian(n", "h.arr:5:1:", "twice_jacobian: an array of"),
+        ("lit(", "h.arr:1:1:", "the element count of `out0` (shape [9223372036854775807][3]) overflows"),
+        ("lit_jvp", "h.arr:1:1:", "overflows"),
+        ("lit_vjp", "h.arr:1:1:", "overflows"),
+    ] {
+        let l = line(call);
+        assert!(l.contains(&format!("=> {oom} {at} out of memory: ")) && l.contains(what), "{l}");
+    }
+    assert!(line("twice(-1").contains("=> 5 h.arr:5:1: negative size: twice: size `n` is -1"), "{out:#?}");
+    assert!(line("twice_jacobian(2").contains("=> 0 "), "{out:#?}");
+}
