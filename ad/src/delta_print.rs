@@ -92,6 +92,14 @@ fn block(j: &JvpOutput, b: &Block, depth: usize, out: &mut String) {
                 let _ = writeln!(out, "{pad}  yield {})", rs.join(", "));
                 continue;
             }
+            Expr::While { states, body, .. } => {
+                let st: Vec<String> = states.iter().filter(|s| j.linear.contains(s)).map(|s| name(f, *s)).collect();
+                let _ = writeln!(out, "{pad}let {lhs} = While(({}) =>", st.join(", "));
+                block(j, body, depth + 1, out);
+                let rs: Vec<String> = body.results.iter().filter(|r| is_lin(j, r)).map(|r| atom(f, r)).collect();
+                let _ = writeln!(out, "{pad}  yield {})", rs.join(", "));
+                continue;
+            }
             Expr::If { cond, then_branch, else_branch } => {
                 let _ = writeln!(out, "{pad}let {lhs} = If({},", atom(f, cond));
                 for br in [then_branch, else_branch] {

@@ -99,6 +99,13 @@ pub fn jvp_function(prim: &Function, active: &[bool]) -> Result<JvpOutput, AdErr
     })
 }
 
+/// How a loop runs: `n` times with an index, or while a condition holds.
+#[derive(Clone, Copy)]
+enum Head<'a> {
+    Counted(Atom, VarId),
+    While(&'a Block),
+}
+
 impl Jvp {
     /// A fresh tangent variable `d<name>` for the primal variable `v` (same
     /// type), recorded as `v`'s tangent.
@@ -352,7 +359,10 @@ impl Jvp {
                 b.stmt(StmtKind::Let { vars: all, expr: Expr::Build { n: *n, index: *index, body } });
             }
             Expr::Loop { n, index, states, init, body } => {
-                self.loop_rule(b, s, vars, *n, *index, states, init, body)?
+                self.loop_rule(b, s, vars, Head::Counted(*n, *index), states, init, body)?
+            }
+            Expr::While { states, init, cond, body } => {
+                self.loop_rule(b, s, vars, Head::While(cond), states, init, body)?
             }
             Expr::If { cond, then_branch, else_branch } => self.if_rule(b, s, vars, *cond, then_branch, else_branch)?,
             Expr::Call { .. } => return Err(AdError::new("call not inlined before differentiation")),
@@ -451,14 +461,15 @@ impl Jvp {
         }
     }
 
+    /// Counted and while loops (the condition of a while loop reads primal
+    /// states only: it is copied unchanged).
     #[allow(clippy::too_many_arguments)]
     fn loop_rule(
         &mut self,
         b: &mut Builder,
         s: &Stmt,
         vars: &[VarId],
-        n: Atom,
-        index: VarId,
+        head: Head<'_>,
         states: &[VarId],
         init: &[Atom],
         body: &Block,
@@ -519,10 +530,13 @@ impl Jvp {
                 self.tan.remove(&vars[k]);
             }
         }
-        b.stmt(StmtKind::Let {
-            vars: all_vars,
-            expr: Expr::Loop { n, index, states: all_states, init: all_init, body: body_block },
-        });
+        let expr = match head {
+            Head::Counted(n, index) => Expr::Loop { n, index, states: all_states, init: all_init, body: body_block },
+            Head::While(cond) => {
+                Expr::While { states: all_states, init: all_init, cond: cond.clone(), body: body_block }
+            }
+        };
+        b.stmt(StmtKind::Let { vars: all_vars, expr });
         Ok(())
     }
 

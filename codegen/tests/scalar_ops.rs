@@ -127,6 +127,7 @@ fn rust_f64(op: BinOp, x: f64, y: f64) -> Value {
         Div => Value::F64(x / y),
         Pow => Value::F64(x.powf(y)),
         Atan2 => Value::F64(x.atan2(y)),
+        Polygamma => Value::F64(ops::polygamma(x, y)),
         Min => Value::F64(ops::min_f64(x, y)),
         Max => Value::F64(ops::max_f64(x, y)),
         Eq => Value::Bool(x == y),
@@ -142,7 +143,7 @@ fn rust_f64(op: BinOp, x: f64, y: f64) -> Value {
 #[test]
 fn every_f64_binary_op_matches_rust_and_the_interpreter() {
     use BinOp::*;
-    for op in [Add, Sub, Mul, Div, Pow, Atan2, Min, Max, Eq, Ne, Lt, Le, Gt, Ge] {
+    for op in [Add, Sub, Mul, Div, Pow, Atan2, Polygamma, Min, Max, Eq, Ne, Lt, Le, Gt, Ge] {
         let p = binary_program(op, Type::F64);
         let m = jit(&p);
         for x in XS {

@@ -241,6 +241,17 @@ pub enum ExprKind {
         /// The next state.
         body: Box<Expr>,
     },
+    /// `loop PAT = INIT while C do BODY`.
+    While {
+        /// The state pattern.
+        pat: Pattern,
+        /// The initial state.
+        init: Box<Expr>,
+        /// The condition, evaluated on the state before every iteration.
+        cond: Box<Expr>,
+        /// The next state.
+        body: Box<Expr>,
+    },
     /// `-E`, `!E`.
     Unary {
         /// The operator.

@@ -102,6 +102,13 @@ pub(crate) enum TKind {
         n: Box<TExpr>,
         body: Box<TExpr>,
     },
+    /// `loop pat = init while cond do body`.
+    While {
+        pat: TPat,
+        init: Box<TExpr>,
+        cond: Box<TExpr>,
+        body: Box<TExpr>,
+    },
     /// A unary scalar operation, elementwise on an array operand.
     Unary {
         op: UnOp,

@@ -159,6 +159,13 @@ impl Printer<'_> {
                 );
                 self.sub_block(body, depth);
             }
+            Expr::While { states, init, cond, body } => {
+                let st: Vec<String> = states.iter().map(|s| self.var(*s)).collect();
+                let _ = write!(self.out, "loop ({}) = ({}) while ", st.join(", "), self.atoms(init));
+                self.sub_block(cond, depth);
+                self.out.push_str(" do ");
+                self.sub_block(body, depth);
+            }
             Expr::If { cond, then_branch, else_branch } => {
                 let _ = write!(self.out, "if {} then ", self.atom(cond));
                 self.sub_block(then_branch, depth);

@@ -389,6 +389,11 @@ pub enum Expr {
     /// `loop states = init for index < n do body`: `body.results` are the
     /// next states (same types); the value is the final states.
     Loop { n: Atom, index: VarId, states: Vec<VarId>, init: Vec<Atom>, body: Block },
+    /// `loop states = init while cond do body`: the states start at
+    /// `init`; while `cond` (a block over the states yielding one `bool`)
+    /// holds, `body.results` are the next states (same types). The value is
+    /// the final states. It may run zero times and has no iteration limit.
+    While { states: Vec<VarId>, init: Vec<Atom>, cond: Block, body: Block },
     /// Both branches yield the same number and types of values.
     If { cond: Atom, then_branch: Block, else_branch: Block },
     /// A call of another function of the program (not recursive).

@@ -109,6 +109,20 @@ impl Function {
                 }
                 states.iter().map(|s| self.ty(*s)).collect()
             }
+            Expr::While { states, init, cond, body } => {
+                if cond.results.len() != 1 || t(&cond.results[0]) != Type::BOOL {
+                    return Err("while condition is not one bool".into());
+                }
+                if states.len() != init.len() || states.len() != body.results.len() {
+                    return Err("while states, initial values and results differ in number".into());
+                }
+                for ((s, i), r) in states.iter().zip(init).zip(&body.results) {
+                    if self.ty(*s) != t(i) || self.ty(*s) != t(r) {
+                        return Err("while state changes type".into());
+                    }
+                }
+                states.iter().map(|s| self.ty(*s)).collect()
+            }
             Expr::If { cond, then_branch, else_branch } => {
                 if t(cond) != Type::BOOL {
                     return Err("condition is not bool".into());

@@ -224,6 +224,16 @@ impl Verifier<'_> {
                 binders.extend(states);
                 self.block(body, &binders)?;
             }
+            Expr::While { states, init, cond, body } => {
+                init.iter().try_for_each(|a| self.atom(a))?;
+                let saved = self.scope.clone();
+                for s in states {
+                    self.bind(*s)?;
+                }
+                self.block(cond, &[])?;
+                self.block(body, &[])?;
+                self.scope = saved;
+            }
             Expr::If { cond, then_branch, else_branch } => {
                 self.atom(cond)?;
                 self.block(then_branch, &[])?;

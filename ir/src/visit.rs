@@ -38,6 +38,11 @@ pub fn expr_uses(expr: &Expr, f: &mut dyn FnMut(VarId)) {
             init.iter().for_each(|e| atom(e, f));
             block_uses(body, f);
         }
+        Expr::While { init, cond, body, .. } => {
+            init.iter().for_each(|e| atom(e, f));
+            block_uses(cond, f);
+            block_uses(body, f);
+        }
         Expr::If { cond, then_branch, else_branch } => {
             atom(cond, f);
             block_uses(then_branch, f);
@@ -114,6 +119,7 @@ pub fn child_blocks(stmt: &StmtKind) -> impl Iterator<Item = &Block> {
         }
         StmtKind::Let { expr: Expr::If { then_branch, else_branch, .. }, .. }
         | StmtKind::If { then_branch, else_branch, .. } => (Some(then_branch), Some(else_branch)),
+        StmtKind::Let { expr: Expr::While { cond, body, .. }, .. } => (Some(cond), Some(body)),
         _ => (None, None),
     };
     a.into_iter().chain(b)
@@ -147,6 +153,11 @@ pub fn block_binds(block: &Block, f: &mut dyn FnMut(VarId)) {
                     Expr::Loop { index, states, body, .. } => {
                         f(*index);
                         states.iter().for_each(|v| f(*v));
+                        block_binds(body, f);
+                    }
+                    Expr::While { states, cond, body, .. } => {
+                        states.iter().for_each(|v| f(*v));
+                        block_binds(cond, f);
                         block_binds(body, f);
                     }
                     Expr::If { then_branch, else_branch, .. } => {
@@ -237,6 +248,12 @@ impl Subst {
                 index: self.var(*index),
                 states: self.vars(states),
                 init: self.atoms(init),
+                body: self.block(body),
+            },
+            Expr::While { states, init, cond, body } => Expr::While {
+                states: self.vars(states),
+                init: self.atoms(init),
+                cond: self.block(cond),
                 body: self.block(body),
             },
             Expr::If { cond, then_branch, else_branch } => Expr::If {

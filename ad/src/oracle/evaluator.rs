@@ -309,6 +309,26 @@ impl<'p, M: Mode> Evaluator<'p, M> {
                 }
                 Ok(cur)
             }
+            // A while loop: its trip count is a primal fact, like a branch.
+            Expr::While { states, init, cond, body } => {
+                let mut cur = self.atoms(fr, init, loc)?;
+                if cur.len() != states.len() || body.results.len() != states.len() || cond.results.len() != 1 {
+                    return Err(self.malformed(fr, loc, "while states, initial values and results differ in number"));
+                }
+                loop {
+                    for (s, x) in states.iter().zip(cur.iter().cloned()) {
+                        self.set(fr, *s, x, loc)?;
+                    }
+                    let c = self.nested(fr, cond, loc)?;
+                    match c.first() {
+                        Some(DVal::Bool(true)) => {}
+                        Some(DVal::Bool(false)) => break,
+                        _ => return Err(self.malformed(fr, loc, "while condition is not a bool")),
+                    }
+                    cur = self.nested(fr, body, loc)?;
+                }
+                Ok(cur)
+            }
             // `D{case ...}`: the branch taken (Fig. 9).
             Expr::If { cond, then_branch, else_branch } => {
                 let branch = if self.boolean(fr, cond, loc)? { then_branch } else { else_branch };

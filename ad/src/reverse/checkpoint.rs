@@ -101,6 +101,12 @@ fn without_pushes(stmts: &[Stmt]) -> Vec<Stmt> {
                         Expr::If { cond, then_branch, else_branch } => {
                             Expr::If { cond: *cond, then_branch: strip(then_branch), else_branch: strip(else_branch) }
                         }
+                        Expr::While { states, init, cond, body } => Expr::While {
+                            states: states.clone(),
+                            init: init.clone(),
+                            cond: cond.clone(),
+                            body: strip(body),
+                        },
                         e => e.clone(),
                     };
                     StmtKind::Let { vars: vars.clone(), expr }

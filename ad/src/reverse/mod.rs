@@ -277,6 +277,13 @@ fn assemble_rows(u: Unzipped) -> Function {
     out
 }
 
+/// How a loop runs: `n` times with an index, or while a condition holds.
+#[derive(Clone, Copy)]
+enum LoopHead<'a> {
+    Counted(Atom, VarId),
+    While(&'a Block),
+}
+
 /// Where the cotangent of a block result comes from.
 struct Seed {
     /// The linear result atom of the block.
@@ -357,7 +364,7 @@ fn forced(blk: &Block, plain_seeds: &[Seed]) -> HashSet<VarId> {
                     set.insert(v);
                 });
             }
-            Expr::Loop { body, .. } => arrayad_ir::visit::block_uses(body, &mut |v| {
+            Expr::Loop { body, .. } | Expr::While { body, .. } => arrayad_ir::visit::block_uses(body, &mut |v| {
                 set.insert(v);
             }),
             Expr::ArrayLit { elems, .. } => {
@@ -423,6 +430,10 @@ fn rewrite_shapes(stmts: &mut [Stmt], shapes: &HashMap<VarId, Vec<VarId>>) {
                     }
                 }
                 Expr::Build { body, .. } | Expr::Loop { body, .. } => rewrite_shapes(&mut body.stmts, shapes),
+                Expr::While { cond, body, .. } => {
+                    rewrite_shapes(&mut cond.stmts, shapes);
+                    rewrite_shapes(&mut body.stmts, shapes);
+                }
                 Expr::If { then_branch, else_branch, .. } => {
                     rewrite_shapes(&mut then_branch.stmts, shapes);
                     rewrite_shapes(&mut else_branch.stmts, shapes);
@@ -480,7 +491,7 @@ impl Rev<'_> {
         let mut check = |v: VarId| hit |= self.linear.contains(&v);
         match expr {
             Expr::Build { body, .. } => arrayad_ir::visit::block_binds(body, &mut check),
-            Expr::Loop { states, body, .. } => {
+            Expr::Loop { states, body, .. } | Expr::While { states, body, .. } => {
                 states.iter().for_each(|v| check(*v));
                 arrayad_ir::visit::block_binds(body, &mut check);
             }
@@ -756,7 +767,8 @@ impl Rev<'_> {
                 continue;
             };
             let any_linear = vars.iter().any(|v| self.linear.contains(v));
-            let structured = matches!(expr, Expr::Build { .. } | Expr::Loop { .. } | Expr::If { .. });
+            let structured =
+                matches!(expr, Expr::Build { .. } | Expr::Loop { .. } | Expr::While { .. } | Expr::If { .. });
             if !any_linear && !structured {
                 if vars.len() == 1 && is_cheap(expr) {
                     defs.insert(vars[0], (expr.clone(), loc));
@@ -812,8 +824,17 @@ impl Rev<'_> {
                         }
                     }
                 }
+                Expr::While { states, init, cond, body } => {
+                    self.loop_rule(vars, LoopHead::While(cond), states, init, body, loc, &mut fwd, &mut chunk)?;
+                    // The trip count: a primal value of this block (taped
+                    // when the block is nested).
+                    for (v, _) in std::mem::take(&mut self.setup) {
+                        bound.push(v);
+                    }
+                }
                 Expr::Loop { n, index, states, init, body } => {
-                    self.loop_rule(vars, *n, *index, states, init, body, loc, &mut fwd, &mut chunk)?;
+                    let head = LoopHead::Counted(*n, *index);
+                    self.loop_rule(vars, head, states, init, body, loc, &mut fwd, &mut chunk)?;
                     // A checkpointed loop binds its segment sizes and saved
                     // states in front of it: primal values of this block.
                     for (v, def) in std::mem::take(&mut self.setup) {
@@ -1088,8 +1109,7 @@ impl Rev<'_> {
     fn loop_rule(
         &mut self,
         vars: &[VarId],
-        n: Atom,
-        index: VarId,
+        head: LoopHead<'_>,
         states: &[VarId],
         init: &[Atom],
         body: &Block,
@@ -1097,6 +1117,12 @@ impl Rev<'_> {
         fwd: &mut Vec<Stmt>,
         chunk: &mut Vec<Stmt>,
     ) -> Result<(), AdError> {
+        // A while loop runs back over its recorded trip count; its index
+        // (unused by its body) is fresh.
+        let (n, index) = match head {
+            LoopHead::Counted(n, index) => (Some(n), index),
+            LoopHead::While(_) => (None, self.new_var("i", Type::I64)),
+        };
         let ib = self.new_var("i", Type::I64);
         let mut binders = vec![index];
         let mut lin_binders = Vec::new();
@@ -1167,7 +1193,7 @@ impl Rev<'_> {
         let pvars: Vec<VarId> = pidx.iter().map(|k| vars[*k]).collect();
         let pstates: Vec<VarId> = pidx.iter().map(|k| states[*k]).collect();
         let presults: Vec<Atom> = pidx.iter().map(|k| body.results[*k]).collect();
-        if self.checkpoint && checkpoint::applies(&self.out, &pstates) {
+        if let (LoopHead::Counted(n, _), true) = (head, self.checkpoint && checkpoint::applies(&self.out, &pstates)) {
             let parts = checkpoint::LoopParts {
                 n,
                 index,
@@ -1190,7 +1216,55 @@ impl Rev<'_> {
                     }
                 }
             }
+        } else if let LoopHead::While(cond) = head {
+            // Forward: the loop with a trip counter; backward: a reverse
+            // counted loop over the trip count.
+            let count = self.new_var("trips", Type::I64);
+            let counter = self.new_var("trip", Type::I64);
+            let next = self.new_var("trip", Type::I64);
+            let mut stmts = vec![
+                Stmt { kind: StmtKind::Let { vars: vec![index], expr: Expr::Atom(Atom::Var(counter)) }, loc },
+                Stmt {
+                    kind: StmtKind::Let {
+                        vars: vec![next],
+                        expr: Expr::Binary(BinOp::Add, Atom::Var(counter), Atom::I64(1)),
+                    },
+                    loc,
+                },
+            ];
+            stmts.extend(fbody);
+            let mut results = presults;
+            results.push(Atom::Var(next));
+            let mut all_vars = pvars;
+            all_vars.push(count);
+            self.setup.push((count, None));
+            let mut all_states = pstates;
+            all_states.push(counter);
+            let mut all_init: Vec<Atom> = pidx.iter().map(|k| init[*k]).collect();
+            all_init.push(Atom::I64(0));
+            fwd.push(Stmt {
+                kind: StmtKind::Let {
+                    vars: all_vars,
+                    expr: Expr::While {
+                        states: all_states,
+                        init: all_init,
+                        cond: cond.clone(),
+                        body: Block { stmts, results },
+                    },
+                },
+                loc,
+            });
+            chunk.push(Stmt {
+                kind: StmtKind::For {
+                    n: Atom::Var(count),
+                    index: ib,
+                    reverse: true,
+                    body: Block { stmts: bbody, results: vec![] },
+                },
+                loc,
+            });
         } else {
+            let n = n.unwrap_or(Atom::I64(0));
             let fblock = Block { stmts: fbody, results: presults };
             if !pvars.is_empty() {
                 fwd.push(Stmt {

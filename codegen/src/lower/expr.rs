@@ -38,6 +38,7 @@ impl<E: Emitter> Lower<'_, E> {
             Expr::ArrayLit { elem_ty, elems } => vec![Val::A(self.array_lit(*elem_ty, elems)?)],
             Expr::Build { n, index, body } => self.build(n, *index, body)?,
             Expr::Loop { n, index, states, init, body } => self.loop_(n, *index, states, init, body)?,
+            Expr::While { states, init, cond, body } => self.while_(states, init, cond, body)?,
             Expr::If { cond, then_branch, else_branch } => self.if_expr(vars, cond, then_branch, else_branch)?,
             Expr::Call { .. } => {
                 return Err(CodegenError::Unsupported {
@@ -571,6 +572,52 @@ impl<E: Emitter> Lower<'_, E> {
             }
             Ok(())
         })?;
+        states.iter().map(|s| self.use_ir_var(*s)).collect()
+    }
+
+    /// `loop states = init while cond do body`: a header block evaluates
+    /// the condition; the body defines the next states and jumps back.
+    /// Memory is released per iteration as for counted loops.
+    fn while_(&mut self, states: &[VarId], init: &[Atom], cond: &Block, body: &Block) -> Result<Vec<Val<E::Value>>> {
+        if states.len() != init.len() || states.len() != body.results.len() || cond.results.len() != 1 {
+            return Err(self.malformed("while states, initial values, results or condition differ in number"));
+        }
+        let init_vals: Vec<Val<E::Value>> = init.iter().map(|a| self.atom(a)).collect::<Result<_>>()?;
+        for (s, v) in states.iter().zip(init_vals) {
+            self.def(*s, v)?;
+        }
+        let keep: Option<Vec<VarId>> =
+            survivors(self.f, body).filter(|_| allocates(body) || allocates(cond)).map(|mut outer| {
+                let mut k: Vec<VarId> = states.iter().copied().filter(|s| self.f.ty(*s).is_array()).collect();
+                k.append(&mut outer);
+                k
+            });
+        let mark = if keep.is_some() { Some(self.arena_mark()) } else { None };
+        let header = self.b.create_block();
+        let body_blk = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.jump(header);
+        self.b.switch_to(header);
+        let memo = self.memo.len();
+        self.stmts(&cond.stmts)?;
+        let c = self.scalar(&cond.results[0])?;
+        self.b.brif(c, body_blk, exit);
+        self.b.seal(body_blk);
+        self.b.switch_to(body_blk);
+        self.stmts(&body.stmts)?;
+        let vals: Vec<Val<E::Value>> = body.results.iter().map(|a| self.atom(a)).collect::<Result<_>>()?;
+        for (s, v) in states.iter().zip(vals) {
+            self.def(*s, v)?;
+        }
+        if let (Some(m), Some(keep)) = (&mark, &keep) {
+            self.arena_release_keeping(m, keep)?;
+        }
+        self.b.jump(header);
+        // All predecessors of the header and the exit are known now.
+        self.b.seal(header);
+        self.b.seal(exit);
+        self.b.switch_to(exit);
+        self.memo.truncate(memo);
         states.iter().map(|s| self.use_ir_var(*s)).collect()
     }
 

@@ -126,7 +126,7 @@ fn rebound_vars(f: &arrayad_ir::Function) -> HashSet<VarId> {
     let mut out = HashSet::new();
     arrayad_ir::visit::for_each_block(&f.body, &mut |b| {
         for s in &b.stmts {
-            if let StmtKind::Let { expr: Expr::Loop { states, .. }, .. } = &s.kind {
+            if let StmtKind::Let { expr: Expr::Loop { states, .. } | Expr::While { states, .. }, .. } = &s.kind {
                 out.extend(states.iter().copied());
             }
         }

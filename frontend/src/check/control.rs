@@ -240,6 +240,59 @@ impl Fx<'_, '_> {
         node(kind, state_ty, span, false)
     }
 
+    /// `loop PAT = INIT while C do BODY`: typed like a counted loop (the
+    /// same retry with an f64 state for an integer-literal initial value);
+    /// `C` is a bool over the state.
+    pub(super) fn while_expr(&mut self, pat: &Pattern, init: &Expr, cond: &Expr, body: &Expr, span: Span) -> TExpr {
+        let mut init_t = self.expr(init);
+        let mark = self.scope.mark();
+        let diag_mark = self.diags.len();
+        let mut state_ty = init_t.ty.clone();
+        let (mut tpat, mut tcond, mut tbody) = self.while_body(pat, cond, body, &state_ty);
+        let ok = self.diags.len() == diag_mark && can_coerce(&tbody, &state_ty);
+        let f64_state = flexible_as_f64(&init_t);
+        if !ok && init_t.flex && f64_state != state_ty && self.retries > 0 {
+            self.retries -= 1;
+            let first_errors = self.diags.split_off(diag_mark);
+            self.scope.reset(mark);
+            let (p2, c2, b2) = self.while_body(pat, cond, body, &f64_state);
+            if self.diags.len() == diag_mark && can_coerce(&b2, &f64_state) {
+                coerce(&mut init_t, &f64_state);
+                state_ty = f64_state;
+                (tpat, tcond, tbody) = (p2, c2, b2);
+            } else {
+                self.diags.truncate(diag_mark);
+                self.diags.extend(first_errors);
+            }
+        }
+        self.scope.reset(mark);
+        if can_coerce(&tbody, &state_ty) {
+            coerce(&mut tbody, &state_ty);
+        } else {
+            let msg = format!("the loop body has type {} but the loop state has type {}", tbody.ty, state_ty);
+            let mut d = Diagnostic::new(body.span, msg);
+            if init_t.flex {
+                d = d.with_note("the initial value fixes the type of the state: write `0.0` for an f64 zero");
+            }
+            self.fail_with(d);
+        }
+        let kind = TKind::While { pat: tpat, init: Box::new(init_t), cond: Box::new(tcond), body: Box::new(tbody) };
+        node(kind, state_ty, span, false)
+    }
+
+    /// Binds the state pattern and checks the condition and body of a while
+    /// loop.
+    fn while_body(&mut self, pat: &Pattern, cond: &Expr, body: &Expr, state: &Ty) -> (TPat, TExpr, TExpr) {
+        let tpat = self.bind_pattern(pat, state, &[]);
+        let mut tcond = self.expr(cond);
+        if !tcond.ty.has_error() && tcond.ty != Ty::BOOL {
+            let msg = format!("the condition of a while loop must be a bool, found {}", tcond.ty);
+            tcond = self.fail(cond.span, msg);
+        }
+        let tbody = self.expr(body);
+        (tpat, tcond, tbody)
+    }
+
     /// Binds the state pattern and index and checks the body of a loop.
     fn loop_body(&mut self, pat: &Pattern, index: &Ident, body: &Expr, state: &Ty) -> (TPat, Option<LocalId>, TExpr) {
         let tpat = self.bind_pattern(pat, state, &[]);

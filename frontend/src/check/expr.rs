@@ -55,6 +55,7 @@ impl Fx<'_, '_> {
             ExprKind::If { cond, then_branch, else_branch } => self.if_expr(cond, then_branch, else_branch, span),
             ExprKind::For { binders, body } => self.for_expr(binders, body, span),
             ExprKind::Loop { pat, init, index, count, body } => self.loop_expr(pat, init, index, count, body, span),
+            ExprKind::While { pat, init, cond, body } => self.while_expr(pat, init, cond, body, span),
             ExprKind::Unary { op, operand } => self.unary(*op, operand, span),
             ExprKind::Binary { op, lhs, rhs, .. } => self.binary(*op, lhs, rhs, span),
             ExprKind::Call { func, args } => self.call(func, args, span),

@@ -307,6 +307,30 @@ impl Lowerer<'_, '_> {
                 };
                 self.letn(&out_names, &tys, Expr::Loop { n, index: i, states, init, body })
             }
+            TKind::While { pat, init, cond, body } => {
+                let init = self.expr(init, None);
+                let tys = e.ty.leaves();
+                let state_names = pattern_leaf_names(pat, self.locals);
+                let states: Vec<VarId> = tys
+                    .iter()
+                    .enumerate()
+                    .map(|(k, t)| self.b.var(state_names.get(k).map_or("s", String::as_str), *t))
+                    .collect();
+                let state_atoms: Vec<Atom> = states.iter().map(|v| Atom::Var(*v)).collect();
+                self.bind_pattern(pat, &state_atoms);
+                self.b.begin_block();
+                let c = self.one(cond);
+                let cond = self.b.end_block(vec![c]);
+                self.b.begin_block();
+                let r = self.expr(body, None);
+                let body = self.b.end_block(r);
+                self.b.loc = loc;
+                let out_names = match hint {
+                    Some(h) if h.len() == tys.len() => h.to_vec(),
+                    _ => state_names,
+                };
+                self.letn(&out_names, &tys, Expr::While { states, init, cond, body })
+            }
             TKind::Unary { op, arg } => {
                 let a = self.one(arg);
                 let at = arg.ty.leaf().unwrap_or(Type::F64);

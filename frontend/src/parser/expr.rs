@@ -140,7 +140,20 @@ impl Parser<'_> {
         let pat = self.pattern()?;
         self.expect(&Tok::Assign, "`=` and the initial state")?;
         let init = self.expr()?;
-        self.expect(&Tok::For, "`for` (a loop reads `loop PAT = INIT for i < N do BODY`)")?;
+        if self.eat(&Tok::While) {
+            let cond = self.expr()?;
+            self.expect(&Tok::Do, "`do` and the loop body")?;
+            let body = self.expr()?;
+            let span = start.to(body.span);
+            return Ok(Expr {
+                kind: ExprKind::While { pat, init: Box::new(init), cond: Box::new(cond), body: Box::new(body) },
+                span,
+            });
+        }
+        self.expect(
+            &Tok::For,
+            "`for` or `while` (a loop reads `loop PAT = INIT for i < N do BODY` or `loop PAT = INIT while C do BODY`)",
+        )?;
         let index = self.binder("the index of the loop")?;
         self.expect(&Tok::Lt, "`<` and the number of iterations")?;
         let count = self.expr()?;

@@ -106,6 +106,10 @@ fn callees(f: &Function) -> Vec<FuncId> {
                 StmtKind::Let { expr, .. } => match expr {
                     Expr::Call { func, .. } => out.push(*func),
                     Expr::Build { body, .. } | Expr::Loop { body, .. } => blocks.push(body),
+                    Expr::While { cond, body, .. } => {
+                        blocks.push(cond);
+                        blocks.push(body);
+                    }
                     Expr::If { then_branch, else_branch, .. } => {
                         blocks.push(then_branch);
                         blocks.push(else_branch);

@@ -319,3 +319,31 @@ pub fn maximum(xs: impl IntoIterator<Item = f64>) -> Option<f64> {
 pub fn minimum(xs: impl IntoIterator<Item = f64>) -> Option<f64> {
     xs.into_iter().fold(None, |m, x| Some(m.map_or(x, |m| min_f64(m, x))))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-13 * (1.0 + b.abs())
+    }
+
+    #[test]
+    fn polygamma_matches_closed_forms() {
+        let pi = std::f64::consts::PI;
+        let zeta3 = 1.202_056_903_159_594_3;
+        // psi^(n)(1) = (-1)^(n+1) n! zeta(n + 1)
+        assert!(close(polygamma(1.0, 1.0), pi * pi / 6.0), "{}", polygamma(1.0, 1.0));
+        assert!(close(polygamma(2.0, 1.0), -2.0 * zeta3), "{}", polygamma(2.0, 1.0));
+        assert!(close(polygamma(3.0, 1.0), pi.powi(4) / 15.0), "{}", polygamma(3.0, 1.0));
+        // psi'(1/2) = pi^2 / 2; the recurrence below zero: psi'(-1/2) = psi'(1/2) + 4
+        assert!(close(polygamma(1.0, 0.5), pi * pi / 2.0));
+        assert!(close(polygamma(1.0, -0.5), pi * pi / 2.0 + 4.0));
+        // large x: psi'(x) ~ 1/x
+        assert!(close(polygamma(1.0, 1e6), 1.0 / 1e6 + 0.5 / 1e12));
+        assert_eq!(polygamma(0.0, 2.5), digamma(2.5));
+        for bad in [polygamma(1.0, 0.0), polygamma(1.0, -3.0), polygamma(1.5, 2.0), polygamma(-1.0, 2.0)] {
+            assert!(bad.is_nan());
+        }
+    }
+}

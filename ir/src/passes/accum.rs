@@ -24,6 +24,10 @@ fn count_assigns(b: &Block, n: &mut [u32]) {
         let mut nested = |nb: &Block| count_assigns(nb, n);
         match &s.kind {
             StmtKind::Let { expr: Expr::Build { body, .. } | Expr::Loop { body, .. }, .. } => nested(body),
+            StmtKind::Let { expr: Expr::While { cond, body, .. }, .. } => {
+                nested(cond);
+                nested(body);
+            }
             StmtKind::Let { expr: Expr::If { then_branch, else_branch, .. }, .. }
             | StmtKind::If { then_branch, else_branch, .. } => {
                 nested(then_branch);

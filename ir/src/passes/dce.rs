@@ -33,6 +33,7 @@ pub fn has_effect(kind: &StmtKind) -> bool {
             // may be removed, and a mark must stay where it is.
             Expr::Pop | Expr::TapeMark => true,
             Expr::Build { body, .. } | Expr::Loop { body, .. } => block_has_effect(body),
+            Expr::While { cond, body, .. } => block_has_effect(cond) || block_has_effect(body),
             Expr::If { then_branch, else_branch, .. } => block_has_effect(then_branch) || block_has_effect(else_branch),
             _ => false,
         },

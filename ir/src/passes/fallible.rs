@@ -384,6 +384,13 @@ impl Analysis<'_> {
                 let (fails, _) = self.block(body, depth + 1);
                 fails || !self.nonneg_size(n)
             }
+            Expr::While { states, cond, body, .. } => {
+                for s in states {
+                    self.depth.insert(*s, depth + 1);
+                }
+                let c = self.block(cond, depth + 1).0;
+                self.block(body, depth + 1).0 || c
+            }
             Expr::If { then_branch, else_branch, .. } => {
                 let t = self.block(then_branch, depth + 1).0;
                 self.block(else_branch, depth + 1).0 || t

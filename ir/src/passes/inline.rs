@@ -83,6 +83,11 @@ pub fn map_nested(kind: StmtKind, g: &mut dyn FnMut(Block) -> Block) -> StmtKind
             let expr = match expr {
                 Expr::Build { n, index, body } => Expr::Build { n, index, body: g(body) },
                 Expr::Loop { n, index, states, init, body } => Expr::Loop { n, index, states, init, body: g(body) },
+                Expr::While { states, init, cond, body } => {
+                    let cond = g(cond);
+                    let body = g(body);
+                    Expr::While { states, init, cond, body }
+                }
                 Expr::If { cond, then_branch, else_branch } => {
                     let t = g(then_branch);
                     let e = g(else_branch);

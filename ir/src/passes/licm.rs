@@ -111,6 +111,13 @@ impl Ctx {
                     self.block(else_branch);
                     Vec::new()
                 }
+                // Nothing leaves a while loop (it may run zero times): its
+                // blocks are processed in place, in `number`'s order.
+                StmtKind::Let { expr: Expr::While { cond, body, .. }, .. } => {
+                    self.block(cond);
+                    self.block(body);
+                    Vec::new()
+                }
                 _ => Vec::new(),
             };
             out.extend(hoisted);

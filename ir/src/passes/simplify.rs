@@ -143,6 +143,12 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
                     Expr::Loop { n, index, states, init, body } => {
                         Expr::Loop { n, index, states, init, body: block(f, body, subst, shapes) }
                     }
+                    Expr::While { states, init, cond, body } => Expr::While {
+                        states,
+                        init,
+                        cond: block(f, cond, subst, shapes),
+                        body: block(f, body, subst, shapes),
+                    },
                     Expr::If { cond: Atom::Bool(c), then_branch, else_branch }
                         if vars.iter().all(|v| !f.var(*v).mutable) =>
                     {
