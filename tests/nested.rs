@@ -440,3 +440,23 @@ fn misuse_of_the_derivative_operators_is_a_located_compile_error() {
     assert_eq!(out.code, 3, "{out:#?}");
     assert!(out.stderr.contains("shape.arr:1:") && out.stderr.contains("size mismatch"), "{out:#?}");
 }
+
+#[test]
+fn gradbench_particle_and_saddle_in_every_mode_combination() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let particle = std::fs::read_to_string(format!("{root}/examples/particle.arr")).unwrap();
+    let saddle = std::fs::read_to_string(format!("{root}/examples/saddle.arr")).unwrap();
+    for backend in backends() {
+        let m = Module::compile_with("particle.arr", &particle, Options::backend(backend)).unwrap();
+        let ms = Module::compile_with("saddle.arr", &saddle, Options::backend(backend)).unwrap();
+        for v in ["ff", "fr", "rf", "rr"] {
+            let out = m.function(&format!("particle_{v}")).unwrap().call_values(&[Value::F64(0.0)]).unwrap();
+            let w = f64s(&out[0])[0];
+            assert!((w - 0.2071918746486116).abs() <= 1e-9, "particle_{v} on {backend:?}: {w}");
+            let out = ms.function(&format!("saddle_{v}")).unwrap().call_values(&[arr(&[1.0, 1.0])]).unwrap();
+            for (k, x) in f64s(&out[0]).into_iter().enumerate() {
+                assert!((x - 8.246324826140356e-06).abs() <= 1e-9, "saddle_{v}[{k}] on {backend:?}: {x}");
+            }
+        }
+    }
+}
