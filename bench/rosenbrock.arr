@@ -1,0 +1,4 @@
+// The Rosenbrock function of n variables, for the Hessian-vector product
+// benchmark (bench/nested.sh).
+def rosen(x: [n]f64) -> f64 =
+  sum(for i < n - 1 => 100.0 * (x[i + 1] - x[i] * x[i]) ** 2 + (1.0 - x[i]) ** 2)
