@@ -511,6 +511,12 @@ impl Jvp {
                 break (b.end_block(results), dstates);
             }
             b.end_block(vec![]);
+            // The retry forgets the tangents the discarded pass gave the
+            // body's variables: they are bound in no block (a mutable
+            // variable would start from its stale tangent).
+            arrayad_ir::visit::block_binds(body, &mut |v| {
+                self.tan.remove(&v);
+            });
             active = next;
         };
         b.loc = s.loc;

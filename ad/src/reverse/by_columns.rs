@@ -132,8 +132,23 @@ fn cotangent(b: &mut Builder, leaf: &Leaf, n: Atom, cols: &[VarId], cts: &[Atom]
     }
     let body = b.end_block(vec![s]);
     let flat = b.let1("flat", Expr::Build { n, index: e, body }, Type::array(Scalar::F64, 1));
-    let ds = dims(b, leaf.x, leaf.ty);
-    nest(b, &ds, Atom::I64(0), &mut |b, pos| b.let_one("g", Expr::Index { array: flat, indices: vec![pos] }))
+    let laid_out = |b: &mut Builder| {
+        let ds = dims(b, leaf.x, leaf.ty);
+        nest(b, &ds, Atom::I64(0), &mut |b, pos| b.let_one("g", Expr::Index { array: flat, indices: vec![pos] }))
+    };
+    if leaf.ty.rank < 2 {
+        return laid_out(b);
+    }
+    // A build of no rows has inner extents 0: a leaf without elements
+    // (`[0][2]f64`) gets zeros of its own shape.
+    let empty = b.binary(BinOp::Eq, n, Atom::I64(0));
+    b.begin_block();
+    let zero = Atom::Var(b.let1("zero", Expr::ZerosLike(leaf.x), leaf.ty));
+    let then_b = b.end_block(vec![zero]);
+    b.begin_block();
+    let g = laid_out(b);
+    let else_b = b.end_block(vec![g]);
+    crate::rules::select(b, empty, then_b, else_b)
 }
 
 /// The vjp and many-row vjp of `lin` (the jvp of `prim`) by forward

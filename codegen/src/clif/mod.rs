@@ -372,6 +372,15 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
             Some(g) => *g,
             None => {
                 let g = self.m.declare_data_in_func(id, self.b.func);
+                // In the JIT (not PIC) a module's data is mapped apart from
+                // its code, possibly more than 2 GiB away: address it
+                // absolutely (an 8-byte relocation), not PC-relative (a
+                // 4-byte one, whose overflow panicked in cranelift-jit).
+                if !self.m.isa().flags().is_pic() {
+                    if let clif::GlobalValueData::Symbol { colocated, .. } = &mut self.b.func.global_values[g] {
+                        *colocated = false;
+                    }
+                }
                 self.msgs.insert(id, g);
                 g
             }
