@@ -86,6 +86,14 @@ impl LinkOptions {
     }
 }
 
+/// Extra flags for the C compiler from `$ARRAYAD_CFLAGS` (split at
+/// whitespace, no quoting), appended after the built-in ones: e.g.
+/// `-fsanitize=address,undefined -g` to build the runtime and the wrappers
+/// of a library under the sanitizers (`scripts/sanitize.sh`).
+fn extra_c_flags() -> Vec<String> {
+    std::env::var("ARRAYAD_CFLAGS").map(|s| s.split_whitespace().map(str::to_string).collect()).unwrap_or_default()
+}
+
 /// The object code of `funcs` (symbol, IR) for `opts`.
 fn compile_object(opts: &LinkOptions, file: &str, funcs: &[(String, &Function)]) -> Result<Vec<u8>, CodegenError> {
     match opts.backend {
@@ -170,6 +178,7 @@ pub fn build_shared_library(
         .arg(d.join("arrayad_runtime.c"))
         .arg(d.join("arrayad_code.o"))
         .arg("-lm")
+        .args(extra_c_flags())
         .output()
         .map_err(|e| CodegenError::Link(format!("running the C compiler `{cc}`: {e}")))?;
     if !output.status.success() {
