@@ -88,6 +88,48 @@ pub fn stmt_uses(stmt: &StmtKind, f: &mut dyn FnMut(VarId)) {
     }
 }
 
+/// Calls `f` on every variable used by `stmt` itself, not by the blocks
+/// nested in it (their statements and results): O(1) per statement, for
+/// walks that visit the nested blocks themselves.
+pub fn stmt_uses_shallow(stmt: &StmtKind, f: &mut dyn FnMut(VarId)) {
+    let atom = |a: &Atom, f: &mut dyn FnMut(VarId)| {
+        if let Atom::Var(v) = a {
+            f(*v)
+        }
+    };
+    match stmt {
+        StmtKind::Let { expr, .. } => match expr {
+            Expr::Build { n, .. } => atom(n, f),
+            Expr::Loop { n, init, .. } => {
+                atom(n, f);
+                init.iter().for_each(|e| atom(e, f));
+            }
+            Expr::While { init, .. } => init.iter().for_each(|e| atom(e, f)),
+            Expr::If { cond, .. } => atom(cond, f),
+            Expr::Atom(_)
+            | Expr::Unary(..)
+            | Expr::Binary(..)
+            | Expr::Index { .. }
+            | Expr::Slice { .. }
+            | Expr::Dim { .. }
+            | Expr::Reduce { .. }
+            | Expr::ArrayLit { .. }
+            | Expr::Call { .. }
+            | Expr::ZerosLike(_)
+            | Expr::Zeros(_)
+            | Expr::Pop
+            | Expr::TapeMark => expr_uses(expr, f),
+        },
+        StmtKind::For { n, .. } => atom(n, f),
+        StmtKind::If { cond, .. } => atom(cond, f),
+        StmtKind::Assign { .. }
+        | StmtKind::AccAdd { .. }
+        | StmtKind::CheckSize { .. }
+        | StmtKind::Push(_)
+        | StmtKind::TapeRewind(_) => stmt_uses(stmt, f),
+    }
+}
+
 /// Calls `f` on every variable used in `block` (statements and results).
 pub fn block_uses(block: &Block, f: &mut dyn FnMut(VarId)) {
     for s in &block.stmts {
@@ -294,8 +336,109 @@ impl Subst {
         Stmt { kind, loc: s.loc }
     }
 
+    /// A copy of `kind` renamed by the substitution, with `g` making each of
+    /// its nested blocks (so that a walk that renames and rewrites copies
+    /// every statement once, whatever the nesting).
+    pub fn stmt_nested(&self, kind: &StmtKind, g: &mut dyn FnMut(&Block) -> Block) -> StmtKind {
+        struct Ctx<'a, 'b> {
+            s: &'a Subst,
+            g: &'b mut dyn FnMut(&Block) -> Block,
+        }
+        let mut c = Ctx { s: self, g };
+        rename_stmt_with(&mut c, |c| c.s, kind, &mut |c, b| (c.g)(b))
+    }
+
+    /// `kind` renamed by the substitution except inside its nested blocks,
+    /// which are moved as they are (for passes that walk the nested blocks
+    /// themselves: renaming them here too would copy every statement once
+    /// per enclosing block).
+    pub fn stmt_shallow(&self, kind: StmtKind) -> StmtKind {
+        let atoms = |a: Vec<Atom>| a.iter().map(|x| self.atom(x)).collect::<Vec<_>>();
+        let vars = |a: Vec<VarId>| a.iter().map(|v| self.var(*v)).collect::<Vec<_>>();
+        match kind {
+            StmtKind::Let { vars: vs, expr } => {
+                let expr = match expr {
+                    Expr::Build { n, index, body } => Expr::Build { n: self.atom(&n), index: self.var(index), body },
+                    Expr::Loop { n, index, states, init, body } => Expr::Loop {
+                        n: self.atom(&n),
+                        index: self.var(index),
+                        states: vars(states),
+                        init: atoms(init),
+                        body,
+                    },
+                    Expr::While { states, init, cond, body } => {
+                        Expr::While { states: vars(states), init: atoms(init), cond, body }
+                    }
+                    Expr::If { cond, then_branch, else_branch } => {
+                        Expr::If { cond: self.atom(&cond), then_branch, else_branch }
+                    }
+                    e => self.expr(&e),
+                };
+                StmtKind::Let { vars: vars(vs), expr }
+            }
+            StmtKind::For { n, index, reverse, body } => {
+                StmtKind::For { n: self.atom(&n), index: self.var(index), reverse, body }
+            }
+            StmtKind::If { cond, then_branch, else_branch } => {
+                StmtKind::If { cond: self.atom(&cond), then_branch, else_branch }
+            }
+            k => self.stmt(&Stmt { kind: k, loc: crate::program::Loc::default() }).kind,
+        }
+    }
+
     /// Applies the substitution to a block.
     pub fn block(&self, b: &Block) -> Block {
         Block { stmts: b.stmts.iter().map(|s| self.stmt(s)).collect(), results: self.atoms(&b.results) }
+    }
+}
+
+/// A copy of `kind` renamed by the substitution `subst(ctx)`, with
+/// `g(ctx, b)` making each of its nested blocks `b` (see
+/// [`Subst::stmt_nested`]; `ctx` is free while a nested block is made, so
+/// `g` may extend the substitution).
+pub fn rename_stmt_with<C: ?Sized>(
+    ctx: &mut C,
+    subst: for<'x> fn(&'x C) -> &'x Subst,
+    kind: &StmtKind,
+    g: &mut dyn FnMut(&mut C, &Block) -> Block,
+) -> StmtKind {
+    let atoms = |ctx: &C, a: &[Atom]| a.iter().map(|x| subst(ctx).atom(x)).collect::<Vec<_>>();
+    let vars = |ctx: &C, a: &[VarId]| a.iter().map(|v| subst(ctx).var(*v)).collect::<Vec<_>>();
+    match kind {
+        StmtKind::Let { vars: vs, expr } => {
+            let expr = match expr {
+                Expr::Build { n, index, body } => {
+                    Expr::Build { n: subst(ctx).atom(n), index: subst(ctx).var(*index), body: g(ctx, body) }
+                }
+                Expr::Loop { n, index, states, init, body } => Expr::Loop {
+                    n: subst(ctx).atom(n),
+                    index: subst(ctx).var(*index),
+                    states: vars(ctx, states),
+                    init: atoms(ctx, init),
+                    body: g(ctx, body),
+                },
+                Expr::While { states, init, cond, body } => {
+                    let cond = g(ctx, cond);
+                    Expr::While { states: vars(ctx, states), init: atoms(ctx, init), cond, body: g(ctx, body) }
+                }
+                Expr::If { cond, then_branch, else_branch } => {
+                    let t = g(ctx, then_branch);
+                    Expr::If { cond: subst(ctx).atom(cond), then_branch: t, else_branch: g(ctx, else_branch) }
+                }
+                e => subst(ctx).expr(e),
+            };
+            StmtKind::Let { vars: vars(ctx, vs), expr }
+        }
+        StmtKind::For { n, index, reverse, body } => StmtKind::For {
+            n: subst(ctx).atom(n),
+            index: subst(ctx).var(*index),
+            reverse: *reverse,
+            body: g(ctx, body),
+        },
+        StmtKind::If { cond, then_branch, else_branch } => {
+            let t = g(ctx, then_branch);
+            StmtKind::If { cond: subst(ctx).atom(cond), then_branch: t, else_branch: g(ctx, else_branch) }
+        }
+        k => subst(ctx).stmt(&Stmt { kind: k.clone(), loc: crate::program::Loc::default() }).kind,
     }
 }

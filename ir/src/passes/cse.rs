@@ -1,92 +1,121 @@
 //! Common subexpression elimination of pure scalar and view operations,
 //! scoped by block. Reads of accumulators and mutable variables are never
 //! shared (their values change).
+//!
+//! Linear in the size of the function: one table of the expressions
+//! available (with an undo list per block, so a lookup costs the same at any
+//! depth), and every statement renamed and rebuilt once.
 
-use crate::program::{Atom, Block, Expr, Function, Stmt, StmtKind, VarId};
+use crate::program::{Atom, BinOp, Block, Expr, Function, ReduceOp, Stmt, StmtKind, UnOp, VarId};
 use crate::visit::Subst;
 use std::collections::{HashMap, HashSet};
 
 /// Runs CSE on `f` in place.
 pub fn cse(f: &mut Function) {
-    let mut c = Cse { unstable: HashSet::new(), scopes: vec![HashMap::new()], subst: Subst::default() };
+    let mut c = Cse { unstable: HashSet::new(), table: HashMap::new(), subst: Subst::default() };
     for (i, v) in f.vars.iter().enumerate() {
         if v.mutable {
             c.unstable.insert(VarId(i as u32));
         }
     }
     let body = std::mem::take(&mut f.body);
-    f.body = c.block(body);
+    f.body = c.block(&body);
+}
+
+/// An operand as a key: a variable, or a literal by its bits (so that
+/// `0.0` and `-0.0` differ and NaNs are equal to themselves).
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum AtomKey {
+    Var(u32),
+    F64(u64),
+    I64(i64),
+    Bool(bool),
+}
+
+fn atom_key(a: &Atom) -> AtomKey {
+    match a {
+        Atom::Var(v) => AtomKey::Var(v.0),
+        Atom::F64(x) => AtomKey::F64(x.to_bits()),
+        Atom::I64(x) => AtomKey::I64(*x),
+        Atom::Bool(x) => AtomKey::Bool(*x),
+    }
+}
+
+/// An expression that may be shared.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Unary(UnOp, AtomKey),
+    Binary(BinOp, AtomKey, AtomKey),
+    Index(u32, Vec<AtomKey>),
+    Slice(u32, AtomKey, AtomKey),
+    Dim(u32, u8),
+    Reduce(ReduceOp, u32),
 }
 
 struct Cse {
     /// Mutable variables, accumulators and views of accumulators.
     unstable: HashSet<VarId>,
-    scopes: Vec<HashMap<String, VarId>>,
+    /// The expressions available here and the variable holding each.
+    table: HashMap<Key, VarId>,
     subst: Subst,
 }
 
 impl Cse {
-    fn key(&self, e: &Expr) -> Option<String> {
-        let mut stable = true;
-        crate::visit::expr_uses(e, &mut |v| stable &= !self.unstable.contains(&v));
-        if !stable {
-            return None;
-        }
-        let atom_key = |a: &Atom| match a {
-            Atom::F64(x) => format!("f{:x}", x.to_bits()),
-            other => format!("{other:?}"),
-        };
+    fn key(&self, e: &Expr) -> Option<Key> {
+        let stable = |v: &VarId| !self.unstable.contains(v);
+        let atom = |a: &Atom| a.as_var().is_none_or(|v| stable(&v));
         Some(match e {
-            Expr::Unary(op, a) => format!("u{op:?}{}", atom_key(a)),
-            Expr::Binary(op, a, b) => format!("b{op:?}{},{}", atom_key(a), atom_key(b)),
-            Expr::Index { array, indices } => {
-                format!("i{}[{}]", array.0, indices.iter().map(atom_key).collect::<Vec<_>>().join(","))
+            Expr::Unary(op, a) if atom(a) => Key::Unary(*op, atom_key(a)),
+            Expr::Binary(op, a, b) if atom(a) && atom(b) => Key::Binary(*op, atom_key(a), atom_key(b)),
+            Expr::Index { array, indices } if stable(array) && indices.iter().all(atom) => {
+                Key::Index(array.0, indices.iter().map(atom_key).collect())
             }
-            Expr::Slice { array, lo, hi } => format!("s{}[{}:{}]", array.0, atom_key(lo), atom_key(hi)),
-            Expr::Dim { array, axis } => format!("d{}.{}", array.0, axis),
-            Expr::Reduce { op, array } => format!("r{op:?}{}", array.0),
+            Expr::Slice { array, lo, hi } if stable(array) && atom(lo) && atom(hi) => {
+                Key::Slice(array.0, atom_key(lo), atom_key(hi))
+            }
+            Expr::Dim { array, axis } if stable(array) => Key::Dim(array.0, *axis),
+            Expr::Reduce { op, array } if stable(array) => Key::Reduce(*op, array.0),
             _ => return None,
         })
     }
 
-    fn lookup(&self, k: &str) -> Option<VarId> {
-        self.scopes.iter().rev().find_map(|s| s.get(k).copied())
-    }
-
-    fn block(&mut self, b: Block) -> Block {
-        self.scopes.push(HashMap::new());
+    fn block(&mut self, b: &Block) -> Block {
+        let mut added: Vec<Key> = Vec::new();
         let mut out = Vec::with_capacity(b.stmts.len());
-        for s in b.stmts {
-            let s = self.subst.stmt(&s);
+        for s in &b.stmts {
             let loc = s.loc;
             if let StmtKind::Let { vars, expr } = &s.kind {
-                let taints = matches!(expr, Expr::ZerosLike(_) | Expr::Zeros(_))
-                    || (matches!(expr, Expr::Index { .. } | Expr::Slice { .. } | Expr::Atom(_) | Expr::Pop) && {
-                        let mut t = false;
-                        crate::visit::expr_uses(expr, &mut |v| t |= self.unstable.contains(&v));
-                        t
-                    });
-                if taints {
-                    vars.iter().for_each(|v| {
-                        self.unstable.insert(*v);
-                    });
-                }
-                if vars.len() == 1 && !taints {
-                    if let Some(k) = self.key(expr) {
-                        if let Some(prev) = self.lookup(&k) {
-                            self.subst.map.insert(vars[0], Atom::Var(prev));
-                            continue;
-                        }
-                        if let Some(scope) = self.scopes.last_mut() {
-                            scope.insert(k, vars[0]);
+                if !crate::visit::child_blocks(&s.kind).any(|_| true) {
+                    let expr = self.subst.expr(expr);
+                    let taints = matches!(expr, Expr::ZerosLike(_) | Expr::Zeros(_))
+                        || (matches!(expr, Expr::Index { .. } | Expr::Slice { .. } | Expr::Atom(_) | Expr::Pop) && {
+                            let mut t = false;
+                            crate::visit::expr_uses(&expr, &mut |v| t |= self.unstable.contains(&v));
+                            t
+                        });
+                    if taints {
+                        self.unstable.extend(vars.iter().copied());
+                    }
+                    if vars.len() == 1 && !taints {
+                        if let Some(k) = self.key(&expr) {
+                            if let Some(&prev) = self.table.get(&k) {
+                                self.subst.map.insert(vars[0], Atom::Var(prev));
+                                continue;
+                            }
+                            self.table.insert(k.clone(), vars[0]);
+                            added.push(k);
                         }
                     }
+                    out.push(Stmt { kind: StmtKind::Let { vars: vars.clone(), expr }, loc });
+                    continue;
                 }
             }
-            let kind = crate::passes::inline::map_nested(s.kind, &mut |nb| self.block(nb));
+            let kind = crate::visit::rename_stmt_with(self, |c| &c.subst, &s.kind, &mut |c, nb| c.block(nb));
             out.push(Stmt { kind, loc });
         }
-        self.scopes.pop();
+        for k in added {
+            self.table.remove(&k);
+        }
         let results = b.results.iter().map(|a| self.subst.atom(a)).collect();
         Block { stmts: out, results }
     }

@@ -6,7 +6,7 @@
 //! are removed.
 
 use crate::program::{Block, Expr, Function, StmtKind};
-use crate::visit::stmt_uses;
+use crate::visit::stmt_uses_shallow;
 
 /// Removes dead pure bindings from `f`.
 pub fn dce(f: &mut Function) {
@@ -63,8 +63,10 @@ fn block(b: Block, live: &mut Vec<bool>, fallible: &super::fallible::Fallible) -
         if !keep {
             continue;
         }
+        // The nested blocks mark what their kept statements use; the
+        // statement itself adds what it reads outside them.
         s.kind = crate::passes::inline::map_nested(s.kind, &mut |nb| block(nb, live, fallible));
-        stmt_uses(&s.kind, &mut |v| live[v.index()] = true);
+        stmt_uses_shallow(&s.kind, &mut |v| live[v.index()] = true);
         kept.push(s);
     }
     kept.reverse();

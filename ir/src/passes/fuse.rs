@@ -18,8 +18,15 @@ use super::fallible::Fallible;
 use crate::program::{Atom, Block, Expr, Function, ReduceOp, Stmt, StmtKind, VarId};
 use crate::types::Scalar;
 use crate::visit::{use_counts, Subst};
+use std::collections::{HashMap, HashSet};
 
 /// Fuses loops in `f` in place.
+///
+/// Linear in the size of `f` up to a logarithmic factor: producers are
+/// found by variable, a removed statement leaves a hole, and fusing a chain
+/// of `n` elementwise operations into one body moves the smaller of the two
+/// bodies each time (a producer's body, effect-free and infallible, may run
+/// before the consumer's first statements), not the growing body.
 pub fn fuse(f: &mut Function) {
     let counts = use_counts(&f.body, f.vars.len());
     let fallible = super::fallible::analyse(f);
@@ -27,15 +34,37 @@ pub fn fuse(f: &mut Function) {
     f.body = block(f, body, &counts, &fallible);
 }
 
+/// The statements of a block being fused.
+#[derive(Default)]
+struct Out {
+    /// The statements so far; a statement moved away leaves `None`.
+    stmts: Vec<Option<Stmt>>,
+    /// The position of the statement binding each variable.
+    at: HashMap<VarId, usize>,
+    /// The single-result builds whose bodies have no effect.
+    pure: HashSet<VarId>,
+}
+
+impl Out {
+    fn push(&mut self, s: Stmt) {
+        if let StmtKind::Let { vars, .. } = &s.kind {
+            for v in vars {
+                self.at.insert(*v, self.stmts.len());
+            }
+        }
+        self.stmts.push(Some(s));
+    }
+}
+
 fn block(f: &mut Function, b: Block, counts: &[u32], fallible: &Fallible) -> Block {
-    let mut out: Vec<Stmt> = Vec::with_capacity(b.stmts.len());
+    let mut out = Out { stmts: Vec::with_capacity(b.stmts.len()), ..Out::default() };
     for s in b.stmts {
         let loc = s.loc;
         let kind = crate::passes::inline::map_nested(s.kind, &mut |nb| block(f, nb, counts, fallible));
         match kind {
             StmtKind::Let { vars, expr: Expr::Reduce { op: ReduceOp::Sum, array } } if counts[array.index()] == 1 => {
                 if let Some(pos) = producer(&out, array) {
-                    let prod = out.remove(pos);
+                    let Some(prod) = out.stmts[pos].take() else { unreachable!("producer() returns a statement") };
                     if let StmtKind::Let { expr: Expr::Build { n, index, body }, .. } = prod.kind {
                         let elem = f.ty(array).elem;
                         let acc = f.new_var("acc", f.ty(vars[0]));
@@ -55,7 +84,10 @@ fn block(f: &mut Function, b: Block, counts: &[u32], fallible: &Fallible) -> Blo
                         // The loop's own failure (a negative size) is the
                         // `for`'s, and it runs where the producer ran (the
                         // statements in between cannot use the sum).
-                        out.insert(pos, Stmt { kind: StmtKind::Let { vars, expr }, loc: prod.loc });
+                        for v in &vars {
+                            out.at.insert(*v, pos);
+                        }
+                        out.stmts[pos] = Some(Stmt { kind: StmtKind::Let { vars, expr }, loc: prod.loc });
                         continue;
                     }
                     unreachable!("producer() returns only single-result builds");
@@ -63,63 +95,90 @@ fn block(f: &mut Function, b: Block, counts: &[u32], fallible: &Fallible) -> Blo
                 out.push(Stmt { kind: StmtKind::Let { vars, expr: Expr::Reduce { op: ReduceOp::Sum, array } }, loc });
             }
             StmtKind::Let { vars, expr: Expr::Build { n, index, body } } => {
-                let body = map_fuse(f, &mut out, n, index, body, counts, fallible);
+                let (index, body, pure) = map_fuse(f, &mut out, n, index, body, counts, fallible);
+                if pure && vars.len() == 1 && body.results.len() == 1 {
+                    out.pure.insert(vars[0]);
+                }
                 out.push(Stmt { kind: StmtKind::Let { vars, expr: Expr::Build { n, index, body } }, loc });
             }
             kind => out.push(Stmt { kind, loc }),
         }
     }
-    Block { stmts: out, results: b.results }
+    Block { stmts: out.stmts.into_iter().flatten().collect(), results: b.results }
 }
 
 /// The position in `out` of the single-result, effect-free build binding `y`.
-fn producer(out: &[Stmt], y: VarId) -> Option<usize> {
-    let pos = out.iter().rposition(|s| matches!(&s.kind, StmtKind::Let { vars, .. } if vars.contains(&y)))?;
-    match &out[pos].kind {
-        StmtKind::Let { vars, expr: Expr::Build { body, .. } }
-            if vars.len() == 1 && body.results.len() == 1 && !crate::passes::dce::block_has_effect(body) =>
-        {
+fn producer(out: &Out, y: VarId) -> Option<usize> {
+    let pos = *out.at.get(&y)?;
+    match out.stmts.get(pos)?.as_ref()?.kind {
+        StmtKind::Let { ref vars, expr: Expr::Build { .. } } if vars.as_slice() == [y] && out.pure.contains(&y) => {
             Some(pos)
         }
         _ => None,
     }
 }
 
-/// Map fusion into the body of `build index < n`.
+/// Map fusion into the body of `build index < n`: the index (the
+/// producer's, when its body is the larger), the body, and whether the body
+/// is free of effects.
 fn map_fuse(
     f: &mut Function,
-    out: &mut Vec<Stmt>,
+    out: &mut Out,
     n: Atom,
     index: VarId,
     body: Block,
     counts: &[u32],
     fallible: &Fallible,
-) -> Block {
-    let mut stmts = Vec::with_capacity(body.stmts.len());
+) -> (VarId, Block, bool) {
+    let mut index = index;
+    let mut stmts: Vec<Stmt> = Vec::with_capacity(body.stmts.len());
     let mut subst = Subst::default();
+    let mut pure = true;
     for s in body.stmts {
-        let s = subst.stmt(&s);
+        let s = if subst.map.is_empty() { s } else { subst.stmt(&s) };
         if let StmtKind::Let { vars, expr: Expr::Index { array, indices } } = &s.kind {
             if counts[array.index()] == 1 && indices.as_slice() == [Atom::Var(index)] && f.ty(*array).rank == 1 {
                 if let Some(pos) = producer(out, *array) {
-                    let same_n =
-                        matches!(&out[pos].kind, StmtKind::Let { expr: Expr::Build { n: pn, .. }, .. } if *pn == n);
-                    if same_n && !fallible.stmt(&out[pos].kind) {
-                        let prod = out.remove(pos);
-                        if let StmtKind::Let { expr: Expr::Build { index: pj, body: pbody, .. }, .. } = prod.kind {
-                            let mut rename = Subst::default();
-                            rename.map.insert(pj, Atom::Var(index));
-                            let pbody = rename.block(&pbody);
-                            stmts.extend(pbody.stmts);
-                            subst.map.insert(vars[0], pbody.results[0]);
+                    let same_n = matches!(&out.stmts[pos], Some(Stmt { kind: StmtKind::Let { expr: Expr::Build { n: pn, .. }, .. }, .. }) if *pn == n);
+                    let safe = out.stmts[pos].as_ref().is_some_and(|p| !fallible.stmt(&p.kind));
+                    if same_n && safe {
+                        let prod = out.stmts[pos].take();
+                        if let Some(Stmt {
+                            kind: StmtKind::Let { expr: Expr::Build { index: pj, body: pbody, .. }, .. },
+                            ..
+                        }) = prod
+                        {
+                            let result = if pbody.stmts.len() > stmts.len() {
+                                // The producer's statements (effect-free and
+                                // infallible, reading nothing bound here) go
+                                // first, under its own index: the fewer
+                                // statements so far are renamed instead.
+                                let mut rename = Subst::default();
+                                rename.map.insert(index, Atom::Var(pj));
+                                let earlier = std::mem::replace(&mut stmts, pbody.stmts);
+                                stmts.extend(earlier.iter().map(|s| rename.stmt(s)));
+                                for a in subst.map.values_mut() {
+                                    *a = rename.atom(a);
+                                }
+                                subst.map.insert(index, Atom::Var(pj));
+                                index = pj;
+                                pbody.results[0]
+                            } else {
+                                let mut rename = Subst::default();
+                                rename.map.insert(pj, Atom::Var(index));
+                                stmts.extend(pbody.stmts.iter().map(|s| rename.stmt(s)));
+                                rename.atom(&pbody.results[0])
+                            };
+                            subst.map.insert(vars[0], result);
                             continue;
                         }
                     }
                 }
             }
         }
+        pure &= !crate::passes::dce::has_effect(&s.kind);
         stmts.push(s);
     }
     let results = body.results.iter().map(|a| subst.atom(a)).collect();
-    Block { stmts, results }
+    (index, Block { stmts, results }, pure)
 }

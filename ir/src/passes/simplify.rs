@@ -70,7 +70,7 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
     let mut learnt: Vec<VarId> = Vec::new();
     let mut learnt_dims: Vec<(VarId, u8)> = Vec::new();
     for s in b.stmts {
-        let s = subst.stmt(&Stmt { kind: s.kind, loc: s.loc });
+        let s = Stmt { kind: subst.stmt_shallow(s.kind), loc: s.loc };
         let loc = s.loc;
         match s.kind {
             StmtKind::Let { vars, expr } => {

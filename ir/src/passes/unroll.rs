@@ -26,16 +26,28 @@ pub fn unroll(f: &mut Function) {
     f.body = block(f, body);
 }
 
-/// The number of statements of `b`, at every depth.
-fn size(b: &Block) -> usize {
+/// The number of statements of `b` at every depth, or any number above
+/// `cap` once it exceeds `cap` (so that deciding costs O(cap), not the size
+/// of a large body, at every level of a nest of loops).
+fn size_up_to(b: &Block, cap: usize) -> usize {
     let mut n = 0;
-    crate::visit::for_each_block(b, &mut |blk| n += blk.stmts.len());
+    let mut stack = vec![b];
+    while let Some(blk) = stack.pop() {
+        n += blk.stmts.len();
+        if n > cap {
+            return n;
+        }
+        for s in &blk.stmts {
+            stack.extend(crate::visit::child_blocks(&s.kind));
+        }
+    }
     n
 }
 
 fn trips(n: &Atom, body: &Block) -> Option<i64> {
     match n {
-        Atom::I64(k) if (0..=MAX_TRIPS).contains(k) && (*k as usize) * size(body) <= BUDGET => Some(*k),
+        Atom::I64(0) => Some(0),
+        Atom::I64(k) if (1..=MAX_TRIPS).contains(k) && (*k as usize) * size_up_to(body, BUDGET) <= BUDGET => Some(*k),
         _ => None,
     }
 }
