@@ -545,6 +545,8 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
     }
     check_wrt(&program, &ids, a.wrt.as_deref())?;
     check_c_names(&program, &ids, &module_name)?;
+    // Every export fits, and all of them together, before any is derived.
+    arrayad_ad::check_sizes(&program, &ids)?;
     let wrt = a.wrt.as_deref();
     let exports = ids
         .iter()
@@ -606,7 +608,8 @@ fn default_module_name(out: &Path) -> Result<String, Error> {
 /// Rejects exports whose C symbols would collide (a definition `f_jvp`
 /// next to the jvp of `f`, or `MODULE_last_error`).
 fn check_c_names(program: &Program, ids: &[FuncId], module: &str) -> Result<(), Error> {
-    let mut symbols: Vec<(String, String)> = vec![(format!("{module}_last_error"), "the last-error function".into())];
+    let mut symbols: std::collections::HashMap<String, String> =
+        [(format!("{module}_last_error"), "the last-error function".to_string())].into_iter().collect();
     for &id in ids {
         let f = program.func(id);
         let mut names = vec![
@@ -619,13 +622,13 @@ fn check_c_names(program: &Program, ids: &[FuncId], module: &str) -> Result<(), 
             names.push((format!("{}_grad", f.name), format!("the gradient of `{}`", f.name)));
         }
         for (sym, what) in names {
-            if let Some((_, other)) = symbols.iter().find(|(s, _)| *s == sym) {
+            if let Some(other) = symbols.get(&sym) {
                 return Err(Error::Usage(format!(
                     "the C symbol `{sym}` would name both {other} and {what}; export fewer definitions \
                      (--export) or choose another module name (--name)"
                 )));
             }
-            symbols.push((sym, what));
+            symbols.insert(sym, what);
         }
     }
     Ok(())
@@ -670,7 +673,10 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
         let f = program.func(id);
         let active = arrayad_ad::active_leaves(&f.signature, wrt);
         match a.stage {
-            Stage::Ir => out.push_str(&print_function(&arrayad_ad::prepare(&program, id), Some(&program))),
+            Stage::Ir => {
+                arrayad_ad::check_size(&program, id)?;
+                out.push_str(&print_function(&arrayad_ad::prepare(&program, id), Some(&program)))
+            }
             Stage::Jvp => out.push_str(&print_function(&arrayad_ad::jvp(&program, id, &active).map_err(ad)?, None)),
             Stage::Vjp => {
                 let d = arrayad_ad::derive_with(&program, id, &active, a.codegen.ad()).map_err(ad)?;

@@ -77,7 +77,7 @@ impl From<arrayad_frontend::Diagnostics> for Error {
 impl From<arrayad_ad::AdError> for Error {
     fn from(e: arrayad_ad::AdError) -> Error {
         match e {
-            arrayad_ad::AdError::Unsupported(m) => Error::Usage(m),
+            arrayad_ad::AdError::Unsupported(m) | arrayad_ad::AdError::TooLarge(m) => Error::Usage(m),
             other => Error::Internal(other.to_string()),
         }
     }

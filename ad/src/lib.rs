@@ -41,12 +41,35 @@ pub enum AdError {
     /// which, and what to use instead).
     #[error("{0}")]
     Unsupported(String),
+    /// The definition is too large or nested too deeply with its calls
+    /// inlined (`FILE:LINE:COL: ...` of the call crossing the limit;
+    /// [`check_size`]).
+    #[error("{0}")]
+    TooLarge(String),
 }
 
 impl AdError {
     pub(crate) fn new(msg: impl Into<String>) -> AdError {
         AdError::Internal(msg.into())
     }
+}
+
+/// Checks that `func` with its calls inlined stays within the compiler's
+/// limits ([`passes::inline::check_inlining`]): [`AdError::TooLarge`]
+/// names the call that crosses one. [`derive`], [`derive_with`], [`jvp`],
+/// [`linearize`] and [`vjp`] check first; call it before [`prepare`].
+pub fn check_size(program: &Program, func: FuncId) -> Result<(), AdError> {
+    passes::inline::check_inlining(program, func).map_err(|e| AdError::TooLarge(e.located(program)))
+}
+
+/// [`check_size`] for each of `funcs`, and that together they stay within
+/// the limit of a shared library
+/// ([`passes::inline::InlineCosts::check_all`]), in time linear in the size
+/// of the program.
+pub fn check_sizes(program: &Program, funcs: &[FuncId]) -> Result<(), AdError> {
+    passes::inline::InlineCosts::new(program, funcs)
+        .check_all(funcs)
+        .map_err(|e| AdError::TooLarge(e.located(program)))
 }
 
 /// The primal of `func` ready for code generation: every call inlined,
@@ -64,6 +87,7 @@ pub fn prepare(program: &Program, func: FuncId) -> Function {
 /// (same type) per active param with f64 elements, and results = primal
 /// results ++ one tangent per f64 result.
 pub fn jvp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function, AdError> {
+    check_size(program, func)?;
     let prim = prepare(program, func);
     let j = forward::jvp_function(&prim, active)?;
     let mut out = j.func;
@@ -79,6 +103,7 @@ pub fn jvp(program: &Program, func: FuncId, active: &[bool]) -> Result<Function,
 /// program of the translation (for `arrayad emit --stage delta` and for
 /// reverse mode).
 pub fn linearize(program: &Program, func: FuncId, active: &[bool]) -> Result<JvpOutput, AdError> {
+    check_size(program, func)?;
     let prim = prepare(program, func);
     let mut j = forward::jvp_function(&prim, active)?;
     passes::dce::dce_assuming_safe(&mut j.func, &j.linear);
@@ -141,11 +166,13 @@ pub struct AdOptions {
 /// The primal, jvp, vjp and many-row vjp of `func` (see the functions of
 /// the same names), preparing the primal and running forward mode once.
 pub fn derive(program: &Program, func: FuncId, active: &[bool]) -> Result<Derivatives, AdError> {
+    check_size(program, func)?;
     derive_prepared(prepare(program, func), active, AdOptions::default())
 }
 
 /// [`derive`] with options.
 pub fn derive_with(program: &Program, func: FuncId, active: &[bool], opts: AdOptions) -> Result<Derivatives, AdError> {
+    check_size(program, func)?;
     derive_prepared(prepare(program, func), active, opts)
 }
 

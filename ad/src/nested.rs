@@ -144,6 +144,7 @@ fn check_like(b: &mut Builder, t: VarId, x: VarId, rank: u8, what: &str) {
 fn expand(p: &Program, op: DiffOp, of: FuncId, stub: &Function) -> Result<Function, AdError> {
     let def = p.func(of);
     let active = crate::active_leaves(&def.signature, None);
+    crate::check_size(p, of)?;
     let prim = prepare(p, of);
     let n_params = prim.params.len();
     let n_results = prim.result_types.len();

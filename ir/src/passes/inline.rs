@@ -1,79 +1,357 @@
 //! Inlining of calls. Recursion is rejected by the frontend, so inlining
 //! every call terminates; the result has no `Expr::Call`.
+//!
+//! Inlining copies a callee once per call, so a program's size after
+//! inlining can be exponential in its size (`g(x) = f(x) + f(2 * x)`,
+//! `f(x) = e(x) + e(2 * x)`, ...) and its nesting unbounded (each
+//! definition's nesting is limited by the parser, but a call inside a
+//! nested block adds the callee's). [`check_inlining`] computes both from
+//! the call graph without inlining anything and refuses a definition beyond
+//! [`MAX_INLINED_STMTS`] statements or [`MAX_INLINED_DEPTH`] nested blocks,
+//! naming the call that crosses the limit; the compiler's later stages are
+//! linear in the size and recurse at most that deep. [`inline_all`] itself
+//! is iterative over chains of calls and stops inlining at the limit.
 
-use crate::program::{Atom, Block, Expr, FuncId, Function, Program, Stmt, StmtKind, VarId};
-use crate::visit::{block_binds, Subst};
-use std::collections::HashMap;
+use crate::program::{Atom, Block, Expr, FuncId, Function, Loc, Program, Stmt, StmtKind, VarId};
+use crate::visit::{block_binds, child_blocks, Subst};
+
+/// The most statements (at every depth) a definition may have with its
+/// calls inlined.
+pub const MAX_INLINED_STMTS: u64 = 2_000_000;
+
+/// The deepest nesting of blocks (comprehension, loop and branch bodies) a
+/// definition may have with its calls inlined.
+pub const MAX_INLINED_DEPTH: usize = 1000;
+
+/// The most statements the definitions exported together (into one shared
+/// library) may have with their calls inlined.
+pub const MAX_INLINED_TOTAL: u64 = 2 * MAX_INLINED_STMTS;
+
+/// A definition beyond [`MAX_INLINED_STMTS`] or [`MAX_INLINED_DEPTH`] with
+/// its calls inlined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlineLimitError {
+    /// The function that holds the call crossing the limit.
+    pub func: FuncId,
+    /// The location of that call.
+    pub loc: Loc,
+    /// What is too large, without the location.
+    pub message: String,
+}
+
+impl InlineLimitError {
+    /// `FILE:LINE:COL: MESSAGE`.
+    pub fn located(&self, program: &Program) -> String {
+        format!("{}: {}", program.loc_string(self.loc), self.message)
+    }
+}
+
+/// A call statement of a function: its callee, the nesting depth of the
+/// block holding it, its location and its arguments and results.
+struct CallSite {
+    callee: FuncId,
+    depth: usize,
+    loc: Loc,
+    copies: u64,
+}
+
+/// Size and depth of one function as written, and its calls.
+struct Local {
+    stmts: u64,
+    depth: usize,
+    calls: Vec<CallSite>,
+}
+
+fn local(f: &Function) -> Local {
+    let mut l = Local { stmts: 0, depth: 0, calls: Vec::new() };
+    let mut stack: Vec<(&Block, usize)> = vec![(&f.body, 0)];
+    while let Some((b, d)) = stack.pop() {
+        l.depth = l.depth.max(d);
+        l.stmts += b.stmts.len() as u64;
+        for s in &b.stmts {
+            if let StmtKind::Let { vars, expr: Expr::Call { func, args } } = &s.kind {
+                let copies = (vars.len() + args.len()) as u64;
+                l.calls.push(CallSite { callee: *func, depth: d, loc: s.loc, copies });
+            }
+            stack.extend(child_blocks(&s.kind).map(|nb| (nb, d + 1)));
+        }
+    }
+    // Program order, for the first call crossing a limit.
+    l.calls.sort_by_key(|c| (c.loc.line, c.loc.col));
+    l
+}
+
+/// The size (statements at every depth) and nesting depth, with every call
+/// inlined, of the functions reachable from some roots, saturating; computed
+/// callees first (an iterative depth-first post-order of the call graph; a
+/// call that closes a cycle, which the frontend rejects, counts as its call
+/// alone), in time linear in the size of those functions.
+pub struct InlineCosts<'p> {
+    program: &'p Program,
+    costs: Vec<Option<(Local, u64, usize)>>,
+}
+
+impl<'p> InlineCosts<'p> {
+    /// The costs of `roots` and of the functions they call.
+    pub fn new(program: &'p Program, roots: &[FuncId]) -> InlineCosts<'p> {
+        let n = program.funcs.len();
+        let mut out: Vec<Option<(Local, u64, usize)>> = (0..n).map(|_| None).collect();
+        let mut state = vec![0u8; n]; // 0 unvisited, 1 on the stack, 2 done
+        let ok = |id: FuncId| (id.0 as usize) < n;
+        for &root in roots {
+            if !ok(root) || state[root.0 as usize] != 0 {
+                continue;
+            }
+            let mut stack: Vec<(usize, Local, usize)> = Vec::new();
+            state[root.0 as usize] = 1;
+            stack.push((root.0 as usize, local(program.func(root)), 0));
+            while let Some((_, l, next)) = stack.last_mut() {
+                if let Some(callee) = l.calls.get(*next).map(|c| c.callee) {
+                    *next += 1;
+                    let ci = callee.0 as usize;
+                    if ok(callee) && state[ci] == 0 {
+                        state[ci] = 1;
+                        stack.push((ci, local(program.func(callee)), 0));
+                    }
+                    continue;
+                }
+                let Some((fi, l, _)) = stack.pop() else { break };
+                let mut size = l.stmts;
+                let mut depth = l.depth;
+                for c in &l.calls {
+                    let (cs, cd) = match out.get(c.callee.0 as usize) {
+                        Some(Some((_, cs, cd))) => (*cs, *cd),
+                        _ => (1, 0),
+                    };
+                    // The call becomes a copy per argument and per result
+                    // around the callee's statements.
+                    size = size.saturating_add(cs.saturating_add(c.copies)).saturating_sub(1);
+                    depth = depth.max(c.depth.saturating_add(cd));
+                }
+                state[fi] = 2;
+                out[fi] = Some((l, size, depth));
+            }
+        }
+        InlineCosts { program, costs: out }
+    }
+
+    /// The statements of `f` with every call inlined (1 when unknown).
+    pub fn size(&self, f: FuncId) -> u64 {
+        self.cost(f).0
+    }
+
+    /// The deepest nesting of blocks of `f` with every call inlined.
+    pub fn depth(&self, f: FuncId) -> usize {
+        self.cost(f).1
+    }
+
+    fn cost(&self, id: FuncId) -> (u64, usize) {
+        match self.costs.get(id.0 as usize) {
+            Some(Some((_, s, d))) => (*s, *d),
+            _ => (1, 0),
+        }
+    }
+
+    /// Checks that `func` (one of the roots) with every call inlined stays
+    /// within `max_stmts` statements and `max_depth` nested blocks. The
+    /// error names the innermost function beyond the limit and its call
+    /// that crosses it.
+    pub fn check(&self, func: FuncId, max_stmts: u64, max_depth: usize) -> Result<(), InlineLimitError> {
+        let program = self.program;
+        let name = |id: FuncId| program.func(id).name.as_str();
+        let within = |id: FuncId| {
+            let (s, d) = self.cost(id);
+            s <= max_stmts && d <= max_depth
+        };
+        if within(func) {
+            return Ok(());
+        }
+        // The innermost function beyond a limit: all its callees are within.
+        let mut at = func;
+        while let Some(Some((l, _, _))) = self.costs.get(at.0 as usize) {
+            match l.calls.iter().find(|c| !within(c.callee) && c.callee != at) {
+                Some(c) => at = c.callee,
+                None => break,
+            }
+        }
+        let Some(Some((l, size, depth))) = self.costs.get(at.0 as usize) else {
+            let message = "program too large after inlining".to_string();
+            return Err(InlineLimitError { func, loc: Loc::default(), message });
+        };
+        let from = if at == func { String::new() } else { format!(" (inlined into `{}`)", name(func)) };
+        if *depth > max_depth {
+            let c = l.calls.iter().find(|c| c.depth.saturating_add(self.cost(c.callee).1) > max_depth);
+            let (loc, callee) = c.map_or((program.func(at).loc, at), |c| (c.loc, c.callee));
+            return Err(InlineLimitError {
+                func: at,
+                loc,
+                message: format!(
+                    "program nested too deeply after inlining: `{}` would nest blocks {depth} deep with every call \
+                     inlined (limit {max_depth}), this call of `{}` crossing the limit{from}",
+                    name(at),
+                    name(callee),
+                ),
+            });
+        }
+        // The first call (in program order) with which the running size
+        // crosses the limit.
+        let mut running = l.stmts;
+        let mut culprit = None;
+        for c in &l.calls {
+            running = running.saturating_add(self.cost(c.callee).0.saturating_add(c.copies)).saturating_sub(1);
+            if running > max_stmts {
+                culprit = Some(c);
+                break;
+            }
+        }
+        let (loc, callee) = culprit.map_or((program.func(at).loc, at), |c| (c.loc, c.callee));
+        Err(InlineLimitError {
+            func: at,
+            loc,
+            message: format!(
+                "program too large after inlining: `{}` would have {size} statements with every call inlined \
+                 (limit {max_stmts} statements), this call of `{}` crossing the limit{from}",
+                name(at),
+                name(callee),
+            ),
+        })
+    }
+
+    /// Checks each of `funcs` ([`Self::check`] with the default limits) and
+    /// that together they stay within [`MAX_INLINED_TOTAL`] statements (a
+    /// shared library holds every one of them, inlined); the total's error
+    /// is located at the first definition that crosses it.
+    pub fn check_all(&self, funcs: &[FuncId]) -> Result<(), InlineLimitError> {
+        let mut total = 0u64;
+        for &f in funcs {
+            self.check(f, MAX_INLINED_STMTS, MAX_INLINED_DEPTH)?;
+            total = total.saturating_add(self.size(f));
+            if total > MAX_INLINED_TOTAL {
+                let all: u64 = funcs.iter().fold(0u64, |t, g| t.saturating_add(self.size(*g)));
+                return Err(InlineLimitError {
+                    func: f,
+                    loc: self.program.func(f).loc,
+                    message: format!(
+                        "program too large after inlining: the {} definitions exported have {all} statements \
+                         with every call inlined (limit {MAX_INLINED_TOTAL} statements together), this one \
+                         crossing the limit; export fewer (--export)",
+                        funcs.len()
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks that `func` with every call inlined stays within
+/// [`MAX_INLINED_STMTS`] statements and [`MAX_INLINED_DEPTH`] nested blocks,
+/// in time linear in the size of the functions it reaches (nothing is
+/// inlined) ([`InlineCosts::check`]).
+pub fn check_inlining(program: &Program, func: FuncId) -> Result<(), InlineLimitError> {
+    InlineCosts::new(program, &[func]).check(func, MAX_INLINED_STMTS, MAX_INLINED_DEPTH)
+}
 
 /// A copy of `program.funcs[func]` in which every call, at any depth, is
 /// replaced by the callee's body (with fresh variables). Callers of a
 /// callee's parameters see `let p = arg` bindings that copy propagation
 /// removes.
+///
+/// Chains of calls are inlined iteratively (a stack of partly copied
+/// callee bodies, not recursion); nested blocks recurse, as deep as they
+/// nest. Once the copy reaches [`MAX_INLINED_STMTS`] statements, remaining
+/// calls stay calls (which the later stages reject): [`check_inlining`]
+/// first.
 pub fn inline_all(program: &Program, func: FuncId) -> Function {
-    let mut memo: HashMap<FuncId, Function> = HashMap::new();
-    inline_memo(program, func, &mut memo, 0)
-}
-
-fn inline_memo(program: &Program, func: FuncId, memo: &mut HashMap<FuncId, Function>, depth: usize) -> Function {
-    if let Some(f) = memo.get(&func) {
-        return f.clone();
-    }
     let mut f = program.func(func).clone();
-    // Guard against call cycles in malformed input: stop inlining (the
-    // verifier and backends then report the remaining call).
-    if depth > program.funcs.len() {
-        return f;
-    }
     let body = std::mem::take(&mut f.body);
-    f.body = inline_block(program, &mut f, body, memo, depth);
-    memo.insert(func, f.clone());
-    f
+    let mut inl = Inliner { program, f, budget: MAX_INLINED_STMTS };
+    let body = inl.block(&body, &Subst::default());
+    inl.f.body = body;
+    inl.f
 }
 
-fn inline_block(
-    program: &Program,
-    f: &mut Function,
-    block: Block,
-    memo: &mut HashMap<FuncId, Function>,
-    depth: usize,
-) -> Block {
-    let mut stmts = Vec::with_capacity(block.stmts.len());
-    for s in block.stmts {
-        let loc = s.loc;
-        match s.kind {
-            StmtKind::Let { vars, expr: Expr::Call { func, args } } => {
-                let callee = inline_memo(program, func, memo, depth + 1);
-                if callee.body.stmts.iter().any(|s| matches!(s.kind, StmtKind::Let { expr: Expr::Call { .. }, .. })) {
-                    stmts.push(Stmt { kind: StmtKind::Let { vars, expr: Expr::Call { func, args } }, loc });
-                    continue;
+struct Inliner<'p> {
+    program: &'p Program,
+    /// The function being built (its variable table grows).
+    f: Function,
+    /// Statements that may still be copied.
+    budget: u64,
+}
+
+/// A body being copied: its remaining statements, the renaming of its
+/// variables, and for a callee the call's results to bind at its end.
+struct Frame<'a, 's> {
+    stmts: std::slice::Iter<'a, Stmt>,
+    subst: std::borrow::Cow<'s, Subst>,
+    finish: Option<(Vec<VarId>, &'a [Atom], Loc)>,
+}
+
+impl<'p> Inliner<'p> {
+    fn fresh(&mut self, callee: &Function, v: VarId, subst: &mut Subst) {
+        let info = callee.var(v).clone();
+        let nv = VarId(self.f.vars.len() as u32);
+        self.f.vars.push(info);
+        subst.map.insert(v, Atom::Var(nv));
+    }
+
+    /// `b` renamed by `subst`, every call in it (and in what it inlines)
+    /// inlined.
+    fn block<'a>(&mut self, b: &'a Block, subst: &Subst) -> Block
+    where
+        'p: 'a,
+    {
+        let mut out = Vec::with_capacity(b.stmts.len());
+        let root = std::borrow::Cow::Borrowed(subst);
+        let mut stack: Vec<Frame<'a, '_>> = vec![Frame { stmts: b.stmts.iter(), subst: root, finish: None }];
+        while let Some(top) = stack.last_mut() {
+            let Some(s) = top.stmts.next() else {
+                let Some(done) = stack.pop() else { break };
+                if let Some((vars, results, loc)) = done.finish {
+                    for (v, r) in vars.iter().zip(results) {
+                        let kind = StmtKind::Let { vars: vec![*v], expr: Expr::Atom(done.subst.atom(r)) };
+                        out.push(Stmt { kind, loc });
+                    }
                 }
-                let mut subst = Subst::default();
-                let fresh = |v: VarId, f: &mut Function, subst: &mut Subst| {
-                    let info = callee.var(v).clone();
-                    let nv = VarId(f.vars.len() as u32);
-                    f.vars.push(info);
-                    subst.map.insert(v, Atom::Var(nv));
-                };
-                for p in &callee.params {
-                    fresh(*p, f, &mut subst);
+                continue;
+            };
+            self.budget = self.budget.saturating_sub(1);
+            match &s.kind {
+                StmtKind::Let { vars, expr: Expr::Call { func, args } }
+                    if (func.0 as usize) < self.program.funcs.len() && self.budget > 0 =>
+                {
+                    let program: &'a Program = self.program;
+                    let callee = program.func(*func);
+                    let vars: Vec<VarId> = vars.iter().map(|v| top.subst.var(*v)).collect();
+                    let args: Vec<Atom> = args.iter().map(|a| top.subst.atom(a)).collect();
+                    let mut inner = Subst::default();
+                    for p in &callee.params {
+                        self.fresh(callee, *p, &mut inner);
+                    }
+                    let mut binders = Vec::new();
+                    block_binds(&callee.body, &mut |v| binders.push(v));
+                    for v in binders {
+                        self.fresh(callee, v, &mut inner);
+                    }
+                    for (p, a) in callee.params.iter().zip(&args) {
+                        let kind = StmtKind::Let { vars: vec![inner.var(*p)], expr: Expr::Atom(*a) };
+                        out.push(Stmt { kind, loc: s.loc });
+                    }
+                    stack.push(Frame {
+                        stmts: callee.body.stmts.iter(),
+                        subst: std::borrow::Cow::Owned(inner),
+                        finish: Some((vars, &callee.body.results, s.loc)),
+                    });
                 }
-                block_binds(&callee.body, &mut |v| fresh(v, f, &mut subst));
-                for (p, a) in callee.params.iter().zip(&args) {
-                    stmts.push(Stmt { kind: StmtKind::Let { vars: vec![subst.var(*p)], expr: Expr::Atom(*a) }, loc });
+                _ => {
+                    let sub: &Subst = &top.subst;
+                    let kind = sub.stmt_nested(&s.kind, &mut |nb| self.block(nb, sub));
+                    out.push(Stmt { kind, loc: s.loc });
                 }
-                let body = subst.block(&callee.body);
-                stmts.extend(body.stmts);
-                for (v, r) in vars.iter().zip(&body.results) {
-                    stmts.push(Stmt { kind: StmtKind::Let { vars: vec![*v], expr: Expr::Atom(*r) }, loc });
-                }
-            }
-            kind => {
-                let kind = map_nested(kind, &mut |b| inline_block(program, f, b, memo, depth));
-                stmts.push(Stmt { kind, loc });
             }
         }
+        Block { stmts: out, results: b.results.iter().map(|a| subst.atom(a)).collect() }
     }
-    Block { stmts, results: block.results }
 }
 
 /// Rebuilds a statement with `g` applied to each of its nested blocks.
