@@ -231,17 +231,16 @@ pub(super) fn checkpointed(f: &mut Function, p: LoopParts, fwd: &mut Vec<Stmt>, 
     let mut again =
         vec![stmt(StmtKind::Let { vars: vec![p.index], expr: Expr::Binary(BinOp::Add, lo, Atom::Var(j2)) }, loc)];
     again.extend(p.fwd);
+    // Fresh too: this forward code sits in the backward pass, which reverse
+    // mode renames as a whole to the twins of the primal variables.
+    let mut rename = Subst::default();
+    let again = freshen_block(f, &Block { stmts: again, results: p.results }, &p.states, &mut rename);
+    let again_states: Vec<VarId> = p.states.iter().map(|s| rename.var(*s)).collect();
     let unused: Vec<VarId> = p.states.iter().map(|s| f.new_var(f.var(*s).name.clone(), f.ty(*s))).collect();
     body.push(stmt(
         StmtKind::Let {
             vars: unused,
-            expr: Expr::Loop {
-                n: len,
-                index: j2,
-                states: p.states.clone(),
-                init: start,
-                body: Block { stmts: again, results: p.results },
-            },
+            expr: Expr::Loop { n: len, index: j2, states: again_states, init: start, body: again },
         },
         loc,
     ));

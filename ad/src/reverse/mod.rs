@@ -48,6 +48,7 @@
 //!   as at the top level.
 
 mod checkpoint;
+mod pops;
 
 use crate::forward::JvpOutput;
 use crate::AdError;
@@ -118,6 +119,7 @@ fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdErro
         checkpoint,
         setup: Vec::new(),
         loc: Loc::default(),
+        twins: Subst::default(),
     };
     rev.out.name = name.to_string();
     let primal_params: Vec<VarId> = jf.params[..j.n_primal_params].to_vec();
@@ -139,6 +141,7 @@ fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdErro
     // of the function body.
     let binders: Vec<(VarId, Decl)> = tangent_params.iter().map(|dp| (*dp, Decl::Zero)).collect();
     let (fwd, bwd) = rev.block(&jf.body, false, &[], &[], binders, seeds)?;
+    let bwd = bwd.iter().map(|s| rev.twins.stmt(s)).collect();
     let grads = tangent_params.iter().map(|dp| rev.ct[dp]).collect();
     Ok(Unzipped {
         out: rev.out,
@@ -342,6 +345,15 @@ struct Rev<'a> {
     /// made for it carry it, so that a run-time error in them (out of
     /// memory on the tape, a size check) names the source statement.
     loc: Loc,
+    /// The backward variable of every primal variable of a nested block
+    /// that its backward code reads (popped, recomputed or the backward
+    /// loop's index). Each primal variable is bound in one block, so one
+    /// substitution applied once to the whole backward pass at the end
+    /// renames the backward code of every block (renaming each block's
+    /// backward code as it is made would copy nested code once per
+    /// enclosing block). Forward code inside backward code is fresh
+    /// (`checkpoint.rs`).
+    twins: Subst,
 }
 
 /// The linear arrays bound in `blk` whose cotangents the backward pass of
@@ -895,7 +907,6 @@ impl Rev<'_> {
                 });
             }
         }
-        let mut subst = Subst::default();
         let mut taped = Vec::new();
         let mut recompute = Vec::new();
         for v in &bound {
@@ -903,11 +914,11 @@ impl Rev<'_> {
                 continue;
             }
             if let Some(t) = given.get(v) {
-                subst.map.insert(*v, Atom::Var(*t));
+                self.twins.map.insert(*v, Atom::Var(*t));
                 continue;
             }
             let twin = self.new_var(&self.out.var(*v).name.clone(), self.out.ty(*v));
-            subst.map.insert(*v, Atom::Var(twin));
+            self.twins.map.insert(*v, Atom::Var(twin));
             match defs.get(v) {
                 Some((e, loc)) => {
                     let e = self.fresh_binders(e);
@@ -931,7 +942,7 @@ impl Rev<'_> {
                         loc: self.loc,
                     });
                     let twin = self.new_var(&format!("dim_{}", self.out.var(v).name), Type::I64);
-                    subst.map.insert(d, Atom::Var(twin));
+                    self.twins.map.insert(d, Atom::Var(twin));
                     dims.push(d);
                 }
                 taped_slots.extend(dims.iter().copied());
@@ -948,15 +959,14 @@ impl Rev<'_> {
         for v in &taped {
             self.push(&mut fwd, StmtKind::Push(Atom::Var(*v)));
         }
-        let mut prefix: Vec<Stmt> = taped
+        let pops: Vec<Stmt> = taped
             .iter()
             .rev()
             .map(|v| Stmt { kind: StmtKind::Let { vars: vec![*v], expr: Expr::Pop }, loc: self.loc })
             .collect();
-        prefix.extend(recompute);
-        prefix.extend(bwd);
-        let bwd = prefix.iter().map(|s| subst.stmt(s)).collect();
-        Ok((fwd, bwd))
+        let prefix = pops::interleave(pops, recompute.into_iter().chain(bwd).collect());
+        // The backward code reads the twins: renamed once, by `unzip`.
+        Ok((fwd, prefix))
     }
 
     /// Backward statements of one linear binding `dy = e` (the `eval` case
