@@ -139,6 +139,13 @@ pub(crate) struct ClifEmitter<'a, 'b, M: Module> {
     frefs: HashMap<FuncId, FuncRef>,
     msgs: HashMap<DataId, clif::GlobalValue>,
     params: [Value; 3],
+    /// Variables whose scope has ended, by type, to declare again: the SSA
+    /// builder keeps a table as long as the blocks of the function for
+    /// every variable, so a variable per loop, push or IR variable would
+    /// make that quadratic in the size of the function.
+    free_vars: HashMap<types::Type, Vec<Variable>>,
+    /// The type of every variable declared, by index.
+    var_types: Vec<types::Type>,
 }
 
 impl<'a, 'b, M: Module> ClifEmitter<'a, 'b, M> {
@@ -156,7 +163,16 @@ impl<'a, 'b, M: Module> ClifEmitter<'a, 'b, M> {
         b.switch_to_block(entry);
         b.seal_block(entry);
         let p = b.block_params(entry).to_vec();
-        ClifEmitter { m, imp, b, frefs: HashMap::new(), msgs: HashMap::new(), params: [p[0], p[1], p[2]] }
+        ClifEmitter {
+            m,
+            imp,
+            b,
+            frefs: HashMap::new(),
+            msgs: HashMap::new(),
+            params: [p[0], p[1], p[2]],
+            free_vars: HashMap::new(),
+            var_types: Vec::new(),
+        }
     }
 
     /// Seals every block and finishes the function.
@@ -175,6 +191,7 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
     type Value = Value;
     type Block = clif::Block;
     type Var = Variable;
+    type Slot = clif::StackSlot;
 
     fn params(&self) -> [Value; 3] {
         self.params
@@ -337,7 +354,35 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
     }
 
     fn declare_var(&mut self, ty: Ty) -> Variable {
-        self.b.declare_var(clif_ty(ty))
+        let t = clif_ty(ty);
+        if let Some(v) = self.free_vars.get_mut(&t).and_then(Vec::pop) {
+            return v;
+        }
+        let v = self.b.declare_var(t);
+        let i = cranelift_codegen::entity::EntityRef::index(v);
+        if self.var_types.len() <= i {
+            self.var_types.resize(i + 1, types::INVALID);
+        }
+        self.var_types[i] = t;
+        v
+    }
+
+    fn slot(&mut self) -> clif::StackSlot {
+        self.b.create_sized_stack_slot(clif::StackSlotData::new(clif::StackSlotKind::ExplicitSlot, 8, 3))
+    }
+
+    fn slot_store(&mut self, _ty: Ty, v: Value, s: clif::StackSlot) {
+        self.b.ins().stack_store(types::I64, v, s, 0);
+    }
+
+    fn slot_load(&mut self, ty: Ty, s: clif::StackSlot) -> Value {
+        self.b.ins().stack_load(types::I64, clif_ty(ty), s, 0)
+    }
+
+    fn release_var(&mut self, var: Variable) {
+        if let Some(t) = self.var_types.get(cranelift_codegen::entity::EntityRef::index(var)) {
+            self.free_vars.entry(*t).or_default().push(var);
+        }
     }
 
     fn def_var(&mut self, var: Variable, v: Value) {

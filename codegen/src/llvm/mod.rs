@@ -465,6 +465,7 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
     type Value = BasicValueEnum<'ctx>;
     type Block = BasicBlock<'ctx>;
     type Var = usize;
+    type Slot = BasicValueEnum<'ctx>;
 
     fn params(&self) -> [Self::Value; 3] {
         let p = |k: u32| {
@@ -726,6 +727,18 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
             }
             _ => self.undef(Ty::I64),
         }
+    }
+
+    fn slot(&mut self) -> Self::Slot {
+        self.stack_slot(8)
+    }
+
+    fn slot_store(&mut self, ty: Ty, v: Self::Value, s: Self::Slot) {
+        self.store(ty, v, s, 0, Mem::Stack);
+    }
+
+    fn slot_load(&mut self, ty: Ty, s: Self::Slot) -> Self::Value {
+        self.load(ty, s, 0, Mem::Stack)
     }
 
     fn stack_slot(&mut self, bytes: u32) -> Self::Value {

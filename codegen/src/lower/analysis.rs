@@ -3,7 +3,7 @@
 
 use arrayad_ir::visit::{block_binds, for_each_block};
 use arrayad_ir::{Atom, Block, Expr, Function, StmtKind, VarId};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 fn is_array(f: &Function, a: &Atom) -> bool {
     f.atom_ty(a).is_array()
@@ -52,4 +52,62 @@ pub(crate) fn allocates(body: &Block) -> bool {
         })
     });
     any
+}
+
+/// For every mutable variable, the index (in the block that declares it) of
+/// the last statement that uses or assigns it, at any depth: after that
+/// statement its emitter variables are free (one walk of the function,
+/// remembering the statement index at every depth of the current path).
+/// A variable that a block's results read has no entry (it lives to the
+/// end of its block).
+pub(crate) fn last_uses(f: &Function) -> HashMap<VarId, usize> {
+    struct Walk<'f> {
+        f: &'f Function,
+        depth: HashMap<VarId, usize>,
+        last: HashMap<VarId, usize>,
+        path: Vec<usize>,
+    }
+    impl Walk<'_> {
+        fn used(&mut self, v: VarId) {
+            if let Some(&d) = self.depth.get(&v) {
+                match self.path.get(d) {
+                    Some(&i) => {
+                        self.last.insert(v, i);
+                    }
+                    // Read by the results of its own block.
+                    None => {
+                        self.last.remove(&v);
+                    }
+                }
+            }
+        }
+        fn block(&mut self, b: &Block) {
+            let d = self.path.len();
+            self.path.push(0);
+            for (i, s) in b.stmts.iter().enumerate() {
+                self.path[d] = i;
+                arrayad_ir::visit::stmt_uses_shallow(&s.kind, &mut |v| self.used(v));
+                for nb in arrayad_ir::visit::child_blocks(&s.kind) {
+                    self.block(nb);
+                }
+                if let StmtKind::Let { vars, .. } = &s.kind {
+                    for v in vars {
+                        if self.f.var(*v).mutable {
+                            self.depth.insert(*v, d);
+                            self.last.insert(*v, i);
+                        }
+                    }
+                }
+            }
+            self.path.pop();
+            for r in &b.results {
+                if let Atom::Var(v) = *r {
+                    self.used(v);
+                }
+            }
+        }
+    }
+    let mut w = Walk { f, depth: HashMap::new(), last: HashMap::new(), path: Vec::new() };
+    w.block(&f.body);
+    w.last
 }

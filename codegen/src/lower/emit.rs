@@ -147,6 +147,8 @@ pub(crate) trait Emitter {
     type Block: Copy;
     /// A mutable variable (the backend builds SSA form from its uses).
     type Var: Copy;
+    /// A stack slot of one scalar, addressed without an SSA value.
+    type Slot: Copy;
 
     /// The function's parameters: the context, the argument slots and the
     /// result slots (all [`Ty::Ptr`]).
@@ -209,6 +211,19 @@ pub(crate) trait Emitter {
     fn def_var(&mut self, var: Self::Var, v: Self::Value);
     /// The current value of a variable.
     fn use_var(&mut self, var: Self::Var) -> Self::Value;
+    /// A fresh stack slot for one scalar value (8 bytes): where the
+    /// lowering keeps a value used far from its definition, so that the
+    /// register allocator does not track it through everything in between.
+    fn slot(&mut self) -> Self::Slot;
+    /// Stores `v` (of type `ty`) in slot `s`.
+    fn slot_store(&mut self, ty: Ty, v: Self::Value, s: Self::Slot);
+    /// The value of type `ty` in slot `s`.
+    fn slot_load(&mut self, ty: Ty, s: Self::Slot) -> Self::Value;
+    /// Declares that `var` is dead from here on (its scope has ended): a
+    /// later [`Self::declare_var`] of the same type may return it again.
+    /// Cranelift keeps a table per variable as long as the function's
+    /// blocks, so reusing variables keeps that memory linear.
+    fn release_var(&mut self, _var: Self::Var) {}
 
     /// Calls a runtime, C library or math function; returns its result.
     fn call(&mut self, callee: Callee, args: &[Self::Value]) -> Result<Self::Value>;

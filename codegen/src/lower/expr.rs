@@ -363,7 +363,9 @@ impl<E: Emitter> Lower<'_, E> {
             l.b.def_var(acc, r);
             Ok(())
         })?;
-        Ok(self.b.use_var(acc))
+        let r = self.b.use_var(acc);
+        self.b.release_var(acc);
+        Ok(r)
     }
 
     fn array_lit(&mut self, elem_ty: Type, elems: &[Atom]) -> Result<Arr<E::Value>> {
@@ -520,7 +522,7 @@ impl<E: Emitter> Lower<'_, E> {
             }
             Ok(())
         })?;
-        Ok(outs
+        let vals = outs
             .iter()
             .map(|o| match o {
                 BuildOut::Scalar { ptr, .. } => Val::A(Arr { ptr: *ptr, dims: vec![n] }),
@@ -531,7 +533,16 @@ impl<E: Emitter> Lower<'_, E> {
                     Val::A(Arr { ptr, dims })
                 }
             })
-            .collect())
+            .collect();
+        for o in outs {
+            if let BuildOut::Array { ptr, row_dims, row_count, .. } = o {
+                self.b.release_var(ptr);
+                self.b.release_var(row_count);
+                row_dims.into_iter().for_each(|v| self.b.release_var(v));
+            }
+        }
+        mark_vars.into_iter().flatten().for_each(|v| self.b.release_var(v));
+        Ok(vals)
     }
 
     fn loop_(
@@ -572,7 +583,9 @@ impl<E: Emitter> Lower<'_, E> {
             }
             Ok(())
         })?;
-        states.iter().map(|s| self.use_ir_var(*s)).collect()
+        let vals = states.iter().map(|s| self.use_ir_var(*s)).collect();
+        states.iter().for_each(|s| self.release_ir_var(*s));
+        vals
     }
 
     /// `loop states = init while cond do body`: a header block evaluates
@@ -618,7 +631,9 @@ impl<E: Emitter> Lower<'_, E> {
         self.b.seal(exit);
         self.b.switch_to(exit);
         self.memo.truncate(memo);
-        states.iter().map(|s| self.use_ir_var(*s)).collect()
+        let vals = states.iter().map(|s| self.use_ir_var(*s)).collect();
+        states.iter().for_each(|s| self.release_ir_var(*s));
+        vals
     }
 
     fn if_expr(&mut self, vars: &[VarId], cond: &Atom, then_b: &Block, else_b: &Block) -> Result<Vec<Val<E::Value>>> {
@@ -640,7 +655,9 @@ impl<E: Emitter> Lower<'_, E> {
             Ok(())
         };
         self.if_else(c, &mut |l| arm(l, then_b), &mut |l| arm(l, else_b))?;
-        Ok(reprs.iter().map(|r| self.use_repr(r)).collect())
+        let vals = reprs.iter().map(|r| self.use_repr(r)).collect();
+        reprs.into_iter().for_each(|r| self.release_repr(r));
+        Ok(vals)
     }
 
     /// A zero-filled `f64` array of extents `dims`.
@@ -654,7 +671,14 @@ impl<E: Emitter> Lower<'_, E> {
     }
 
     fn pop(&mut self, t: Type) -> Result<Val<E::Value>> {
-        // A bool takes a whole slot, as an i64 0 or 1.
+        let tys = Self::slot_tys(t);
+        let slots = self.tape_pop(&tys)?;
+        Ok(self.popped_value(t, &slots))
+    }
+
+    /// The tape slots of a value of type `t`: a scalar one (a bool as an
+    /// `i64` 0 or 1), an array its pointer and extents.
+    pub(super) fn slot_tys(t: Type) -> Vec<Ty> {
         let first = match (t.is_scalar(), t.elem) {
             (false, _) => Ty::Ptr,
             (true, Scalar::Bool) => Ty::I64,
@@ -662,11 +686,15 @@ impl<E: Emitter> Lower<'_, E> {
         };
         let mut tys = vec![first];
         tys.extend(std::iter::repeat_n(Ty::I64, t.rank as usize));
-        let slots = self.tape_pop(&tys)?;
+        tys
+    }
+
+    /// The value of type `t` in its popped slots ([`Self::slot_tys`]).
+    pub(super) fn popped_value(&mut self, t: Type, slots: &[E::Value]) -> Val<E::Value> {
         if t.is_scalar() {
-            Ok(Val::S(if t.elem == Scalar::Bool { self.b.convert(Conv::I64ToBool, slots[0]) } else { slots[0] }))
+            Val::S(if t.elem == Scalar::Bool { self.b.convert(Conv::I64ToBool, slots[0]) } else { slots[0] })
         } else {
-            Ok(Val::A(Arr { ptr: slots[0], dims: slots[1..].to_vec() }))
+            Val::A(Arr { ptr: slots[0], dims: slots[1..].to_vec() })
         }
     }
 }

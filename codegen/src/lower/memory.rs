@@ -132,7 +132,9 @@ impl<E: Emitter> Lower<'_, E> {
         self.raise(Fault::AllocationFailed, &[size])?;
 
         self.b.switch_to(join);
-        Ok(self.b.use_var(res))
+        let r = self.b.use_var(res);
+        self.b.release_var(res);
+        Ok(r)
     }
 
     pub(super) fn load_elem(&mut self, base: E::Value, index: E::Value, elem: Scalar) -> E::Value {
@@ -246,7 +248,9 @@ impl<E: Emitter> Lower<'_, E> {
         self.raise(Fault::TapeFull, &[])?;
 
         self.b.switch_to(join);
-        let at = self.b.use_var(at);
+        let at_var = at;
+        let at = self.b.use_var(at_var);
+        self.b.release_var(at_var);
         for (j, (t, v)) in vals.iter().enumerate() {
             self.b.store(*t, *v, at, 8 * j as i32, Mem::Tape);
         }

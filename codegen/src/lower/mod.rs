@@ -42,6 +42,8 @@ pub(crate) fn lower_function<E: Emitter>(b: &mut E, file: &str, f: &arrayad_ir::
         vars: vec![None; f.vars.len()],
         loc: f.loc,
         rebound: rebound_vars(f),
+        far: far_scalars(f),
+        last_use: analysis::last_uses(f),
         in_bounds: Vec::new(),
         equal: Vec::new(),
         memo: Vec::new(),
@@ -97,6 +99,9 @@ pub(crate) enum Repr<E: Emitter> {
         ptr: E::Var,
         dims: Vec<E::Var>,
     },
+    /// A scalar bound once and used far away ([`far_scalars`]), kept in a
+    /// stack slot and loaded at each use.
+    Slot(E::Slot, Ty),
 }
 
 /// An array at one program point: data pointer and extents.
@@ -134,6 +139,75 @@ fn rebound_vars(f: &arrayad_ir::Function) -> HashSet<VarId> {
     out
 }
 
+/// Statements (counted at every depth) between the definition of a scalar
+/// and its last use beyond which it is kept in a stack slot.
+const FAR: u32 = 128;
+
+/// The `f64` and `bool` variables bound once whose last use comes more
+/// than [`FAR`] statements after their definition, none of them in a loop
+/// the definition is not in: the forward values the backward pass reads,
+/// conditions of branches taken again backward. In SSA form each would be
+/// live through every block in between, and the register allocator's work
+/// grows with the number of such values times the number of blocks
+/// (quadratic in the size of a function with many branches or checks);
+/// from a stack slot each use loads it (where the allocator would have
+/// spilled it anyway). Sizes (`i64`) stay SSA values, which bounds-check
+/// elimination compares.
+fn far_scalars(f: &arrayad_ir::Function) -> Vec<bool> {
+    struct Walk {
+        pos: u32,
+        /// Position and loop depth of each definition.
+        def: Vec<Option<(u32, u32)>>,
+        /// Position of the last use and deepest loop depth of a use.
+        last: Vec<(u32, u32)>,
+    }
+    impl Walk {
+        fn used(&mut self, v: VarId, depth: u32) {
+            if let Some(l) = self.last.get_mut(v.index()) {
+                l.0 = self.pos;
+                l.1 = l.1.max(depth);
+            }
+        }
+        fn block(&mut self, b: &arrayad_ir::Block, depth: u32) {
+            for s in &b.stmts {
+                self.pos += 1;
+                arrayad_ir::visit::stmt_uses_shallow(&s.kind, &mut |v| self.used(v, depth));
+                let looped = !matches!(s.kind, StmtKind::If { .. } | StmtKind::Let { expr: Expr::If { .. }, .. });
+                for nb in arrayad_ir::visit::child_blocks(&s.kind) {
+                    self.block(nb, depth + u32::from(looped));
+                }
+                if let StmtKind::Let { vars, .. } = &s.kind {
+                    for v in vars {
+                        if let Some(d) = self.def.get_mut(v.index()) {
+                            *d = Some((self.pos, depth));
+                        }
+                    }
+                }
+            }
+            for r in &b.results {
+                if let Atom::Var(v) = *r {
+                    self.used(v, depth);
+                }
+            }
+        }
+    }
+    let n = f.vars.len();
+    let mut w = Walk { pos: 0, def: vec![None; n], last: vec![(0, 0); n] };
+    w.block(&f.body, 0);
+    (0..n)
+        .map(|i| {
+            let info = &f.vars[i];
+            let scalar = info.ty.is_scalar() && matches!(info.ty.elem, Scalar::F64 | Scalar::Bool);
+            match (w.def[i], w.last[i]) {
+                (Some((at, depth)), (last, deepest)) => {
+                    scalar && !info.mutable && last > at.saturating_add(FAR) && deepest <= depth
+                }
+                _ => false,
+            }
+        })
+        .collect()
+}
+
 /// The state of the lowering of one function.
 pub(crate) struct Lower<'a, E: Emitter> {
     pub(crate) b: &'a mut E,
@@ -147,6 +221,11 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// Variables assigned more than once (loop states, mutable variables):
     /// they live in emitter variables.
     rebound: HashSet<VarId>,
+    /// The scalars kept in stack slots ([`far_scalars`]), by variable.
+    far: Vec<bool>,
+    /// The last statement of its block using each mutable variable
+    /// ([`analysis::last_uses`]).
+    last_use: std::collections::HashMap<VarId, usize>,
     /// `(i, n)`: `0 <= i < n` holds here (counted-loop indices).
     in_bounds: Vec<(E::Value, E::Value)>,
     /// `(a, b)`: `a == b` holds here (size checks passed).
@@ -169,6 +248,7 @@ impl<E: Emitter> Clone for Repr<E> {
             Repr::Fixed(v) => Repr::Fixed(v.clone()),
             Repr::Scalar(v) => Repr::Scalar(*v),
             Repr::Array { ptr, dims } => Repr::Array { ptr: *ptr, dims: dims.clone() },
+            Repr::Slot(s, t) => Repr::Slot(*s, *t),
         }
     }
 }
@@ -219,9 +299,50 @@ impl<E: Emitter> Lower<'_, E> {
         }
     }
 
+    /// Gives the emitter variables of `r` back (its scope has ended).
+    fn release_repr(&mut self, r: Repr<E>) {
+        match r {
+            Repr::Fixed(_) | Repr::Slot(..) => {}
+            Repr::Scalar(v) => self.b.release_var(v),
+            Repr::Array { ptr, dims } => {
+                self.b.release_var(ptr);
+                dims.into_iter().for_each(|d| self.b.release_var(d));
+            }
+        }
+    }
+
+    /// Ends the scope of IR variable `v` (a loop state after its loop, a
+    /// mutable variable after its block): its emitter variables may be
+    /// reused.
+    pub(crate) fn release_ir_var(&mut self, v: VarId) {
+        if let Some(slot) = self.vars.get_mut(v.index()) {
+            if matches!(slot, Some(Repr::Scalar(_) | Repr::Array { .. })) {
+                if let Some(r) = slot.take() {
+                    self.release_repr(r);
+                }
+            }
+        }
+    }
+
+    /// Ends the scope of the mutable variables bound at the top of the
+    /// blocks nested in `kind` (after the statement is lowered).
+    pub(crate) fn release_nested_scopes(&mut self, kind: &StmtKind) {
+        for b in arrayad_ir::visit::child_blocks(kind) {
+            for s in &b.stmts {
+                if let StmtKind::Let { vars, .. } = &s.kind {
+                    for v in vars {
+                        if self.f.var(*v).mutable {
+                            self.release_ir_var(*v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     fn def_repr(&mut self, r: &Repr<E>, v: Val<E::Value>) -> Result<()> {
         match (r, v) {
-            (Repr::Fixed(_), _) => return Err(self.malformed("a variable bound twice")),
+            (Repr::Fixed(_) | Repr::Slot(..), _) => return Err(self.malformed("a variable bound twice")),
             (Repr::Scalar(var), Val::S(x)) => self.b.def_var(*var, x),
             (Repr::Array { ptr, dims }, Val::A(a)) if dims.len() == a.dims.len() => {
                 self.b.def_var(*ptr, a.ptr);
@@ -237,6 +358,7 @@ impl<E: Emitter> Lower<'_, E> {
     fn use_repr(&mut self, r: &Repr<E>) -> Val<E::Value> {
         match r {
             Repr::Fixed(v) => v.clone(),
+            Repr::Slot(s, t) => Val::S(self.b.slot_load(*t, *s)),
             Repr::Scalar(v) => Val::S(self.b.use_var(*v)),
             Repr::Array { ptr, dims } => {
                 let ptr = self.b.use_var(*ptr);
@@ -252,7 +374,16 @@ impl<E: Emitter> Lower<'_, E> {
         let r = match &self.vars[v.index()] {
             Some(r) => r.clone(),
             None if !self.f.var(v).mutable && !self.rebound.contains(&v) => {
-                self.vars[v.index()] = Some(Repr::Fixed(val));
+                let repr = match val {
+                    Val::S(x) if self.far.get(v.index()).copied().unwrap_or(false) => {
+                        let ty = Ty::of(t.elem);
+                        let s = self.b.slot();
+                        self.b.slot_store(ty, x, s);
+                        Repr::Slot(s, ty)
+                    }
+                    val => Repr::Fixed(val),
+                };
+                self.vars[v.index()] = Some(repr);
                 return Ok(());
             }
             None => {
@@ -456,6 +587,7 @@ impl<E: Emitter> Lower<'_, E> {
         self.b.seal(body_blk);
         self.b.seal(exit);
         self.b.switch_to(exit);
+        self.b.release_var(ivar);
         Ok(())
     }
 

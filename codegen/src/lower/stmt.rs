@@ -9,7 +9,7 @@ impl<E: Emitter> Lower<'_, E> {
     pub(super) fn stmts(&mut self, stmts: &[Stmt]) -> Result<()> {
         // Facts learnt inside a block do not hold after it.
         let (facts, memo, loc) = (self.equal.len(), self.memo.len(), self.loc);
-        let r = stmts.iter().try_for_each(|s| self.stmt(s));
+        let r = self.stmt_list(stmts);
         self.equal.truncate(facts);
         self.memo.truncate(memo);
         // Checks the enclosing statement makes after its body (irregular
@@ -18,13 +18,111 @@ impl<E: Emitter> Lower<'_, E> {
         r
     }
 
+    /// The statements in order; a run of pushes (or of pops) of one
+    /// location, as reverse mode makes them at the end (start) of a block,
+    /// is one tape access with one capacity check, so that the values
+    /// pushed are not live across a branch and a cold call per value.
+    fn stmt_list(&mut self, stmts: &[Stmt]) -> Result<()> {
+        // Mutable variables declared here, by the index of their last use:
+        // their emitter variables are given back after it.
+        let mut ends: std::collections::BinaryHeap<std::cmp::Reverse<(usize, VarId)>> = Default::default();
+        let mut i = 0;
+        while i < stmts.len() {
+            if let StmtKind::Let { vars, .. } = &stmts[i].kind {
+                for v in vars {
+                    if let Some(&last) = self.last_use.get(v) {
+                        ends.push(std::cmp::Reverse((last, *v)));
+                    }
+                }
+            }
+            let done = self.stmt_run(stmts, i)?;
+            i += done;
+            while let Some(std::cmp::Reverse((last, v))) = ends.peek().copied() {
+                if last >= i {
+                    break;
+                }
+                ends.pop();
+                self.release_ir_var(v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Lowers the statement at `i`, or the run of pushes or pops starting
+    /// there; returns how many statements it lowered.
+    fn stmt_run(&mut self, stmts: &[Stmt], i: usize) -> Result<usize> {
+        let run = stmts[i..]
+            .iter()
+            .take_while(|s| {
+                s.loc == stmts[i].loc && tape_kind(&s.kind).is_some_and(|k| Some(k) == tape_kind(&stmts[i].kind))
+            })
+            .count();
+        if run < 2 {
+            self.stmt(&stmts[i])?;
+            return Ok(1);
+        }
+        let batch = &stmts[i..i + run];
+        if batch[0].loc.line != 0 {
+            self.loc = batch[0].loc;
+        }
+        if tape_kind(&batch[0].kind) == Some(true) {
+            let mut vals = Vec::new();
+            for s in batch {
+                if let StmtKind::Push(a) = &s.kind {
+                    vals.extend(self.push_slots(a)?);
+                }
+            }
+            self.tape_push(&vals)?;
+        } else {
+            // The first pop takes the top of the tape: the slots of the
+            // run, in push order, are those of its last pop first.
+            let mut vars = Vec::with_capacity(run);
+            for s in batch.iter().rev() {
+                if let StmtKind::Let { vars: vs, .. } = &s.kind {
+                    vars.push((vs[0], self.var_ty(vs[0])?));
+                }
+            }
+            let tys: Vec<Ty> = vars.iter().flat_map(|(_, t)| Self::slot_tys(*t)).collect();
+            let slots = self.tape_pop(&tys)?;
+            let mut at = 0;
+            for (v, t) in vars {
+                let n = Self::slot_tys(t).len();
+                let val = self.popped_value(t, &slots[at..at + n]);
+                at += n;
+                self.def(v, val)?;
+            }
+        }
+        Ok(run)
+    }
+
+    /// The tape slots of a pushed atom.
+    fn push_slots(&mut self, a: &Atom) -> Result<Vec<(Ty, E::Value)>> {
+        let t = self.f.atom_ty(a);
+        Ok(match self.atom(a)? {
+            // A bool takes a whole slot, as an i64 0 or 1.
+            Val::S(v) if t.elem == Scalar::Bool => vec![(Ty::I64, self.b.convert(Conv::BoolToI64, v))],
+            Val::S(v) => vec![(Ty::of(t.elem), v)],
+            Val::A(arr) => {
+                let mut v = vec![(Ty::Ptr, arr.ptr)];
+                v.extend(arr.dims.into_iter().map(|d| (Ty::I64, d)));
+                v
+            }
+        })
+    }
+
     fn stmt(&mut self, s: &Stmt) -> Result<()> {
         // A statement made by a transformation without a source location
         // reports that of the statement before it (or of its block).
         if s.loc.line != 0 {
             self.loc = s.loc;
         }
-        match &s.kind {
+        self.stmt_kind(&s.kind)?;
+        self.release_nested_scopes(&s.kind);
+        Ok(())
+    }
+
+    fn stmt_kind(&mut self, kind: &StmtKind) -> Result<()> {
+        match kind {
             StmtKind::Let { vars, expr } => {
                 let vals = self.expr(vars, expr)?;
                 if vals.len() != vars.len() {
@@ -47,17 +145,7 @@ impl<E: Emitter> Lower<'_, E> {
                 self.equal.push((x, y));
             }
             StmtKind::Push(a) => {
-                let t = self.f.atom_ty(a);
-                let vals = match self.atom(a)? {
-                    // A bool takes a whole slot, as an i64 0 or 1.
-                    Val::S(v) if t.elem == Scalar::Bool => vec![(Ty::I64, self.b.convert(Conv::BoolToI64, v))],
-                    Val::S(v) => vec![(Ty::of(t.elem), v)],
-                    Val::A(arr) => {
-                        let mut v = vec![(Ty::Ptr, arr.ptr)];
-                        v.extend(arr.dims.into_iter().map(|d| (Ty::I64, d)));
-                        v
-                    }
-                };
+                let vals = self.push_slots(a)?;
                 self.tape_push(&vals)?;
             }
             StmtKind::TapeRewind(m) => {
@@ -133,5 +221,14 @@ impl<E: Emitter> Lower<'_, E> {
             }
             Ok(())
         })
+    }
+}
+
+/// `Some(true)` for a push, `Some(false)` for a pop of one variable.
+fn tape_kind(k: &StmtKind) -> Option<bool> {
+    match k {
+        StmtKind::Push(_) => Some(true),
+        StmtKind::Let { vars, expr: arrayad_ir::Expr::Pop } if vars.len() == 1 => Some(false),
+        _ => None,
     }
 }
