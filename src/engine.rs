@@ -149,6 +149,35 @@ impl Engine {
     }
 }
 
+/// The stack of the thread that compiles: differentiation and code
+/// generation recurse over the nesting of blocks, which inlining bounds
+/// (`arrayad_ir::passes::inline::MAX_INLINED_DEPTH`) but which may exceed
+/// what the caller's thread has (2 MiB for a spawned Rust thread). Only
+/// the pages used are ever touched.
+const COMPILE_STACK: usize = 256 << 20;
+
+/// Runs `f` (differentiation and compilation) on a thread with a large
+/// stack ([`COMPILE_STACK`]), or here if no thread can be made, turning a
+/// panic into [`Error::Internal`].
+pub(crate) fn compiling<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
+    let slot = std::sync::Mutex::new(Some(f));
+    let take = || slot.lock().ok().and_then(|mut w| w.take());
+    let run = || match take() {
+        Some(f) => guard(f),
+        None => Err(Error::Internal("the compilation did not run".into())),
+    };
+    std::thread::scope(|s| {
+        let spawned =
+            std::thread::Builder::new().name("arrayad-compile".into()).stack_size(COMPILE_STACK).spawn_scoped(s, run);
+        match spawned {
+            Ok(handle) => {
+                handle.join().unwrap_or_else(|p| Err(Error::Internal(format!("panic: {}", panic_message(&*p)))))
+            }
+            Err(_) => run(),
+        }
+    })
+}
+
 /// Runs `f`, turning a panic (a bug in arrayad) into [`Error::Internal`].
 pub(crate) fn guard<T>(f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
     match catch_unwind(AssertUnwindSafe(f)) {

@@ -6,6 +6,9 @@ mod cli;
 use std::panic;
 use std::sync::Mutex;
 
+/// The stack of the thread the command runs on.
+const STACK: usize = 256 << 20;
+
 /// Where the panic hook leaves the location of a panic.
 static PANIC_LOCATION: Mutex<Option<String>> = Mutex::new(None);
 
@@ -18,7 +21,18 @@ fn main() {
         }
     }));
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let code = match panic::catch_unwind(move || cli::run(argv)) {
+    // Differentiation and code generation recurse over the nesting of
+    // blocks, which inlining bounds: the command runs on a thread with a
+    // stack for that depth (only the pages used are touched).
+    let work = move || panic::catch_unwind(move || cli::run(argv));
+    let outcome = match std::thread::Builder::new().name("arrayad".into()).stack_size(STACK).spawn(work) {
+        Ok(handle) => handle.join().unwrap_or_else(Err),
+        Err(e) => {
+            eprintln!("arrayad: error: cannot start the compiler's thread: {e}");
+            std::process::exit(70);
+        }
+    };
+    let code = match outcome {
         Ok(code) => code,
         Err(payload) => {
             let location = PANIC_LOCATION.lock().ok().and_then(|mut s| s.take());

@@ -200,8 +200,10 @@ impl Module {
         let def = &self.defs[index];
         def.code[kind as usize]
             .get_or_init(|| {
-                let ir = self.ir(index, kind)?;
-                Engine::build(&self.program, def.id, ir, &self.options)
+                crate::engine::compiling(|| {
+                    let ir = self.ir(index, kind)?;
+                    Engine::build(&self.program, def.id, ir, &self.options)
+                })
             })
             .as_ref()
             .map_err(|e| e.clone())
@@ -223,7 +225,12 @@ impl Module {
             if let Some(Ok(d)) = def.derived.get() {
                 return Ok(Some(&d.primal));
             }
-            let p = def.primal.get_or_init(|| guard(|| Ok(arrayad_ad::prepare(&self.program, def.id))));
+            let p = def.primal.get_or_init(|| {
+                guard(|| {
+                    arrayad_ad::check_size(&self.program, def.id)?;
+                    Ok(arrayad_ad::prepare(&self.program, def.id))
+                })
+            });
             return p.as_ref().map(Some).map_err(|e| e.clone());
         }
         let d = def.derived.get_or_init(|| match def.primal.get() {
