@@ -1,0 +1,332 @@
+//! Compile time and memory linear in program size, and no stack overflow or
+//! allocation abort on big or deep programs: long chains of `let`s (live or
+//! not, in branches or not), many definitions, long chains of calls, deep
+//! nesting through inlining and exponential inlining. Each test checks
+//! behaviour (exit status, values, the message and location of a limit),
+//! not time: before the fixes these programs took minutes or crashed.
+//! `bench/scaling.sh` measures the times.
+
+mod support;
+
+use std::fmt::Write;
+use std::path::Path;
+use support::{arrayad, close, num, nums, scratch};
+
+/// Writes `src` to `dir/name`.
+fn write(dir: &Path, name: &str, src: &str) {
+    std::fs::write(dir.join(name), src).expect("write the program");
+}
+
+/// `arrayad run FILE FUNC --args ARGS --grad`: the value and the gradient
+/// of the first parameter (exit 0 required).
+fn grad(dir: &Path, file: &str, func: &str, args: &str) -> (f64, serde_json::Value) {
+    let out = arrayad(dir, &["run", file, func, "--args", args, "--grad"]);
+    assert_eq!(out.code, 0, "run {file} {func}: {out:#?}");
+    let j = out.json();
+    (num(&j["value"]), j["gradient"][0].clone())
+}
+
+fn assert_close(what: &str, got: f64, want: f64) {
+    assert!(close(got, want, 1e-9), "{what}: got {got:e}, want {want:e}");
+}
+
+/// `a0 = x; a_i = sin(a_{i-1}) * 0.5 + x * c_i`, `c_i = i % 7 + 1`: the
+/// lets of `n` steps (indented by `indent`), its value and derivative.
+fn chain(n: usize, indent: &str, x: f64) -> (String, f64, f64) {
+    let mut src = format!("{indent}let a0 = x\n");
+    let (mut a, mut da) = (x, 1.0);
+    for i in 1..=n {
+        let c = (i % 7 + 1) as f64;
+        writeln!(src, "{indent}let a{i} = sin(a{}) * 0.5 + x * {c:.1}", i - 1).unwrap();
+        (a, da) = (a.sin() * 0.5 + x * c, a.cos() * 0.5 * da + c);
+    }
+    writeln!(src, "{indent}in a{n}").unwrap();
+    (src, a, da)
+}
+
+#[test]
+fn a_chain_of_twenty_thousand_lets_differentiates() {
+    let dir = scratch("scaling", "chain");
+    let (body, value, derivative) = chain(20_000, "  ", 0.7);
+    write(&dir, "chain.arr", &format!("def f(x: f64) -> f64 =\n{body}"));
+    let (v, g) = grad(&dir, "chain.arr", "f", "[0.7]");
+    assert_close("value", v, value);
+    assert_close("gradient", num(&g), derivative);
+}
+
+#[test]
+fn a_chain_of_lets_nested_in_branches_differentiates() {
+    // The same chain inside 20 branches (all taken): its residuals are
+    // taped and popped where they are needed.
+    let dir = scratch("scaling", "chain_in_branches");
+    let depth = 20;
+    let mut src = String::from("def f(x: f64) -> f64 =\n");
+    for i in 0..depth {
+        writeln!(src, "  if x > {}.0 then", -100 - i).unwrap();
+    }
+    let (body, value, derivative) = chain(5_000, "  ", 0.7);
+    src.push_str(&body);
+    for i in 0..depth {
+        writeln!(src, "  else {i}.0 * x").unwrap();
+    }
+    write(&dir, "deep.arr", &src);
+    let (v, g) = grad(&dir, "deep.arr", "f", "[0.7]");
+    assert_close("value", v, value);
+    assert_close("gradient", num(&g), derivative);
+}
+
+#[test]
+fn live_lets_and_branches_differentiate_and_build() {
+    // 5000 lets all live until they are summed at the end.
+    let dir = scratch("scaling", "live");
+    let n = 5_000;
+    let mut src = String::from("def f(x: f64) -> f64 =\n");
+    for i in 1..=n {
+        writeln!(src, "  let a{i} = sin(x * {i}.0)").unwrap();
+    }
+    src.push_str("  let s1 = a1\n");
+    for i in 2..=n {
+        writeln!(src, "  let s{i} = s{} + a{i}", i - 1).unwrap();
+    }
+    writeln!(src, "  in s{n}").unwrap();
+    // 2000 branches in a chain (each condition is read again backward).
+    let m = 2_000;
+    src.push_str("\ndef g(x: f64) -> f64 =\n  let b0 = x\n");
+    for i in 1..=m {
+        writeln!(src, "  let b{i} = if b{j} > 0.5 then sin(b{j}) else cos(b{j}) * 0.5", j = i - 1).unwrap();
+    }
+    writeln!(src, "  in b{m}").unwrap();
+    write(&dir, "live.arr", &src);
+
+    let x = 0.3f64;
+    let (mut value, mut derivative) = (0.0, 0.0);
+    for i in 1..=n {
+        let k = i as f64;
+        value += (x * k).sin();
+        derivative += k * (x * k).cos();
+    }
+    let (v, g) = grad(&dir, "live.arr", "f", "[0.3]");
+    assert!(close(v, value, 1e-9) && close(num(&g), derivative, 1e-8), "f: {v} {g}, want {value} {derivative}");
+
+    let (mut b, mut db) = (0.9f64, 1.0f64);
+    for _ in 0..m {
+        (b, db) = if b > 0.5 { (b.sin(), b.cos() * db) } else { (b.cos() * 0.5, -b.sin() * 0.5 * db) };
+    }
+    let (v, g) = grad(&dir, "live.arr", "g", "[0.9]");
+    assert_close("g", v, b);
+    assert_close("g'", num(&g), db);
+
+    let out = arrayad(&dir, &["build", "live.arr", "-o", "liblive.so"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let header = std::fs::read_to_string(dir.join("liblive.h")).expect("header");
+    assert!(header.contains("f_grad") && header.contains("g_grad"), "{header}");
+}
+
+#[test]
+fn chains_of_array_operations_and_loops_differentiate() {
+    // 2000 elementwise operations (fused into one loop) and 1000 reductions
+    // and loops at the top level.
+    let dir = scratch("scaling", "arrays");
+    let n: i32 = 2_000;
+    let mut src = String::from("def f(x: [m]f64, y: [m]f64) -> f64 =\n  let v0 = x\n");
+    for i in 1..=n {
+        writeln!(src, "  let v{i} = v{} * 0.999 + y", i - 1).unwrap();
+    }
+    writeln!(src, "  in sum(v{n})").unwrap();
+    let m = 1_000;
+    src.push_str("\ndef g(x: [m]f64, y: [m]f64) -> f64 =\n  let a0 = 0.0\n");
+    for i in 1..=m {
+        if i % 2 == 0 {
+            writeln!(src, "  let a{i} = a{} + dot(x, y) * {i}.0", i - 1).unwrap();
+        } else {
+            writeln!(src, "  let a{i} = loop s = a{} for k < length(x) do s * 0.5 + x[k]", i - 1).unwrap();
+        }
+    }
+    writeln!(src, "  in a{m}").unwrap();
+    write(&dir, "arrays.arr", &src);
+
+    let (x, y) = ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]);
+    let args = "[[1, 2, 3], [4, 5, 6]]";
+    let scale = 0.999f64.powi(n);
+    let sum_y: f64 = y.iter().sum();
+    let sum_x: f64 = x.iter().sum();
+    let want = sum_x * scale + sum_y * (1.0 - scale) / (1.0 - 0.999);
+    let (v, g) = grad(&dir, "arrays.arr", "f", args);
+    assert!(close(v, want, 1e-9), "f: {v} vs {want}");
+    for d in nums(&g) {
+        assert!(close(d, scale, 1e-9), "df/dx: {g}");
+    }
+
+    // g by the same steps in Rust, forward mode on x[0].
+    let dot: f64 = x.iter().zip(&y).map(|(a, b)| a * b).sum();
+    let (mut a, mut da) = (0.0f64, 0.0f64);
+    for i in 1..=m {
+        if i % 2 == 0 {
+            (a, da) = (a + dot * i as f64, da + y[0] * i as f64);
+        } else {
+            for (k, xk) in x.iter().enumerate() {
+                (a, da) = (a * 0.5 + xk, da * 0.5 + if k == 0 { 1.0 } else { 0.0 });
+            }
+        }
+    }
+    let (v, g) = grad(&dir, "arrays.arr", "g", args);
+    assert_close("g", v, a);
+    assert_close("dg/dx0", nums(&g)[0], da);
+}
+
+#[test]
+fn ten_thousand_definitions_compile_and_build() {
+    let dir = scratch("scaling", "definitions");
+    let n = 10_000;
+    let mut src = String::new();
+    for i in 1..=n {
+        writeln!(src, "def g{i}(x: f64) -> f64 = sin(x) * {i}.0 + x").unwrap();
+    }
+    write(&dir, "defs.arr", &src);
+    let out = arrayad(&dir, &["check", "defs.arr"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let (v, g) = grad(&dir, "defs.arr", &format!("g{n}"), "[0.5]");
+    assert_close("value", v, 0.5f64.sin() * n as f64 + 0.5);
+    assert_close("gradient", num(&g), 0.5f64.cos() * n as f64 + 1.0);
+    // A library of some of them: the others cost nothing.
+    let out = arrayad(&dir, &["build", "defs.arr", "-o", "libdefs.so", "--export", "g1,g5000,g10000"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+}
+
+#[test]
+fn a_chain_of_five_thousand_calls_runs_and_builds() {
+    let dir = scratch("scaling", "calls");
+    let n = 5_000;
+    let mut src = String::from("def g0(x: f64) -> f64 = x\n");
+    for i in 1..=n {
+        writeln!(src, "def g{i}(x: f64) -> f64 = g{}(x) + 1.0", i - 1).unwrap();
+    }
+    write(&dir, "calls.arr", &src);
+    assert_eq!(arrayad(&dir, &["check", "calls.arr"]).code, 0);
+    let out = arrayad(&dir, &["run", "calls.arr", &format!("g{n}"), "--args", "[0.5]"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(num(&out.json()["value"]), n as f64 + 0.5);
+    let (v, g) = grad(&dir, "calls.arr", &format!("g{n}"), "[0.5]");
+    assert_eq!((v, num(&g)), (n as f64 + 0.5, 1.0));
+    let out = arrayad(&dir, &["build", "calls.arr", "-o", "libcalls.so", "--export", &format!("g{n}")]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    // Every definition exported: each one inlines the chain below it, so
+    // the library would hold n^2/2 statements. A limit, not an abort.
+    let out = arrayad(&dir, &["build", "calls.arr", "-o", "liball.so"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert!(out.stderr.contains("program too large after inlining"), "{}", out.stderr);
+    assert!(out.stderr.contains("export fewer"), "{}", out.stderr);
+    assert!(out.stderr.contains("calls.arr:"), "{}", out.stderr);
+}
+
+/// `k` definitions of `depth` nested `if`s, each wrapping a call of the
+/// previous one: nested `k * depth` deep once inlined. With `x = 0.5` every
+/// condition holds: `h_j(x) = 2 x + j`.
+fn nested_ifs(k: usize, depth: usize) -> String {
+    let mut src = String::new();
+    for j in 0..k {
+        writeln!(src, "def h{j}(x: f64) -> f64 =").unwrap();
+        for i in 0..depth {
+            writeln!(src, "  if x > -{i}.0 then").unwrap();
+        }
+        if j == 0 {
+            src.push_str("  x * 2.0\n");
+        } else {
+            writeln!(src, "  h{}(x) + 1.0", j - 1).unwrap();
+        }
+        for i in 0..depth {
+            writeln!(src, "  else {i}.0").unwrap();
+        }
+    }
+    src
+}
+
+/// `FILE:LINE:COL` after `file` in `text`, as numbers.
+fn location(text: &str, file: &str) -> (usize, usize) {
+    let at = text.find(&format!("{file}:")).unwrap_or_else(|| panic!("no location in {text}"));
+    let mut parts = text[at + file.len() + 1..].split(|c: char| !c.is_ascii_digit());
+    let line = parts.next().and_then(|s| s.parse().ok()).expect("line");
+    let col = parts.next().and_then(|s| s.parse().ok()).expect("column");
+    (line, col)
+}
+
+#[test]
+fn nesting_deeper_than_the_limit_after_inlining_is_a_located_error() {
+    let dir = scratch("scaling", "nesting");
+    let (k, depth) = (25, 250);
+    let src = nested_ifs(k, depth);
+    write(&dir, "ifs.arr", &src);
+    assert_eq!(arrayad(&dir, &["check", "ifs.arr"]).code, 0);
+    // 1000 deep: within the limit, differentiated and built.
+    let (v, g) = grad(&dir, "ifs.arr", "h3", "[0.5]");
+    assert_eq!((v, num(&g)), (4.0, 2.0));
+    let out = arrayad(&dir, &["build", "ifs.arr", "-o", "libifs.so", "--export", "h3"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    // 6250 deep: an error at the call that crosses the limit (in h4).
+    for argv in [
+        &["run", "ifs.arr", "h24", "--args", "[0.5]"][..],
+        &["run", "ifs.arr", "h24", "--args", "[0.5]", "--grad"],
+        &["build", "ifs.arr", "-o", "libifs.so"],
+    ] {
+        let out = arrayad(&dir, argv);
+        assert_eq!(out.code, 2, "{argv:?}: {out:#?}");
+        assert!(out.stderr.contains("program nested too deeply after inlining"), "{}", out.stderr);
+        assert!(out.stderr.contains("(limit 1000)"), "{}", out.stderr);
+        let (line, col) = location(&out.stderr, "ifs.arr");
+        let text = src.lines().nth(line - 1).expect("the line exists");
+        assert!(text[col - 1..].starts_with("h3("), "{line}:{col} is `{text}`: {}", out.stderr);
+    }
+}
+
+#[test]
+fn exponential_inlining_is_a_located_error() {
+    // g_i calls g_{i-1} twice: 2^24 copies of g0 once inlined.
+    let dir = scratch("scaling", "exponential");
+    let mut src = String::from("def g0(x: f64) -> f64 = sin(x)\n");
+    for i in 1..=24 {
+        writeln!(src, "def g{i}(x: f64) -> f64 = g{j}(x) + g{j}(x * 0.5)", j = i - 1).unwrap();
+    }
+    write(&dir, "exp.arr", &src);
+    assert_eq!(arrayad(&dir, &["check", "exp.arr"]).code, 0);
+    for argv in [
+        &["run", "exp.arr", "g24", "--args", "[0.5]"][..],
+        &["run", "exp.arr", "g24", "--args", "[0.5]", "--grad"],
+        &["build", "exp.arr", "-o", "libexp.so"],
+        &["emit", "exp.arr", "--stage", "vjp", "--function", "g24"],
+    ] {
+        let out = arrayad(&dir, argv);
+        assert_eq!(out.code, 2, "{argv:?}: {out:#?}");
+        assert!(out.stderr.contains("program too large after inlining"), "{}", out.stderr);
+        assert!(out.stderr.contains("statements)"), "the limit: {}", out.stderr);
+        let (line, col) = location(&out.stderr, "exp.arr");
+        let text = src.lines().nth(line - 1).expect("the line exists");
+        assert!(text[col - 1..].starts_with(&format!("g{}(", line - 2)), "{line}:{col} is `{text}`");
+    }
+    // g10(x) = sum_k C(10, k) sin(x / 2^k) is small enough.
+    let x = 0.5f64;
+    let (mut value, mut derivative, mut c) = (0.0, 0.0, 1.0);
+    for k in 0..=10 {
+        let s = 0.5f64.powi(k);
+        value += c * (x * s).sin();
+        derivative += c * s * (x * s).cos();
+        c = c * (10 - k) as f64 / (k + 1) as f64;
+    }
+    let (v, g) = grad(&dir, "exp.arr", "g10", "[0.5]");
+    assert_close("g10", v, value);
+    assert_close("g10'", num(&g), derivative);
+}
+
+#[test]
+fn deep_programs_compile_from_a_thread_with_a_small_stack() {
+    // The Rust API compiles on a thread of its own: 1000 nested blocks from
+    // a thread of 1 MiB.
+    let src = nested_ifs(4, 250);
+    let handle = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || {
+            let module = arrayad::Module::compile("ifs.arr", &src).expect("compiles");
+            module.function("h3").expect("h3").grad(&[arrayad::Arg::F64(0.5)]).map(|(v, _)| v)
+        })
+        .expect("spawn");
+    assert_eq!(handle.join().expect("no overflow").expect("gradient"), 4.0);
+}
