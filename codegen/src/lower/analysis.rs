@@ -37,6 +37,114 @@ pub(crate) fn survivors(f: &Function, body: &Block) -> Option<Vec<VarId>> {
     Some(assigned)
 }
 
+/// [`survivors`] and [`allocates`] of every block of a function, from one
+/// walk (asking each loop body alone would rescan the loops nested in it,
+/// O(depth x size)). Keyed by the address of the block in the function,
+/// which lowering does not move.
+pub(crate) struct BlockFacts {
+    facts: HashMap<*const Block, Facts>,
+}
+
+#[derive(Default)]
+struct Facts {
+    /// An array is pushed on the tape.
+    pushed: bool,
+    /// Something is allocated from the arena.
+    allocates: bool,
+    /// The array variables assigned inside and bound outside.
+    assigned: Vec<VarId>,
+}
+
+impl BlockFacts {
+    pub(crate) fn new(f: &Function) -> BlockFacts {
+        struct Walk<'f> {
+            f: &'f Function,
+            /// The depth of the block binding each variable.
+            bound_at: HashMap<VarId, usize>,
+            /// The blocks being walked, outermost first, with the variables
+            /// already among their survivors.
+            open: Vec<(*const Block, Facts, HashSet<VarId>)>,
+            done: HashMap<*const Block, Facts>,
+        }
+        impl Walk<'_> {
+            fn block(&mut self, b: &Block) {
+                let d = self.open.len();
+                self.open.push((b as *const Block, Facts::default(), HashSet::new()));
+                for s in &b.stmts {
+                    let mut bind = |v: VarId| {
+                        self.bound_at.insert(v, d);
+                    };
+                    match &s.kind {
+                        StmtKind::Let { vars, expr } => {
+                            vars.iter().for_each(|v| bind(*v));
+                            match expr {
+                                Expr::Build { index, .. } => bind(*index),
+                                Expr::Loop { index, states, .. } => {
+                                    bind(*index);
+                                    states.iter().for_each(|v| bind(*v));
+                                }
+                                Expr::While { states, .. } => states.iter().for_each(|v| bind(*v)),
+                                _ => {}
+                            }
+                            if matches!(
+                                expr,
+                                Expr::Build { .. } | Expr::ArrayLit { .. } | Expr::ZerosLike(_) | Expr::Zeros(_)
+                            ) {
+                                self.open[d].1.allocates = true;
+                            }
+                        }
+                        StmtKind::For { index, .. } => bind(*index),
+                        StmtKind::Push(a) if is_array(self.f, a) => self.open[d].1.pushed = true,
+                        StmtKind::Assign { var, value } if is_array(self.f, value) => {
+                            // A survivor of every open block inside the
+                            // variable's own.
+                            let from = self.bound_at.get(var).map_or(0, |dv| dv + 1);
+                            for k in (from..=d).rev() {
+                                let (_, facts, seen) = &mut self.open[k];
+                                if !seen.insert(*var) {
+                                    break;
+                                }
+                                facts.assigned.push(*var);
+                            }
+                        }
+                        _ => {}
+                    }
+                    for nb in arrayad_ir::visit::child_blocks(&s.kind) {
+                        self.block(nb);
+                    }
+                }
+                if let Some((key, facts, _)) = self.open.pop() {
+                    if let Some((_, parent, _)) = self.open.last_mut() {
+                        parent.pushed |= facts.pushed;
+                        parent.allocates |= facts.allocates;
+                    }
+                    self.done.insert(key, facts);
+                }
+            }
+        }
+        let mut w = Walk { f, bound_at: HashMap::new(), open: Vec::new(), done: HashMap::new() };
+        w.block(&f.body);
+        BlockFacts { facts: w.done }
+    }
+
+    /// [`survivors`] of `body`, a block of the function.
+    pub(crate) fn survivors(&self, f: &Function, body: &Block) -> Option<Vec<VarId>> {
+        match self.facts.get(&(body as *const Block)) {
+            Some(facts) if facts.pushed => None,
+            Some(facts) => Some(facts.assigned.clone()),
+            None => survivors(f, body),
+        }
+    }
+
+    /// [`allocates`] of `body`, a block of the function.
+    pub(crate) fn allocates(&self, body: &Block) -> bool {
+        match self.facts.get(&(body as *const Block)) {
+            Some(facts) => facts.allocates,
+            None => allocates(body),
+        }
+    }
+}
+
 /// True when running `body` may allocate from the arena.
 pub(crate) fn allocates(body: &Block) -> bool {
     let mut any = false;

@@ -1,6 +1,5 @@
 //! Lowering of the right-hand sides of `let`.
 
-use super::analysis::{allocates, survivors};
 use super::emit::{Conv, Emitter, FloatCC, FloatOp, FloatUnary, IntCC, IntOp, Mem, Ty};
 use super::memory::Mark;
 use super::{elem_size, Arr, Lower, Repr, Result, Val};
@@ -442,7 +441,7 @@ impl<E: Emitter> Lower<'_, E> {
             }
         }
         let any_array = outs.iter().any(|o| matches!(o, BuildOut::Array { .. }));
-        let keep = survivors(self.f, body).filter(|_| allocates(body));
+        let keep = self.blocks.survivors(self.f, body).filter(|_| self.blocks.allocates(body));
         // The arena state every iteration returns to (for array rows: taken
         // again once the result is allocated in iteration 0).
         let mark_vars: Option<[E::Var; 3]> = if keep.is_some() {
@@ -564,11 +563,12 @@ impl<E: Emitter> Lower<'_, E> {
         }
         // Released after every iteration but for the array states (their
         // new values) and the outer mutable arrays the body assigns.
-        let keep: Option<Vec<VarId>> = survivors(self.f, body).filter(|_| allocates(body)).map(|mut outer| {
-            let mut k: Vec<VarId> = states.iter().copied().filter(|s| self.f.ty(*s).is_array()).collect();
-            k.append(&mut outer);
-            k
-        });
+        let keep: Option<Vec<VarId>> =
+            self.blocks.survivors(self.f, body).filter(|_| self.blocks.allocates(body)).map(|mut outer| {
+                let mut k: Vec<VarId> = states.iter().copied().filter(|s| self.f.ty(*s).is_array()).collect();
+                k.append(&mut outer);
+                k
+            });
         let mark = if keep.is_some() { Some(self.arena_mark()) } else { None };
         let zero = self.iconst(0);
         self.counted_loop(zero, n, false, &mut |l, i| {
@@ -599,8 +599,11 @@ impl<E: Emitter> Lower<'_, E> {
         for (s, v) in states.iter().zip(init_vals) {
             self.def(*s, v)?;
         }
-        let keep: Option<Vec<VarId>> =
-            survivors(self.f, body).filter(|_| allocates(body) || allocates(cond)).map(|mut outer| {
+        let keep: Option<Vec<VarId>> = self
+            .blocks
+            .survivors(self.f, body)
+            .filter(|_| self.blocks.allocates(body) || self.blocks.allocates(cond))
+            .map(|mut outer| {
                 let mut k: Vec<VarId> = states.iter().copied().filter(|s| self.f.ty(*s).is_array()).collect();
                 k.append(&mut outer);
                 k

@@ -44,6 +44,7 @@ pub(crate) fn lower_function<E: Emitter>(b: &mut E, file: &str, f: &arrayad_ir::
         rebound: rebound_vars(f),
         far: far_scalars(f),
         last_use: analysis::last_uses(f),
+        blocks: analysis::BlockFacts::new(f),
         in_bounds: Vec::new(),
         equal: Vec::new(),
         memo: Vec::new(),
@@ -143,9 +144,10 @@ fn rebound_vars(f: &arrayad_ir::Function) -> HashSet<VarId> {
 /// and its last use beyond which it is kept in a stack slot.
 const FAR: u32 = 128;
 
-/// The `f64` and `bool` variables bound once whose last use comes more
-/// than [`FAR`] statements after their definition, none of them in a loop
-/// the definition is not in: the forward values the backward pass reads,
+/// The `f64` and `bool` variables bound once outside every loop whose last
+/// use comes more than [`FAR`] statements after their definition, none of
+/// them in a loop (so that no hot loop loads them): the forward values the
+/// backward pass reads,
 /// conditions of branches taken again backward. In SSA form each would be
 /// live through every block in between, and the register allocator's work
 /// grows with the number of such values times the number of blocks
@@ -199,9 +201,7 @@ fn far_scalars(f: &arrayad_ir::Function) -> Vec<bool> {
             let info = &f.vars[i];
             let scalar = info.ty.is_scalar() && matches!(info.ty.elem, Scalar::F64 | Scalar::Bool);
             match (w.def[i], w.last[i]) {
-                (Some((at, depth)), (last, deepest)) => {
-                    scalar && !info.mutable && last > at.saturating_add(FAR) && deepest <= depth
-                }
+                (Some((at, 0)), (last, 0)) => scalar && !info.mutable && last > at.saturating_add(FAR),
                 _ => false,
             }
         })
@@ -226,6 +226,8 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// The last statement of its block using each mutable variable
     /// ([`analysis::last_uses`]).
     last_use: std::collections::HashMap<VarId, usize>,
+    /// What loop bodies allocate and keep ([`analysis::BlockFacts`]).
+    blocks: analysis::BlockFacts,
     /// `(i, n)`: `0 <= i < n` holds here (counted-loop indices).
     in_bounds: Vec<(E::Value, E::Value)>,
     /// `(a, b)`: `a == b` holds here (size checks passed).

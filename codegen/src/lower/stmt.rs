@@ -1,6 +1,5 @@
 //! Lowering of statements.
 
-use super::analysis::{allocates, survivors};
 use super::emit::{Conv, Emitter, FloatOp, IntCC, IntOp, Mem, Ty};
 use super::{Lower, Result, Val};
 use arrayad_ir::{Atom, Block, Fault, Scalar, Stmt, StmtKind, VarId};
@@ -210,7 +209,7 @@ impl<E: Emitter> Lower<'_, E> {
 
     fn for_(&mut self, n: &Atom, index: VarId, reverse: bool, body: &Block) -> Result<()> {
         let n = self.scalar(n)?;
-        let keep = survivors(self.f, body).filter(|_| allocates(body));
+        let keep = self.blocks.survivors(self.f, body).filter(|_| self.blocks.allocates(body));
         let mark = if keep.is_some() { Some(self.arena_mark()) } else { None };
         let zero = self.iconst(0);
         self.counted_loop(zero, n, reverse, &mut |l, i| {
