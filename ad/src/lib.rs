@@ -67,9 +67,7 @@ pub fn check_size(program: &Program, func: FuncId) -> Result<(), AdError> {
 /// ([`passes::inline::InlineCosts::check_all`]), in time linear in the size
 /// of the program.
 pub fn check_sizes(program: &Program, funcs: &[FuncId]) -> Result<(), AdError> {
-    passes::inline::InlineCosts::new(program, funcs)
-        .check_all(funcs)
-        .map_err(|e| AdError::TooLarge(e.located(program)))
+    passes::inline::InlineCosts::new(program, funcs).check_all(funcs).map_err(|e| AdError::TooLarge(e.located(program)))
 }
 
 /// The primal of `func` ready for code generation: every call inlined,
