@@ -9,6 +9,7 @@
 pub mod builder;
 pub mod derivative;
 pub mod fault;
+pub mod fx;
 pub mod interp;
 pub mod math;
 pub mod printer;

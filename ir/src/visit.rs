@@ -2,7 +2,6 @@
 //! and substitution of variables.
 
 use crate::program::{Atom, Block, Expr, Stmt, StmtKind, VarId};
-use std::collections::HashMap;
 
 /// Calls `f` on every variable *used* (read) by `expr`, including uses
 /// inside nested blocks (which may also be bound there).
@@ -243,7 +242,7 @@ pub fn freshen_block(f: &mut crate::program::Function, b: &Block, extra: &[VarId
 #[derive(Default, Clone, Debug)]
 pub struct Subst {
     /// Replacement of each variable.
-    pub map: HashMap<VarId, Atom>,
+    pub map: crate::fx::FxHashMap<VarId, Atom>,
 }
 
 impl Subst {

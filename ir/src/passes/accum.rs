@@ -6,9 +6,9 @@
 //! removes it). The other declarations of mutable variables by a value
 //! move down to their first use.
 
+use crate::fx::FxHashMap as HashMap;
 use crate::program::{Atom, BinOp, Block, Expr, Function, Stmt, StmtKind, VarId};
 use crate::visit::{child_blocks, for_each_block, stmt_uses_shallow};
-use std::collections::HashMap;
 
 /// Runs the folding on `f` in place, in time linear in the size of `f`.
 pub fn fold_accumulators(f: &mut Function) {
@@ -122,7 +122,7 @@ fn block(f: &mut Function, b: Block, assigns: &[u32], first: &HashMap<VarId, usi
     // variable move down to their first use: a mutable variable lives in an
     // emitter variable, and one declared far from its use is live (and
     // costs the code generator) across everything in between.
-    let mut moved: HashMap<usize, Vec<Stmt>> = HashMap::new();
+    let mut moved: HashMap<usize, Vec<Stmt>> = HashMap::default();
     for k in 0..stmts.len() {
         let Some(Stmt { kind: StmtKind::Let { vars, expr: Expr::Atom(a) }, .. }) = &stmts[k] else { continue };
         let ([c], true) = (vars.as_slice(), f.var(vars[0]).mutable) else { continue };

@@ -6,13 +6,13 @@
 //! available (with an undo list per block, so a lookup costs the same at any
 //! depth), and every statement renamed and rebuilt once.
 
+use crate::fx::{FxHashMap, FxHashSet};
 use crate::program::{Atom, BinOp, Block, Expr, Function, ReduceOp, Stmt, StmtKind, UnOp, VarId};
 use crate::visit::Subst;
-use std::collections::{HashMap, HashSet};
 
 /// Runs CSE on `f` in place.
 pub fn cse(f: &mut Function) {
-    let mut c = Cse { unstable: HashSet::new(), table: HashMap::new(), subst: Subst::default() };
+    let mut c = Cse { unstable: FxHashSet::default(), table: FxHashMap::default(), subst: Subst::default() };
     for (i, v) in f.vars.iter().enumerate() {
         if v.mutable {
             c.unstable.insert(VarId(i as u32));
@@ -54,9 +54,9 @@ enum Key {
 
 struct Cse {
     /// Mutable variables, accumulators and views of accumulators.
-    unstable: HashSet<VarId>,
+    unstable: FxHashSet<VarId>,
     /// The expressions available here and the variable holding each.
-    table: HashMap<Key, VarId>,
+    table: FxHashMap<Key, VarId>,
     subst: Subst,
 }
 

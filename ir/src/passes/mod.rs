@@ -22,7 +22,9 @@ use crate::program::Function;
 /// Semantics, including every run-time error, are preserved.
 pub fn optimize(f: &mut Function) {
     for _ in 0..4 {
-        let before = f.body.clone();
+        // A round that changes nothing ends it: compared by a hash of the
+        // function (a copy to compare with cost more than some passes).
+        let before = fingerprint(f);
         accum::fold_accumulators(f);
         simplify::simplify(f);
         unroll::unroll(f);
@@ -31,8 +33,142 @@ pub fn optimize(f: &mut Function) {
         licm::licm(f);
         cse::cse(f);
         dce::dce(f);
-        if f.body == before {
+        if fingerprint(f) == before {
             break;
         }
     }
+}
+
+/// A hash of the body of `f` and of its variables' number and mutability:
+/// equal before and after a round of passes when the round changed nothing
+/// (a collision would only end the optimisation early).
+fn fingerprint(f: &Function) -> u64 {
+    use crate::program::{Atom, Block, Expr, StmtKind};
+    use std::hash::{Hash, Hasher};
+    fn atom(a: &Atom, h: &mut crate::fx::FxHasher) {
+        match a {
+            Atom::Var(v) => (0u8, v.0).hash(h),
+            Atom::F64(x) => (1u8, x.to_bits()).hash(h),
+            Atom::I64(x) => (2u8, *x).hash(h),
+            Atom::Bool(x) => (3u8, *x).hash(h),
+        }
+    }
+    fn atoms(a: &[Atom], h: &mut crate::fx::FxHasher) {
+        a.len().hash(h);
+        a.iter().for_each(|x| atom(x, h));
+    }
+    fn block(b: &Block, h: &mut crate::fx::FxHasher) {
+        b.stmts.len().hash(h);
+        for s in &b.stmts {
+            s.loc.hash(h);
+            match &s.kind {
+                StmtKind::Let { vars, expr } => {
+                    (0u8, vars).hash(h);
+                    match expr {
+                        Expr::Atom(a) => {
+                            0u8.hash(h);
+                            atom(a, h);
+                        }
+                        Expr::Unary(op, a) => {
+                            (1u8, op).hash(h);
+                            atom(a, h);
+                        }
+                        Expr::Binary(op, a, b) => {
+                            (2u8, op).hash(h);
+                            atom(a, h);
+                            atom(b, h);
+                        }
+                        Expr::Index { array, indices } => {
+                            (3u8, array).hash(h);
+                            atoms(indices, h);
+                        }
+                        Expr::Slice { array, lo, hi } => {
+                            (4u8, array).hash(h);
+                            atom(lo, h);
+                            atom(hi, h);
+                        }
+                        Expr::Dim { array, axis } => (5u8, array, axis).hash(h),
+                        Expr::Reduce { op, array } => (6u8, op, array).hash(h),
+                        Expr::ArrayLit { elem_ty, elems } => {
+                            (7u8, elem_ty).hash(h);
+                            atoms(elems, h);
+                        }
+                        Expr::Build { n, index, body } => {
+                            (8u8, index).hash(h);
+                            atom(n, h);
+                            block(body, h);
+                        }
+                        Expr::Loop { n, index, states, init, body } => {
+                            (9u8, index, states).hash(h);
+                            atom(n, h);
+                            atoms(init, h);
+                            block(body, h);
+                        }
+                        Expr::While { states, init, cond, body } => {
+                            (10u8, states).hash(h);
+                            atoms(init, h);
+                            block(cond, h);
+                            block(body, h);
+                        }
+                        Expr::If { cond, then_branch, else_branch } => {
+                            11u8.hash(h);
+                            atom(cond, h);
+                            block(then_branch, h);
+                            block(else_branch, h);
+                        }
+                        Expr::Call { func, args } => {
+                            (12u8, func).hash(h);
+                            atoms(args, h);
+                        }
+                        Expr::ZerosLike(v) => (13u8, v).hash(h),
+                        Expr::Zeros(dims) => {
+                            14u8.hash(h);
+                            atoms(dims, h);
+                        }
+                        Expr::Pop => 15u8.hash(h),
+                        Expr::TapeMark => 16u8.hash(h),
+                    }
+                }
+                StmtKind::Assign { var, value } => {
+                    (1u8, var).hash(h);
+                    atom(value, h);
+                }
+                StmtKind::AccAdd { acc, indices, value } => {
+                    (2u8, acc).hash(h);
+                    atoms(indices, h);
+                    atom(value, h);
+                }
+                StmtKind::CheckSize { a, b, what } => {
+                    (3u8, what).hash(h);
+                    atom(a, h);
+                    atom(b, h);
+                }
+                StmtKind::Push(a) => {
+                    4u8.hash(h);
+                    atom(a, h);
+                }
+                StmtKind::TapeRewind(a) => {
+                    5u8.hash(h);
+                    atom(a, h);
+                }
+                StmtKind::For { n, index, reverse, body } => {
+                    (6u8, index, reverse).hash(h);
+                    atom(n, h);
+                    block(body, h);
+                }
+                StmtKind::If { cond, then_branch, else_branch } => {
+                    7u8.hash(h);
+                    atom(cond, h);
+                    block(then_branch, h);
+                    block(else_branch, h);
+                }
+            }
+        }
+        atoms(&b.results, h);
+    }
+    let mut h = crate::fx::FxHasher::default();
+    f.vars.len().hash(&mut h);
+    f.vars.iter().filter(|v| v.mutable).count().hash(&mut h);
+    block(&f.body, &mut h);
+    h.finish()
 }
