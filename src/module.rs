@@ -88,6 +88,10 @@ pub(crate) struct Def {
     pub derived: OnceLock<Result<arrayad_ad::Derivatives, Error>>,
     /// The primal IR alone, while no derivative has been asked for.
     pub primal: OnceLock<Result<arrayad_ir::Function, Error>>,
+    /// The jvp, vjp or many-row vjp alone (indexed by
+    /// [`arrayad_ad::Which`]), when asked for before `derived` (a gradient
+    /// needs no jvp and no many-row vjp).
+    pub one: [OnceLock<Result<arrayad_ir::Function, Error>>; 3],
     /// The primal, jvp, vjp and many-row vjp code, indexed by [`Kind`].
     pub code: [OnceLock<Result<Engine, Error>>; 5],
     /// The Hessian-vector product IR, from `derived` on first use.
@@ -139,6 +143,7 @@ impl Module {
                     active,
                     derived: OnceLock::new(),
                     primal: OnceLock::new(),
+                    one: Default::default(),
                     code: Default::default(),
                     hvp: OnceLock::new(),
                 }
@@ -188,6 +193,8 @@ impl Module {
     /// or of code generation).
     pub fn precompile(&self) -> Result<(), Error> {
         for index in 0..self.defs.len() {
+            // Every derivative from one run of the pipeline.
+            self.derived(index)?;
             for kind in Kind::ALL.into_iter().filter(|k| *k != Kind::Hvp) {
                 self.engine(index, kind)?;
             }
@@ -209,6 +216,29 @@ impl Module {
             .map_err(|e| e.clone())
     }
 
+    /// The prepared primal of definition `index` (its size checked first).
+    fn prepared(&self, index: usize) -> Result<&arrayad_ir::Function, Error> {
+        let def = &self.defs[index];
+        let p = def.primal.get_or_init(|| {
+            guard(|| {
+                arrayad_ad::check_size(&self.program, def.id)?;
+                Ok(arrayad_ad::prepare(&self.program, def.id))
+            })
+        });
+        p.as_ref().map_err(|e| e.clone())
+    }
+
+    /// Every derivative of definition `index`, from one run of the
+    /// pipeline.
+    fn derived(&self, index: usize) -> Result<&arrayad_ad::Derivatives, Error> {
+        let def = &self.defs[index];
+        let d = def.derived.get_or_init(|| match def.primal.get() {
+            Some(Ok(p)) => guard(|| Ok(arrayad_ad::derive_prepared(p.clone(), &def.active, self.ad_options())?)),
+            _ => derive(&self.program, def.id, &def.active, self.ad_options()),
+        });
+        d.as_ref().map_err(|e| e.clone())
+    }
+
     fn ad_options(&self) -> arrayad_ad::AdOptions {
         arrayad_ad::AdOptions { checkpoint: self.options.checkpoint }
     }
@@ -225,19 +255,23 @@ impl Module {
             if let Some(Ok(d)) = def.derived.get() {
                 return Ok(Some(&d.primal));
             }
-            let p = def.primal.get_or_init(|| {
-                guard(|| {
-                    arrayad_ad::check_size(&self.program, def.id)?;
-                    Ok(arrayad_ad::prepare(&self.program, def.id))
-                })
-            });
-            return p.as_ref().map(Some).map_err(|e| e.clone());
+            return self.prepared(index).map(Some);
         }
-        let d = def.derived.get_or_init(|| match def.primal.get() {
-            Some(Ok(p)) => guard(|| Ok(arrayad_ad::derive_prepared(p.clone(), &def.active, self.ad_options())?)),
-            _ => derive(&self.program, def.id, &def.active, self.ad_options()),
-        });
-        let d = d.as_ref().map_err(|e| e.clone())?;
+        let which = match kind {
+            Kind::Jvp => Some(arrayad_ad::Which::Jvp),
+            Kind::Vjp => Some(arrayad_ad::Which::Vjp),
+            Kind::VjpRows => Some(arrayad_ad::Which::VjpRows),
+            _ => None,
+        };
+        if let (Some(which), None) = (which, def.derived.get()) {
+            // One derivative alone, from the prepared primal.
+            let one = def.one[which as usize].get_or_init(|| {
+                let p = self.prepared(index)?;
+                guard(|| Ok(arrayad_ad::derive_one(p, &def.active, self.ad_options(), which)?))
+            });
+            return one.as_ref().map(Some).map_err(|e| e.clone());
+        }
+        let d = self.derived(index)?;
         match kind.of(d) {
             Some(f) => Ok(Some(f)),
             None => {

@@ -174,6 +174,39 @@ pub fn derive_with(program: &Program, func: FuncId, active: &[bool], opts: AdOpt
     derive_prepared(prepare(program, func), active, opts)
 }
 
+/// One of the derivatives of [`derive_prepared`], for a caller that needs
+/// only that one (`arrayad run --grad` needs the vjp alone): the same
+/// function, without the work of the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Which {
+    /// Forward mode ([`Derivatives::jvp`]).
+    Jvp,
+    /// Reverse mode ([`Derivatives::vjp`]).
+    Vjp,
+    /// Reverse mode for many cotangent rows ([`Derivatives::vjp_rows`]).
+    VjpRows,
+}
+
+/// The derivative `which` of a primal already [`prepare`]d, equal to that
+/// field of [`derive_prepared`]'s result.
+pub fn derive_one(primal: &Function, active: &[bool], opts: AdOptions, which: Which) -> Result<Function, AdError> {
+    let mut lin = forward::jvp_function(primal, active)?;
+    passes::dce::dce_assuming_safe(&mut lin.func, &lin.linear);
+    let name = &primal.name;
+    let by_columns = reverse::has_reverse_code(primal);
+    let mut f = match which {
+        Which::Jvp => lin.func,
+        Which::Vjp if by_columns => reverse::by_columns::vjp_function(&lin, primal, &format!("{name}_vjp")),
+        Which::Vjp => reverse::vjp_function(&lin, &format!("{name}_vjp"), opts.checkpoint)?,
+        Which::VjpRows if by_columns => {
+            reverse::by_columns::vjp_rows_function(&lin, primal, &format!("{name}_vjp_rows"))
+        }
+        Which::VjpRows => reverse::vjp_rows_function(&lin, &format!("{name}_vjp_rows"), opts.checkpoint)?,
+    };
+    passes::optimize(&mut f);
+    Ok(f)
+}
+
 /// [`derive`] from a primal already [`prepare`]d.
 pub fn derive_prepared(primal: Function, active: &[bool], opts: AdOptions) -> Result<Derivatives, AdError> {
     let mut lin = forward::jvp_function(&primal, active)?;

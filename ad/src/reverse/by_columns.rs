@@ -163,6 +163,11 @@ pub(crate) fn vjp_function(lin: &JvpOutput, prim: &Function, name: &str) -> Func
     build(lin, prim, name, false)
 }
 
+/// The many-row vjp alone (see [`vjp_and_rows`]).
+pub(crate) fn vjp_rows_function(lin: &JvpOutput, prim: &Function, name: &str) -> Function {
+    build(lin, prim, name, true)
+}
+
 fn build(lin: &JvpOutput, prim: &Function, name: &str, rows: bool) -> Function {
     let mut g = lin.func.clone();
     g.name = name.to_string();

@@ -224,7 +224,6 @@ fn assemble_vjp(u: Unzipped) -> Function {
 /// `build row < R => { tape_rewind mark; ct_out = ct_rows[row]; backward }`:
 /// the backward pass pops what the forward pass pushed, and the rewind
 /// replays the tape for the next row. With no f64 result, `R` is 0.
-#[allow(dead_code)] // kept beside vjp_function; derive uses vjp_and_rows
 pub fn vjp_rows_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Function, AdError> {
     Ok(assemble_rows(unzip(j, name, checkpoint)?))
 }
