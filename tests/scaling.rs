@@ -120,6 +120,24 @@ fn live_lets_and_branches_differentiate_and_build() {
     assert_eq!(out.code, 0, "{out:#?}");
     let header = std::fs::read_to_string(dir.join("liblive.h")).expect("header");
     assert!(header.contains("f_grad") && header.contains("g_grad"), "{header}");
+    // The library's gradients (large functions take the fast register
+    // allocator) agree with the JIT's.
+    if support::have("cc") {
+        let main = "#include <stdio.h>\n#include \"liblive.h\"\n\
+            int main(void) { double v, d; int s = f_grad(0.3, &v, &d); printf(\"%d %.17g %.17g\\n\", s, v, d);\n\
+            s |= g_grad(0.9, &v, &d); printf(\"%d %.17g %.17g\\n\", s, v, d); return s; }\n";
+        write(&dir, "main.c", main);
+        let d = dir.to_str().expect("utf-8 path");
+        let rpath = format!("-Wl,-rpath,{d}");
+        let cc = support::run_in(&dir, "cc", &["main.c", "-L.", "-llive", &rpath, "-o", "main"], None);
+        assert_eq!(cc.code, 0, "{cc:#?}");
+        let run = support::run_in(&dir, &format!("{d}/main"), &[], None);
+        assert_eq!(run.code, 0, "{run:#?}");
+        let lines: Vec<Vec<f64>> =
+            run.stdout.lines().map(|l| l.split(' ').map(|x| x.parse().expect("number")).collect()).collect();
+        assert!(close(lines[0][1], value, 1e-9) && close(lines[0][2], derivative, 1e-8), "{}", run.stdout);
+        assert!(close(lines[1][1], b, 1e-9) && close(lines[1][2], db, 1e-9), "{}", run.stdout);
+    }
 }
 
 #[test]

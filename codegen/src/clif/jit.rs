@@ -26,7 +26,8 @@ impl Drop for ClifCode {
 /// Compiles `funcs` (verified, call-free IR) for the host: the code, and
 /// per function its entry address and Cranelift IR text.
 pub(crate) fn compile(file: &str, funcs: &[arrayad_ir::Function]) -> Result<(ClifCode, Entries), CodegenError> {
-    let isa = isa(&TargetOptions::host(), false)?;
+    let host = TargetOptions::host();
+    let isa = isa(&host, false)?;
     let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     for c in Callee::all() {
         builder.symbol(c.symbol(), c.address());
@@ -34,9 +35,11 @@ pub(crate) fn compile(file: &str, funcs: &[arrayad_ir::Function]) -> Result<(Cli
     let mut module = JITModule::new(builder);
     let items: Vec<(String, Linkage, &arrayad_ir::Function)> =
         funcs.iter().enumerate().map(|(k, f)| (format!("arrayad_jit_{k}_{}", f.name), Linkage::Local, f)).collect();
-    let defined = define_functions(&mut module, file, &items)?;
+    let defined = define_functions(&mut module, file, &items, &host, false, true)?;
     module.finalize_definitions()?;
-    let out =
-        defined.into_iter().map(|d| (module.get_finalized_function(d.id), d.clif.display().to_string())).collect();
+    let out = defined
+        .into_iter()
+        .map(|d| (module.get_finalized_function(d.id), d.clif.map(|c| c.display().to_string()).unwrap_or_default()))
+        .collect();
     Ok((ClifCode { module: Some(module) }, out))
 }

@@ -26,6 +26,19 @@ use std::collections::HashMap;
 /// The ISA for `target` (the host's when it names none; `opt_level=none`,
 /// see below); `pic` for shared-library objects.
 pub(crate) fn isa(target: &TargetOptions, pic: bool) -> Result<OwnedTargetIsa> {
+    isa_with(target, pic, false)
+}
+
+/// Functions with more IR statements than this (at every depth) are
+/// compiled with Cranelift's single-pass register allocator: the
+/// backtracking one took most of the time and memory of compiling a
+/// function of 100,000 statements (a long chain of `let`s and its
+/// derivatives), and such a function is straight-line code that the
+/// choice hardly slows. Every loop body of a usual program is far smaller.
+pub(crate) const LARGE_FUNCTION: usize = 20_000;
+
+/// [`isa`], with the single-pass register allocator when `fast_regalloc`.
+fn isa_with(target: &TargetOptions, pic: bool, fast_regalloc: bool) -> Result<OwnedTargetIsa> {
     let mut fb = settings::builder();
     let set = |fb: &mut settings::Builder, k: &str, v: &str| {
         fb.set(k, v).map_err(|e| CodegenError::Target(format!("setting {k}={v}: {e}")))
@@ -36,6 +49,9 @@ pub(crate) fn isa(target: &TargetOptions, pic: bool) -> Result<OwnedTargetIsa> {
     // than `none`. The IR reaching codegen is already simplified, CSE'd and
     // fused, so `none` loses nothing measurable.
     set(&mut fb, "opt_level", "none")?;
+    if fast_regalloc {
+        set(&mut fb, "regalloc_algorithm", "single_pass")?;
+    }
     set(&mut fb, "is_pic", if pic { "true" } else { "false" })?;
     set(&mut fb, "use_colocated_libcalls", "false")?;
     set(&mut fb, "enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" })?;
@@ -68,7 +84,7 @@ pub(crate) fn isa(target: &TargetOptions, pic: bool) -> Result<OwnedTargetIsa> {
 /// generated (before Cranelift's own passes).
 pub(crate) struct Defined {
     pub id: FuncId,
-    pub clif: clif::Function,
+    pub clif: Option<clif::Function>,
 }
 
 /// The Cranelift signature of every generated function:
@@ -80,12 +96,25 @@ fn internal_signature<M: Module>(m: &M) -> clif::Signature {
     sig
 }
 
-/// Declares and defines `funcs` (symbol name, linkage, IR) in `m`.
+/// The number of statements of `f` at every depth.
+fn ir_size(f: &arrayad_ir::Function) -> usize {
+    let mut n = 0;
+    arrayad_ir::visit::for_each_block(&f.body, &mut |b| n += b.stmts.len());
+    n
+}
+
+/// Declares and defines `funcs` (symbol name, linkage, IR) in `m`, built
+/// for `target` (`pic` as `m`'s ISA). With `keep_ir`, each [`Defined`]
+/// holds the Cranelift IR of its function.
 pub(crate) fn define_functions<M: Module>(
     m: &mut M,
     file: &str,
     funcs: &[(String, Linkage, &arrayad_ir::Function)],
+    target: &TargetOptions,
+    pic: bool,
+    keep_ir: bool,
 ) -> Result<Vec<Defined>> {
+    let mut fast_isa: Option<OwnedTargetIsa> = None;
     let sig = internal_signature(m);
     let mut ids = Vec::new();
     for (sym, linkage, f) in funcs {
@@ -107,15 +136,42 @@ pub(crate) fn define_functions<M: Module>(
             lower::lower_function(&mut e, file, f)?;
             e.finish();
         }
-        let clif = ctx.func.clone();
-        m.define_function(id, &mut ctx).map_err(|e| match e {
+        let clif = keep_ir.then(|| ctx.func.clone());
+        let compile_error = |func: &clif::Function, e: cranelift_module::ModuleError| match e {
             cranelift_module::ModuleError::Compilation(err) => CodegenError::Cranelift(format!(
                 "compiling `{}`: {}",
                 f.name,
-                cranelift_codegen::print_errors::pretty_error(&ctx.func, err)
+                cranelift_codegen::print_errors::pretty_error(func, err)
             )),
             e => CodegenError::Cranelift(format!("compiling `{}`: {e:?}", f.name)),
-        })?;
+        };
+        if ir_size(f) > LARGE_FUNCTION {
+            // Compiled here with the single-pass allocator, then handed to
+            // the module as bytes and relocations.
+            if fast_isa.is_none() {
+                fast_isa = Some(isa_with(target, pic, true)?);
+            }
+            let Some(fast) = fast_isa.as_deref() else { unreachable!("made above") };
+            let mut ctrl = cranelift_codegen::control::ControlPlane::default();
+            let alignment = match ctx.compile(fast, &mut ctrl) {
+                Ok(code) => code.buffer.alignment as u64,
+                Err(e) => {
+                    let msg = cranelift_codegen::print_errors::pretty_error(e.func, e.inner);
+                    return Err(CodegenError::Cranelift(format!("compiling `{}`: {msg}", f.name)));
+                }
+            };
+            let Some(code) = ctx.compiled_code() else { unreachable!("compiled above") };
+            let relocs: Vec<cranelift_module::ModuleReloc> = code
+                .buffer
+                .relocs()
+                .iter()
+                .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+                .collect();
+            m.define_function_bytes(id, alignment, code.buffer.data(), &relocs)
+                .map_err(|e| compile_error(&ctx.func, e))?;
+        } else {
+            m.define_function(id, &mut ctx).map_err(|e| compile_error(&ctx.func, e))?;
+        }
         out.push(Defined { id, clif });
     }
     Ok(out)

@@ -18,6 +18,6 @@ pub(crate) fn compile_object(
     let mut module = ObjectModule::new(builder);
     let items: Vec<(String, Linkage, &arrayad_ir::Function)> =
         funcs.iter().map(|(s, f)| (s.clone(), Linkage::Hidden, *f)).collect();
-    define_functions(&mut module, file, &items)?;
+    define_functions(&mut module, file, &items, target, true, false)?;
     module.finish().emit().map_err(|e| CodegenError::Cranelift(format!("writing the object file: {e}")))
 }
