@@ -39,7 +39,13 @@ impl Hasher for FxHasher {
         self.add(x as u64);
     }
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply-rotate state's low bits depend only on the low bits
+        // of what was hashed: keys that differ in their high bits (`f64`
+        // literals) would share buckets. A final mix spreads every bit.
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^ (x >> 33)
     }
 }
 
