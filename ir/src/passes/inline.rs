@@ -16,8 +16,9 @@ use crate::program::{Atom, Block, Expr, FuncId, Function, Loc, Program, Stmt, St
 use crate::visit::{block_binds, child_blocks, Subst};
 
 /// The most statements (at every depth) a definition may have with its
-/// calls inlined.
-pub const MAX_INLINED_STMTS: u64 = 2_000_000;
+/// calls inlined: about 250,000 `let`s of arithmetic (a chain of 100,000,
+/// 400,000 statements, builds in some 40 s and 3 GB; `bench/scaling.sh`).
+pub const MAX_INLINED_STMTS: u64 = 1_000_000;
 
 /// The deepest nesting of blocks (comprehension, loop and branch bodies) a
 /// definition may have with its calls inlined.
