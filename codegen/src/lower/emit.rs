@@ -142,7 +142,7 @@ pub(crate) enum Mem {
 pub(crate) trait Emitter {
     /// An SSA value. Equal handles denote the same value (the lowering
     /// compares them to recognise equal sizes).
-    type Value: Copy + PartialEq + std::fmt::Debug;
+    type Value: Copy + Eq + std::hash::Hash + std::fmt::Debug;
     /// A basic block.
     type Block: Copy;
     /// A mutable variable (the backend builds SSA form from its uses).

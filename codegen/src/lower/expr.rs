@@ -278,9 +278,7 @@ impl<E: Emitter> Lower<'_, E> {
     /// enclosing counted loop over `0..n` and `n` is `d`, or was checked equal
     /// to it.
     pub(super) fn known_in_bounds(&self, i: E::Value, d: E::Value) -> bool {
-        self.in_bounds.iter().any(|&(j, n)| {
-            j == i && (n == d || self.equal.iter().any(|&(a, b)| (a == n && b == d) || (a == d && b == n)))
-        })
+        self.in_bounds.iter().any(|&(j, n)| j == i && self.known.same(n, d))
     }
 
     fn index(&mut self, array: VarId, indices: &[Atom]) -> Result<Val<E::Value>> {
@@ -614,7 +612,7 @@ impl<E: Emitter> Lower<'_, E> {
         let exit = self.b.create_block();
         self.b.jump(header);
         self.b.switch_to(header);
-        let memo = self.memo.len();
+        let memo = self.known.mark();
         self.stmts(&cond.stmts)?;
         let c = self.scalar(&cond.results[0])?;
         self.b.brif(c, body_blk, exit);
@@ -633,7 +631,7 @@ impl<E: Emitter> Lower<'_, E> {
         self.b.seal(header);
         self.b.seal(exit);
         self.b.switch_to(exit);
-        self.memo.truncate(memo);
+        self.known.restore(memo);
         let vals = states.iter().map(|s| self.use_ir_var(*s)).collect();
         states.iter().for_each(|s| self.release_ir_var(*s));
         vals

@@ -46,8 +46,8 @@ pub(crate) fn lower_function<E: Emitter>(b: &mut E, file: &str, f: &arrayad_ir::
         last_use: analysis::last_uses(f),
         blocks: analysis::BlockFacts::new(f),
         in_bounds: Vec::new(),
-        equal: Vec::new(),
-        memo: Vec::new(),
+        known: Known::new(),
+        clock: 0,
     };
     // Arguments.
     let mut slot = 0i32;
@@ -144,10 +144,11 @@ fn rebound_vars(f: &arrayad_ir::Function) -> HashSet<VarId> {
 /// and its last use beyond which it is kept in a stack slot.
 const FAR: u32 = 128;
 
-/// The `f64` and `bool` variables bound once outside every loop whose last
-/// use comes more than [`FAR`] statements after their definition, none of
-/// them in a loop (so that no hot loop loads them): the forward values the
-/// backward pass reads,
+/// The `f64` and `bool` variables bound outside every loop whose last use
+/// (or assignment) comes more than [`FAR`] statements after their
+/// definition, none of them in a loop (so that no hot loop loads them): the
+/// forward values the backward pass reads, the cotangent accumulators of
+/// values read twice far apart,
 /// conditions of branches taken again backward. In SSA form each would be
 /// live through every block in between, and the register allocator's work
 /// grows with the number of such values times the number of blocks
@@ -201,7 +202,7 @@ fn far_scalars(f: &arrayad_ir::Function) -> Vec<bool> {
             let info = &f.vars[i];
             let scalar = info.ty.is_scalar() && matches!(info.ty.elem, Scalar::F64 | Scalar::Bool);
             match (w.def[i], w.last[i]) {
-                (Some((at, 0)), (last, 0)) => scalar && !info.mutable && last > at.saturating_add(FAR),
+                (Some((at, 0)), (last, 0)) => scalar && last > at.saturating_add(FAR),
                 _ => false,
             }
         })
@@ -230,15 +231,99 @@ pub(crate) struct Lower<'a, E: Emitter> {
     blocks: analysis::BlockFacts,
     /// `(i, n)`: `0 <= i < n` holds here (counted-loop indices).
     in_bounds: Vec<(E::Value, E::Value)>,
-    /// `(a, b)`: `a == b` holds here (size checks passed).
-    equal: Vec<(E::Value, E::Value)>,
-    /// Integer constants and differences computed in enclosing scopes, reused
-    /// so that equal sizes are the same SSA value (for bounds checks).
-    memo: Vec<(Memo<E::Value>, E::Value)>,
+    /// Sizes known equal and integers computed in enclosing scopes.
+    known: Known<E::Value>,
+    /// Statements lowered so far (the age of a memoised value).
+    clock: u32,
+}
+
+/// A size as sizes are compared: a constant by its value (two `iconst`s
+/// of the same number are the same size), anything else by SSA value.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Size<V> {
+    Const(i64),
+    Val(V),
+}
+
+/// What is known at a point of the lowering, scoped by block: sizes checked
+/// equal, and integer constants and differences computed in enclosing
+/// scopes (reused so that equal sizes are the same SSA value, for bounds
+/// checks, unless [`FAR`] statements old: a constant shared through a whole
+/// function is live through all of it). Hash tables with an undo log, so a
+/// lookup costs the same however much is known.
+pub(crate) struct Known<V> {
+    memo: std::collections::HashMap<Memo<V>, (V, u32)>,
+    /// `(a, b)` and `(b, a)` for every `a == b` checked.
+    equal: HashSet<(Size<V>, Size<V>)>,
+    /// The `i64` constant of every memoised constant value.
+    consts: std::collections::HashMap<V, i64>,
+    log: Vec<Undo<V>>,
+}
+
+enum Undo<V> {
+    Memo(Memo<V>, Option<(V, u32)>),
+    Equal(Size<V>, Size<V>),
+}
+
+impl<V: Copy + Eq + std::hash::Hash> Known<V> {
+    fn new() -> Self {
+        Known { memo: Default::default(), equal: Default::default(), consts: Default::default(), log: Vec::new() }
+    }
+
+    /// The current state, to return to with [`Self::restore`].
+    pub(crate) fn mark(&self) -> usize {
+        self.log.len()
+    }
+
+    /// Forgets what was learnt since `mark`.
+    pub(crate) fn restore(&mut self, mark: usize) {
+        while self.log.len() > mark {
+            match self.log.pop() {
+                Some(Undo::Memo(k, Some(old))) => {
+                    self.memo.insert(k, old);
+                }
+                Some(Undo::Memo(k, None)) => {
+                    self.memo.remove(&k);
+                }
+                Some(Undo::Equal(a, b)) => {
+                    self.equal.remove(&(a, b));
+                    self.equal.remove(&(b, a));
+                }
+                None => break,
+            }
+        }
+    }
+
+    fn remember(&mut self, k: Memo<V>, v: V, at: u32) {
+        let old = self.memo.insert(k, (v, at));
+        self.log.push(Undo::Memo(k, old));
+    }
+
+    fn size(&self, v: V) -> Size<V> {
+        match self.consts.get(&v) {
+            Some(x) => Size::Const(*x),
+            None => Size::Val(v),
+        }
+    }
+
+    /// Records `a == b`.
+    pub(crate) fn add_equal(&mut self, a: V, b: V) {
+        let (a, b) = (self.size(a), self.size(b));
+        if a != b && self.equal.insert((a, b)) {
+            self.equal.insert((b, a));
+            self.log.push(Undo::Equal(a, b));
+        }
+    }
+
+    /// True when `a == b` is known.
+    pub(crate) fn same(&self, a: V, b: V) -> bool {
+        let (a, b) = (self.size(a), self.size(b));
+        a == b || self.equal.contains(&(a, b))
+    }
 }
 
 /// A memoised integer computation.
-#[derive(Clone, Copy, PartialEq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(crate) enum Memo<V> {
     Const(i64),
     Sub(V, V),
@@ -344,7 +429,8 @@ impl<E: Emitter> Lower<'_, E> {
 
     fn def_repr(&mut self, r: &Repr<E>, v: Val<E::Value>) -> Result<()> {
         match (r, v) {
-            (Repr::Fixed(_) | Repr::Slot(..), _) => return Err(self.malformed("a variable bound twice")),
+            (Repr::Fixed(_), _) => return Err(self.malformed("a variable bound twice")),
+            (Repr::Slot(s, t), Val::S(x)) => self.b.slot_store(*t, x, *s),
             (Repr::Scalar(var), Val::S(x)) => self.b.def_var(*var, x),
             (Repr::Array { ptr, dims }, Val::A(a)) if dims.len() == a.dims.len() => {
                 self.b.def_var(*ptr, a.ptr);
@@ -389,7 +475,11 @@ impl<E: Emitter> Lower<'_, E> {
                 return Ok(());
             }
             None => {
-                let r = self.fresh_repr(t);
+                let r = if t.is_scalar() && self.far.get(v.index()).copied().unwrap_or(false) {
+                    Repr::Slot(self.b.slot(), Ty::of(t.elem))
+                } else {
+                    self.fresh_repr(t)
+                };
                 self.vars[v.index()] = Some(r.clone());
                 r
             }
@@ -414,24 +504,33 @@ impl<E: Emitter> Lower<'_, E> {
         })
     }
 
-    /// The `i64` constant `x`, shared within the current scope.
+    /// The `i64` constant `x`, shared within the current scope (unless made
+    /// [`FAR`] statements ago).
     pub(crate) fn memo_const(&mut self, x: i64) -> E::Value {
-        if let Some((_, v)) = self.memo.iter().rev().find(|(k, _)| *k == Memo::Const(x)) {
-            return *v;
+        let k = Memo::Const(x);
+        match self.known.memo.get(&k) {
+            Some(&(v, at)) if self.clock.saturating_sub(at) <= FAR => v,
+            _ => {
+                let v = self.b.iconst(Ty::I64, x);
+                self.known.consts.insert(v, x);
+                self.known.remember(k, v, self.clock);
+                v
+            }
         }
-        let v = self.b.iconst(Ty::I64, x);
-        self.memo.push((Memo::Const(x), v));
-        v
     }
 
-    /// `a - b` (`i64`), shared within the current scope.
+    /// `a - b` (`i64`), shared within the current scope (unless made [`FAR`]
+    /// statements ago).
     pub(crate) fn memo_sub(&mut self, a: E::Value, b: E::Value) -> E::Value {
-        if let Some((_, v)) = self.memo.iter().rev().find(|(k, _)| *k == Memo::Sub(a, b)) {
-            return *v;
+        let k = Memo::Sub(a, b);
+        match self.known.memo.get(&k) {
+            Some(&(v, at)) if self.clock.saturating_sub(at) <= FAR => v,
+            _ => {
+                let v = self.b.int(IntOp::Sub, a, b);
+                self.known.remember(k, v, self.clock);
+                v
+            }
         }
-        let v = self.b.int(IntOp::Sub, a, b);
-        self.memo.push((Memo::Sub(a, b), v));
-        v
     }
 
     fn scalar(&mut self, a: &Atom) -> Result<E::Value> {
@@ -570,9 +669,9 @@ impl<E: Emitter> Lower<'_, E> {
         let i = self.b.use_var(ivar);
         // Every caller starts at a non-negative constant: 0 <= i < n.
         self.in_bounds.push((i, n));
-        let memo = self.memo.len();
+        let memo = self.known.mark();
         let r = body(self, i);
-        self.memo.truncate(memo);
+        self.known.restore(memo);
         self.in_bounds.pop();
         r?;
         let (next, again) = if reverse {
@@ -607,14 +706,14 @@ impl<E: Emitter> Lower<'_, E> {
         self.b.seal(t);
         self.b.seal(e);
         // Values computed in one arm do not dominate the other or the join.
-        let memo = self.memo.len();
+        let memo = self.known.mark();
         self.b.switch_to(t);
         then_(self)?;
-        self.memo.truncate(memo);
+        self.known.restore(memo);
         self.b.jump(join);
         self.b.switch_to(e);
         else_(self)?;
-        self.memo.truncate(memo);
+        self.known.restore(memo);
         self.b.jump(join);
         self.b.seal(join);
         self.b.switch_to(join);

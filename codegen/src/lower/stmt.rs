@@ -7,10 +7,9 @@ use arrayad_ir::{Atom, Block, Fault, Scalar, Stmt, StmtKind, VarId};
 impl<E: Emitter> Lower<'_, E> {
     pub(super) fn stmts(&mut self, stmts: &[Stmt]) -> Result<()> {
         // Facts learnt inside a block do not hold after it.
-        let (facts, memo, loc) = (self.equal.len(), self.memo.len(), self.loc);
+        let (facts, loc) = (self.known.mark(), self.loc);
         let r = self.stmt_list(stmts);
-        self.equal.truncate(facts);
-        self.memo.truncate(memo);
+        self.known.restore(facts);
         // Checks the enclosing statement makes after its body (irregular
         // rows, ...) report the enclosing statement's location.
         self.loc = loc;
@@ -115,6 +114,7 @@ impl<E: Emitter> Lower<'_, E> {
         if s.loc.line != 0 {
             self.loc = s.loc;
         }
+        self.clock = self.clock.wrapping_add(1);
         self.stmt_kind(&s.kind)?;
         self.release_nested_scopes(&s.kind);
         Ok(())
@@ -141,7 +141,7 @@ impl<E: Emitter> Lower<'_, E> {
                 let y = self.scalar(b)?;
                 let ok = self.b.icmp(IntCC::Eq, x, y);
                 self.check(ok, Fault::SizeMismatch { what }, &[x, y])?;
-                self.equal.push((x, y));
+                self.known.add_equal(x, y);
             }
             StmtKind::Push(a) => {
                 let vals = self.push_slots(a)?;
