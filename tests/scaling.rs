@@ -190,6 +190,31 @@ fn chains_of_array_operations_and_loops_differentiate() {
     let (v, g) = grad(&dir, "arrays.arr", "g", args);
     assert_close("g", v, a);
     assert_close("dg/dx0", nums(&g)[0], da);
+
+    // 4000 reads at literal indices (each checked, each index a constant):
+    // h(x) = sum_i x[i] x[n - i].
+    let n = 2_000;
+    let mut src = String::from("def h(x: [m]f64) -> f64 =\n  let a0 = 0.0\n");
+    for i in 1..=n {
+        writeln!(src, "  let a{i} = a{} + x[{i}] * x[{}]", i - 1, n - i).unwrap();
+    }
+    writeln!(src, "  in a{n}").unwrap();
+    write(&dir, "literal.arr", &src);
+    let x: Vec<f64> = (0..=n).map(|k| 1.0 + k as f64 / n as f64).collect();
+    let args = format!("[{}]", serde_json::to_string(&x).unwrap());
+    let want: f64 = (1..=n).map(|i| x[i] * x[n - i]).sum();
+    let mut dx = vec![0.0; n + 1];
+    for i in 1..=n {
+        dx[i] += x[n - i];
+        dx[n - i] += x[i];
+    }
+    let (v, g) = grad(&dir, "literal.arr", "h", &args);
+    assert_close("h", v, want);
+    let got = nums(&g);
+    assert_eq!(got.len(), n + 1);
+    for (k, (a, b)) in got.iter().zip(&dx).enumerate() {
+        assert!(close(*a, *b, 1e-12), "dh/dx[{k}]: {a} vs {b}");
+    }
 }
 
 #[test]
