@@ -22,7 +22,7 @@
 
 /* A thread keeps the memory of its last call for its next one up to this
  * many bytes (default; $ARRAYAD_KEEP_MEMORY overrides it). */
-#define ARRAYAD_ABI_KEEP_BYTES ((uint64_t)16 << 20)
+#define ARRAYAD_ABI_KEEP_BYTES ((uint64_t)64 << 20)
 
 typedef struct {
     char *msg;                    /* the last error message (heap), or NULL */
