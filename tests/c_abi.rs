@@ -760,6 +760,23 @@ fn aarch64_tools() -> Option<(&'static str, &'static str)> {
             return None;
         }
     }
+    // The cross compiler alone has no C library for its target: its headers
+    // and crt files come with libc6-dev-arm64-cross (only a Recommends of
+    // gcc-aarch64-linux-gnu). A compiler that is present but cannot build a
+    // program is a broken install, not a reason to skip.
+    let dir = scratch("c_abi", "aarch64-probe");
+    std::fs::write(
+        dir.join("probe.c"),
+        "#include <stdio.h>\n#include <math.h>\nint main(void) { printf(\"%g\\n\", sqrt(2.0)); return 0; }\n",
+    )
+    .unwrap();
+    let out = run_in(&dir, "aarch64-linux-gnu-gcc", &["probe.c", "-o", "probe", "-lm"], None);
+    assert_eq!(
+        out.code, 0,
+        "aarch64-linux-gnu-gcc is installed but cannot build a C program for aarch64 (missing the target's C \
+         library headers and start files? apt-get install libc6-dev-arm64-cross):\n{}",
+        out.stderr
+    );
     Some(("aarch64-linux-gnu-gcc", "/usr/aarch64-linux-gnu"))
 }
 
