@@ -88,7 +88,7 @@ def argmin_fr(start: [2]f64) -> [2]f64 =
            in if f2 < fx then (x2, f2, outer_fr(x2, start), eta, i + 1, true) else (x, fx, gx, eta / 2.0, 0, true)).0
 def saddle_fr(start: [2]f64) -> [2][2]f64 =
   let r1 = argmin_fr(start)
-  in [r1, argmax_r(r1, start)]
+  in [r1, argmax_f(r1, start)]
 
 def argmin_rf(start: [2]f64) -> [2]f64 =
   (loop (x, fx, gx, eta, i, go) = (start, max_f(start, start), outer_rf(start, start), 1e-5, 0, true) while go do
@@ -103,7 +103,7 @@ def argmin_rf(start: [2]f64) -> [2]f64 =
            in if f2 < fx then (x2, f2, outer_rf(x2, start), eta, i + 1, true) else (x, fx, gx, eta / 2.0, 0, true)).0
 def saddle_rf(start: [2]f64) -> [2][2]f64 =
   let r1 = argmin_rf(start)
-  in [r1, argmax_f(r1, start)]
+  in [r1, argmax_r(r1, start)]
 
 def argmin_rr(start: [2]f64) -> [2]f64 =
   (loop (x, fx, gx, eta, i, go) = (start, max_r(start, start), outer_rr(start, start), 1e-5, 0, true) while go do

@@ -64,6 +64,11 @@ pub fn decode_args(func: &str, sig: &Signature, json: &Json) -> Result<Vec<Value
             leaf.complete(|axis| match dims.get(axis) {
                 Some(SrcDim::Lit(n)) => usize::try_from(*n).unwrap_or(0),
                 Some(SrcDim::Var(v)) => bound.iter().find(|(n, _)| n == v).map_or(0, |(_, x)| *x),
+                Some(SrcDim::Expr(e)) => e
+                    .eval(&|v| bound.iter().find(|(n, _)| n == v).and_then(|(_, x)| i64::try_from(*x).ok()))
+                    .ok()
+                    .and_then(|x| usize::try_from(x).ok())
+                    .unwrap_or(0),
                 None => 0,
             })
         })

@@ -90,6 +90,10 @@ impl Sizes {
                 .map(|d| match d {
                     SrcDim::Lit(n) => usize::try_from(*n).ok(),
                     SrcDim::Var(v) => self.get(v),
+                    SrcDim::Expr(e) => e
+                        .eval(&|v| self.get(v).and_then(|x| i64::try_from(x).ok()))
+                        .ok()
+                        .and_then(|x| usize::try_from(x).ok()),
                 })
                 .collect(),
             _ => Some(Vec::new()),
@@ -137,6 +141,8 @@ pub(crate) fn check_args(site: Site<'_>, sig: &Signature, args: &[Value]) -> Res
     let mut sizes = Sizes::default();
     // For each bound size variable: the leaf and axis that bound it.
     let mut origin: Vec<(String, usize)> = Vec::new();
+    // Size expressions, checked once every size variable is bound.
+    let mut deferred = Vec::new();
     for (leaf, arg) in leaves.iter().zip(args) {
         let want = leaf_type(leaf.ty);
         if arg.ty() != want {
@@ -160,6 +166,7 @@ pub(crate) fn check_args(site: Site<'_>, sig: &Signature, args: &[Value]) -> Res
                         )));
                     }
                 }
+                SrcDim::Expr(e) => deferred.push((leaf, e, extent, axis)),
                 SrcDim::Var(v) => match sizes.get(v) {
                     None => {
                         sizes.0.push((v.clone(), extent));
@@ -176,6 +183,24 @@ pub(crate) fn check_args(site: Site<'_>, sig: &Signature, args: &[Value]) -> Res
                         )));
                     }
                 },
+            }
+        }
+    }
+    for (leaf, e, extent, axis) in deferred {
+        let value = e.eval(&|v| sizes.get(v).and_then(|x| i64::try_from(x).ok()));
+        match value {
+            Ok(x) if usize::try_from(x).ok() == Some(extent) => {}
+            Ok(x) => {
+                return Err(site.size_mismatch(format!(
+                    "argument `{}` of `{}` has type {} but extent {} in axis {} where {e} is {x}",
+                    leaf.name, site.func, leaf.ty, extent, axis
+                )))
+            }
+            Err(why) => {
+                return Err(site.size_mismatch(format!(
+                    "argument `{}` of `{}` has type {}: the size {e} has no value ({why})",
+                    leaf.name, site.func, leaf.ty
+                )))
             }
         }
     }

@@ -925,3 +925,59 @@ fn fixed_size_functions_take_the_fast_path() {
         assert!(out.stdout.contains("OK"), "{out:#?}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// Size expressions (LANGUAGE.md section 11) in the C ABI: the caller passes
+// the size variables; the wrappers compute the expressions, and a size
+// without a value (a division by zero) or a negative one is an error.
+// ---------------------------------------------------------------------------
+
+const SIZED: &str = "\
+def tri(d: [k]f64, l: [k][k * (k - 1) / 2]f64) -> [k + 1]f64 = concat(d * 2.0, [sum(flatten(l * l))])
+def part(x: [n]f64, q: [m]f64, y: [n / m]f64) -> f64 = sum(y) + sum(x)
+";
+
+const SIZED_C: &str = r#"
+#include <stdio.h>
+#include "libsized.h"
+int main(void) {
+    double d[3] = {1, 2, 3}, l[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, out[4], ct[4] = {1, 1, 1, 1}, dd[3], dl[9], v;
+    int rc = tri(3, d, l, out);
+    printf("tri_rc %d\ntri %g %g %g %g\n", rc, out[0], out[1], out[2], out[3]);
+    rc = tri_vjp(3, d, l, ct, out, dd, dl);
+    printf("vjp_rc %d\nvjp %g %g %g %g\n", rc, dd[0], dd[2], dl[0], dl[8]);
+    double x[4] = {1, 2, 3, 4}, q[2] = {0, 0}, y[2] = {10, 20};
+    rc = part(4, 2, x, q, y, &v);
+    printf("part_rc %d\npart %g\n", rc, v);
+    rc = part(4, 0, x, q, y, &v);
+    printf("zero_rc %d\nzero_ok %d\n", rc, rc == SIZED_ERR_SIZE_MISMATCH);
+    printf("zero_msg %s\n", sized_last_error());
+    return 0;
+}
+"#;
+
+#[test]
+fn c_programs_pass_the_size_variables_of_size_expressions() {
+    if !have("cc") {
+        return;
+    }
+    for backend in backends() {
+        let dir = scratch("c_abi", &format!("sized-{backend}"));
+        std::fs::write(dir.join("sized.arr"), SIZED).unwrap();
+        let out = arrayad(&dir, &["build", "sized.arr", "-o", "libsized.so", "--backend", backend]);
+        assert_eq!(out.code, 0, "{backend}: {out:#?}");
+        let header = std::fs::read_to_string(dir.join("libsized.h")).unwrap();
+        assert!(header.contains("int32_t tri(int64_t k, const double *d, const double *l, double *out0);"), "{header}");
+        assert!(header.contains("[k][k * (k - 1) / 2] f64"), "{header}");
+        let lines = compile_and_run(&dir, SIZED_C, "sized");
+        assert_eq!(code(&lines, "tri_rc"), 0, "{backend}");
+        assert_eq!(numbers(&lines, "tri"), [2.0, 4.0, 6.0, 285.0], "{backend}");
+        assert_eq!(code(&lines, "vjp_rc"), 0, "{backend}");
+        assert_eq!(numbers(&lines, "vjp"), [2.0, 2.0, 2.0, 18.0], "{backend}");
+        assert_eq!(code(&lines, "part_rc"), 0, "{backend}");
+        assert_eq!(numbers(&lines, "part"), [40.0], "{backend}");
+        assert_eq!(code(&lines, "zero_ok"), 1, "{backend}");
+        let msg = &lines["zero_msg"];
+        assert!(msg.contains("sized.arr:2:1: size mismatch: part: size `n / m` has no value"), "{backend}: {msg}");
+    }
+}

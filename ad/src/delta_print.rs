@@ -66,6 +66,17 @@ fn block(j: &JvpOutput, b: &Block, depth: usize, out: &mut String) {
                 indices.iter().map(|i| atom(f, i)).collect::<Vec<_>>().join(", ")
             ),
             Expr::Slice { array, lo, hi } => format!("Slice({}, {}, {})", name(f, *array), atom(f, lo), atom(f, hi)),
+            Expr::Reshape { array, dims } => format!(
+                "Reshape({}, [{}])",
+                name(f, *array),
+                dims.iter().map(|d| atom(f, d)).collect::<Vec<_>>().join(", ")
+            ),
+            Expr::Update { array, indices, value } => format!(
+                "Update({}, [{}], {})",
+                name(f, *array),
+                indices.iter().map(|i| atom(f, i)).collect::<Vec<_>>().join(", "),
+                atom(f, value)
+            ),
             Expr::Reduce { op: ReduceOp::Sum, array } => format!("Sum({})", name(f, *array)),
             Expr::ArrayLit { elems, .. } => {
                 format!("Array[{}]", elems.iter().map(|e| atom(f, e)).collect::<Vec<_>>().join(", "))

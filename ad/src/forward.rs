@@ -212,6 +212,13 @@ impl Jvp {
                     b.stmt(StmtKind::AccAdd { acc: dacc, indices: indices.clone(), value: dv });
                 }
             }
+            // Clearing is linear: the tangent accumulator is cleared too.
+            StmtKind::AccZero { acc, indices } => {
+                self.copy(b, s);
+                if let Some(Atom::Var(dacc)) = self.tan.get(acc).copied() {
+                    b.stmt(StmtKind::AccZero { acc: dacc, indices: indices.clone() });
+                }
+            }
             StmtKind::Push(a) => {
                 self.copy(b, s);
                 // Pops pop the tangent of every f64 value first (Pop rule).
@@ -313,6 +320,32 @@ impl Jvp {
                     let ty = b.func.ty(v);
                     let dy = self.lin(b, Expr::Slice { array: da, lo: *lo, hi: *hi }, ty, Some(v));
                     self.tan.insert(v, dy);
+                }
+            }
+            // A reshape is linear: the tangent's reshape (a view).
+            Expr::Reshape { array, dims } => {
+                self.copy(b, s);
+                if let (Some(Atom::Var(da)), Some(v)) = (self.tan.get(array).copied(), v0) {
+                    let ty = b.func.ty(v);
+                    let dy = self.lin(b, Expr::Reshape { array: da, dims: dims.clone() }, ty, Some(v));
+                    self.tan.insert(v, dy);
+                }
+            }
+            // An update is linear in the array and the value together: the
+            // tangent's update by the value's tangent (zero where either has
+            // none).
+            Expr::Update { array, indices, value } => {
+                self.copy(b, s);
+                let (da, dv) = (self.tan.get(array).copied(), self.tangent(value));
+                if let (true, Some(v)) = (da.is_some() || dv.is_some(), v0) {
+                    let da = self.tangent_or_zero(b, Atom::Var(*array));
+                    let dv = self.tangent_or_zero(b, *value);
+                    let ty = b.func.ty(v);
+                    if let Atom::Var(da) = da {
+                        let e = Expr::Update { array: da, indices: indices.clone(), value: dv };
+                        let dy = self.lin(b, e, ty, Some(v));
+                        self.tan.insert(v, dy);
+                    }
                 }
             }
             Expr::Dim { .. } => self.copy(b, s),

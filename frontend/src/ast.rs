@@ -89,6 +89,9 @@ pub enum DimKind {
     Var(String),
     /// A literal size (non-negative, fits `i64`).
     Lit(i64),
+    /// An expression of size variables and literals (`[n * m]`,
+    /// `[d * (d - 1) / 2]`; LANGUAGE.md section 11).
+    Expr(arrayad_ir::SizeExpr),
 }
 
 /// A pattern of `let` and `loop`.
@@ -292,6 +295,15 @@ pub enum ExprKind {
         lo: Option<Box<Expr>>,
         /// Upper bound (exclusive).
         hi: Option<Box<Expr>>,
+    },
+    /// `A with [i, ...] = V` (LANGUAGE.md section 11).
+    With {
+        /// The array.
+        array: Box<Expr>,
+        /// One or more indices.
+        indices: Vec<Expr>,
+        /// The new element or row.
+        value: Box<Expr>,
     },
     /// `T.0`, `T.1`, ...
     Proj {

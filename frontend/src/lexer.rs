@@ -25,6 +25,7 @@ pub(crate) enum Tok {
     Loop,
     While,
     Do,
+    With,
     True,
     False,
     /// `_`
@@ -79,6 +80,7 @@ impl fmt::Display for Tok {
             Tok::Loop => "keyword `loop`",
             Tok::While => "keyword `while`",
             Tok::Do => "keyword `do`",
+            Tok::With => "keyword `with`",
             Tok::True => "`true`",
             Tok::False => "`false`",
             Tok::Underscore => "`_`",
@@ -279,6 +281,7 @@ impl Lexer<'_, '_> {
             "loop" => Tok::Loop,
             "while" => Tok::While,
             "do" => Tok::Do,
+            "with" => Tok::With,
             "true" => Tok::True,
             "false" => Tok::False,
             "_" => Tok::Underscore,

@@ -42,12 +42,22 @@ pub(crate) enum TPat {
 }
 
 /// The size a dimension must equal.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum DimTarget {
     /// An `i64` local (a size variable).
     Local(LocalId),
     /// A literal size.
     Lit(i64),
+    /// A size expression (LANGUAGE.md section 11) over `i64` locals.
+    Expr(Box<TSize>),
+}
+
+/// A size expression with its variables resolved.
+#[derive(Clone, Debug)]
+pub(crate) enum TSize {
+    Local(LocalId),
+    Lit(i64),
+    Bin(arrayad_ir::SizeOp, Box<TSize>, Box<TSize>),
 }
 
 /// A run-time check that axis `axis` of leaf `leaf` of a value equals `target`.
@@ -148,6 +158,26 @@ pub(crate) enum TKind {
     Proj {
         tuple: Box<TExpr>,
         index: usize,
+    },
+    /// `array with [indices] = value`.
+    Update {
+        array: Box<TExpr>,
+        indices: Vec<TExpr>,
+        value: Box<TExpr>,
+    },
+    /// `reshape(array, (d1, ..., dk))`: `dims` are `i64` expressions.
+    Reshape {
+        array: Box<TExpr>,
+        dims: Vec<TExpr>,
+    },
+    /// `flatten(array)`: the first two axes merged.
+    Flatten(Box<TExpr>),
+    /// `concat(a, b)` along axis 0.
+    Concat(Box<TExpr>, Box<TExpr>),
+    /// `argmax(a)` (`max`) or `argmin(a)` of a rank-1 f64 array.
+    ArgExtreme {
+        max: bool,
+        array: Box<TExpr>,
     },
 }
 

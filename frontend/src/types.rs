@@ -133,6 +133,7 @@ pub(crate) fn src_type(t: &TypeExpr) -> SrcType {
                 .map(|d| match &d.kind {
                     DimKind::Var(v) => SrcDim::Var(v.clone()),
                     DimKind::Lit(n) => SrcDim::Lit(*n),
+                    DimKind::Expr(e) => SrcDim::Expr(e.clone()),
                 })
                 .collect(),
         },

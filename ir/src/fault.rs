@@ -29,6 +29,11 @@ pub enum Fault<'a> {
     /// Two sizes that must be equal are not; `what` names them. Values: the
     /// two sizes.
     SizeMismatch { what: &'a str },
+    /// A reshape of `array` to extents whose product is not its element
+    /// count. Values: that product, the element count.
+    ReshapeMismatch { array: &'a str },
+    /// A negative extent asked of the reshape of `array`. Value: the extent.
+    NegativeExtent { array: &'a str },
     /// An accumulation `target += addend` whose extents differ on `axis`.
     /// Values: the addend's and the target's extents.
     AccumulationMismatch { target: &'a str, axis: usize },
@@ -64,7 +69,10 @@ impl Fault<'_> {
             Fault::SliceOutOfRange { .. } => ErrorKind::SliceOutOfRange,
             Fault::NegativeSize => ErrorKind::NegativeSize,
             Fault::IrregularRows => ErrorKind::IrregularArray,
-            Fault::SizeMismatch { .. } | Fault::AccumulationMismatch { .. } => ErrorKind::SizeMismatch,
+            Fault::SizeMismatch { .. } | Fault::AccumulationMismatch { .. } | Fault::ReshapeMismatch { .. } => {
+                ErrorKind::SizeMismatch
+            }
+            Fault::NegativeExtent { .. } => ErrorKind::NegativeSize,
             Fault::DivisionByZero { .. } => ErrorKind::DivisionByZero,
             Fault::EmptyReduction { .. } => ErrorKind::EmptyReduction,
             Fault::ArraySizeOverflow | Fault::AllocationFailed | Fault::TapeFull => ErrorKind::OutOfMemory,
@@ -84,6 +92,10 @@ impl Fault<'_> {
             Fault::NegativeSize => "%1 iterations".into(),
             Fault::IrregularRows => "row %1 has shape %A but row 0 has shape %B".into(),
             Fault::SizeMismatch { what } => format!("{}: %1 and %2 differ", escape(what)),
+            Fault::ReshapeMismatch { array } => {
+                format!("reshape of `{}`, which has %2 elements, to a shape of %1 elements", escape(array))
+            }
+            Fault::NegativeExtent { array } => format!("reshape of `{}` to the negative extent %1", escape(array)),
             Fault::AccumulationMismatch { target, axis } => format!(
                 "accumulation into `{}`, axis {axis} of the addend and of the target: %1 and %2 differ",
                 escape(target)

@@ -90,6 +90,9 @@ impl Printer<'_> {
             StmtKind::AccAdd { acc, indices, value } => {
                 let _ = write!(self.out, "{}[{}] += {}", self.var(*acc), self.atoms(indices), self.atom(value));
             }
+            StmtKind::AccZero { acc, indices } => {
+                let _ = write!(self.out, "{}[{}] := 0", self.var(*acc), self.atoms(indices));
+            }
             StmtKind::CheckSize { a, b, what } => {
                 let _ = write!(self.out, "check_size {} == {} // {}", self.atom(a), self.atom(b), what);
             }
@@ -133,6 +136,12 @@ impl Printer<'_> {
             }
             Expr::Slice { array, lo, hi } => {
                 let _ = write!(self.out, "{}[{}:{}]", self.var(*array), self.atom(lo), self.atom(hi));
+            }
+            Expr::Reshape { array, dims } => {
+                let _ = write!(self.out, "reshape {} [{}]", self.var(*array), self.atoms(dims));
+            }
+            Expr::Update { array, indices, value } => {
+                let _ = write!(self.out, "{} with [{}] = {}", self.var(*array), self.atoms(indices), self.atom(value));
             }
             Expr::Dim { array, axis } => {
                 let _ = write!(self.out, "dim {} {}", self.var(*array), axis);

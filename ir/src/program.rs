@@ -9,7 +9,7 @@
 //! Besides the pure forms, the IR has the few imperative forms that the
 //! backward pass of reverse mode needs (DESIGN.md, "Reverse mode"): mutable
 //! variables ([`StmtKind::Assign`]), zero-initialised accumulator buffers
-//! ([`Expr::ZerosLike`], [`StmtKind::AccAdd`]), the residual tape
+//! ([`Expr::ZerosLike`], [`StmtKind::AccAdd`], [`StmtKind::AccZero`]), the residual tape
 //! ([`StmtKind::Push`], [`Expr::Pop`], and [`Expr::TapeMark`] /
 //! [`StmtKind::TapeRewind`] to replay it) and effect-only loops and branches
 //! ([`StmtKind::For`], [`StmtKind::If`]).
@@ -372,6 +372,20 @@ pub enum Expr {
     /// `array[lo:hi]` along axis 0, a view of rank `rank`. Checked
     /// `0 <= lo <= hi <= n`: [`ErrorKind::SliceOutOfRange`].
     Slice { array: VarId, lo: Atom, hi: Atom },
+    /// `array` viewed with the extents `dims` (`i64` atoms; rank
+    /// `dims.len()`), row-major, no copy: `reshape` and `flatten`
+    /// (LANGUAGE.md section 11). A negative extent is
+    /// [`ErrorKind::NegativeSize`]; a product of the extents other than the
+    /// element count of `array` (or one that overflows) is
+    /// [`ErrorKind::SizeMismatch`].
+    Reshape { array: VarId, dims: Vec<Atom> },
+    /// `array with [indices] = value` (LANGUAGE.md section 11): a new array
+    /// equal to `array` except at `indices` (an element when
+    /// `indices.len() == rank`, otherwise a row, which `value` must match
+    /// in shape: [`ErrorKind::SizeMismatch`]). Each index is checked like
+    /// [`Expr::Index`]'s. The value semantics is a copy; code generation
+    /// updates `array` in place where it can prove `array` dead and unshared.
+    Update { array: VarId, indices: Vec<Atom>, value: Atom },
     /// The extent (`i64`) of `axis` of `array`.
     Dim { array: VarId, axis: u8 },
     /// A reduction of a rank-1 array to a scalar.
@@ -437,6 +451,12 @@ pub enum StmtKind {
     /// otherwise an array of the remaining shape added elementwise. `acc`
     /// is an accumulator (from [`Expr::ZerosLike`], or a view of one).
     AccAdd { acc: VarId, indices: Vec<Atom>, value: Atom },
+    /// `acc[indices] = 0`: an element when `indices.len() == rank(acc)`,
+    /// otherwise a row (every element of it). `acc` is an accumulator (or a
+    /// view of one). The backward pass of an update (`A with [i] = v`)
+    /// clears the position of the result's cotangent that `v` takes before
+    /// handing the rest to `A`.
+    AccZero { acc: VarId, indices: Vec<Atom> },
     /// Fails with [`ErrorKind::SizeMismatch`] unless the `i64`s `a == b`;
     /// `what` describes the two sizes for the message.
     CheckSize { a: Atom, b: Atom, what: String },
@@ -487,6 +507,33 @@ pub enum SrcDim {
     Var(String),
     /// A literal size.
     Lit(i64),
+    /// An expression of size variables and literals (`[n * m]`,
+    /// LANGUAGE.md section 11); each of its variables also occurs alone as
+    /// a dimension of a parameter.
+    Expr(crate::size::SizeExpr),
+}
+
+impl SrcDim {
+    /// The extent under the size variables' values `lookup`.
+    ///
+    /// Errors: an unbound variable, a division by zero, an overflow.
+    pub fn eval(&self, lookup: &dyn Fn(&str) -> Option<i64>) -> Result<i64, crate::size::SizeEvalError> {
+        match self {
+            SrcDim::Var(v) => lookup(v).ok_or_else(|| crate::size::SizeEvalError::Unbound(v.clone())),
+            SrcDim::Lit(n) => Ok(*n),
+            SrcDim::Expr(e) => e.eval(lookup),
+        }
+    }
+}
+
+impl fmt::Display for SrcDim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SrcDim::Var(v) => f.write_str(v),
+            SrcDim::Lit(n) => write!(f, "{n}"),
+            SrcDim::Expr(e) => write!(f, "{e}"),
+        }
+    }
 }
 
 /// A source-level type, kept for interfaces (JSON, C ABI, Rust API).
@@ -534,10 +581,7 @@ impl fmt::Display for SrcType {
             SrcType::Scalar(s) => write!(f, "{s}"),
             SrcType::Array { elem, dims } => {
                 for d in dims {
-                    match d {
-                        SrcDim::Var(v) => write!(f, "[{v}]")?,
-                        SrcDim::Lit(n) => write!(f, "[{n}]")?,
-                    }
+                    write!(f, "[{d}]")?;
                 }
                 write!(f, "{elem}")
             }
@@ -584,10 +628,15 @@ impl Signature {
             for leaf in p.ty.leaf_types() {
                 if let SrcType::Array { dims, .. } = leaf {
                     for d in dims {
-                        if let SrcDim::Var(v) = d {
-                            if !out.contains(v) {
-                                out.push(v.clone());
+                        let mut add = |v: &str| {
+                            if !out.iter().any(|o| o == v) {
+                                out.push(v.to_string());
                             }
+                        };
+                        match d {
+                            SrcDim::Var(v) => add(v),
+                            SrcDim::Lit(_) => {}
+                            SrcDim::Expr(e) => e.for_each_var(&mut add),
                         }
                     }
                 }

@@ -65,6 +65,30 @@ impl Function {
                 }
                 vec![ta]
             }
+            Expr::Reshape { array, dims } => {
+                let ta = self.ty(*array);
+                if ta.rank == 0 || dims.is_empty() || dims.len() > u8::MAX as usize {
+                    return Err(format!("reshape of {} to rank {}", ta, dims.len()));
+                }
+                if dims.iter().any(|d| t(d) != Type::I64) {
+                    return Err("reshape with a non-i64 extent".into());
+                }
+                vec![Type { elem: ta.elem, rank: dims.len() as u8 }]
+            }
+            Expr::Update { array, indices, value } => {
+                let ta = self.ty(*array);
+                if indices.is_empty() || indices.len() > ta.rank as usize {
+                    return Err(format!("update of {} at {} indices", ta, indices.len()));
+                }
+                if indices.iter().any(|i| t(i) != Type::I64) {
+                    return Err("update index is not i64".into());
+                }
+                let row = Type { elem: ta.elem, rank: ta.rank - indices.len() as u8 };
+                if t(value) != row {
+                    return Err(format!("update of {} with a {} where a {} belongs", ta, t(value), row));
+                }
+                vec![ta]
+            }
             Expr::Dim { array, axis } => {
                 if *axis >= self.ty(*array).rank {
                     return Err(format!("dim {} of {}", axis, self.ty(*array)));

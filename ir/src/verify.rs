@@ -135,6 +135,19 @@ impl Verifier<'_> {
                     return Err(format!("assignment of a different type to {}", self.name(*var)));
                 }
             }
+            StmtKind::AccZero { acc, indices } => {
+                self.use_var(*acc)?;
+                let t = self.f.ty(*acc);
+                if t.elem != crate::Scalar::F64 || indices.is_empty() || indices.len() > t.rank as usize {
+                    return Err(format!("clearing {} at {} indices", t, indices.len()));
+                }
+                for i in indices {
+                    self.atom(i)?;
+                    if self.f.atom_ty(i) != Type::I64 {
+                        return Err("accumulator index is not i64".into());
+                    }
+                }
+            }
             StmtKind::AccAdd { acc, indices, value } => {
                 self.use_var(*acc)?;
                 self.atom(value)?;
@@ -207,6 +220,15 @@ impl Verifier<'_> {
                 self.use_var(*array)?;
                 self.atom(lo)?;
                 self.atom(hi)?;
+            }
+            Expr::Reshape { array, dims } => {
+                self.use_var(*array)?;
+                dims.iter().try_for_each(|d| self.atom(d))?;
+            }
+            Expr::Update { array, indices, value } => {
+                self.use_var(*array)?;
+                indices.iter().try_for_each(|i| self.atom(i))?;
+                self.atom(value)?;
             }
             Expr::Dim { array, .. } | Expr::Reduce { array, .. } | Expr::ZerosLike(array) => self.use_var(*array)?,
             Expr::ArrayLit { elems, .. } | Expr::Zeros(elems) => elems.iter().try_for_each(|a| self.atom(a))?,

@@ -26,6 +26,15 @@ pub fn expr_uses(expr: &Expr, f: &mut dyn FnMut(VarId)) {
             atom(lo, f);
             atom(hi, f);
         }
+        Expr::Reshape { array, dims } => {
+            f(*array);
+            dims.iter().for_each(|d| atom(d, f));
+        }
+        Expr::Update { array, indices, value } => {
+            f(*array);
+            indices.iter().for_each(|i| atom(i, f));
+            atom(value, f);
+        }
         Expr::Dim { array, .. } | Expr::Reduce { array, .. } | Expr::ZerosLike(array) => f(*array),
         Expr::ArrayLit { elems, .. } | Expr::Zeros(elems) => elems.iter().for_each(|e| atom(e, f)),
         Expr::Build { n, body, .. } => {
@@ -70,6 +79,10 @@ pub fn stmt_uses(stmt: &StmtKind, f: &mut dyn FnMut(VarId)) {
             indices.iter().for_each(|i| atom(i, f));
             atom(value, f);
         }
+        StmtKind::AccZero { acc, indices } => {
+            f(*acc);
+            indices.iter().for_each(|i| atom(i, f));
+        }
         StmtKind::CheckSize { a, b, .. } => {
             atom(a, f);
             atom(b, f);
@@ -110,6 +123,8 @@ pub fn stmt_uses_shallow(stmt: &StmtKind, f: &mut dyn FnMut(VarId)) {
             | Expr::Binary(..)
             | Expr::Index { .. }
             | Expr::Slice { .. }
+            | Expr::Reshape { .. }
+            | Expr::Update { .. }
             | Expr::Dim { .. }
             | Expr::Reduce { .. }
             | Expr::ArrayLit { .. }
@@ -123,6 +138,7 @@ pub fn stmt_uses_shallow(stmt: &StmtKind, f: &mut dyn FnMut(VarId)) {
         StmtKind::If { cond, .. } => atom(cond, f),
         StmtKind::Assign { .. }
         | StmtKind::AccAdd { .. }
+        | StmtKind::AccZero { .. }
         | StmtKind::CheckSize { .. }
         | StmtKind::Push(_)
         | StmtKind::TapeRewind(_) => stmt_uses(stmt, f),
@@ -278,6 +294,10 @@ impl Subst {
             Expr::Slice { array, lo, hi } => {
                 Expr::Slice { array: self.var(*array), lo: self.atom(lo), hi: self.atom(hi) }
             }
+            Expr::Reshape { array, dims } => Expr::Reshape { array: self.var(*array), dims: self.atoms(dims) },
+            Expr::Update { array, indices, value } => {
+                Expr::Update { array: self.var(*array), indices: self.atoms(indices), value: self.atom(value) }
+            }
             Expr::Dim { array, axis } => Expr::Dim { array: self.var(*array), axis: *axis },
             Expr::Reduce { op, array } => Expr::Reduce { op: *op, array: self.var(*array) },
             Expr::ArrayLit { elem_ty, elems } => Expr::ArrayLit { elem_ty: *elem_ty, elems: self.atoms(elems) },
@@ -317,6 +337,9 @@ impl Subst {
             StmtKind::Assign { var, value } => StmtKind::Assign { var: self.var(*var), value: self.atom(value) },
             StmtKind::AccAdd { acc, indices, value } => {
                 StmtKind::AccAdd { acc: self.var(*acc), indices: self.atoms(indices), value: self.atom(value) }
+            }
+            StmtKind::AccZero { acc, indices } => {
+                StmtKind::AccZero { acc: self.var(*acc), indices: self.atoms(indices) }
             }
             StmtKind::CheckSize { a, b, what } => {
                 StmtKind::CheckSize { a: self.atom(a), b: self.atom(b), what: what.clone() }

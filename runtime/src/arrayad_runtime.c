@@ -608,6 +608,13 @@ static void shape_text(char *buf, size_t cap, int32_t rank, const int64_t *dims)
 static int32_t check_sizes(arrayad_ctx *ctx, const arrayad_sig *sig, const int64_t *sizes) {
     int32_t i;
     for (i = 0; i < sig->nsizes; i++) {
+        if (sizes[i] == INT64_MIN) {
+            /* A size expression (LANGUAGE.md section 11) without a value. */
+            return arrayad_fail_text(ctx, ARRAYAD_ERR_SIZE_MISMATCH,
+                                     "%ssize mismatch: %s: size `%s` has no value (a division by zero or an "
+                                     "overflow)",
+                                     AT(sig), sig->fname, sig->size_names[i]);
+        }
         if (sizes[i] < 0) {
             return arrayad_fail_text(ctx, ARRAYAD_ERR_NEGATIVE_SIZE,
                                      "%snegative size: %s: size `%s` is %lld", AT(sig), sig->fname,

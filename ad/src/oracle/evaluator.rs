@@ -199,6 +199,7 @@ impl<'p, M: Mode> Evaluator<'p, M> {
             }
             StmtKind::Assign { .. }
             | StmtKind::AccAdd { .. }
+            | StmtKind::AccZero { .. }
             | StmtKind::Push(_)
             | StmtKind::TapeRewind(_)
             | StmtKind::For { .. }
@@ -252,6 +253,78 @@ impl<'p, M: Mode> Evaluator<'p, M> {
                 let mut shape = arr.shape.clone();
                 shape[0] = (hi - lo) as usize;
                 one(DVal::Arr(arr.view(lo as usize * arr.stride(0), shape)))
+            }
+            Expr::Reshape { array, dims } => {
+                let arr = self.array(fr, *array, loc)?;
+                let mut shape = Vec::with_capacity(dims.len());
+                let mut product: Option<i64> = Some(1);
+                for d in dims {
+                    let n = self.int(fr, d, loc)?;
+                    if n < 0 {
+                        return Err(errors::negative_extent(self.program, loc, fr.name(*array), n));
+                    }
+                    product = product.and_then(|p| p.checked_mul(n));
+                    shape.push(n as usize);
+                }
+                if product != i64::try_from(arr.len()).ok() {
+                    let p = product.unwrap_or(i64::MAX);
+                    return Err(errors::reshape_mismatch(self.program, loc, fr.name(*array), p, arr.len()));
+                }
+                one(DVal::Arr(arr.view(0, shape)))
+            }
+            // A structural form: the updated position takes the value's
+            // elements (and derivatives), the others the array's.
+            Expr::Update { array, indices, value } => {
+                let arr = self.array(fr, *array, loc)?;
+                if indices.is_empty() || indices.len() > arr.shape.len() {
+                    let what = format!("{} indices into an array of rank {}", indices.len(), arr.shape.len());
+                    return Err(self.malformed(fr, loc, what));
+                }
+                let mut off = 0usize;
+                for (axis, ia) in indices.iter().enumerate() {
+                    let i = self.int(fr, ia, loc)?;
+                    let extent = arr.shape[axis];
+                    if i < 0 || i as u64 >= extent as u64 {
+                        return Err(errors::index_out_of_bounds(self.program, loc, fr.name(*array), axis, i, extent));
+                    }
+                    off += i as usize * arr.stride(axis);
+                }
+                let row_shape = &arr.shape[indices.len()..];
+                let x = self.atom(fr, value, loc)?;
+                let row_len = match &x {
+                    DVal::Arr(r) => {
+                        if r.shape.len() != row_shape.len() {
+                            return Err(self.malformed(fr, loc, "an update with a row of the wrong rank"));
+                        }
+                        for (axis, (a, b)) in r.shape.iter().zip(row_shape).enumerate() {
+                            if a != b {
+                                let what = format!(
+                                    "the row assigned into `{}` must have the shape of its rows: axis {axis}",
+                                    fr.name(*array)
+                                );
+                                return Err(errors::size_mismatch(self.program, loc, &what, *a as i64, *b as i64));
+                            }
+                        }
+                        r.len()
+                    }
+                    _ => 1,
+                };
+                let mut st = RowStore::new(arr.ty().elem);
+                if !st.reserve(arr.len()) {
+                    return Err(errors::out_of_memory(self.program, loc, "the updated array cannot be allocated"));
+                }
+                let mut ok = true;
+                for k in 0..off {
+                    ok &= st.push(&arr.get(k));
+                }
+                ok &= st.push(&x);
+                for k in off + row_len..arr.len() {
+                    ok &= st.push(&arr.get(k));
+                }
+                if !ok {
+                    return Err(self.malformed(fr, loc, "an update with a value of the wrong type"));
+                }
+                one(DVal::Arr(st.finish(arr.shape.clone())))
             }
             Expr::Dim { array, axis } => {
                 let arr = self.array(fr, *array, loc)?;

@@ -37,7 +37,7 @@
 //!   `if` result's cotangent) becomes the target's accumulator (an alias)
 //!   when the target is bound in the block, loop states included;
 //! - in nested blocks, an array cotangent that some path may leave at zero
-//!   is *lazy*: a mutable variable holding a placeholder (the primal array)
+//!   is *lazy*: a mutable variable holding a placeholder (an empty array)
 //!   and a `live` flag, false while the cotangent is zero. Adding an owned
 //!   buffer (a consumed cotangent) to a zero lazy cotangent takes the buffer
 //!   over; adding anything else, indexing it or taking a view first
@@ -112,6 +112,7 @@ fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdErro
         primal_of: &j.primal_of,
         ct: HashMap::new(),
         views: HashSet::new(),
+        owned_ct: HashSet::new(),
         live: HashMap::new(),
         level: HashMap::new(),
         for_depth: 0,
@@ -312,8 +313,9 @@ enum Decl {
     Zero,
     /// A view of the cotangent of `parent` (a row or slice binding).
     View { parent: VarId, expr: Expr },
-    /// The value of a seed (an alias), lazy when `live` is given.
-    Alias { expr: Expr, live: Option<VarId> },
+    /// The value of a seed (an alias), lazy when `live` is given; `owned`
+    /// when the seed's buffer is consumed by it alone.
+    Alias { expr: Expr, live: Option<VarId>, owned: bool },
 }
 
 struct Rev<'a> {
@@ -324,6 +326,10 @@ struct Rev<'a> {
     ct: HashMap<VarId, VarId>,
     /// Linear variables whose cotangent is a view of a parent accumulator.
     views: HashSet<VarId>,
+    /// Linear array variables whose cotangent buffer is theirs alone (a
+    /// fresh accumulator, or a consumed seed): the backward pass of an
+    /// update may clear part of it and hand the rest on.
+    owned_ct: HashSet<VarId>,
     /// The flag of each lazily materialised array cotangent (module docs):
     /// while false the cotangent is zero and its variable a placeholder.
     live: HashMap<VarId, VarId>,
@@ -382,7 +388,10 @@ fn forced(blk: &Block, plain_seeds: &[Seed]) -> HashSet<VarId> {
                 set.extend(vars.iter().copied());
                 set.extend(elems.iter().filter_map(|e| e.as_var()));
             }
-            Expr::Index { array, .. } | Expr::Slice { array, .. } | Expr::Reduce { array, .. } => {
+            Expr::Index { array, .. }
+            | Expr::Slice { array, .. }
+            | Expr::Reshape { array, .. }
+            | Expr::Reduce { array, .. } => {
                 set.insert(*array);
             }
             _ => {}
@@ -465,7 +474,7 @@ fn rewrite_shapes(stmts: &mut [Stmt], shapes: &HashMap<VarId, Vec<VarId>>) {
 /// tape.
 fn is_cheap(e: &Expr) -> bool {
     match e {
-        Expr::Atom(_) | Expr::Index { .. } | Expr::Slice { .. } | Expr::Dim { .. } => true,
+        Expr::Atom(_) | Expr::Index { .. } | Expr::Slice { .. } | Expr::Reshape { .. } | Expr::Dim { .. } => true,
         Expr::Unary(op, _) => matches!(
             op,
             UnOp::Neg | UnOp::Not | UnOp::ToF64 | UnOp::ToI64 | UnOp::Abs | UnOp::Floor | UnOp::Ceil | UnOp::Sign
@@ -541,7 +550,7 @@ impl Rev<'_> {
 
     /// Declares the cotangent of linear variable `v` (see [`Decl`]). An
     /// array cotangent starting at zero is lazy when `lazy` (in nested
-    /// blocks): a mutable variable holding a placeholder (the primal array)
+    /// blocks): a mutable variable holding a placeholder (an empty array)
     /// and a flag, false until something is added to it.
     fn declare_ct(&mut self, v: VarId, decl: Decl, lazy: bool, out: &mut Vec<Stmt>) {
         let ty = self.out.ty(v).with_elem(Scalar::F64);
@@ -562,9 +571,23 @@ impl Rev<'_> {
                 self.need_live(parent, out);
                 (expr, None)
             }
-            Decl::Alias { expr, live } => (expr, live.map(Atom::Var)),
-            Decl::Zero if lazy => (Expr::Atom(Atom::Var(p)), Some(Atom::Bool(false))),
-            Decl::Zero => (Expr::ZerosLike(p), None),
+            Decl::Alias { expr, live, owned } => {
+                if owned {
+                    self.owned_ct.insert(v);
+                }
+                (expr, live.map(Atom::Var))
+            }
+            // The placeholder of a zero lazy cotangent is never read (only
+            // replaced): an empty array, so that the primal array is not
+            // kept (nor taped) for it.
+            Decl::Zero if lazy => {
+                self.owned_ct.insert(v);
+                (Expr::Zeros(vec![Atom::I64(0); ty.rank as usize]), Some(Atom::Bool(false)))
+            }
+            Decl::Zero => {
+                self.owned_ct.insert(v);
+                (Expr::ZerosLike(p), None)
+            }
         };
         let c = match live {
             Some(l) => {
@@ -738,7 +761,9 @@ impl Rev<'_> {
             .stmts
             .iter()
             .flat_map(|s| match &s.kind {
-                StmtKind::Let { vars, expr } if !matches!(expr, Expr::Index { .. } | Expr::Slice { .. }) => {
+                StmtKind::Let { vars, expr }
+                    if !matches!(expr, Expr::Index { .. } | Expr::Slice { .. } | Expr::Reshape { .. }) =>
+                {
                     vars.clone()
                 }
                 _ => vec![],
@@ -756,7 +781,7 @@ impl Rev<'_> {
                         && (bound_by_let.contains(&v) || lin_bound.contains(&v))
                         && self.linear.contains(&v) =>
                 {
-                    alias.insert(v, Decl::Alias { expr: s.value, live: s.live });
+                    alias.insert(v, Decl::Alias { expr: s.value, live: s.live, owned: s.owned });
                 }
                 _ => plain_seeds.push(s),
             }
@@ -811,6 +836,10 @@ impl Rev<'_> {
                         .ct
                         .get(array)
                         .map(|c| Decl::View { parent: *array, expr: Expr::Slice { array: *c, lo: *lo, hi: *hi } }),
+                    Expr::Reshape { array, dims } => self
+                        .ct
+                        .get(array)
+                        .map(|c| Decl::View { parent: *array, expr: Expr::Reshape { array: *c, dims: dims.clone() } }),
                     _ => None,
                 };
                 if view.is_some() {
@@ -1025,6 +1054,12 @@ impl Rev<'_> {
                     return Err(AdError::new("the cotangent of a slice is not a view of its parent's"));
                 }
             }
+            Expr::Reshape { array, .. } => {
+                if self.ct.contains_key(array) && !self.views.contains(&dy) {
+                    return Err(AdError::new("the cotangent of a reshape is not a view of its parent's"));
+                }
+            }
+            Expr::Update { array, indices, value } => self.update_rule(dy, *array, indices, *value, out)?,
             Expr::Reduce { op: ReduceOp::Sum, array } => {
                 if let Some(&c) = self.ct.get(array) {
                     self.need_live(*array, out);
@@ -1059,6 +1094,62 @@ impl Rev<'_> {
             }
             Expr::ZerosLike(_) | Expr::Zeros(_) => {}
             other => return Err(AdError::new(format!("no transposition rule for linear expression {other:?}"))),
+        }
+        Ok(())
+    }
+
+    /// `dy = dA with [indices] = dv`: the cotangent of `dv` is the result's
+    /// at `indices`, that of `dA` the result's with `indices` zeroed. When
+    /// the result's cotangent buffer is its own (nothing reads it after
+    /// this), that position is cleared in place and the buffer handed to
+    /// `dA` (O(1) when `dA`'s cotangent is still zero: a loop state updated
+    /// in place costs O(1) backward too); otherwise a cleared copy is added.
+    /// Nothing when the result's cotangent is a zero lazy one.
+    fn update_rule(
+        &mut self,
+        dy: VarId,
+        array: VarId,
+        indices: &[Atom],
+        value: Atom,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), AdError> {
+        let g = self.ct[&dy];
+        let live = self.live.get(&dy).copied();
+        let mut body = Vec::new();
+        let row_ty = self.out.atom_ty(&value).with_elem(Scalar::F64);
+        let at = Expr::Index { array: g, indices: indices.to_vec() };
+        if self.is_lin(&value).is_some() {
+            let t = self.let1(&mut body, "ct", at.clone(), row_ty);
+            self.accumulate(&value, t, &mut body);
+        }
+        if self.is_lin(&Atom::Var(array)).is_some() {
+            if self.owned_ct.contains(&dy) {
+                self.push(&mut body, StmtKind::AccZero { acc: g, indices: indices.to_vec() });
+                self.accumulate_from(&Atom::Var(array), Atom::Var(g), None, true, &mut body);
+            } else {
+                let zero = if row_ty.is_scalar() {
+                    Atom::F64(0.0)
+                } else {
+                    let row = self.let1(&mut body, "ct_row", at, row_ty);
+                    let row = row.as_var().ok_or_else(|| AdError::new("a row cotangent is not a variable"))?;
+                    self.let1(&mut body, "zeros", Expr::ZerosLike(row), row_ty)
+                };
+                let ty = self.out.ty(g);
+                let masked =
+                    self.let1(&mut body, "ct", Expr::Update { array: g, indices: indices.to_vec(), value: zero }, ty);
+                self.accumulate_from(&Atom::Var(array), masked, None, true, &mut body);
+            }
+        }
+        match live {
+            Some(l) => self.push(
+                out,
+                StmtKind::If {
+                    cond: Atom::Var(l),
+                    then_branch: Block { stmts: body, results: vec![] },
+                    else_branch: Block::default(),
+                },
+            ),
+            None => out.extend(body),
         }
         Ok(())
     }

@@ -5,7 +5,7 @@
 
 use crate::error::CodegenError;
 use crate::ExportedFunction;
-use arrayad_ir::{Scalar, SrcDim, SrcType, Type};
+use arrayad_ir::{Scalar, SizeExpr, SizeOp, SrcDim, SrcType, Type};
 use std::collections::HashSet;
 
 /// An extent of a leaf: a literal or the index of a size variable.
@@ -60,6 +60,10 @@ pub(crate) struct Interface {
     pub signature_text: String,
     /// C names of the size parameters.
     pub sizes: Vec<String>,
+    /// The size expressions of the signature (`[n * m]`, LANGUAGE.md
+    /// section 11), computed by the wrappers from the size parameters:
+    /// [`DimRef::Size`] `sizes.len() + k` is expression `k`.
+    pub derived: Vec<DerivedSize>,
     /// Parameter leaves.
     pub params: Vec<Leaf>,
     /// Result leaves (`out0`, ...).
@@ -90,6 +94,38 @@ pub(crate) struct Interface {
     pub jac_name: String,
     /// The definition's location, for the messages of the C wrappers.
     pub loc: arrayad_ir::Loc,
+}
+
+/// A size expression of an export's signature.
+#[derive(Clone, Debug)]
+pub(crate) struct DerivedSize {
+    /// As written (`d * (d - 1) / 2`), for messages and documentation.
+    pub text: String,
+    /// The C expression computing it from the size parameters, with the
+    /// wrappers' checked helpers (`INT64_MIN` on overflow or division by
+    /// zero).
+    pub c_expr: String,
+}
+
+impl DerivedSize {
+    fn new(e: &SizeExpr, c_name: &dyn Fn(&str) -> String) -> DerivedSize {
+        fn c(e: &SizeExpr, c_name: &dyn Fn(&str) -> String) -> String {
+            match e {
+                SizeExpr::Var(v) => c_name(v),
+                SizeExpr::Lit(n) => format!("INT64_C({n})"),
+                SizeExpr::Bin(op, a, b) => {
+                    let f = match op {
+                        SizeOp::Add => "add",
+                        SizeOp::Sub => "sub",
+                        SizeOp::Mul => "mul",
+                        SizeOp::Div => "div",
+                    };
+                    format!("arrayad_w_size_{f}({}, {})", c(a, c_name), c(b, c_name))
+                }
+            }
+        }
+        DerivedSize { text: e.to_string(), c_expr: c(e, c_name) }
+    }
 }
 
 /// The variants of the public functions of one export.
@@ -367,7 +403,15 @@ fn src_leaves(name: &str, t: &SrcType, out: &mut Vec<(String, SrcType)>) {
     }
 }
 
-fn leaf(name: String, t: &SrcType, sizes: &[String], what: &str) -> Result<Leaf, CodegenError> {
+/// A leaf of type `t`. Its size expressions are looked up in (or added
+/// to) `exprs`, the `k`-th being [`DimRef::Size`] `sizes.len() + k`.
+fn leaf(
+    name: String,
+    t: &SrcType,
+    sizes: &[String],
+    exprs: &mut Vec<SizeExpr>,
+    what: &str,
+) -> Result<Leaf, CodegenError> {
     Ok(match t {
         SrcType::Scalar(s) => Leaf { name, elem: *s, dims: vec![], src: t.to_string() },
         SrcType::Array { elem, dims } => {
@@ -379,6 +423,16 @@ fn leaf(name: String, t: &SrcType, sizes: &[String], what: &str) -> Result<Leaf,
                         SrcDim::Var(v) => sizes.iter().position(|s| s == v).map(DimRef::Size).ok_or_else(|| {
                             CodegenError::Abi(format!("{what}: size `{v}` is not bound by a parameter"))
                         }),
+                        SrcDim::Expr(e) => {
+                            let k = match exprs.iter().position(|x| x == e) {
+                                Some(k) => k,
+                                None => {
+                                    exprs.push(e.clone());
+                                    exprs.len() - 1
+                                }
+                            };
+                            Ok(DimRef::Size(sizes.len() + k))
+                        }
                     })
                     .collect::<Result<_, _>>()?;
             Leaf { name, elem: *elem, dims, src: t.to_string() }
@@ -429,11 +483,12 @@ impl Interface {
         let sizes: Vec<String> = src_sizes.iter().map(|s| namer.name(s)).collect();
         let mut params = Vec::new();
         let mut active = Vec::new();
+        let mut exprs = Vec::new();
         for (p, act) in sig.params.iter().zip(&e.active) {
             let mut ls = Vec::new();
             src_leaves(&p.name, &p.ty, &mut ls);
             for (n, t) in ls {
-                let l = leaf(namer.name(&n), &t, &src_sizes, &format!("parameter `{}`", p.name))?;
+                let l = leaf(namer.name(&n), &t, &src_sizes, &mut exprs, &format!("parameter `{}`", p.name))?;
                 if *act && l.is_f64() {
                     active.push(params.len());
                 }
@@ -444,7 +499,8 @@ impl Interface {
         src_leaves("out", &sig.result, &mut rs);
         let mut results = Vec::new();
         for (k, (_, t)) in rs.iter().enumerate() {
-            results.push(leaf(namer.name(&format!("out{k}")), t, &src_sizes, &format!("result of `{}`", e.name))?);
+            let what = format!("result of `{}`", e.name);
+            results.push(leaf(namer.name(&format!("out{k}")), t, &src_sizes, &mut exprs, &what)?);
         }
         let f64_results: Vec<usize> = (0..results.len()).filter(|k| results[*k].is_f64()).collect();
         let tangents_in =
@@ -461,10 +517,14 @@ impl Interface {
         let value_name = namer.name("value");
         let jac_name = namer.name("jac");
         let params_text: Vec<String> = sig.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
+        let c_name =
+            |v: &str| src_sizes.iter().position(|s| s == v).map_or_else(|| v.to_string(), |k| sizes[k].clone());
+        let derived = exprs.iter().map(|x| DerivedSize::new(x, &c_name)).collect();
         let i = Interface {
             name,
             signature_text: format!("{}({}) -> {}", e.name, params_text.join(", "), sig.result),
             sizes,
+            derived,
             params,
             results,
             active,
@@ -484,8 +544,15 @@ impl Interface {
         Ok(i)
     }
 
+    /// The names of every size the tables refer to: the size parameters,
+    /// then the size expressions as written.
+    pub(crate) fn size_names(&self) -> Vec<String> {
+        self.sizes.iter().cloned().chain(self.derived.iter().map(|d| d.text.clone())).collect()
+    }
+
     /// The C parameters of a variant, in order.
     pub(crate) fn c_params(&self, v: Variant) -> Vec<CParam> {
+        let names = self.size_names();
         let mut out: Vec<CParam> = self
             .sizes
             .iter()
@@ -494,7 +561,7 @@ impl Interface {
         let ins = |ls: &[Leaf], what: &str, out: &mut Vec<CParam>| {
             for l in ls {
                 let doc = if l.is_array() {
-                    format!("{what}{} {}, row-major", shape_text(l, &self.sizes), l.elem)
+                    format!("{what}{} {}, row-major", shape_text(l, &names), l.elem)
                 } else {
                     format!("{what}{}", l.elem)
                 };
@@ -504,7 +571,7 @@ impl Interface {
         let outs = |ls: &[Leaf], what: &str, out: &mut Vec<CParam>| {
             for l in ls {
                 let doc = if l.is_array() {
-                    format!("{what}buffer of {} {}, row-major", shape_text(l, &self.sizes), l.elem)
+                    format!("{what}buffer of {} {}, row-major", shape_text(l, &names), l.elem)
                 } else {
                     format!("{what}{}", l.elem)
                 };

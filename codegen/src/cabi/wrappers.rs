@@ -49,6 +49,28 @@ fn c_string(s: &str) -> String {
     out
 }
 
+/// The checked arithmetic of size expressions (LANGUAGE.md section 11) in
+/// the wrappers: `INT64_MIN` for an overflow or a division by zero, and
+/// from an operand that is already `INT64_MIN` (the runtime then reports
+/// that the size has no value).
+const SIZE_HELPERS: &str = "\
+static inline int64_t arrayad_w_size_add(int64_t a, int64_t b) {
+    int64_t r;
+    return (a == INT64_MIN || b == INT64_MIN || __builtin_add_overflow(a, b, &r)) ? INT64_MIN : r;
+}
+static inline int64_t arrayad_w_size_sub(int64_t a, int64_t b) {
+    int64_t r;
+    return (a == INT64_MIN || b == INT64_MIN || __builtin_sub_overflow(a, b, &r)) ? INT64_MIN : r;
+}
+static inline int64_t arrayad_w_size_mul(int64_t a, int64_t b) {
+    int64_t r;
+    return (a == INT64_MIN || b == INT64_MIN || __builtin_mul_overflow(a, b, &r)) ? INT64_MIN : r;
+}
+static inline int64_t arrayad_w_size_div(int64_t a, int64_t b) {
+    return (a == INT64_MIN || b == INT64_MIN || b == 0 || (a == INT64_MIN && b == -1)) ? INT64_MIN : a / b;
+}
+";
+
 /// Emits a static leaf table `name` for `leaves`; returns the C expression
 /// for it (NULL when empty).
 fn leaf_table(out: &mut String, name: &str, leaves: &[&Leaf]) -> String {
@@ -145,10 +167,12 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str, file: &str
          #define ARRAYAD_HIDDEN __attribute__((visibility(\"hidden\")))\n\
          \n\
          static const double arrayad_w_one = 1.0;\n\
+         {size_helpers}\
          \n\
          const char *{m}_last_error(void) {{ return arrayad_abi_last_error(); }}\n\
          void {m}_release_memory(void) {{ arrayad_abi_release(); }}\n",
         rt = arrayad_runtime::RUNTIME_C_HEADER_NAME,
+        size_helpers = SIZE_HELPERS,
     );
     for i in interfaces {
         let f = &i.name;
@@ -169,14 +193,15 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str, file: &str
                 internal_symbol(module, f, which)
             );
         }
-        let sizes = if i.sizes.is_empty() {
+        let all_sizes = i.size_names();
+        let sizes = if all_sizes.is_empty() {
             "NULL".to_string()
         } else {
-            let names: Vec<String> = i.sizes.iter().map(|s| c_string(s)).collect();
+            let names: Vec<String> = all_sizes.iter().map(|s| c_string(s)).collect();
             let _ = writeln!(out, "static const char *const {p}_size_names[] = {{{}}};", names.join(", "));
             format!("{p}_size_names")
         };
-        let ns = i.sizes.len();
+        let ns = all_sizes.len();
         let params: Vec<&Leaf> = i.params.iter().collect();
         let results: Vec<&Leaf> = i.results.iter().collect();
         let cat = |a: &[&Leaf], b: &[Leaf]| -> Vec<Leaf> {
@@ -207,7 +232,7 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str, file: &str
         );
         // vjp_rows: one more size, the rows R, last; cotangents stacked.
         let rows_sizes = {
-            let mut names: Vec<String> = i.sizes.iter().map(|s| c_string(s)).collect();
+            let mut names: Vec<String> = all_sizes.iter().map(|s| c_string(s)).collect();
             names.push(c_string("rows"));
             let _ = writeln!(out, "static const char *const {p}_rows_size_names[] = {{{}}};", names.join(", "));
             format!("{p}_rows_size_names")
@@ -280,10 +305,14 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str, file: &str
             let cps = i.c_params(v);
             let ps: Vec<String> = cps.iter().map(|c| format!("{}{}", c.ty, c.name)).collect();
             let _ = writeln!(out, "\nint32_t {f}{}({}) {{", v.suffix(), ps.join(", "));
-            if i.sizes.is_empty() {
+            if all_sizes.is_empty() {
                 out.push_str("    const int64_t *sizes = NULL;\n");
             } else {
-                let _ = writeln!(out, "    const int64_t sizes[] = {{{}}};", i.sizes.join(", "));
+                // The size expressions from the size parameters (the runtime
+                // reports a negative one, or INT64_MIN: no value).
+                let values: Vec<String> =
+                    i.sizes.iter().cloned().chain(i.derived.iter().map(|d| d.c_expr.clone())).collect();
+                let _ = writeln!(out, "    const int64_t sizes[] = {{{}}};", values.join(", "));
             }
             let mut ins: Vec<String> = i.params.iter().map(in_ref).collect();
             let mut outs: Vec<String> = Vec::new();

@@ -88,7 +88,11 @@ impl BlockFacts {
                             }
                             if matches!(
                                 expr,
-                                Expr::Build { .. } | Expr::ArrayLit { .. } | Expr::ZerosLike(_) | Expr::Zeros(_)
+                                Expr::Build { .. }
+                                    | Expr::ArrayLit { .. }
+                                    | Expr::ZerosLike(_)
+                                    | Expr::Zeros(_)
+                                    | Expr::Update { .. }
                             ) {
                                 self.open[d].1.allocates = true;
                             }
@@ -153,7 +157,11 @@ pub(crate) fn allocates(body: &Block) -> bool {
             matches!(
                 &s.kind,
                 StmtKind::Let {
-                    expr: Expr::Build { .. } | Expr::ArrayLit { .. } | Expr::ZerosLike(_) | Expr::Zeros(_),
+                    expr: Expr::Build { .. }
+                        | Expr::ArrayLit { .. }
+                        | Expr::ZerosLike(_)
+                        | Expr::Zeros(_)
+                        | Expr::Update { .. },
                     ..
                 }
             )
@@ -218,4 +226,264 @@ pub(crate) fn last_uses(f: &Function) -> HashMap<VarId, usize> {
     let mut w = Walk { f, depth: HashMap::new(), last: HashMap::new(), path: Vec::new() };
     w.block(&f.body);
     w.last
+}
+
+/// Which functional updates (`A with [i] = v`, [`Expr::Update`]) write into
+/// their array's buffer instead of a copy (LANGUAGE.md section 11: O(1)
+/// when `A` is not used afterwards).
+///
+/// An update runs in place when its array is *owned* and dead afterwards:
+/// the array, and every view or copy of it bound in the same block (its
+/// alias class), is bound by a fresh allocation of that block (a build,
+/// literal, zeros or another update) or is a loop state the body owns, is
+/// never pushed on the tape, stored in a mutable variable or read by a
+/// branch or loop that yields arrays (whose results may be it), and the
+/// update is the last use of its elements in the block (the block's
+/// results count as uses after every statement; `dim` and `zeros_like`
+/// read only extents, which an update keeps). A loop state is owned by its body when the
+/// body's result for it is the state itself or a fresh allocation of the
+/// body (distinct for distinct states); the loop then copies the state's
+/// initial value once at entry ([`InPlace::copy_init`]) unless that value
+/// is itself owned and dead after the loop. Everything else copies, which
+/// is always right. One walk of the function.
+#[derive(Default)]
+pub(crate) struct InPlace {
+    /// The result variables of the updates that run in place.
+    pub updates: HashSet<VarId>,
+    /// Loop states whose initial value the loop copies at entry (their
+    /// updates in the body run in place).
+    pub copy_init: HashSet<VarId>,
+}
+
+impl InPlace {
+    pub(crate) fn new(f: &Function) -> InPlace {
+        let mut out = InPlace::default();
+        out.block(f, &f.body, &HashSet::new());
+        out
+    }
+
+    /// Analyses `b`, whose loop states `owned` (if `b` is a loop body) are
+    /// owned by it; returns the owned states that an update in `b` writes in
+    /// place.
+    fn block(&mut self, f: &Function, b: &Block, owned: &HashSet<VarId>) -> HashSet<VarId> {
+        let mut root: HashMap<VarId, VarId> = owned.iter().map(|s| (*s, *s)).collect();
+        let mut fresh: HashSet<VarId> = owned.clone();
+        let mut last: HashMap<VarId, usize> = HashMap::new();
+        let mut escaped: HashSet<VarId> = HashSet::new();
+        let mut nested_uses: Vec<HashSet<VarId>> = Vec::with_capacity(b.stmts.len());
+        for (i, s) in b.stmts.iter().enumerate() {
+            let mut inner = HashSet::new();
+            // Uses of the elements (at any depth) and escapes. (The extents
+            // of an array updated in place do not change: `dim` and
+            // `zeros_like` of it may come later.)
+            data_uses_shallow(&s.kind, &mut |v| {
+                if let Some(r) = root.get(&v) {
+                    last.insert(*r, i);
+                }
+            });
+            for nb in arrayad_ir::visit::child_blocks(&s.kind) {
+                for_each_block(nb, &mut |blk| {
+                    for t in &blk.stmts {
+                        data_uses_shallow(&t.kind, &mut |v| {
+                            if let Some(r) = root.get(&v) {
+                                last.insert(*r, i);
+                                inner.insert(*r);
+                            }
+                        });
+                    }
+                    for a in &blk.results {
+                        if let Some(r) = a.as_var().and_then(|v| root.get(&v)) {
+                            last.insert(*r, i);
+                            inner.insert(*r);
+                        }
+                    }
+                });
+                nested_escapes(f, nb, &mut root.clone(), &mut escaped);
+            }
+            escapes(f, &s.kind, &root, &mut escaped);
+            // The array results of a branch or loop may be any array it
+            // reads (a branch yielding a row of one, a loop that runs zero
+            // times): those are shared from here on.
+            if let StmtKind::Let { vars, expr: Expr::If { .. } | Expr::Loop { .. } | Expr::While { .. } } = &s.kind {
+                if vars.iter().any(|v| f.ty(*v).is_array()) {
+                    data_uses_shallow(&s.kind, &mut |v| {
+                        if let Some(r) = root.get(&v) {
+                            escaped.insert(*r);
+                        }
+                    });
+                    escaped.extend(inner.iter().copied());
+                }
+            }
+            nested_uses.push(inner);
+            // Roots of the arrays bound here.
+            if let StmtKind::Let { vars, expr } = &s.kind {
+                if let [v] = vars.as_slice() {
+                    if f.ty(*v).is_array() && !f.var(*v).mutable {
+                        match expr {
+                            Expr::Build { .. }
+                            | Expr::ArrayLit { .. }
+                            | Expr::ZerosLike(_)
+                            | Expr::Zeros(_)
+                            | Expr::Update { .. } => {
+                                root.insert(*v, *v);
+                                fresh.insert(*v);
+                            }
+                            Expr::Atom(Atom::Var(x))
+                            | Expr::Index { array: x, .. }
+                            | Expr::Slice { array: x, .. }
+                            | Expr::Reshape { array: x, .. } => {
+                                if let Some(r) = root.get(x).copied() {
+                                    root.insert(*v, r);
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        for r in &b.results {
+            if let Some(r) = r.as_var().and_then(|v| root.get(&v)) {
+                last.insert(*r, usize::MAX);
+            }
+        }
+        let unique = |r: VarId, at: usize| fresh.contains(&r) && !escaped.contains(&r) && last.get(&r) == Some(&at);
+        let mut written = HashSet::new();
+        for (i, s) in b.stmts.iter().enumerate() {
+            let StmtKind::Let { vars, expr } = &s.kind else {
+                for nb in arrayad_ir::visit::child_blocks(&s.kind) {
+                    self.block(f, nb, &HashSet::new());
+                }
+                continue;
+            };
+            match expr {
+                Expr::Update { array, .. } => {
+                    if let (Some(&r), [y]) = (root.get(array), vars.as_slice()) {
+                        if unique(r, i) {
+                            self.updates.insert(*y);
+                            if owned.contains(&r) {
+                                written.insert(r);
+                            }
+                        }
+                    }
+                }
+                Expr::Loop { states, init, body, .. } | Expr::While { states, init, body, .. } => {
+                    let own = owned_states(f, states, body);
+                    let in_place = self.block(f, body, &own);
+                    if let Expr::While { cond, .. } = expr {
+                        self.block(f, cond, &HashSet::new());
+                    }
+                    let mut claimed = HashSet::new();
+                    for (s, a) in states.iter().zip(init) {
+                        if !in_place.contains(s) {
+                            continue;
+                        }
+                        // The initial buffer becomes the state's: it must be
+                        // owned here, dead after the loop and unread by it.
+                        let r = a.as_var().and_then(|x| root.get(&x).copied());
+                        let reuse =
+                            r.is_some_and(|r| unique(r, i) && !nested_uses[i].contains(&r) && claimed.insert(r));
+                        if !reuse {
+                            self.copy_init.insert(*s);
+                        }
+                    }
+                }
+                _ => {
+                    for nb in arrayad_ir::visit::child_blocks(&s.kind) {
+                        self.block(f, nb, &HashSet::new());
+                    }
+                }
+            }
+        }
+        written
+    }
+}
+
+/// The variables whose elements `kind` reads or writes, not counting its
+/// nested blocks nor the arrays it reads only for their extents (`dim`,
+/// `zeros_like`).
+fn data_uses_shallow(kind: &StmtKind, f: &mut dyn FnMut(VarId)) {
+    match kind {
+        StmtKind::Let { expr: Expr::Dim { .. } | Expr::ZerosLike(_), .. } => {}
+        _ => arrayad_ir::visit::stmt_uses_shallow(kind, f),
+    }
+}
+
+/// Adds to `escaped` the roots of arrays that `kind` pushes on the tape or
+/// stores in a mutable variable (shallow: not its nested blocks).
+fn escapes(f: &Function, kind: &StmtKind, root: &HashMap<VarId, VarId>, escaped: &mut HashSet<VarId>) {
+    let mut esc = |a: &Atom| {
+        if let Some(r) = a.as_var().and_then(|v| root.get(&v)) {
+            escaped.insert(*r);
+        }
+    };
+    match kind {
+        StmtKind::Push(a) => esc(a),
+        StmtKind::Assign { value, .. } => esc(value),
+        // A mutable variable taking the buffer (a lazy cotangent).
+        StmtKind::Let { vars, expr: Expr::Atom(a) } if vars.iter().any(|v| f.var(*v).mutable) => esc(a),
+        _ => {}
+    }
+}
+
+/// [`escapes`] in `b` and the blocks nested in it, following the views and
+/// copies bound there back to the roots of `root` (which it extends).
+fn nested_escapes(f: &Function, b: &Block, root: &mut HashMap<VarId, VarId>, escaped: &mut HashSet<VarId>) {
+    for s in &b.stmts {
+        escapes(f, &s.kind, root, escaped);
+        if let StmtKind::Let { vars, expr } = &s.kind {
+            if let (
+                [v],
+                Expr::Atom(Atom::Var(x))
+                | Expr::Index { array: x, .. }
+                | Expr::Slice { array: x, .. }
+                | Expr::Reshape { array: x, .. },
+            ) = (vars.as_slice(), expr)
+            {
+                if let Some(r) = root.get(x).copied() {
+                    root.insert(*v, r);
+                }
+            }
+        }
+        for nb in arrayad_ir::visit::child_blocks(&s.kind) {
+            nested_escapes(f, nb, root, escaped);
+        }
+    }
+}
+
+/// The array states of a loop that its body owns: the body's result for the
+/// state is the state itself or a fresh allocation bound at the top of the
+/// body, distinct for distinct states.
+fn owned_states(f: &Function, states: &[VarId], body: &Block) -> HashSet<VarId> {
+    let fresh: HashSet<VarId> = body
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Let { vars, expr }
+                if vars.len() == 1
+                    && matches!(
+                        expr,
+                        Expr::Build { .. }
+                            | Expr::ArrayLit { .. }
+                            | Expr::ZerosLike(_)
+                            | Expr::Zeros(_)
+                            | Expr::Update { .. }
+                    ) =>
+            {
+                Some(vars[0])
+            }
+            _ => None,
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    let mut own = HashSet::new();
+    for (s, r) in states.iter().zip(&body.results) {
+        let ok = f.ty(*s).is_array()
+            && !f.var(*s).mutable
+            && r.as_var().is_some_and(|w| (w == *s || fresh.contains(&w)) && seen.insert(w));
+        if ok {
+            own.insert(*s);
+        }
+    }
+    own
 }

@@ -28,6 +28,11 @@ impl<E: Emitter> Lower<'_, E> {
             Expr::Binary(op, a, b) => vec![Val::S(self.binary(*op, a, b)?)],
             Expr::Index { array, indices } => vec![self.index(*array, indices)?],
             Expr::Slice { array, lo, hi } => vec![Val::A(self.slice(*array, lo, hi)?)],
+            Expr::Reshape { array, dims } => vec![Val::A(self.reshape(*array, dims)?)],
+            Expr::Update { array, indices, value } => {
+                let in_place = vars.first().is_some_and(|y| self.in_place.updates.contains(y));
+                vec![Val::A(self.update(*array, indices, value, in_place)?)]
+            }
             Expr::Dim { array, axis } => {
                 let a = self.array(*array)?;
                 let d = a.dims.get(*axis as usize).copied().ok_or_else(|| self.malformed("dim of a missing axis"))?;
@@ -320,6 +325,83 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(Arr { ptr, dims })
     }
 
+    /// `reshape array dims`: the same elements under new extents (a view),
+    /// after checking that no extent is negative and that their product is
+    /// the element count.
+    fn reshape(&mut self, array: VarId, dims: &[Atom]) -> Result<Arr<E::Value>> {
+        let a = self.array(array)?;
+        let name = self.var_name(array);
+        let mut vals = Vec::with_capacity(dims.len());
+        for d in dims {
+            let v = self.scalar(d)?;
+            if !matches!(d, Atom::I64(k) if *k >= 0) {
+                let ok = self.icmp_imm(IntCC::Sge, v, 0);
+                self.check(ok, Fault::NegativeExtent { array: &name }, &[v])?;
+            }
+            vals.push(v);
+        }
+        let count = self.product(&a.dims);
+        let (p, ovf) = self.checked_product(&vals);
+        let mut ok = self.b.icmp(IntCC::Eq, p, count);
+        if let Some(o) = ovf {
+            let t = self.b.iconst(Ty::Bool, 1);
+            let no = self.b.int(IntOp::Xor, o, t);
+            ok = self.b.int(IntOp::And, ok, no);
+        }
+        self.check(ok, Fault::ReshapeMismatch { array: &name }, &[p, count])?;
+        Ok(Arr { ptr: a.ptr, dims: vals })
+    }
+
+    /// `array with [indices] = value`: a copy of `array` (indices checked)
+    /// with the element, or the row (its shape checked), replaced; or
+    /// `array` itself, written, when `in_place` (the array is owned and
+    /// dead: [`super::analysis::InPlace`]).
+    fn update(&mut self, array: VarId, indices: &[Atom], value: &Atom, in_place: bool) -> Result<Arr<E::Value>> {
+        let t = self.var_ty(array)?;
+        let a = self.array(array)?;
+        let name = self.var_name(array);
+        let off = self.checked_offset(&a, indices, &name)?;
+        let k = indices.len();
+        let row = if k < a.dims.len() {
+            let row = self.array_atom(value)?;
+            let rest = &a.dims[k..];
+            if row.dims.len() != rest.len() {
+                return Err(self.malformed("an update with a row of the wrong rank"));
+            }
+            for (axis, (&r, &d)) in row.dims.iter().zip(rest).enumerate() {
+                if !self.known.same(r, d) {
+                    let what = format!("the row assigned into `{name}` must have the shape of its rows: axis {axis}");
+                    let ok = self.b.icmp(IntCC::Eq, r, d);
+                    self.check(ok, Fault::SizeMismatch { what: &what }, &[r, d])?;
+                }
+            }
+            Some(row)
+        } else {
+            None
+        };
+        let ptr = if in_place {
+            a.ptr
+        } else {
+            let count = self.product(&a.dims);
+            let ptr = self.alloc_elems(count, t.elem, None)?;
+            self.copy_elems(ptr, a.ptr, count, t.elem)?;
+            ptr
+        };
+        match row {
+            None => {
+                let v = self.scalar(value)?;
+                self.store_elem(ptr, off, t.elem, v);
+            }
+            Some(row) => {
+                let stride = self.product(&a.dims[k..]);
+                let eoff = self.b.int(IntOp::Mul, off, stride);
+                let dst = self.b.elem_addr(ptr, eoff, t.elem);
+                self.copy_elems(dst, row.ptr, stride, t.elem)?;
+            }
+        }
+        Ok(Arr { ptr, dims: a.dims })
+    }
+
     fn reduce(&mut self, op: ReduceOp, array: VarId) -> Result<E::Value> {
         let t = self.var_ty(array)?;
         let a = self.array(array)?;
@@ -555,10 +637,7 @@ impl<E: Emitter> Lower<'_, E> {
         }
         let n = self.scalar(n)?;
         self.check_size(n)?;
-        let init_vals: Vec<Val<E::Value>> = init.iter().map(|a| self.atom(a)).collect::<Result<_>>()?;
-        for (s, v) in states.iter().zip(init_vals) {
-            self.def(*s, v)?;
-        }
+        self.def_states(states, init)?;
         // Released after every iteration but for the array states (their
         // new values) and the outer mutable arrays the body assigns.
         let keep: Option<Vec<VarId>> =
@@ -586,6 +665,24 @@ impl<E: Emitter> Lower<'_, E> {
         vals
     }
 
+    /// Defines loop states from their initial values; a state whose
+    /// updates run in place starts from a copy of its value unless that
+    /// value was the loop's to take ([`super::analysis::InPlace`]).
+    fn def_states(&mut self, states: &[VarId], init: &[Atom]) -> Result<()> {
+        for (s, a) in states.iter().zip(init) {
+            let mut v = self.atom(a)?;
+            if let (true, Val::A(arr)) = (self.in_place.copy_init.contains(s), &v) {
+                let elem = self.var_ty(*s)?.elem;
+                let count = self.product(&arr.dims);
+                let ptr = self.alloc_elems(count, elem, None)?;
+                self.copy_elems(ptr, arr.ptr, count, elem)?;
+                v = Val::A(Arr { ptr, dims: arr.dims.clone() });
+            }
+            self.def(*s, v)?;
+        }
+        Ok(())
+    }
+
     /// `loop states = init while cond do body`: a header block evaluates
     /// the condition; the body defines the next states and jumps back.
     /// Memory is released per iteration as for counted loops.
@@ -593,10 +690,7 @@ impl<E: Emitter> Lower<'_, E> {
         if states.len() != init.len() || states.len() != body.results.len() || cond.results.len() != 1 {
             return Err(self.malformed("while states, initial values, results or condition differ in number"));
         }
-        let init_vals: Vec<Val<E::Value>> = init.iter().map(|a| self.atom(a)).collect::<Result<_>>()?;
-        for (s, v) in states.iter().zip(init_vals) {
-            self.def(*s, v)?;
-        }
+        self.def_states(states, init)?;
         let keep: Option<Vec<VarId>> = self
             .blocks
             .survivors(self.f, body)

@@ -45,6 +45,7 @@ pub(crate) fn lower_function<E: Emitter>(b: &mut E, file: &str, f: &arrayad_ir::
         far: far_scalars(f),
         last_use: analysis::last_uses(f),
         blocks: analysis::BlockFacts::new(f),
+        in_place: analysis::InPlace::new(f),
         in_bounds: Vec::new(),
         known: Known::new(),
         clock: 0,
@@ -227,6 +228,9 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// The last statement of its block using each mutable variable
     /// ([`analysis::last_uses`]).
     last_use: std::collections::HashMap<VarId, usize>,
+    /// The updates that run in place and the loop states copied at entry
+    /// for them ([`analysis::InPlace`]).
+    in_place: analysis::InPlace,
     /// What loop bodies allocate and keep ([`analysis::BlockFacts`]).
     blocks: analysis::BlockFacts,
     /// `(i, n)`: `0 <= i < n` holds here (counted-loop indices).

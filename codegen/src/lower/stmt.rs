@@ -136,6 +136,7 @@ impl<E: Emitter> Lower<'_, E> {
                 self.def(*var, v)?;
             }
             StmtKind::AccAdd { acc, indices, value } => self.acc_add(*acc, indices, value)?,
+            StmtKind::AccZero { acc, indices } => self.acc_zero(*acc, indices)?,
             StmtKind::CheckSize { a, b, what } => {
                 let x = self.scalar(a)?;
                 let y = self.scalar(b)?;
@@ -183,6 +184,27 @@ impl<E: Emitter> Lower<'_, E> {
             let base = self.b.elem_addr(a.ptr, eoff, Scalar::F64);
             self.acc_add_rows(base, &rest, value, &name)
         }
+    }
+
+    /// `acc[indices] = 0` (an element or a row; indices checked).
+    fn acc_zero(&mut self, acc: VarId, indices: &[Atom]) -> Result<()> {
+        let a = self.array(acc)?;
+        let name = self.var_name(acc);
+        let off = self.checked_offset(&a, indices, &name)?;
+        let rest = a.dims[indices.len()..].to_vec();
+        let zero = self.b.fconst(0.0);
+        if rest.is_empty() {
+            self.store_elem(a.ptr, off, Scalar::F64, zero);
+            return Ok(());
+        }
+        let stride = self.product(&rest);
+        let eoff = self.b.int(IntOp::Mul, off, stride);
+        let base = self.b.elem_addr(a.ptr, eoff, Scalar::F64);
+        let start = self.iconst(0);
+        self.counted_loop(start, stride, false, &mut |l, i| {
+            l.store_elem(base, i, Scalar::F64, zero);
+            Ok(())
+        })
     }
 
     /// `dst[..] += value` elementwise, for an array `value` of extents `dims`.

@@ -23,6 +23,14 @@ pub(crate) enum Builtin {
     /// `maximum`, `minimum`.
     Reduce(ReduceOp),
     Dot,
+    /// `flatten(A)`: [n][m]T -> [n * m]T.
+    Flatten,
+    /// `reshape(A, (d1, ..., dk))`.
+    Reshape,
+    /// `concat(A, B)` along axis 0.
+    Concat,
+    /// `argmax(a)` (`true`), `argmin(a)`: [n]f64 -> i64.
+    ArgExtreme(bool),
 }
 
 /// Names of all builtins.
@@ -30,7 +38,7 @@ pub(crate) enum Builtin {
 const NAMES: &[&str] = &[
     "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "asin", "acos", "atan", "log1p", "expm1", "erf",
     "lgamma", "abs", "floor", "ceil", "pow", "atan2", "min", "max", "f64", "i64", "length", "sum", "maximum",
-    "minimum", "dot",
+    "minimum", "dot", "sign", "flatten", "reshape", "concat", "argmin", "argmax",
 ];
 
 /// The builtin called `name`, if any.
@@ -67,6 +75,12 @@ pub(crate) fn lookup(name: &str) -> Option<Builtin> {
         "maximum" => Reduce(ReduceOp::Max),
         "minimum" => Reduce(ReduceOp::Min),
         "dot" => Dot,
+        "sign" => Math(UnOp::Sign),
+        "flatten" => Flatten,
+        "reshape" => Reshape,
+        "concat" => Concat,
+        "argmax" => ArgExtreme(true),
+        "argmin" => ArgExtreme(false),
         _ => return None,
     })
 }
@@ -74,7 +88,7 @@ pub(crate) fn lookup(name: &str) -> Option<Builtin> {
 impl Builtin {
     fn arity(self) -> usize {
         match self {
-            Builtin::Binary(_) | Builtin::Dot => 2,
+            Builtin::Binary(_) | Builtin::Dot | Builtin::Reshape | Builtin::Concat => 2,
             _ => 1,
         }
     }
@@ -120,6 +134,8 @@ impl Fx<'_, '_> {
             let (Some(y), Some(x)) = (args.pop(), args.pop()) else { return poison(span) };
             return match b {
                 Builtin::Binary(op) => self.arith(op, binary_name(op), x, y, span),
+                Builtin::Reshape => self.reshape(x, y, span),
+                Builtin::Concat => self.concat(x, y, span),
                 _ => self.dot(x, y, span),
             };
         }
@@ -187,7 +203,67 @@ impl Fx<'_, '_> {
                     self.fail(span, format!("`{name}` expects a one-dimensional array of f64, found {found}"))
                 }
             }
-            Builtin::Binary(_) | Builtin::Dot => poison(span),
+            Builtin::Flatten => match a.ty.leaf() {
+                Some(t) if t.rank >= 2 => {
+                    let ty = Ty::Leaf(Type { elem: t.elem, rank: t.rank - 1 });
+                    node(TKind::Flatten(Box::new(a)), ty, span, false)
+                }
+                _ => self.fail(span, format!("`flatten` expects an array of rank 2 or more, found {found}")),
+            },
+            Builtin::ArgExtreme(max) => {
+                prefer_f64(&mut a);
+                if a.ty.leaf() == Some(Type::array(Scalar::F64, 1)) {
+                    node(TKind::ArgExtreme { max, array: Box::new(a) }, Ty::I64, span, false)
+                } else {
+                    self.fail(span, format!("`{name}` expects a one-dimensional array of f64, found {found}"))
+                }
+            }
+            Builtin::Binary(_) | Builtin::Dot | Builtin::Reshape | Builtin::Concat => poison(span),
+        }
+    }
+
+    /// `reshape(A, (d1, ..., dk))`: the extents are i64 values (one i64 for
+    /// rank 1).
+    fn reshape(&mut self, a: TExpr, dims: TExpr, span: Span) -> TExpr {
+        let elem = match a.ty.leaf() {
+            Some(t) if t.is_array() => t.elem,
+            _ => return self.fail(a.span, format!("`reshape` reshapes an array, found {}", a.ty)),
+        };
+        let ds = match dims.kind {
+            TKind::Tuple(ds) => ds,
+            _ => vec![dims],
+        };
+        if ds.iter().any(|d| d.ty != Ty::I64) {
+            let found: Vec<String> = ds.iter().map(|d| d.ty.to_string()).collect();
+            return self.fail_with(
+                Diagnostic::new(
+                    span,
+                    format!("the extents of `reshape` must be i64 values, found ({})", found.join(", ")),
+                )
+                .with_note("write them as a tuple: `reshape(a, (n, m))`"),
+            );
+        }
+        if ds.len() > crate::parser::MAX_RANK {
+            return self.fail(span, format!("arrays of rank above {} are not supported", crate::parser::MAX_RANK));
+        }
+        let ty = Ty::Leaf(Type::array(elem, crate::types::rank_u8(ds.len())));
+        node(TKind::Reshape { array: Box::new(a), dims: ds }, ty, span, false)
+    }
+
+    /// `concat(A, B)`: arrays of one element type and rank, along axis 0.
+    fn concat(&mut self, mut a: TExpr, mut b: TExpr, span: Span) -> TExpr {
+        let both_arrays = a.ty.leaf().is_some_and(|t| t.is_array()) && b.ty.leaf().is_some_and(|t| t.is_array());
+        let common = crate::types::join(&a.ty, &b.ty).filter(|t| can_coerce(&a, t) && can_coerce(&b, t));
+        match common {
+            Some(t) if both_arrays => {
+                coerce(&mut a, &t);
+                coerce(&mut b, &t);
+                node(TKind::Concat(Box::new(a), Box::new(b)), t, span, false)
+            }
+            _ => self.fail(
+                span,
+                format!("`concat` joins two arrays of one element type and rank, found {} and {}", a.ty, b.ty),
+            ),
         }
     }
 

@@ -66,6 +66,20 @@ impl Fx<'_, '_> {
                             continue;
                         }
                     },
+                    DimKind::Expr(e) => {
+                        let lookup = |v: &str| {
+                            self.scope.get(v).filter(|id| self.locals.get(id.0).is_some_and(|l| l.ty == Ty::I64))
+                        };
+                        match super::resolve_size(e, &lookup) {
+                            Ok(t) => (DimTarget::Expr(Box::new(t)), e.to_string()),
+                            Err(v) => {
+                                let msg =
+                                    format!("unknown size `{v}`: sizes in annotations are i64 variables in scope");
+                                self.fail(d.span, msg);
+                                continue;
+                            }
+                        }
+                    }
                 };
                 let what = format!("annotated value axis {axis} must equal {shown}");
                 checks.push(ShapeCheck { leaf, axis, target, what, span: d.span });

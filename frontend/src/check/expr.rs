@@ -62,7 +62,46 @@ impl Fx<'_, '_> {
             ExprKind::Index { array, indices } => self.index(array, indices, span),
             ExprKind::Slice { array, lo, hi } => self.slice(array, lo.as_deref(), hi.as_deref(), span),
             ExprKind::Proj { tuple, index, index_span } => self.proj(tuple, *index, *index_span, span),
+            ExprKind::With { array, indices, value } => self.update(array, indices, value, span),
         }
+    }
+
+    /// `A with [i, ...] = V`: `V` has the type of an element (all indices)
+    /// or of a row of `A`.
+    fn update(&mut self, array: &Expr, indices: &[Expr], value: &Expr, span: Span) -> TExpr {
+        let a = self.expr(array);
+        let mut idx = Vec::new();
+        for i in indices {
+            let t = self.expr(i);
+            idx.push(self.expect_i64(t, "an index"));
+        }
+        let mut v = self.expr(value);
+        if a.ty.has_error() || v.ty.has_error() || idx.iter().any(|i| i.ty.has_error()) {
+            return poison(span);
+        }
+        let t = match a.ty.leaf() {
+            Some(t) if t.is_array() => t,
+            _ => return self.fail(array.span, format!("only arrays can be updated, but this has type {}", a.ty)),
+        };
+        if idx.len() > t.rank as usize {
+            let msg = format!(
+                "too many indices: an array of type {} has {} ax{} but {} indices are given",
+                t,
+                t.rank,
+                if t.rank == 1 { "is" } else { "es" },
+                idx.len()
+            );
+            return self.fail(span, msg);
+        }
+        let want = Ty::Leaf(Type { elem: t.elem, rank: t.rank - rank_u8(idx.len()) });
+        if !can_coerce(&v, &want) {
+            let what = if idx.len() == t.rank as usize { "an element" } else { "a row" };
+            let msg = format!("the new value has type {} but {what} of {} has type {want}", v.ty, a.ty);
+            return self.fail(value.span, msg);
+        }
+        coerce(&mut v, &want);
+        let ty = a.ty.clone();
+        node(TKind::Update { array: Box::new(a), indices: idx, value: Box::new(v) }, ty, span, false)
     }
 
     /// An integer literal; `negated` for the operand of a unary minus (so

@@ -210,6 +210,22 @@ impl Fx<'_, '_> {
     }
 }
 
+/// A size expression with its variables resolved by `lookup`, or the
+/// first variable it does not know.
+pub(super) fn resolve_size(
+    e: &arrayad_ir::SizeExpr,
+    lookup: &dyn Fn(&str) -> Option<LocalId>,
+) -> Result<crate::tast::TSize, String> {
+    use crate::tast::TSize;
+    Ok(match e {
+        arrayad_ir::SizeExpr::Var(v) => TSize::Local(lookup(v).ok_or_else(|| v.clone())?),
+        arrayad_ir::SizeExpr::Lit(n) => TSize::Lit(*n),
+        arrayad_ir::SizeExpr::Bin(op, a, b) => {
+            TSize::Bin(*op, Box::new(resolve_size(a, lookup)?), Box::new(resolve_size(b, lookup)?))
+        }
+    })
+}
+
 /// The expression that gives a body its value: the body of a `let` chain.
 fn result_expr(e: &crate::ast::Expr) -> &crate::ast::Expr {
     match &e.kind {
@@ -235,6 +251,7 @@ fn check_def(g: &Globals<'_>, def: &Def, diags: &mut Vec<Diagnostic>) -> (TDef, 
     let mut sizes: Vec<(String, LocalId)> = Vec::new();
     let mut origin: Vec<String> = Vec::new();
     let mut entry = Vec::new();
+    let mut deferred = Vec::new();
     let mut leaf = 0usize;
     for p in &def.params {
         for (path, te) in type_leaves(&p.ty) {
@@ -265,10 +282,31 @@ fn check_def(g: &Globals<'_>, def: &Def, diags: &mut Vec<Diagnostic>) -> (TDef, 
                             what: format!("argument `{label}` axis {axis} must equal {n}"),
                             span: def.keyword,
                         })),
+                        // Checked once every size variable is bound.
+                        DimKind::Expr(e) => deferred.push((leaf, axis, e, d.span, label.clone())),
                     }
                 }
             }
             leaf += 1;
+        }
+    }
+    for (leaf, axis, e, span, label) in deferred {
+        match resolve_size(e, &|v| sizes.iter().find(|(n, _)| n == v).map(|(_, l)| *l)) {
+            Ok(t) => entry.push(EntryStep::Check(ShapeCheck {
+                leaf,
+                axis,
+                target: DimTarget::Expr(Box::new(t)),
+                what: format!("argument `{label}` axis {axis} must equal {e}"),
+                span: def.keyword,
+            })),
+            Err(v) => fx.report(
+                Diagnostic::new(span, format!("size variable `{v}` occurs only inside size expressions")).with_note(
+                    format!(
+                        "the arguments determine a size variable where it is a whole dimension: give `{v}` a \
+                         dimension of its own in some parameter type (e.g. `[{v}]`)"
+                    ),
+                ),
+            ),
         }
     }
     for (name, local) in &sizes {
@@ -319,6 +357,20 @@ fn check_def(g: &Globals<'_>, def: &Def, diags: &mut Vec<Diagnostic>) -> (TDef, 
                         }
                     },
                     DimKind::Lit(n) => (DimTarget::Lit(*n), n.to_string()),
+                    DimKind::Expr(e) => {
+                        match resolve_size(e, &|v| sizes.iter().find(|(n, _)| n == v).map(|(_, l)| *l)) {
+                            Ok(t) => (DimTarget::Expr(Box::new(t)), e.to_string()),
+                            Err(v) => {
+                                fx.report(Diagnostic::new(
+                                    d.span,
+                                    format!(
+                                        "size variable `{v}` of the result type does not occur in any parameter type"
+                                    ),
+                                ));
+                                continue;
+                            }
+                        }
+                    }
                 };
                 result_checks.push(ShapeCheck {
                     leaf,

@@ -2,7 +2,7 @@
 //! scalar broadcasting), `sum` of any rank and `dot`.
 
 use super::Lowerer;
-use arrayad_ir::{Atom, Expr, Loc, ReduceOp, Scalar, StmtKind, Type, VarId};
+use arrayad_ir::{Atom, BinOp, Block, Expr, Loc, ReduceOp, Scalar, StmtKind, Type, VarId};
 
 impl Lowerer<'_, '_> {
     /// Opens `n` nested blocks, runs `inner` in the innermost, and closes
@@ -116,6 +116,65 @@ impl Lowerer<'_, '_> {
             let Atom::Var(column) = column else { return column };
             lw.let1("s", Expr::Reduce { op: ReduceOp::Sum, array: column }, elem)
         })
+    }
+
+    /// `concat(x, y)` (arrays of type `ty`): `for i < n + m => if i < n
+    /// then x[i] else y[i - n]` (rows of one shape, or an irregular-array
+    /// error).
+    pub(super) fn concat(&mut self, loc: Loc, name: &str, x: VarId, y: VarId, ty: Type) -> Atom {
+        self.b.loc = loc;
+        let n = self.let1("n", Expr::Dim { array: x, axis: 0 }, Type::I64);
+        let m = self.let1("m", Expr::Dim { array: y, axis: 0 }, Type::I64);
+        let total = self.let1("size", Expr::Binary(BinOp::Add, n, m), Type::I64);
+        let row = ty.row();
+        let i = self.b.var("i", Type::I64);
+        self.b.begin_block();
+        let first = self.let1("first", Expr::Binary(BinOp::Lt, Atom::Var(i), n), Type::BOOL);
+        self.b.begin_block();
+        let a = self.let1("elem", Expr::Index { array: x, indices: vec![Atom::Var(i)] }, row);
+        let then_branch = self.b.end_block(vec![a]);
+        self.b.begin_block();
+        let j = self.let1("j", Expr::Binary(BinOp::Sub, Atom::Var(i), n), Type::I64);
+        let b = self.let1("elem", Expr::Index { array: y, indices: vec![j] }, row);
+        let else_branch = self.b.end_block(vec![b]);
+        let e = self.let1("elem", Expr::If { cond: first, then_branch, else_branch }, row);
+        let body = self.b.end_block(vec![e]);
+        self.let1(name, Expr::Build { n: total, index: i, body }, ty)
+    }
+
+    /// `argmax(a)` (`max`) or `argmin(a)` of a rank-1 f64 array: the first
+    /// position of the extreme, by one loop with a strict comparison after
+    /// the check that `a` is not empty (the empty-array error of
+    /// `maximum`/`minimum`, on its first element).
+    pub(super) fn arg_extreme(&mut self, loc: Loc, name: &str, max: bool, a: VarId) -> Atom {
+        self.b.loc = loc;
+        let n = self.let1("n", Expr::Dim { array: a, axis: 0 }, Type::I64);
+        let one = self.let1("n", Expr::Binary(BinOp::Min, n, Atom::I64(1)), Type::I64);
+        let head_name = self.b.func.var(a).name.clone();
+        let head =
+            self.b.let1(head_name, Expr::Slice { array: a, lo: Atom::I64(0), hi: one }, Type::array(Scalar::F64, 1));
+        let op = if max { ReduceOp::Max } else { ReduceOp::Min };
+        let first = self.let1("first", Expr::Reduce { op, array: head }, Type::F64);
+        let k = self.b.var("k", Type::I64);
+        let best = self.b.var("best", Type::F64);
+        let i = self.b.var("i", Type::I64);
+        self.b.begin_block();
+        let ai = self.let1("a", Expr::Index { array: a, indices: vec![Atom::Var(i)] }, Type::F64);
+        let cmp = if max { BinOp::Gt } else { BinOp::Lt };
+        let better = self.let1("better", Expr::Binary(cmp, ai, Atom::Var(best)), Type::BOOL);
+        let then_branch = Block { stmts: Vec::new(), results: vec![Atom::Var(i), ai] };
+        let else_branch = Block { stmts: Vec::new(), results: vec![Atom::Var(k), Atom::Var(best)] };
+        let k2 = self.b.var("k", Type::I64);
+        let best2 = self.b.var("best", Type::F64);
+        self.b.stmt(StmtKind::Let { vars: vec![k2, best2], expr: Expr::If { cond: better, then_branch, else_branch } });
+        let body = self.b.end_block(vec![Atom::Var(k2), Atom::Var(best2)]);
+        let kf = self.b.var(name, Type::I64);
+        let bf = self.b.var("best", Type::F64);
+        self.b.stmt(StmtKind::Let {
+            vars: vec![kf, bf],
+            expr: Expr::Loop { n, index: i, states: vec![k, best], init: vec![Atom::I64(0), first], body },
+        });
+        Atom::Var(kf)
     }
 
     /// `dot(x, y)`: a size check, the products, their sum.

@@ -16,11 +16,12 @@ mod array;
 
 use crate::check::Stub;
 use crate::span::{LineIndex, Span};
-use crate::tast::{DimTarget, EntryStep, Local, LocalId, ShapeCheck, TBinding, TDef, TExpr, TKind, TPat};
+use crate::tast::{DimTarget, EntryStep, Local, LocalId, ShapeCheck, TBinding, TDef, TExpr, TKind, TPat, TSize};
 use crate::types::Ty;
 use arrayad_ir::builder::Builder;
 use arrayad_ir::{
-    binop_result, unop_result, Atom, Block, Expr, FuncId, Function, Loc, Program, Scalar, StmtKind, Type, UnOp, VarId,
+    binop_result, unop_result, Atom, BinOp, Block, Expr, FuncId, Function, Loc, Program, Scalar, StmtKind, Type, UnOp,
+    VarId,
 };
 
 /// Lowers checked definitions (without errors) to an IR program: the
@@ -191,10 +192,30 @@ impl Lowerer<'_, '_> {
         (self.var_of(a, ty), ty)
     }
 
-    fn dim_target(&self, t: DimTarget) -> Atom {
+    fn dim_target(&mut self, t: &DimTarget) -> Atom {
         match t {
-            DimTarget::Lit(n) => Atom::I64(n),
-            DimTarget::Local(id) => self.lookup(id).into_iter().next().unwrap_or(Atom::I64(0)),
+            DimTarget::Lit(n) => Atom::I64(*n),
+            DimTarget::Local(id) => self.lookup(*id).into_iter().next().unwrap_or(Atom::I64(0)),
+            DimTarget::Expr(e) => self.size(e),
+        }
+    }
+
+    /// The value of a size expression (`i64` arithmetic; a division by zero
+    /// is the run-time error of `/`).
+    fn size(&mut self, e: &TSize) -> Atom {
+        match e {
+            TSize::Lit(n) => Atom::I64(*n),
+            TSize::Local(id) => self.lookup(*id).into_iter().next().unwrap_or(Atom::I64(0)),
+            TSize::Bin(op, a, b) => {
+                let (x, y) = (self.size(a), self.size(b));
+                let op = match op {
+                    arrayad_ir::SizeOp::Add => BinOp::Add,
+                    arrayad_ir::SizeOp::Sub => BinOp::Sub,
+                    arrayad_ir::SizeOp::Mul => BinOp::Mul,
+                    arrayad_ir::SizeOp::Div => BinOp::Div,
+                };
+                self.let1("size", Expr::Binary(op, x, y), Type::I64)
+            }
         }
     }
 
@@ -203,7 +224,7 @@ impl Lowerer<'_, '_> {
         self.set_loc(c.span);
         let Some(&Atom::Var(array)) = leaves.get(c.leaf) else { return };
         let d = self.let1("dim", Expr::Dim { array, axis: c.axis }, Type::I64);
-        let b = self.dim_target(c.target);
+        let b = self.dim_target(&c.target);
         self.b.stmt(StmtKind::CheckSize { a: d, b, what: c.what.clone() });
     }
 
@@ -414,6 +435,40 @@ impl Lowerer<'_, '_> {
                 };
                 self.b.loc = loc;
                 vec![self.let1(single.unwrap_or("slice"), Expr::Slice { array: arr, lo, hi }, ty)]
+            }
+            TKind::Update { array, indices, value } => {
+                let (arr, _) = self.array(array);
+                let indices: Vec<Atom> = indices.iter().map(|i| self.one(i)).collect();
+                let value = self.one(value);
+                self.b.loc = loc;
+                let name = single.unwrap_or("updated");
+                vec![self.let1(name, Expr::Update { array: arr, indices, value }, ty)]
+            }
+            TKind::Reshape { array, dims } => {
+                let (arr, _) = self.array(array);
+                let dims: Vec<Atom> = dims.iter().map(|d| self.one(d)).collect();
+                self.b.loc = loc;
+                vec![self.let1(single.unwrap_or("reshaped"), Expr::Reshape { array: arr, dims }, ty)]
+            }
+            TKind::Flatten(array) => {
+                let (arr, at) = self.array(array);
+                self.b.loc = loc;
+                let d0 = self.let1("n", Expr::Dim { array: arr, axis: 0 }, Type::I64);
+                let d1 = self.let1("m", Expr::Dim { array: arr, axis: 1 }, Type::I64);
+                let mut dims = vec![self.let1("size", Expr::Binary(BinOp::Mul, d0, d1), Type::I64)];
+                for axis in 2..at.rank {
+                    dims.push(self.let1("n", Expr::Dim { array: arr, axis }, Type::I64));
+                }
+                vec![self.let1(single.unwrap_or("flat"), Expr::Reshape { array: arr, dims }, ty)]
+            }
+            TKind::Concat(a, b) => {
+                let (x, _) = self.array(a);
+                let (y, _) = self.array(b);
+                vec![self.concat(loc, single.unwrap_or("joined"), x, y, ty)]
+            }
+            TKind::ArgExtreme { max, array } => {
+                let (arr, _) = self.array(array);
+                vec![self.arg_extreme(loc, single.unwrap_or(if *max { "argmax" } else { "argmin" }), *max, arr)]
             }
         }
     }

@@ -1,7 +1,8 @@
 //! Parsing expressions, one function per precedence level (lowest first):
 //! `||`; `&&`; comparisons (non-associative); `+ -`; `* / %`; unary `- !`;
-//! `**` (right-associative); postfix call, index and projection. `let`,
-//! `if`, `for` and `loop` extend as far right as possible.
+//! `**` (right-associative); postfix call, index and projection; below
+//! them all, `A with [i] = v` (left-associative). `let`, `if`, `for` and
+//! `loop` extend as far right as possible.
 
 use super::{PResult, Parser, Reported};
 use crate::ast::*;
@@ -57,8 +58,51 @@ impl Parser<'_> {
             Tok::If => p.if_expr(),
             Tok::For => p.for_expr(),
             Tok::Loop => p.loop_expr(),
-            _ => p.or_expr(),
+            _ => p.with_expr(),
         })
+    }
+
+    /// `A with [i, ...] = V`, left-associative (`A with [0] = x with [1] = y`
+    /// updates twice); `V` is an operand of `||` or a `let`, `if`, `for` or
+    /// `loop` (which extends as far right as possible).
+    fn with_expr(&mut self) -> PResult<Expr> {
+        let mut e = self.or_expr()?;
+        let saved = self.depth;
+        let r = loop {
+            if *self.tok() != Tok::With {
+                break Ok(e);
+            }
+            let at = self.bump();
+            if let Err(err) = self.chain_step(at) {
+                break Err(err);
+            }
+            let r = self.with_rest(e);
+            match r {
+                Ok(next) => e = next,
+                Err(err) => break Err(err),
+            }
+        };
+        self.depth = saved;
+        r
+    }
+
+    /// `[i, ...] = V` after `A with`.
+    fn with_rest(&mut self, array: Expr) -> PResult<Expr> {
+        self.expect(&Tok::LBracket, "`[` and the indices of the update (`A with [i] = v`)")?;
+        if *self.tok() == Tok::RBracket {
+            return self.fail("expected an index between `[` and `]`");
+        }
+        let (indices, _) = self.expr_list(&Tok::RBracket)?;
+        self.expect(&Tok::Assign, "`=` and the new value (`A with [i] = v`)")?;
+        let value = self.nested(|p| match p.tok() {
+            Tok::Let => p.let_chain(),
+            Tok::If => p.if_expr(),
+            Tok::For => p.for_expr(),
+            Tok::Loop => p.loop_expr(),
+            _ => p.or_expr(),
+        })?;
+        let span = array.span.to(value.span);
+        Ok(Expr { kind: ExprKind::With { array: Box::new(array), indices, value: Box::new(value) }, span })
     }
 
     fn let_chain(&mut self) -> PResult<Expr> {

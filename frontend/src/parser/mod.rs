@@ -262,18 +262,20 @@ impl Parser<'_> {
                 let mut dims = Vec::new();
                 while *self.tok() == Tok::LBracket {
                     let open = self.bump();
-                    let dim = match self.tok().clone() {
-                        Tok::Ident(name) => Dim { kind: DimKind::Var(name), span: self.bump() },
-                        Tok::Int(v) => match i64::try_from(v) {
-                            Ok(v) => Dim { kind: DimKind::Lit(v), span: self.bump() },
-                            Err(_) => return self.fail(format!("array size {v} is too large")),
-                        },
-                        Tok::RBracket => {
-                            return self.fail("expected a size (a size variable or an integer) between `[` and `]`")
-                        }
-                        t => return self.fail(format!("expected a size (a size variable or an integer), found {t}")),
+                    if *self.tok() == Tok::RBracket {
+                        return self.fail("expected a size (a size variable or an integer) between `[` and `]`");
+                    }
+                    let saved = self.depth;
+                    let size = self.size_sum();
+                    self.depth = saved;
+                    let (size, span) = size?;
+                    let kind = match size {
+                        arrayad_ir::SizeExpr::Var(v) => DimKind::Var(v),
+                        arrayad_ir::SizeExpr::Lit(n) => DimKind::Lit(n),
+                        e => DimKind::Expr(e),
                     };
-                    self.expect(&Tok::RBracket, "`]`")?;
+                    let dim = Dim { kind, span };
+                    self.expect(&Tok::RBracket, "`]` (a size is a size variable, an integer or an expression of them with + - * / and parentheses)")?;
                     dims.push(dim);
                     if dims.len() > MAX_RANK {
                         return self.fail_at(open, format!("arrays of rank above {MAX_RANK} are not supported"));
@@ -307,6 +309,60 @@ impl Parser<'_> {
                 Ok(TypeExpr { kind: TypeKind::Scalar(s), span })
             }
             t => self.fail(format!("expected a type, found {t}")),
+        }
+    }
+
+    /// A size expression: `+ -` of products (LANGUAGE.md section 11).
+    fn size_sum(&mut self) -> PResult<(arrayad_ir::SizeExpr, Span)> {
+        let (mut e, mut span) = self.size_product()?;
+        loop {
+            let op = match self.tok() {
+                Tok::Plus => arrayad_ir::SizeOp::Add,
+                Tok::Minus => arrayad_ir::SizeOp::Sub,
+                _ => return Ok((e, span)),
+            };
+            let at = self.bump();
+            self.chain_step(at)?;
+            let (r, rs) = self.size_product()?;
+            e = arrayad_ir::SizeExpr::Bin(op, Box::new(e), Box::new(r));
+            span = span.to(rs);
+        }
+    }
+
+    /// `* /` of size atoms.
+    fn size_product(&mut self) -> PResult<(arrayad_ir::SizeExpr, Span)> {
+        let (mut e, mut span) = self.size_atom()?;
+        loop {
+            let op = match self.tok() {
+                Tok::Star => arrayad_ir::SizeOp::Mul,
+                Tok::Slash => arrayad_ir::SizeOp::Div,
+                _ => return Ok((e, span)),
+            };
+            let at = self.bump();
+            self.chain_step(at)?;
+            let (r, rs) = self.size_atom()?;
+            e = arrayad_ir::SizeExpr::Bin(op, Box::new(e), Box::new(r));
+            span = span.to(rs);
+        }
+    }
+
+    /// A size variable, an integer literal or a parenthesised size.
+    fn size_atom(&mut self) -> PResult<(arrayad_ir::SizeExpr, Span)> {
+        match self.tok().clone() {
+            Tok::Ident(name) => Ok((arrayad_ir::SizeExpr::Var(name), self.bump())),
+            Tok::Int(v) => match i64::try_from(v) {
+                Ok(v) => Ok((arrayad_ir::SizeExpr::Lit(v), self.bump())),
+                Err(_) => self.fail(format!("array size {v} is too large")),
+            },
+            Tok::LParen => {
+                let open = self.bump();
+                let (e, _) = self.nested(|p| p.size_sum())?;
+                let close = self.expect(&Tok::RParen, "`)`")?;
+                Ok((e, open.to(close)))
+            }
+            t => self.fail(format!(
+                "expected a size (a size variable, an integer or an expression of them with + - * /), found {t}"
+            )),
         }
     }
 

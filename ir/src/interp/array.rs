@@ -66,6 +66,37 @@ impl Data {
         true
     }
 
+    /// A copy of `self[start..start + len]` (in bounds), or `None` if it
+    /// cannot be allocated.
+    pub fn copy_range(&self, start: usize, len: usize) -> Option<Data> {
+        let mut out = Data::with_capacity(self.elem(), len)?;
+        out.extend_from(self, start..start + len);
+        Some(out)
+    }
+
+    /// Sets element `i` (in bounds); false if the type differs.
+    pub fn set(&mut self, i: usize, x: Prim) -> bool {
+        match (self, x) {
+            (Data::F64(v), Prim::F64(x)) => v[i] = x,
+            (Data::I64(v), Prim::I64(x)) => v[i] = x,
+            (Data::Bool(v), Prim::Bool(x)) => v[i] = x,
+            _ => return false,
+        }
+        true
+    }
+
+    /// Copies `other[from..from + len]` to `self[to..to + len]` (in
+    /// bounds); false if the types differ.
+    pub fn copy_within_from(&mut self, to: usize, other: &Data, from: usize, len: usize) -> bool {
+        match (self, other) {
+            (Data::F64(v), Data::F64(w)) => v[to..to + len].copy_from_slice(&w[from..from + len]),
+            (Data::I64(v), Data::I64(w)) => v[to..to + len].copy_from_slice(&w[from..from + len]),
+            (Data::Bool(v), Data::Bool(w)) => v[to..to + len].copy_from_slice(&w[from..from + len]),
+            _ => return false,
+        }
+        true
+    }
+
     fn get(&self, i: usize) -> Prim {
         match self {
             Data::F64(v) => Prim::F64(v[i]),

@@ -123,6 +123,7 @@ fn callees(f: &Function) -> Vec<FuncId> {
                 }
                 StmtKind::Assign { .. }
                 | StmtKind::AccAdd { .. }
+                | StmtKind::AccZero { .. }
                 | StmtKind::CheckSize { .. }
                 | StmtKind::Push(_)
                 | StmtKind::TapeRewind(_) => {}

@@ -50,6 +50,17 @@ pub fn size_mismatch(program: &Program, loc: Loc, what: &str, a: i64, b: i64) ->
     at(program, loc, Fault::SizeMismatch { what }, &[a, b], [&[], &[]])
 }
 
+/// A reshape of the array named `array`, of `count` elements, to extents
+/// whose product is `product`.
+pub fn reshape_mismatch(program: &Program, loc: Loc, array: &str, product: i64, count: usize) -> RuntimeError {
+    at(program, loc, Fault::ReshapeMismatch { array }, &[product, i(count)], [&[], &[]])
+}
+
+/// A reshape of the array named `array` to the negative extent `extent`.
+pub fn negative_extent(program: &Program, loc: Loc, array: &str, extent: i64) -> RuntimeError {
+    at(program, loc, Fault::NegativeExtent { array }, &[extent], [&[], &[]])
+}
+
 /// An accumulation into `target` whose addend has extent `a` on `axis`
 /// where the target has `b`.
 pub fn accumulation_mismatch(program: &Program, loc: Loc, target: &str, axis: usize, a: i64, b: i64) -> RuntimeError {

@@ -184,6 +184,20 @@ impl<'p> Machine<'p> {
                 self.set(fr, *var, x, loc)?;
             }
             StmtKind::AccAdd { acc, indices, value } => self.acc_add(fr, *acc, indices, value, loc)?,
+            StmtKind::AccZero { acc, indices } => {
+                let arr = self.array(fr, *acc, loc)?;
+                if !arr.buf.accumulator || arr.elem() != Scalar::F64 {
+                    let what = format!("`{}` is cleared but not an accumulator", fr.name(*acc));
+                    return Err(self.malformed(fr, loc, what));
+                }
+                let (off, shape) = self.locate(fr, &arr, *acc, indices, loc)?;
+                let len = super::array::size(&shape);
+                let start = arr.off + off;
+                let mut data = arr.buf.data.borrow_mut();
+                if let Data::F64(d) = &mut *data {
+                    d[start..start + len].iter_mut().for_each(|x| *x = 0.0);
+                }
+            }
             StmtKind::CheckSize { a, b, what } => {
                 let (a, b) = (self.int(fr, a, loc)?, self.int(fr, b, loc)?);
                 if a != b {
@@ -324,6 +338,54 @@ impl<'p> Machine<'p> {
                 let mut shape = arr.shape.clone();
                 shape[0] = (hi - lo) as usize;
                 one(Val::Arr(arr.view(lo as usize * arr.stride(0), shape)))
+            }
+            Expr::Reshape { array, dims } => {
+                let arr = self.array(fr, *array, loc)?;
+                let mut shape = Vec::with_capacity(dims.len());
+                let mut product: Option<i64> = Some(1);
+                for d in dims {
+                    let n = self.int(fr, d, loc)?;
+                    if n < 0 {
+                        return Err(errors::negative_extent(self.program, loc, fr.name(*array), n));
+                    }
+                    product = product.and_then(|p| p.checked_mul(n));
+                    shape.push(n as usize);
+                }
+                if product != i64::try_from(arr.len()).ok() {
+                    let p = product.unwrap_or(i64::MAX);
+                    return Err(errors::reshape_mismatch(self.program, loc, fr.name(*array), p, arr.len()));
+                }
+                one(Val::Arr(arr.view(0, shape)))
+            }
+            Expr::Update { array, indices, value } => {
+                let arr = self.array(fr, *array, loc)?;
+                let (off, row_shape) = self.locate(fr, &arr, *array, indices, loc)?;
+                let x = self.atom(fr, value, loc)?;
+                let copy = arr.buf.data.borrow().copy_range(arr.off, arr.len());
+                let Some(mut data) = copy else {
+                    return Err(errors::out_of_memory(self.program, loc, "the updated array cannot be allocated"));
+                };
+                let ok = match (&x, row_shape.is_empty()) {
+                    (Val::Prim(p), true) => data.set(off, *p),
+                    (Val::Arr(r), false) => {
+                        for (axis, (a, b)) in r.shape.iter().zip(&row_shape).enumerate() {
+                            if a != b {
+                                let what = format!(
+                                    "the row assigned into `{}` must have the shape of its rows: axis {axis}",
+                                    fr.name(*array)
+                                );
+                                return Err(errors::size_mismatch(self.program, loc, &what, *a as i64, *b as i64));
+                            }
+                        }
+                        r.shape.len() == row_shape.len()
+                            && data.copy_within_from(off, &r.buf.data.borrow(), r.off, r.len())
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    return Err(self.malformed(fr, loc, "an update with a value of the wrong type"));
+                }
+                one(Val::Arr(Array::new(arr.shape.clone(), data, arr.buf.accumulator)))
             }
             Expr::Dim { array, axis } => {
                 let arr = self.array(fr, *array, loc)?;

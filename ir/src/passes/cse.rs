@@ -88,7 +88,15 @@ impl Cse {
                 if !crate::visit::child_blocks(&s.kind).any(|_| true) {
                     let expr = self.subst.expr(expr);
                     let taints = matches!(expr, Expr::ZerosLike(_) | Expr::Zeros(_))
-                        || (matches!(expr, Expr::Index { .. } | Expr::Slice { .. } | Expr::Atom(_) | Expr::Pop) && {
+                        || (matches!(
+                            expr,
+                            Expr::Index { .. }
+                                | Expr::Slice { .. }
+                                | Expr::Reshape { .. }
+                                | Expr::Update { .. }
+                                | Expr::Atom(_)
+                                | Expr::Pop
+                        ) && {
                             let mut t = false;
                             crate::visit::expr_uses(&expr, &mut |v| t |= self.unstable.contains(&v));
                             t

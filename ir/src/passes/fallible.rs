@@ -42,7 +42,7 @@ impl Fallible {
             StmtKind::CheckSize { .. } | StmtKind::TapeRewind(_) => true,
             StmtKind::For { body, .. } => self.block(body),
             StmtKind::If { then_branch, else_branch, .. } => self.block(then_branch) || self.block(else_branch),
-            StmtKind::Assign { .. } | StmtKind::AccAdd { .. } | StmtKind::Push(_) => false,
+            StmtKind::Assign { .. } | StmtKind::AccAdd { .. } | StmtKind::AccZero { .. } | StmtKind::Push(_) => false,
         }
     }
 
@@ -308,7 +308,7 @@ impl Analysis<'_> {
                 self.block(else_branch, depth + 1).0 || t
             }
             StmtKind::TapeRewind(_) => true,
-            StmtKind::Assign { .. } | StmtKind::AccAdd { .. } | StmtKind::Push(_) => false,
+            StmtKind::Assign { .. } | StmtKind::AccAdd { .. } | StmtKind::AccZero { .. } | StmtKind::Push(_) => false,
         }
     }
 
@@ -354,7 +354,9 @@ impl Analysis<'_> {
                 };
                 !by_literals && !self.accessed_like(*array, 1, self.access_slice(lo, hi))
             }
-            Expr::Call { .. } => true,
+            // (The element count of a reshape, and the indices and row
+            // shape of an update, are not tracked.)
+            Expr::Call { .. } | Expr::Reshape { .. } | Expr::Update { .. } => true,
             Expr::Reduce { op, .. } => *op != ReduceOp::Sum,
             Expr::ArrayLit { elem_ty, elems } => {
                 if elem_ty.rank == 0 || elems.len() < 2 {
@@ -421,9 +423,17 @@ impl Analysis<'_> {
                 }
             }
             Expr::Atom(Atom::I64(x)) => self.union_keys(Key::Var(v), Key::Lit(*x)),
-            Expr::ZerosLike(p) => {
+            Expr::ZerosLike(p) | Expr::Update { array: p, .. } => {
                 for axis in 0..self.rank(v) {
                     self.union_keys(Key::Dim(v, axis), Key::Dim(*p, axis));
+                }
+            }
+            Expr::Reshape { dims, .. } => {
+                for (axis, d) in dims.iter().enumerate() {
+                    if let Some(dk) = self.atom_key(d) {
+                        let k = self.key(Key::Dim(v, axis as u8));
+                        self.union(k, dk);
+                    }
                 }
             }
             Expr::Index { array, indices } => {

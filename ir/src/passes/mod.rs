@@ -127,6 +127,15 @@ fn fingerprint(f: &Function) -> u64 {
                         }
                         Expr::Pop => 15u8.hash(h),
                         Expr::TapeMark => 16u8.hash(h),
+                        Expr::Reshape { array, dims } => {
+                            (17u8, array).hash(h);
+                            atoms(dims, h);
+                        }
+                        Expr::Update { array, indices, value } => {
+                            (18u8, array).hash(h);
+                            atoms(indices, h);
+                            atom(value, h);
+                        }
                     }
                 }
                 StmtKind::Assign { var, value } => {
@@ -137,6 +146,10 @@ fn fingerprint(f: &Function) -> u64 {
                     (2u8, acc).hash(h);
                     atoms(indices, h);
                     atom(value, h);
+                }
+                StmtKind::AccZero { acc, indices } => {
+                    (9u8, acc).hash(h);
+                    atoms(indices, h);
                 }
                 StmtKind::CheckSize { a, b, what } => {
                     (3u8, what).hash(h);

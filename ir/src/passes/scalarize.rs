@@ -2,7 +2,8 @@
 //! literal indices are the literal's atoms, slices of literals with literal
 //! bounds are literals, an index into a view (a row or a slice) is an index
 //! into the viewed array, and an `if` whose branches both yield literals of
-//! the same length yields their elements. After [`super::unroll`], the
+//! the same length yields their elements; an update of a literal at a
+//! literal index is a literal. After [`super::unroll`], the
 //! small fixed-size arrays of a program (`[3]f64` points, `[2]f64`
 //! projections) are no longer arrays at all, and dead code elimination
 //! removes the literals nobody reads.
@@ -143,6 +144,16 @@ fn rewrite(f: &Function, known: &HashMap<VarId, Known>, e: Expr) -> Expr {
                 Expr::ArrayLit { elem_ty: f.ty(array).row(), elems: elems[lo as usize..hi as usize].to_vec() }
             }
             _ => Expr::Slice { array, lo: Atom::I64(lo), hi: Atom::I64(hi) },
+        },
+        // An update of a literal at a literal index is the literal with
+        // one element replaced (the index is checked here, in bounds).
+        Expr::Update { array, indices, value } => match (known.get(&array), indices.as_slice()) {
+            (Some(Known::Lit(elems)), [Atom::I64(k)]) if (0..elems.len() as i64).contains(k) => {
+                let mut elems = elems.clone();
+                elems[*k as usize] = value;
+                Expr::ArrayLit { elem_ty: f.ty(array).row(), elems }
+            }
+            _ => Expr::Update { array, indices, value },
         },
         e => e,
     }
