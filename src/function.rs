@@ -23,6 +23,24 @@ pub struct Function<'m> {
     pub(crate) index: usize,
 }
 
+/// An entry point of a definition (the functions of the C ABI, LANGUAGE.md
+/// section 8): what [`Function::precompile`] prepares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Entry {
+    /// The primal ([`Function::call`]).
+    Value,
+    /// Forward mode ([`Function::jvp`]).
+    Jvp,
+    /// Reverse mode ([`Function::vjp`]).
+    Vjp,
+    /// The gradient of a function with one `f64` result ([`Function::grad`]).
+    Grad,
+    /// The dense Jacobian ([`Function::jacobian`]).
+    Jacobian,
+    /// Hessian-vector products ([`Function::hvp`], [`Function::hessian`]).
+    Hvp,
+}
+
 /// The value and tangent of a function ([`Function::jvp`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Jvp {
@@ -115,6 +133,35 @@ impl<'m> Function<'m> {
     /// `wrt`, or every leaf without `wrt`, and with `f64` elements).
     pub fn active(&self) -> &'m [bool] {
         &self.module.defs[self.index].active
+    }
+
+    /// Differentiates and compiles the code `entry` calls now instead of at
+    /// its first call (a gradient: the vjp; a Jacobian: the many-row vjp,
+    /// the jvp and the primal), so that the first call costs only the
+    /// arithmetic. Other entry points compile on their first use.
+    ///
+    /// Errors: as the first call of `entry` would report them at compile
+    /// time ([`Error::Usage`] for a Hessian of a function whose result is
+    /// not one `f64`, [`Error::Internal`] for a bug of arrayad).
+    pub fn precompile(&self, entry: Entry) -> Result<(), Error> {
+        let kinds: &[Kind] = match entry {
+            Entry::Value => &[Kind::Primal],
+            Entry::Jvp => &[Kind::Jvp],
+            Entry::Vjp => &[Kind::Vjp],
+            Entry::Grad => {
+                self.need_f64_result("the gradient")?;
+                &[Kind::Vjp]
+            }
+            Entry::Jacobian => &[Kind::Primal, Kind::Jvp, Kind::VjpRows],
+            Entry::Hvp => {
+                self.need_f64_result("the Hessian")?;
+                &[Kind::Hvp]
+            }
+        };
+        for k in kinds {
+            self.engine(*k)?;
+        }
+        Ok(())
     }
 
     /// The backend's IR (Cranelift IR, or optimised LLVM IR) of the primal,

@@ -90,7 +90,7 @@ mod shapes;
 pub use arg::Arg;
 pub use engine::Backend;
 pub use error::Error;
-pub use function::{Function, Hvp, Jacobian, Jvp, Vjp};
+pub use function::{Entry, Function, Hvp, Jacobian, Jvp, Vjp};
 pub use module::{Module, Options};
 
 pub use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Signature, SrcDim, SrcType, Value};

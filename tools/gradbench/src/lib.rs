@@ -1,0 +1,191 @@
+//! The GradBench tool of arrayad: the protocol ([`Tool::handle`]), the
+//! timing of evaluations ([`protocol::Runs`]) and the evals ([`evals`]),
+//! each an `.arr` program (`tools/gradbench/evals/NAME.arr`) with a small
+//! glue that maps the eval's input to the arguments of one definition and
+//! its results to the eval's output.
+//!
+//! See `main.rs` for the command line; `run.sh` runs GradBench's own evals
+//! against this tool.
+
+pub mod evals;
+pub mod protocol;
+
+use arrayad::{Backend, Module, Options};
+use evals::{Eval, Outcome};
+use protocol::{Message, Runs};
+use serde_json::{json, Value as Json};
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// How the tool compiles.
+#[derive(Clone, Debug)]
+pub struct ToolOptions {
+    /// Cranelift or LLVM.
+    pub backend: Backend,
+}
+
+impl ToolOptions {
+    /// The options for a `--backend` argument (`None`: the fastest built
+    /// in).
+    ///
+    /// Errors: an unknown backend, or `llvm` in a build without it.
+    pub fn new(backend: Option<&str>) -> Result<ToolOptions, String> {
+        let backend = match backend {
+            None if cfg!(feature = "llvm") => Backend::Llvm,
+            None => Backend::Cranelift,
+            Some("cranelift") => Backend::Cranelift,
+            // The reference interpreter: slow, for checking the others.
+            Some("interp") => Backend::Interp,
+            Some("llvm") if cfg!(feature = "llvm") => Backend::Llvm,
+            Some("llvm") => {
+                return Err("this build has no LLVM backend: build with `--features llvm` (needs LLVM 19)".into())
+            }
+            Some(other) => return Err(format!("unknown backend `{other}` (cranelift, llvm or interp)")),
+        };
+        Ok(ToolOptions { backend })
+    }
+
+    fn backend_name(&self) -> &'static str {
+        match self.backend {
+            Backend::Cranelift => "cranelift",
+            Backend::Llvm => "llvm",
+            Backend::Interp => "interp",
+        }
+    }
+}
+
+/// A defined module: the eval and its compiled program.
+struct Defined {
+    eval: &'static dyn Eval,
+    module: Module,
+}
+
+/// The state of one protocol session: the modules defined so far.
+pub struct Tool {
+    options: ToolOptions,
+    modules: HashMap<String, Defined>,
+}
+
+impl Tool {
+    /// A tool with no module defined yet.
+    pub fn new(options: ToolOptions) -> Tool {
+        Tool { options, modules: HashMap::new() }
+    }
+
+    /// The response (one line of JSON) to one message line. Never fails:
+    /// a message that cannot be read is answered with `"success": false`
+    /// (and the `id` when it has one).
+    pub fn handle(&mut self, line: &str) -> String {
+        let response = match Message::parse(line) {
+            Ok(m) => self.respond(m),
+            Err((id, error)) => json!({ "id": id, "success": false, "error": error }),
+        };
+        response.to_string()
+    }
+
+    fn respond(&mut self, m: Message) -> Json {
+        match m {
+            Message::Start { id } => json!({
+                "id": id,
+                "tool": "arrayad",
+                "config": {
+                    "backend": self.options.backend_name(),
+                    "version": env!("CARGO_PKG_VERSION"),
+                },
+            }),
+            Message::Define { id, module } => self.define(id, &module),
+            Message::Evaluate { id, module, function, input } => self.evaluate(id, &module, &function, &input),
+            Message::Other { id } => json!({ "id": id }),
+        }
+    }
+
+    /// Compiles the eval's program and the entry points its functions call.
+    fn define(&mut self, id: Json, name: &str) -> Json {
+        let Some(eval) = evals::find(name) else {
+            let known: Vec<&str> = evals::ALL.iter().map(|e| e.module()).collect();
+            return json!({
+                "id": id,
+                "success": false,
+                "error": format!("arrayad has no implementation of the module `{name}` (it has: {})", known.join(", ")),
+            });
+        };
+        let start = Instant::now();
+        let compiled = compile(eval, &self.options);
+        let ns = elapsed_ns(start);
+        match compiled {
+            Ok(module) => {
+                self.modules.insert(name.to_string(), Defined { eval, module });
+                json!({ "id": id, "success": true, "timings": [{ "name": "compile", "nanoseconds": ns }] })
+            }
+            Err(e) => json!({ "id": id, "success": false, "error": e }),
+        }
+    }
+
+    fn evaluate(&mut self, id: Json, module: &str, function: &str, input: &Json) -> Json {
+        let Some(d) = self.modules.get(module) else {
+            return json!({
+                "id": id,
+                "success": false,
+                "error": format!("the module `{module}` is not defined (send `define` first)"),
+            });
+        };
+        match run(d, function, input) {
+            Ok((output, timings)) => {
+                let timings: Vec<Json> =
+                    timings.into_iter().map(|ns| json!({ "name": "evaluate", "nanoseconds": ns })).collect();
+                json!({ "id": id, "success": true, "output": output, "timings": timings })
+            }
+            Err(e) => json!({ "id": id, "success": false, "error": e }),
+        }
+    }
+}
+
+/// Compiles the program of `eval` and its entry points.
+fn compile(eval: &dyn Eval, options: &ToolOptions) -> Result<Module, String> {
+    let mut opts = Options::backend(options.backend);
+    if let Some(wrt) = eval.wrt() {
+        opts = opts.with_wrt(wrt);
+    }
+    let file = format!("{}.arr", eval.module());
+    let module = Module::compile_with(&file, eval.source(), opts).map_err(|e| e.to_string())?;
+    for (def, entry) in eval.entries() {
+        module.function(def).and_then(|f| f.precompile(*entry)).map_err(|e| e.to_string())?;
+    }
+    Ok(module)
+}
+
+/// Runs `function` of a defined module on `input` as the protocol asks
+/// (module docs of [`protocol::Runs`]): the output and one time per run,
+/// in nanoseconds.
+fn run(d: &Defined, function: &str, input: &Json) -> Result<(Json, Vec<u64>), String> {
+    let call = d.eval.call(function, input)?;
+    let runs = Runs::of(input)?;
+    let f = d.module.function(call.def).map_err(|e| e.to_string())?;
+    let args = match call.args {
+        evals::Args::Values(v) => v,
+        evals::Args::Json(j) => {
+            arrayad::json::decode_args(call.def, f.signature(), &Json::Array(j)).map_err(|e| e.to_string())?
+        }
+    };
+    let mut timings = Vec::new();
+    let mut total: u64 = 0;
+    let mut outcome = None;
+    while runs.more(timings.len(), total) {
+        let start = Instant::now();
+        let result = match call.entry {
+            arrayad::Entry::Grad => f.grad_values(&args).map(|(value, gradient)| Outcome::Grad { value, gradient }),
+            _ => f.call_values(&args).map(Outcome::Values),
+        };
+        let ns = elapsed_ns(start);
+        outcome = Some(result.map_err(|e| e.to_string())?);
+        timings.push(ns);
+        total = total.saturating_add(ns);
+    }
+    let outcome = outcome.ok_or("no run was made")?;
+    let output = (call.output)(&outcome)?;
+    Ok((output, timings))
+}
+
+fn elapsed_ns(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
