@@ -126,6 +126,35 @@ pub(crate) struct Built<'ctx> {
 /// Lowers `funcs` (symbol name, IR) into a new module of `ctx` for `tm`,
 /// verifies each function (a failure is an internal error naming it) and
 /// runs the `-O3` pipeline.
+/// Loop nests deeper than this are compiled for size ([`build_module`]).
+const DEEP_LOOP_NEST: usize = 6;
+
+/// The depth of the deepest nest of loops (builds, loops, while loops and
+/// effect loops) in `f`.
+fn loop_depth(f: &arrayad_ir::Function) -> usize {
+    fn block(b: &arrayad_ir::Block) -> usize {
+        b.stmts
+            .iter()
+            .map(|s| {
+                let is_loop = matches!(
+                    &s.kind,
+                    arrayad_ir::StmtKind::For { .. }
+                        | arrayad_ir::StmtKind::Let {
+                            expr: arrayad_ir::Expr::Build { .. }
+                                | arrayad_ir::Expr::Loop { .. }
+                                | arrayad_ir::Expr::While { .. },
+                            ..
+                        }
+                );
+                let inner = arrayad_ir::visit::child_blocks(&s.kind).map(block).max().unwrap_or(0);
+                inner + usize::from(is_loop)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+    block(&f.body)
+}
+
 pub(crate) fn build_module<'ctx>(
     ctx: &'ctx Context,
     machine: &Machine,
@@ -162,6 +191,14 @@ pub(crate) fn build_module<'ctx>(
             fv.add_attribute(AttributeLoc::Function, ctx.create_string_attribute("target-features", features));
         }
         fv.add_attribute(AttributeLoc::Function, ctx.create_string_attribute("probe-stack", "inline-asm"));
+        // Non-trivial loop unswitching (O3) copies a loop per invariant
+        // branch inside it, so its code grows exponentially with the depth
+        // of a loop nest: the gradient of det by minors (11 nested loops)
+        // took 26 s to compile. Functions with nests that deep are
+        // optimised for size, which turns it off.
+        if loop_depth(f) > DEEP_LOOP_NEST {
+            fv.add_attribute(AttributeLoc::Function, attr("optsize"));
+        }
         values.push(fv);
     }
     for ((_, f), fv) in funcs.iter().zip(&values) {
