@@ -1,6 +1,8 @@
 //! Borrowed arguments of the host API.
 
-use arrayad_ir::{ArrayData, ArrayValue, Value};
+use arrayad_codegen::ArgRef;
+use arrayad_ir::Value;
+use smallvec::SmallVec;
 
 /// One argument (or tangent, or cotangent) of a call, borrowed from the
 /// caller.
@@ -89,45 +91,52 @@ impl<'a> From<&'a Value> for Arg<'a> {
     }
 }
 
-impl Arg<'_> {
-    /// Copies the argument into a [`Value`], checking that the data length
-    /// matches the shape. `Err` holds the reason.
-    pub(crate) fn to_value(self) -> Result<Value, String> {
-        fn array<T: Clone>(data: &[T], shape: &[usize], wrap: fn(Vec<T>) -> ArrayData) -> Result<Value, String> {
-            if shape.is_empty() {
-                return Err("an array needs a shape of rank 1 or more".into());
-            }
-            let count = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
-            if count != Some(data.len()) {
-                return Err(format!(
-                    "the array has {} elements but its shape {:?} needs {}",
-                    data.len(),
-                    shape,
-                    count.map_or_else(|| "more than fit in memory".to_string(), |c| c.to_string())
-                ));
-            }
-            Ok(Value::Array(ArrayValue { shape: shape.to_vec(), data: wrap(data.to_vec()) }))
-        }
+impl<'a> Arg<'a> {
+    /// The borrowed argument of compiled code (`len` holds the extent of a
+    /// [`Arg::Vector`]).
+    fn to_ref<'s>(self, len: &'s [usize; 1]) -> ArgRef<'s>
+    where
+        'a: 's,
+    {
         match self {
-            Arg::F64(x) => Ok(Value::F64(x)),
-            Arg::I64(x) => Ok(Value::I64(x)),
-            Arg::Bool(x) => Ok(Value::Bool(x)),
-            Arg::Vector(d) => array(d, &[d.len()], ArrayData::F64),
-            Arg::Array { data, shape } => array(data, shape, ArrayData::F64),
-            Arg::I64Array { data, shape } => array(data, shape, ArrayData::I64),
-            Arg::BoolArray { data, shape } => array(data, shape, ArrayData::Bool),
-            Arg::Value(v) => match v {
-                Value::Array(a) => {
-                    let count = a.shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
-                    if a.shape.is_empty() || count != Some(a.data.len()) {
-                        return Err(format!("the array value has {} elements but shape {:?}", a.data.len(), a.shape));
-                    }
-                    Ok(v.clone())
-                }
-                _ => Ok(v.clone()),
-            },
+            Arg::F64(x) => ArgRef::F64(x),
+            Arg::I64(x) => ArgRef::I64(x),
+            Arg::Bool(x) => ArgRef::Bool(x),
+            Arg::Vector(data) => ArgRef::F64s { data, shape: len },
+            Arg::Array { data, shape } => ArgRef::F64s { data, shape },
+            Arg::I64Array { data, shape } => ArgRef::I64s { data, shape },
+            Arg::BoolArray { data, shape } => ArgRef::Bools { data, shape },
+            Arg::Value(v) => ArgRef::of(v),
         }
     }
+}
+
+/// Calls `f` with `args` as borrowed arguments of compiled code (no copy of
+/// their elements).
+pub(crate) fn with_refs<R>(args: &[Arg<'_>], f: impl FnOnce(&[ArgRef<'_>]) -> R) -> R {
+    let lens: SmallVec<[[usize; 1]; 8]> =
+        args.iter().map(|a| [if let Arg::Vector(d) = a { d.len() } else { 0 }]).collect();
+    let refs: SmallVec<[ArgRef<'_>; 8]> = args.iter().zip(&lens).map(|(a, l)| a.to_ref(l)).collect();
+    f(&refs)
+}
+
+/// Where [`crate::Function::call_into`] (and the other `_into` calls) write
+/// one result leaf: a scalar, or a buffer of the leaf's element count
+/// (row-major), overwritten.
+#[derive(Debug)]
+pub enum Out<'a> {
+    /// An `f64` scalar.
+    F64(&'a mut f64),
+    /// An `i64` scalar.
+    I64(&'a mut i64),
+    /// A `bool` scalar.
+    Bool(&'a mut bool),
+    /// An `f64` array of any rank.
+    F64s(&'a mut [f64]),
+    /// An `i64` array of any rank.
+    I64s(&'a mut [i64]),
+    /// A `bool` array of any rank.
+    Bools(&'a mut [bool]),
 }
 
 #[cfg(test)]
@@ -135,13 +144,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn arrays_check_their_shape() {
+    fn arguments_are_borrowed_with_their_shapes() {
         let d = [1.0, 2.0, 3.0];
-        assert!(Arg::Array { data: &d, shape: &[3] }.to_value().is_ok());
-        assert!(Arg::Array { data: &d, shape: &[2, 2] }.to_value().is_err());
-        assert!(Arg::Array { data: &d, shape: &[] }.to_value().is_err());
-        assert!(Arg::Array { data: &d, shape: &[usize::MAX, 2] }.to_value().is_err());
-        let v = Arg::Vector(&d).to_value().unwrap();
-        assert_eq!(v.f64_elements(), Some(&d[..]));
+        let args = [Arg::Vector(&d), Arg::Array { data: &d, shape: &[3, 1] }, Arg::from(2.5)];
+        with_refs(&args, |refs| {
+            assert_eq!(refs[0], ArgRef::F64s { data: &d, shape: &[3] });
+            assert_eq!(refs[1].shape(), &[3, 1]);
+            assert_eq!(refs[2], ArgRef::F64(2.5));
+            // No copy: the same memory.
+            if let ArgRef::F64s { data, .. } = refs[0] {
+                assert_eq!(data.as_ptr(), d.as_ptr());
+            }
+        });
     }
 }

@@ -4,7 +4,7 @@
 //! [`run`] prints either and returns the exit status.
 
 use arrayad::json::{self, encode_f64, encode_per_param, encode_result, encode_tree};
-use arrayad::{Backend, Error, Module, Options, Scalar, SrcType, Value};
+use arrayad::{Arg, Backend, Error, Module, Options, Scalar, SrcType, Value};
 use arrayad_codegen::{Backend as CodegenBackend, ExportedFunction, JitModule, LinkOptions, TargetOptions};
 use arrayad_ir::{printer::print_function, FuncId, Program};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -275,8 +275,9 @@ fn report(e: &Error) {
     let text = match e {
         // Rendered diagnostics already say `error: ...` with locations.
         Error::Compile(d) => {
+            let d = d.render();
             if d.ends_with('\n') {
-                d.clone()
+                d
             } else {
                 format!("{d}\n")
             }
@@ -440,33 +441,32 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
     let args = json::decode_args(&a.func, sig, &args_json)?;
 
     let mut out = String::from("{\"value\": ");
+    let argv: Vec<Arg<'_>> = args.iter().map(Arg::Value).collect();
     if a.mode.grad {
-        let (value, grad) = f.grad_values(&args)?;
-        out.push_str(&encode_f64(value));
+        let g = f.grad(&argv)?;
+        out.push_str(&encode_f64(g.value));
         out.push_str(", \"gradient\": ");
-        out.push_str(&encode_per_param(sig, &grad));
+        out.push_str(&encode_per_param(sig, g.gradient.as_slice()));
     } else if let Some(spec) = &a.mode.jvp {
         let tj = inputs.read("TANGENTS", spec)?;
         let tangents = json::decode_tangents(&a.func, sig, &args, f.active(), &tj)?;
-        let r = f.jvp_values(&args, &tangents)?;
+        let targs: Vec<Option<Arg<'_>>> = tangents.iter().map(|t| t.as_ref().map(Arg::Value)).collect();
+        let r = f.jvp(&argv, &targs)?;
         out.push_str(&encode_result(&result_ty, &r.value));
         out.push_str(", \"tangent\": ");
         let leaves: Vec<Option<&Value>> = r.tangent.iter().map(Option::as_ref).collect();
         out.push_str(&encode_tree(&result_ty, &leaves));
     } else if let Some(spec) = &a.mode.vjp {
         let cj = inputs.read("COTANGENT", spec)?;
-        let shapes = f.result_shapes(&args)?;
+        let shapes = f.result_shapes(&argv)?;
         let cts = json::decode_cotangent(&result_ty, &shapes, &cj)?;
-        let r = f.vjp_values(&args, &cts)?;
+        let cargs: Vec<Option<Arg<'_>>> = cts.iter().map(|t| t.as_ref().map(Arg::Value)).collect();
+        let r = f.vjp(&argv, &cargs)?;
         out.push_str(&encode_result(&result_ty, &r.value));
         out.push_str(", \"cotangent\": ");
-        out.push_str(&encode_per_param(sig, &r.cotangent));
+        out.push_str(&encode_per_param(sig, r.cotangent.as_slice()));
     } else if a.mode.jacobian || a.mode.hessian {
-        let (j, key) = if a.mode.hessian {
-            (f.hessian_values(&args)?, "hessian")
-        } else {
-            (f.jacobian_values(&args)?, "jacobian")
-        };
+        let (j, key) = if a.mode.hessian { (f.hessian(&argv)?, "hessian") } else { (f.jacobian(&argv)?, "jacobian") };
         out.push_str(&encode_result(&result_ty, &j.value));
         out.push_str(&format!(", \"{key}\": ["));
         for r in 0..j.rows {
@@ -484,7 +484,7 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
         }
         out.push(']');
     } else {
-        let value = f.call_values(&args)?;
+        let value = f.call(&argv)?;
         out.push_str(&encode_result(&result_ty, &value));
     }
     out.push_str("}\n");

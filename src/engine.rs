@@ -4,8 +4,8 @@
 
 use crate::error::Error;
 use crate::module::Options;
-use arrayad_codegen::JitModule;
-use arrayad_ir::{interp, FuncId, Function, Program, Value};
+use arrayad_codegen::{ArgRef, JitModule, ResultRef};
+use arrayad_ir::{interp, ArrayData, ArrayValue, FuncId, Function, Program, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -131,12 +131,23 @@ impl Engine {
         }
     }
 
-    /// Runs the code on IR-level arguments (flattened leaves).
-    pub fn run(&self, args: &[Value]) -> Result<Vec<Value>, Error> {
+    /// Runs the code on IR-level arguments (flattened leaves, borrowed) and
+    /// gives `f` the results, borrowed from the call's memory.
+    pub fn run<R>(&self, args: &[ArgRef<'_>], f: impl FnOnce(&[ResultRef<'_>]) -> R) -> Result<R, Error> {
         guard(|| match self {
-            Engine::Jit { module, name } => Ok(module.call(name, args)?),
-            Engine::Interp { program, func } => Ok(interp::run(program, *func, args)?),
+            Engine::Jit { module, name } => Ok(module.call_with(name, args, f)?),
+            Engine::Interp { program, func } => {
+                let values: Vec<Value> = args.iter().map(to_value).collect();
+                let out = interp::run(program, *func, &values)?;
+                let refs: Vec<ResultRef<'_>> = out.iter().map(result_ref).collect();
+                Ok(f(&refs))
+            }
         })
+    }
+
+    /// [`Engine::run`] with the results copied into values.
+    pub fn run_values(&self, args: &[ArgRef<'_>]) -> Result<Vec<Value>, Error> {
+        self.run(args, |rs| rs.iter().map(ResultRef::to_value).collect())
     }
 
     /// The backend's IR of the compiled function (Cranelift IR, or
@@ -194,5 +205,32 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "unknown panic".to_string()
+    }
+}
+
+/// A copy of a borrowed argument as a value (for the interpreter).
+fn to_value(a: &ArgRef<'_>) -> Value {
+    let arr = |shape: &[usize], data: ArrayData| Value::Array(ArrayValue { shape: shape.to_vec(), data });
+    match *a {
+        ArgRef::F64(x) => Value::F64(x),
+        ArgRef::I64(x) => Value::I64(x),
+        ArgRef::Bool(x) => Value::Bool(x),
+        ArgRef::F64s { data, shape } => arr(shape, ArrayData::F64(data.to_vec())),
+        ArgRef::I64s { data, shape } => arr(shape, ArrayData::I64(data.to_vec())),
+        ArgRef::Bools { data, shape } => arr(shape, ArrayData::Bool(data.to_vec())),
+    }
+}
+
+/// A value as a borrowed result.
+fn result_ref(v: &Value) -> ResultRef<'_> {
+    match v {
+        Value::F64(x) => ResultRef::F64(*x),
+        Value::I64(x) => ResultRef::I64(*x),
+        Value::Bool(x) => ResultRef::Bool(*x),
+        Value::Array(a) => match &a.data {
+            ArrayData::F64(d) => ResultRef::F64s { data: d, shape: &a.shape },
+            ArrayData::I64(d) => ResultRef::I64s { data: d, shape: &a.shape },
+            ArrayData::Bool(d) => ResultRef::Bools { data: d, shape: &a.shape },
+        },
     }
 }

@@ -1,5 +1,6 @@
 //! The one error type of the host API and the command line.
 
+pub use arrayad_frontend::Diagnostics;
 use arrayad_ir::{ErrorKind, RuntimeError};
 
 /// Why compiling or calling an arrayad program failed.
@@ -8,12 +9,14 @@ use arrayad_ir::{ErrorKind, RuntimeError};
 /// ([`Error::exit_code`]): compile errors 1, usage errors and bad arguments 2,
 /// run-time errors 3, internal errors 70.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
-    /// The source does not compile. The payload is the rendered diagnostics:
-    /// for each error an `error: MESSAGE` line, a `FILE:LINE:COL` line, the
-    /// source line and a caret line.
+    /// The source does not compile: the diagnostics, each with its
+    /// `FILE:LINE:COL` ([`Diagnostics::entries`]); displayed rendered (for
+    /// each error an `error: MESSAGE` line, a `FILE:LINE:COL` line, the
+    /// source line and a caret line).
     #[error("{0}")]
-    Compile(String),
+    Compile(Diagnostics),
     /// The request itself is wrong: an unknown function, a `--wrt` name that
     /// matches no parameter, `grad` of a function whose result is not a
     /// single `f64`, a backend that cannot do what was asked, ...
@@ -68,9 +71,9 @@ impl From<RuntimeError> for Error {
     }
 }
 
-impl From<arrayad_frontend::Diagnostics> for Error {
-    fn from(d: arrayad_frontend::Diagnostics) -> Error {
-        Error::Compile(d.render())
+impl From<Diagnostics> for Error {
+    fn from(d: Diagnostics) -> Error {
+        Error::Compile(d)
     }
 }
 

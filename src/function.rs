@@ -1,44 +1,39 @@
-//! One definition of a [`Module`]: calls of its primal, jvp, vjp, gradient
-//! and Jacobian.
+//! One definition of a [`Module`]: calls of its primal, jvp, vjp, gradient,
+//! Jacobian and Hessian on borrowed data.
 
-use crate::arg::Arg;
-use crate::engine::{Engine, Kind};
+use crate::arg::{with_refs, Arg, Out};
+use crate::engine::{guard, Engine, Kind};
 use crate::error::Error;
-use crate::module::Module;
-use crate::shapes::{self, check_args, check_f64_like, leaf_infos, param_leaves, shape_of, zeros, Site, Sizes};
+use crate::module::{derive_all, Def, Derived, Module};
+use crate::results::{copy_into, ParamValues};
+use crate::shapes::{self, check_args, check_f64_like, leaf_infos, param_leaves, zeros, Site, Sizes};
+use arrayad_codegen::{ArgRef, ResultRef};
 use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Signature, SrcType, Type, Value};
+use std::sync::Arc;
 
-/// A definition of a [`Module`], found by [`Module::function`].
+/// A definition of a [`Module`], found by [`Module::function`]: an owned
+/// handle (it keeps the module alive), cheap to clone, `Send + Sync`.
 ///
 /// Every call takes the arguments as the leaves of the source parameters,
 /// flattened left to right (a tuple parameter takes one [`Arg`] per
-/// component, as in the C ABI), and returns the result likewise flattened.
-/// Arguments are checked first: a wrong count, element type or rank is an
-/// [`Error::InvalidArgument`]; extents that disagree with a literal
-/// dimension or with each other (two arrays of size `n`) are a run-time
-/// size-mismatch [`Error::Runtime`] at the definition.
-#[derive(Clone, Copy)]
-pub struct Function<'m> {
-    pub(crate) module: &'m Module,
+/// component, as in the C ABI), borrowed: arrays are read where they are,
+/// without a copy. Results are the leaves of the result type, likewise
+/// flattened. Arguments are checked first: a wrong count, element type or
+/// rank, or data whose length is not the product of its shape, is an
+/// [`Error::InvalidArgument`]; extents that disagree with a dimension of
+/// the signature or with each other (two arrays of size `n`) are a
+/// run-time [`ErrorKind::SizeMismatch`] at the definition.
+///
+/// A function differentiates its *active* parameters: those of
+/// [`crate::Options::wrt`], or every parameter with `f64` parts;
+/// [`Function::with_wrt`] makes a handle with others (its derivatives are
+/// compiled on first use and kept by the module).
+#[derive(Clone)]
+pub struct Function {
+    pub(crate) module: Module,
     pub(crate) index: usize,
-}
-
-/// An entry point of a definition (the functions of the C ABI, LANGUAGE.md
-/// section 8): what [`Function::precompile`] prepares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Entry {
-    /// The primal ([`Function::call`]).
-    Value,
-    /// Forward mode ([`Function::jvp`]).
-    Jvp,
-    /// Reverse mode ([`Function::vjp`]).
-    Vjp,
-    /// The gradient of a function with one `f64` result ([`Function::grad`]).
-    Grad,
-    /// The dense Jacobian ([`Function::jacobian`]).
-    Jacobian,
-    /// Hessian-vector products ([`Function::hvp`], [`Function::hessian`]).
-    Hvp,
+    /// Which argument leaves are differentiated.
+    pub(crate) active: Arc<[bool]>,
 }
 
 /// The value and tangent of a function ([`Function::jvp`]).
@@ -57,9 +52,22 @@ pub struct Jvp {
 pub struct Vjp {
     /// The result leaves.
     pub value: Vec<Value>,
-    /// One entry per argument leaf: its cotangent (same shape, `f64`), or
-    /// `None` for an inactive leaf or one without `f64` elements.
-    pub cotangent: Vec<Option<Value>>,
+    /// One entry per argument leaf, by position or by name: its cotangent
+    /// (same shape, `f64`), or `None` for an inactive leaf or one without
+    /// `f64` elements.
+    pub cotangent: ParamValues,
+}
+
+/// The value and gradient of a function with one `f64` result
+/// ([`Function::grad`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grad {
+    /// The result.
+    pub value: f64,
+    /// One entry per argument leaf, by position or by name: its gradient
+    /// (same shape, `f64`), or `None` for an inactive leaf or one without
+    /// `f64` elements.
+    pub gradient: ParamValues,
 }
 
 /// The value, gradient and Hessian-vector product of a function with one
@@ -70,10 +78,10 @@ pub struct Hvp {
     pub value: f64,
     /// One entry per argument leaf: its gradient (same shape, `f64`), or
     /// `None` for an inactive leaf or one without `f64` elements.
-    pub gradient: Vec<Option<Value>>,
+    pub gradient: ParamValues,
     /// One entry per argument leaf: its part of `H t` (same shape), or
     /// `None` likewise.
-    pub hvp: Vec<Option<Value>>,
+    pub hvp: ParamValues,
 }
 
 /// A dense Jacobian ([`Function::jacobian`]).
@@ -94,45 +102,87 @@ pub struct Jacobian {
 
 impl Jacobian {
     /// Row `r` (the derivative of one result element).
+    ///
+    /// Panics if `r >= rows`.
     pub fn row(&self, r: usize) -> &[f64] {
         &self.data[r * self.cols..(r + 1) * self.cols]
     }
 }
 
-impl<'m> Function<'m> {
-    fn ir(&self) -> &'m arrayad_ir::Function {
-        &self.module.program.funcs[self.index]
+/// An entry point of a definition (the functions of the C ABI, LANGUAGE.md
+/// section 8): what [`Function::precompile`] prepares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Entry {
+    /// The primal ([`Function::call`]).
+    Value,
+    /// Forward mode ([`Function::jvp`]).
+    Jvp,
+    /// Reverse mode ([`Function::vjp`]).
+    Vjp,
+    /// The gradient of a function with one `f64` result ([`Function::grad`]).
+    Grad,
+    /// The dense Jacobian ([`Function::jacobian`]).
+    Jacobian,
+    /// Hessian-vector products ([`Function::hvp`], [`Function::hessian`]).
+    Hvp,
+}
+
+impl Function {
+    fn def(&self) -> &Def {
+        &self.module.inner.defs[self.index]
     }
 
-    fn site(&self) -> Site<'m> {
+    fn ir(&self) -> &arrayad_ir::Function {
+        &self.module.inner.program.funcs[self.index]
+    }
+
+    fn site(&self) -> Site<'_> {
         let f = self.ir();
-        Site { file: &self.module.program.file, func: &f.name, loc: f.loc }
-    }
-
-    fn engine(&self, kind: Kind) -> Result<&'m Engine, Error> {
-        self.module.engine(self.index, kind)
+        Site { file: &self.module.inner.program.file, func: &f.name, loc: f.loc }
     }
 
     /// The definition's name.
-    pub fn name(&self) -> &'m str {
+    pub fn name(&self) -> &str {
         &self.ir().name
     }
 
     /// The source signature (parameter names and types, result type).
-    pub fn signature(&self) -> &'m Signature {
+    pub fn signature(&self) -> &Signature {
         &self.ir().signature
     }
 
     /// The names of the argument leaves: `x` for a parameter that is not a
     /// tuple, `p.0`, `p.1` for the components of a tuple parameter `p`.
-    pub fn arg_names(&self) -> Vec<String> {
-        param_leaves(self.signature()).into_iter().map(|l| l.name).collect()
+    pub fn arg_names(&self) -> &[String] {
+        &self.def().arg_names
     }
 
-    /// For each argument leaf: whether it is differentiated (listed by
-    /// `wrt`, or every leaf without `wrt`, and with `f64` elements).
-    pub fn active(&self) -> &'m [bool] {
-        &self.module.defs[self.index].active
+    /// For each argument leaf: whether it is differentiated (with `f64`
+    /// elements, and listed by `wrt` if there is one).
+    pub fn active(&self) -> &[bool] {
+        &self.active
+    }
+
+    /// This function differentiating the parameters named in `wrt` (and no
+    /// others): a new handle; its derivative code is compiled on first use
+    /// and kept by the module for every handle with the same parameters.
+    ///
+    /// Errors: [`Error::Usage`] for a name that is not a parameter.
+    pub fn with_wrt<S: AsRef<str>>(&self, wrt: &[S]) -> Result<Function, Error> {
+        let sig = self.signature();
+        let names: Vec<String> = wrt.iter().map(|s| s.as_ref().to_string()).collect();
+        for n in &names {
+            if !sig.params.iter().any(|p| &p.name == n) {
+                let params: Vec<&str> = sig.params.iter().map(|p| p.name.as_str()).collect();
+                return Err(Error::Usage(format!(
+                    "`{n}` is not a parameter of `{}` (its parameters: {})",
+                    self.name(),
+                    params.join(", ")
+                )));
+            }
+        }
+        let active = arrayad_ad::active_leaves(sig, Some(&names));
+        Ok(Function { module: self.module.clone(), index: self.index, active: active.into() })
     }
 
     /// Differentiates and compiles the code `entry` calls now instead of at
@@ -141,8 +191,8 @@ impl<'m> Function<'m> {
     /// arithmetic. Other entry points compile on their first use.
     ///
     /// Errors: as the first call of `entry` would report them at compile
-    /// time ([`Error::Usage`] for a Hessian of a function whose result is
-    /// not one `f64`, [`Error::Internal`] for a bug of arrayad).
+    /// time ([`Error::Usage`] for a gradient or Hessian of a function whose
+    /// result is not one `f64`, [`Error::Internal`] for a bug of arrayad).
     pub fn precompile(&self, entry: Entry) -> Result<(), Error> {
         let kinds: &[Kind] = match entry {
             Entry::Value => &[Kind::Primal],
@@ -175,29 +225,122 @@ impl<'m> Function<'m> {
             "vjp_rows" => Kind::VjpRows,
             other => return Err(Error::Usage(format!("unknown code kind `{other}` (primal, jvp, vjp, vjp_rows)"))),
         };
-        Ok(self.engine(kind)?.backend_ir())
+        Ok(self.engine(kind)?.get().backend_ir())
     }
 
-    fn values_of(self, args: &[Arg<'_>], what: &str) -> Result<Vec<Value>, Error> {
-        args.iter()
-            .enumerate()
-            .map(|(i, a)| {
-                a.to_value().map_err(|e| Error::InvalidArgument(format!("{what} {} of `{}`: {e}", i + 1, self.name())))
-            })
-            .collect()
+    // ---- code -------------------------------------------------------------
+
+    /// The derivatives for this handle's active set.
+    fn derivatives(&self) -> DerivedRef<'_> {
+        let def = self.def();
+        if Arc::ptr_eq(&self.active, &def.default_active) || *self.active == *def.default_active {
+            DerivedRef::Default(&def.default)
+        } else {
+            DerivedRef::Other(def.derived_for(&self.active))
+        }
     }
 
-    fn optional_values_of(self, args: &[Option<Arg<'_>>], what: &str) -> Result<Vec<Option<Value>>, Error> {
-        args.iter()
-            .enumerate()
-            .map(|(i, a)| match a {
-                None => Ok(None),
-                Some(a) => a
-                    .to_value()
-                    .map(Some)
-                    .map_err(|e| Error::InvalidArgument(format!("{what} {} of `{}`: {e}", i + 1, self.name()))),
+    /// The prepared primal (its size checked first).
+    fn prepared(&self) -> Result<&arrayad_ir::Function, Error> {
+        let inner = &self.module.inner;
+        let def = self.def();
+        let p = def.primal.get_or_init(|| {
+            guard(|| {
+                arrayad_ad::check_size(&inner.program, def.id)?;
+                Ok(arrayad_ad::prepare(&inner.program, def.id))
             })
-            .collect()
+        });
+        p.as_ref().map_err(|e| e.clone())
+    }
+
+    /// Every derivative for this handle's active set, from one run of the
+    /// pipeline.
+    pub(crate) fn derived(&self) -> Result<(), Error> {
+        self.with_all(|_| Ok(()))
+    }
+
+    fn with_all<R>(&self, f: impl FnOnce(&arrayad_ad::Derivatives) -> Result<R, Error>) -> Result<R, Error> {
+        let d = self.derivatives();
+        let all = d.get().all.get_or_init(|| {
+            crate::engine::compiling(|| {
+                let primal = self.prepared().ok();
+                derive_all(&self.module.inner.program, self.def(), primal, &self.active, self.module.ad_options())
+            })
+        });
+        f(all.as_ref().map_err(|e| e.clone())?)
+    }
+
+    /// The IR of `kind` (`None`: the primal on the interpreter, which runs
+    /// the program as written). The primal alone is only prepared; a
+    /// derivative asked for alone is derived alone.
+    fn ir_of(&self, kind: Kind, derived: &Derived) -> Result<Option<arrayad_ir::Function>, Error> {
+        let inner = &self.module.inner;
+        if kind == Kind::Primal {
+            if inner.options.backend == crate::Backend::Interp {
+                return Ok(None);
+            }
+            return self.prepared().map(|p| Some(p.clone()));
+        }
+        let which = match kind {
+            Kind::Jvp => Some(arrayad_ad::Which::Jvp),
+            Kind::Vjp => Some(arrayad_ad::Which::Vjp),
+            Kind::VjpRows => Some(arrayad_ad::Which::VjpRows),
+            _ => None,
+        };
+        if let (Some(which), None) = (which, derived.all.get()) {
+            let one = derived.one[which as usize].get_or_init(|| {
+                let p = self.prepared()?;
+                guard(|| Ok(arrayad_ad::derive_one(p, &self.active, self.module.ad_options(), which)?))
+            });
+            return one.as_ref().map(|f| Some(f.clone())).map_err(|e| e.clone());
+        }
+        self.with_all(|d| match kind.of(d) {
+            Some(f) => Ok(Some(f.clone())),
+            None => {
+                let h = derived.hvp.get_or_init(|| guard(|| Ok(arrayad_ad::hvp(d, &self.active)?)));
+                h.as_ref().map(|f| Some(f.clone())).map_err(|e| e.clone())
+            }
+        })
+    }
+
+    /// The code of `kind`, built on first use.
+    pub(crate) fn engine(&self, kind: Kind) -> Result<EngineRef<'_>, Error> {
+        let inner = &self.module.inner;
+        let build = |derived: &Derived| -> Result<Engine, Error> {
+            crate::engine::compiling(|| {
+                let ir = self.ir_of(kind, derived)?;
+                Engine::build(&inner.program, self.def().id, ir.as_ref(), &inner.options)
+            })
+        };
+        if kind == Kind::Primal {
+            let e = self.def().primal_code.get_or_init(|| build(&Derived::default()));
+            return e.as_ref().map(EngineRef::Borrowed).map_err(|e| e.clone());
+        }
+        match self.derivatives() {
+            DerivedRef::Default(d) => {
+                let e = d.code[kind as usize].get_or_init(|| build(d));
+                e.as_ref().map(EngineRef::Borrowed).map_err(|e| e.clone())
+            }
+            DerivedRef::Other(d) => {
+                d.code[kind as usize].get_or_init(|| build(&d)).as_ref().map_err(|e| e.clone())?;
+                Ok(EngineRef::Shared(d, kind))
+            }
+        }
+    }
+
+    // ---- calls ----------------------------------------------------------------
+
+    /// Checks the arguments and returns the sizes they bind.
+    fn check(&self, args: &[ArgRef<'_>]) -> Result<Sizes, Error> {
+        check_args(self.site(), self.signature(), args)
+    }
+
+    /// Checks the arguments (without allocating when they are right).
+    fn check_fast(&self, args: &[ArgRef<'_>]) -> Result<(), Error> {
+        if self.def().plan.accepts(args) {
+            return Ok(());
+        }
+        self.check(args).map(|_| ())
     }
 
     /// Calls the primal.
@@ -205,7 +348,31 @@ impl<'m> Function<'m> {
     /// Returns the result leaves. Errors: see [`Function`]; run-time errors
     /// of the program are [`Error::Runtime`].
     pub fn call(&self, args: &[Arg<'_>]) -> Result<Vec<Value>, Error> {
-        self.call_values(&self.values_of(args, "argument")?)
+        with_refs(args, |refs| {
+            self.check_fast(refs)?;
+            let out = self.engine(Kind::Primal)?.get().run_values(refs)?;
+            self.check_result_count(out.len(), 0, Kind::Primal)?;
+            Ok(out)
+        })
+    }
+
+    /// [`Function::call`] on owned values (e.g. results of earlier calls).
+    pub fn call_values(&self, args: &[Value]) -> Result<Vec<Value>, Error> {
+        let argv: Vec<Arg<'_>> = args.iter().map(Arg::Value).collect();
+        self.call(&argv)
+    }
+
+    /// Calls the primal and writes the result leaves into `outs`, one per
+    /// leaf, each of the leaf's element type and size (no allocation for
+    /// the results).
+    ///
+    /// Errors: as [`Function::call`]; [`Error::InvalidArgument`] for an
+    /// output of the wrong count, type or length.
+    pub fn call_into(&self, args: &[Arg<'_>], outs: &mut [Out<'_>]) -> Result<(), Error> {
+        with_refs(args, |refs| {
+            self.check_fast(refs)?;
+            self.engine(Kind::Primal)?.get().run(refs, |rs| copy_into(self.name(), "result", rs, outs))?
+        })
     }
 
     /// Forward mode: the value and its tangent in the direction `tangents`.
@@ -214,153 +381,27 @@ impl<'m> Function<'m> {
     /// tangent (an `f64` value of the argument's shape) or `None` for a
     /// zero tangent; `None` for every other leaf.
     pub fn jvp(&self, args: &[Arg<'_>], tangents: &[Option<Arg<'_>>]) -> Result<Jvp, Error> {
-        let args = self.values_of(args, "argument")?;
-        let tangents = self.optional_values_of(tangents, "tangent")?;
-        self.jvp_values(&args, &tangents)
-    }
-
-    /// Reverse mode: the value and the cotangent of the arguments for the
-    /// cotangent `cotangents` of the result.
-    ///
-    /// `cotangents` has one entry per result leaf: for a leaf with `f64`
-    /// elements its cotangent (same shape as the result leaf) or `None` for
-    /// zero; `None` for other leaves.
-    pub fn vjp(&self, args: &[Arg<'_>], cotangents: &[Option<Arg<'_>>]) -> Result<Vjp, Error> {
-        let args = self.values_of(args, "argument")?;
-        let cotangents = self.optional_values_of(cotangents, "cotangent")?;
-        self.vjp_values(&args, &cotangents)
-    }
-
-    /// The value and gradient of a function whose result is one `f64`:
-    /// [`Function::vjp`] with cotangent 1.0. The gradient has one entry per
-    /// argument leaf (`None` where inactive or without `f64` elements).
-    ///
-    /// Errors: [`Error::Usage`] when the result is not a single `f64`.
-    pub fn grad(&self, args: &[Arg<'_>]) -> Result<(f64, Vec<Option<Value>>), Error> {
-        self.grad_values(&self.values_of(args, "argument")?)
-    }
-
-    /// The dense Jacobian of the `f64` result elements with respect to the
-    /// `f64` elements of the active arguments, by reverse mode (one forward
-    /// pass, then one backward pass per row) when there are no more rows
-    /// than columns, else forward mode (one jvp per column).
-    pub fn jacobian(&self, args: &[Arg<'_>]) -> Result<Jacobian, Error> {
-        self.jacobian_values(&self.values_of(args, "argument")?)
-    }
-
-    /// [`Function::call`] on owned values.
-    pub fn call_values(&self, args: &[Value]) -> Result<Vec<Value>, Error> {
-        check_args(self.site(), self.signature(), args)?;
-        let out = self.engine(Kind::Primal)?.run(args)?;
-        self.check_result_count(&out, 0, Kind::Primal)?;
-        Ok(out)
-    }
-
-    /// The value, the gradient and the Hessian-vector product `H t` of a
-    /// function whose result is one `f64`, by forward over reverse (one
-    /// call: the cost of a few gradients). `tangents` as for
-    /// [`Function::jvp`].
-    ///
-    /// Errors: [`Error::Usage`] when the result is not a single `f64`; as
-    /// for [`Function::jvp`] otherwise.
-    pub fn hvp(&self, args: &[Arg<'_>], tangents: &[Option<Arg<'_>>]) -> Result<Hvp, Error> {
-        let args = self.values_of(args, "argument")?;
-        let tangents = self.optional_values_of(tangents, "tangent")?;
-        self.hvp_values(&args, &tangents)
-    }
-
-    /// The dense Hessian of a function whose result is one `f64` with
-    /// respect to the `f64` elements of the active arguments (flattened as
-    /// the Jacobian's columns), one Hessian-vector product per column. The
-    /// result is a square [`Jacobian`] whose `value` is the function's.
-    ///
-    /// Errors: as for [`Function::hvp`].
-    pub fn hessian(&self, args: &[Arg<'_>]) -> Result<Jacobian, Error> {
-        self.hessian_values(&self.values_of(args, "argument")?)
-    }
-
-    /// [`Function::hvp`] on owned values.
-    pub fn hvp_values(&self, args: &[Value], tangents: &[Option<Value>]) -> Result<Hvp, Error> {
-        self.need_f64_result("the Hessian")?;
-        let full = self.with_tangents(args, tangents)?;
-        let mut out = self.engine(Kind::Hvp)?.run(&full)?;
-        let n_active = self.active().iter().filter(|a| **a).count();
-        if out.len() != 1 + 2 * n_active {
-            return Err(Error::Internal(format!(
-                "the Hessian-vector product of `{}` returned {} values, expected {}",
-                self.name(),
-                out.len(),
-                1 + 2 * n_active
-            )));
-        }
-        let hv = out.split_off(1 + n_active);
-        let grads = out.split_off(1);
-        let value = out[0]
-            .as_f64()
-            .ok_or_else(|| Error::Internal(format!("the hvp of `{}` did not return an f64 value", self.name())))?;
-        let spread = |vals: Vec<Value>| {
-            let mut it = vals.into_iter();
-            self.active().iter().map(|&a| if a { it.next() } else { None }).collect()
-        };
-        Ok(Hvp { value, gradient: spread(grads), hvp: spread(hv) })
-    }
-
-    /// [`Function::hessian`] on owned values.
-    pub fn hessian_values(&self, args: &[Value]) -> Result<Jacobian, Error> {
-        self.need_f64_result("the Hessian")?;
-        check_args(self.site(), self.signature(), args)?;
-        let param_shapes: Vec<Option<&[usize]>> =
-            args.iter().zip(self.active()).map(|(a, &act)| act.then(|| shape_of(a))).collect();
-        let n: usize = param_shapes.iter().flatten().map(|s| s.iter().product::<usize>()).sum();
-        let mut data = Vec::new();
-        if n.checked_mul(n).is_none_or(|t| data.try_reserve_exact(t).is_err()) {
-            return Err(self.too_large(format!("the Hessian of `{}` has {n} x {n} entries", self.name())));
-        }
-        data.resize(n * n, 0.0);
-        let mut value = self.call_values(args)?;
-        let mut buf = Vec::new();
-        for (c, (leaf, elem)) in unit_positions(&param_shapes).enumerate() {
-            let ts = one_hot(&param_shapes, leaf, elem);
-            let h = self.hvp_values(args, &ts)?;
-            value = vec![Value::F64(h.value)];
-            flatten_f64(&h.hvp, &param_shapes, &mut buf)?;
-            for (r, &x) in buf.iter().enumerate() {
-                data[r * n + c] = x;
-            }
-        }
-        Ok(Jacobian { value, rows: n, cols: n, data })
-    }
-
-    /// Errors with [`Error::Usage`] unless the result is one `f64`.
-    fn need_f64_result(&self, what: &str) -> Result<(), Error> {
-        let result = &self.signature().result;
-        if *result != SrcType::Scalar(Scalar::F64) {
-            return Err(Error::Usage(format!(
-                "{what} needs a function whose result is one f64, but `{}` returns {}",
-                self.name(),
-                result
-            )));
-        }
-        Ok(())
-    }
-
-    /// [`Function::jvp`] on owned values.
-    pub fn jvp_values(&self, args: &[Value], tangents: &[Option<Value>]) -> Result<Jvp, Error> {
-        let full = self.with_tangents(args, tangents)?;
-        let mut out = self.engine(Kind::Jvp)?.run(&full)?;
         let result_types = self.signature().result.leaves();
         let n_tangents = result_types.iter().filter(|t| t.elem == Scalar::F64).count();
-        self.check_result_count(&out, n_tangents, Kind::Jvp)?;
+        let mut out = self.with_tangents(args, tangents, |full| {
+            let out = self.engine(Kind::Jvp)?.get().run_values(full)?;
+            self.check_result_count(out.len(), n_tangents, Kind::Jvp)?;
+            Ok(out)
+        })?;
         let mut tangents_out = out.split_off(result_types.len()).into_iter();
         let tangent =
             result_types.iter().map(|t| if t.elem == Scalar::F64 { tangents_out.next() } else { None }).collect();
         Ok(Jvp { value: out, tangent })
     }
 
-    /// The arguments followed by the tangents of the active leaves (zeros
-    /// for `None`), after checking both.
-    fn with_tangents(&self, args: &[Value], tangents: &[Option<Value>]) -> Result<Vec<Value>, Error> {
-        check_args(self.site(), self.signature(), args)?;
+    /// Checks `args` and `tangents` and calls `f` with the arguments
+    /// followed by the tangents of the active leaves (zeros for `None`).
+    fn with_tangents<R>(
+        &self,
+        args: &[Arg<'_>],
+        tangents: &[Option<Arg<'_>>],
+        f: impl FnOnce(&[ArgRef<'_>]) -> Result<R, Error>,
+    ) -> Result<R, Error> {
         let leaves = param_leaves(self.signature());
         if tangents.len() != leaves.len() {
             return Err(Error::InvalidArgument(format!(
@@ -370,36 +411,62 @@ impl<'m> Function<'m> {
                 tangents.len()
             )));
         }
-        let mut full = args.to_vec();
-        for (k, leaf) in leaves.iter().enumerate() {
-            let active = self.active().get(k).copied().unwrap_or(false);
-            match (&tangents[k], active) {
-                (Some(t), true) => {
-                    check_f64_like(&format!("the tangent of `{}`", leaf.name), t, shape_of(&args[k]))?;
-                    full.push(t.clone());
-                }
-                (None, true) => full.push(zeros(shape_of(&args[k]))),
-                (Some(_), false) => {
-                    return Err(Error::InvalidArgument(format!(
-                        "argument `{}` of `{}` is not differentiated ({}): its tangent must be None",
-                        leaf.name,
-                        self.name(),
-                        if leaf.ty.leaves().iter().any(|t| t.elem == Scalar::F64) {
-                            "not listed by wrt"
-                        } else {
-                            "it has no f64 elements"
+        let given: Vec<Arg<'_>> = tangents.iter().flatten().copied().collect();
+        with_refs(args, |refs| {
+            self.check_fast(refs)?;
+            with_refs(&given, |trefs| {
+                let mut zeros_owned: Vec<Value> = Vec::new();
+                let mut next = trefs.iter();
+                let mut picks: Vec<Option<ArgRef<'_>>> = Vec::new();
+                for (k, leaf) in leaves.iter().enumerate() {
+                    let active = self.active.get(k).copied().unwrap_or(false);
+                    match (&tangents[k], active) {
+                        (Some(_), true) => {
+                            let t = next.next().copied().ok_or_else(|| Error::Internal("tangent count".into()))?;
+                            check_f64_like(&format!("the tangent of `{}`", leaf.name), &t, refs[k].shape())?;
+                            picks.push(Some(t));
                         }
-                    )))
+                        (None, true) => {
+                            zeros_owned.push(zeros(refs[k].shape()));
+                            picks.push(None);
+                        }
+                        (Some(_), false) => {
+                            return Err(Error::InvalidArgument(format!(
+                                "argument `{}` of `{}` is not differentiated ({}): its tangent must be None",
+                                leaf.name,
+                                self.name(),
+                                if leaf.ty.leaves().iter().any(|t| t.elem == Scalar::F64) {
+                                    "not listed by wrt"
+                                } else {
+                                    "it has no f64 elements"
+                                }
+                            )))
+                        }
+                        (None, false) => {}
+                    }
                 }
-                (None, false) => {}
-            }
-        }
-        Ok(full)
+                let mut zs = zeros_owned.iter();
+                let mut full: Vec<ArgRef<'_>> = refs.to_vec();
+                for p in picks {
+                    match p {
+                        Some(t) => full.push(t),
+                        None => full.push(ArgRef::of(zs.next().ok_or_else(|| Error::Internal("zero count".into()))?)),
+                    }
+                }
+                f(&full)
+            })
+        })
     }
 
-    /// [`Function::vjp`] on owned values.
-    pub fn vjp_values(&self, args: &[Value], cotangents: &[Option<Value>]) -> Result<Vjp, Error> {
-        let sizes = check_args(self.site(), self.signature(), args)?;
+    /// Checks `args` and `cotangents` and calls `f` with the arguments
+    /// followed by the cotangents of the `f64` result leaves (zeros for
+    /// `None`).
+    fn with_cotangents<R>(
+        &self,
+        args: &[Arg<'_>],
+        cotangents: &[Option<Arg<'_>>],
+        f: impl FnOnce(&[ArgRef<'_>]) -> Result<R, Error>,
+    ) -> Result<R, Error> {
         let result = &self.signature().result;
         let leaves = leaf_infos("result", result);
         if cotangents.len() != leaves.len() {
@@ -411,59 +478,154 @@ impl<'m> Function<'m> {
                 cotangents.len()
             )));
         }
-        let mut full = args.to_vec();
-        for (k, leaf) in leaves.iter().enumerate() {
-            let ty = shapes::leaf_type(leaf.ty);
-            let what = if leaves.len() == 1 {
-                "the cotangent of the result".to_string()
-            } else {
-                format!("the cotangent of result component {k}")
-            };
-            if ty.elem != Scalar::F64 {
-                if cotangents[k].is_some() {
-                    return Err(Error::InvalidArgument(format!("{what} must be None: it has no f64 elements")));
+        let given: Vec<Arg<'_>> = cotangents.iter().flatten().copied().collect();
+        with_refs(args, |refs| {
+            let sizes = self.check(refs)?;
+            with_refs(&given, |crefs| {
+                let mut zeros_owned: Vec<Value> = Vec::new();
+                let mut picks: Vec<Option<ArgRef<'_>>> = Vec::new();
+                let mut next = crefs.iter();
+                for (k, leaf) in leaves.iter().enumerate() {
+                    let ty = shapes::leaf_type(leaf.ty);
+                    let what = if leaves.len() == 1 {
+                        "the cotangent of the result".to_string()
+                    } else {
+                        format!("the cotangent of result component {k}")
+                    };
+                    if ty.elem != Scalar::F64 {
+                        if cotangents[k].is_some() {
+                            return Err(Error::InvalidArgument(format!("{what} must be None: it has no f64 elements")));
+                        }
+                        continue;
+                    }
+                    let shape = self.result_shape(&sizes, leaf.ty)?;
+                    match &cotangents[k] {
+                        Some(_) => {
+                            let c = next.next().copied().ok_or_else(|| Error::Internal("cotangent count".into()))?;
+                            check_f64_like(&what, &c, &shape)?;
+                            picks.push(Some(c));
+                        }
+                        None => {
+                            zeros_owned.push(self.zeros_within_limit(&what, &shape)?);
+                            picks.push(None);
+                        }
+                    }
                 }
-                continue;
-            }
-            let shape = self.result_shape(&sizes, leaf.ty)?;
-            match &cotangents[k] {
-                Some(ct) => {
-                    check_f64_like(&what, ct, &shape)?;
-                    full.push(ct.clone());
+                let mut zs = zeros_owned.iter();
+                let mut full: Vec<ArgRef<'_>> = refs.to_vec();
+                for p in picks {
+                    match p {
+                        Some(c) => full.push(c),
+                        None => full.push(ArgRef::of(zs.next().ok_or_else(|| Error::Internal("zero count".into()))?)),
+                    }
                 }
-                None => full.push(self.zeros_within_limit(&what, &shape)?),
-            }
-        }
-        let mut out = self.engine(Kind::Vjp)?.run(&full)?;
-        let n_active = self.active().iter().filter(|a| **a).count();
-        self.check_result_count(&out, n_active, Kind::Vjp)?;
-        let mut cts = out.split_off(leaves.len()).into_iter();
-        let cotangent = self.active().iter().map(|&a| if a { cts.next() } else { None }).collect();
-        Ok(Vjp { value: out, cotangent })
+                f(&full)
+            })
+        })
     }
 
-    /// [`Function::grad`] on owned values.
-    pub fn grad_values(&self, args: &[Value]) -> Result<(f64, Vec<Option<Value>>), Error> {
-        let result = &self.signature().result;
-        if *result != SrcType::Scalar(Scalar::F64) {
-            return Err(Error::Usage(format!(
-                "the gradient needs a function whose result is one f64, but `{}` returns {}",
-                self.name(),
-                result
-            )));
-        }
-        let v = self.vjp_values(args, &[Some(Value::F64(1.0))])?;
-        let value = v
-            .value
-            .first()
-            .and_then(Value::as_f64)
+    /// Reverse mode: the value and the cotangent of the arguments for the
+    /// cotangent `cotangents` of the result.
+    ///
+    /// `cotangents` has one entry per result leaf: for a leaf with `f64`
+    /// elements its cotangent (same shape as the result leaf) or `None` for
+    /// zero; `None` for other leaves.
+    pub fn vjp(&self, args: &[Arg<'_>], cotangents: &[Option<Arg<'_>>]) -> Result<Vjp, Error> {
+        let n_results = leaf_infos("result", &self.signature().result).len();
+        let n_active = self.active.iter().filter(|a| **a).count();
+        let mut out = self.with_cotangents(args, cotangents, |full| {
+            let out = self.engine(Kind::Vjp)?.get().run_values(full)?;
+            self.check_result_count(out.len(), n_active, Kind::Vjp)?;
+            Ok(out)
+        })?;
+        let cts = out.split_off(n_results);
+        Ok(Vjp { value: out, cotangent: self.by_param(cts) })
+    }
+
+    /// Reverse mode into caller buffers: the result leaves go to `outs` (as
+    /// for [`Function::call_into`]) and the cotangent of each active
+    /// argument leaf to `cotangents_out` (one buffer per active leaf, in
+    /// order, of its element count: 1 for a scalar), overwritten.
+    ///
+    /// Errors: as [`Function::vjp`]; [`Error::InvalidArgument`] for a buffer
+    /// of the wrong count or length.
+    pub fn vjp_into(
+        &self,
+        args: &[Arg<'_>],
+        cotangents: &[Option<Arg<'_>>],
+        outs: &mut [Out<'_>],
+        cotangents_out: &mut [&mut [f64]],
+    ) -> Result<(), Error> {
+        let n_results = leaf_infos("result", &self.signature().result).len();
+        self.with_cotangents(args, cotangents, |full| {
+            self.engine(Kind::Vjp)?.get().run(full, |rs| {
+                if rs.len() < n_results {
+                    return Err(Error::Internal(format!("the vjp of `{}` returned too few values", self.name())));
+                }
+                copy_into(self.name(), "result", &rs[..n_results], outs)?;
+                copy_f64s(self.name(), &rs[n_results..], cotangents_out)
+            })?
+        })
+    }
+
+    /// The value and gradient of a function whose result is one `f64`:
+    /// [`Function::vjp`] with cotangent 1.0. The gradient has one entry per
+    /// argument leaf (`None` where inactive or without `f64` elements),
+    /// reachable by position or name (`g.gradient.f64s("x")`).
+    ///
+    /// Errors: [`Error::Usage`] when the result is not a single `f64`.
+    pub fn grad(&self, args: &[Arg<'_>]) -> Result<Grad, Error> {
+        self.need_f64_result("the gradient")?;
+        let n_active = self.active.iter().filter(|a| **a).count();
+        let mut out = with_refs(args, |refs| {
+            self.check_fast(refs)?;
+            let mut full: smallvec::SmallVec<[ArgRef<'_>; 8]> = refs.iter().copied().collect();
+            full.push(ArgRef::F64(1.0));
+            let out = self.engine(Kind::Vjp)?.get().run_values(&full)?;
+            self.check_result_count(out.len(), n_active, Kind::Vjp)?;
+            Ok::<_, Error>(out)
+        })?;
+        let grads = out.split_off(1);
+        let value = out[0]
+            .as_f64()
             .ok_or_else(|| Error::Internal(format!("the vjp of `{}` did not return an f64 value", self.name())))?;
-        Ok((value, v.cotangent))
+        Ok(Grad { value, gradient: self.by_param(grads) })
     }
 
-    /// [`Function::jacobian`] on owned values.
-    pub fn jacobian_values(&self, args: &[Value]) -> Result<Jacobian, Error> {
-        let sizes = check_args(self.site(), self.signature(), args)?;
+    /// The gradient into caller buffers: one per active argument leaf, in
+    /// order, of its element count (1 for a scalar), overwritten. Returns
+    /// the value. No allocation beyond the call's own working memory.
+    ///
+    /// Errors: as [`Function::grad`]; [`Error::InvalidArgument`] for a
+    /// buffer of the wrong count or length.
+    pub fn grad_into(&self, args: &[Arg<'_>], gradient: &mut [&mut [f64]]) -> Result<f64, Error> {
+        self.need_f64_result("the gradient")?;
+        with_refs(args, |refs| {
+            self.check_fast(refs)?;
+            let mut full: smallvec::SmallVec<[ArgRef<'_>; 8]> = refs.iter().copied().collect();
+            full.push(ArgRef::F64(1.0));
+            self.engine(Kind::Vjp)?.get().run(&full, |rs| {
+                let value = match rs.first() {
+                    Some(ResultRef::F64(v)) => *v,
+                    _ => return Err(Error::Internal(format!("the vjp of `{}` did not return an f64", self.name()))),
+                };
+                copy_f64s(self.name(), &rs[1..], gradient)?;
+                Ok(value)
+            })?
+        })
+    }
+
+    /// The dense Jacobian of the `f64` result elements with respect to the
+    /// `f64` elements of the active arguments, by reverse mode (one forward
+    /// pass, then one backward pass per row) when there are no more rows
+    /// than columns, else forward mode (one jvp per column).
+    pub fn jacobian(&self, args: &[Arg<'_>]) -> Result<Jacobian, Error> {
+        let (sizes, param_shapes_owned) = with_refs(args, |refs| {
+            let sizes = self.check(refs)?;
+            let shapes: Vec<Option<Vec<usize>>> =
+                refs.iter().zip(self.active.iter()).map(|(a, &act)| act.then(|| a.shape().to_vec())).collect();
+            Ok::<_, Error>((sizes, shapes))
+        })?;
         let leaves = leaf_infos("result", &self.signature().result);
         let mut result_shapes_owned: Vec<Option<Vec<usize>>> = Vec::with_capacity(leaves.len());
         for leaf in &leaves {
@@ -471,8 +633,7 @@ impl<'m> Function<'m> {
             result_shapes_owned.push(if f64_leaf { Some(self.result_shape(&sizes, leaf.ty)?) } else { None });
         }
         let result_shapes: Vec<Option<&[usize]>> = result_shapes_owned.iter().map(|s| s.as_deref()).collect();
-        let param_shapes: Vec<Option<&[usize]>> =
-            args.iter().zip(self.active()).map(|(a, &act)| act.then(|| shape_of(a))).collect();
+        let param_shapes: Vec<Option<&[usize]>> = param_shapes_owned.iter().map(|s| s.as_deref()).collect();
         // The rows come from the declared result shape, whose element count
         // may not even fit in a usize (`[9223372036854775807][3]f64`).
         let count = |s: &[Option<&[usize]>]| -> Option<usize> {
@@ -509,7 +670,7 @@ impl<'m> Function<'m> {
             let value = self.jacobian_rows(args, &result_shapes, &param_shapes, rows, &mut data)?;
             return Ok(Jacobian { value, rows, cols, data });
         }
-        let value = self.call_values(args)?;
+        let value = self.call(args)?;
         if total == 0 {
             return Ok(Jacobian { value, rows, cols, data });
         }
@@ -517,7 +678,8 @@ impl<'m> Function<'m> {
         let mut buf = Vec::new();
         for (c, (leaf, elem)) in unit_positions(&param_shapes).enumerate() {
             let ts = one_hot(&param_shapes, leaf, elem);
-            let j = self.jvp_values(args, &ts)?;
+            let targs: Vec<Option<Arg<'_>>> = ts.iter().map(|t| t.as_ref().map(Arg::Value)).collect();
+            let j = self.jvp(args, &targs)?;
             flatten_f64(&j.tangent, &result_shapes, &mut buf)?;
             for (r, &x) in buf.iter().enumerate() {
                 data[r * cols + c] = x;
@@ -532,13 +694,13 @@ impl<'m> Function<'m> {
     /// of it); returns the value.
     fn jacobian_rows(
         &self,
-        args: &[Value],
+        args: &[Arg<'_>],
         result_shapes: &[Option<&[usize]>],
         param_shapes: &[Option<&[usize]>],
         rows: usize,
         data: &mut [f64],
     ) -> Result<Vec<Value>, Error> {
-        let mut full = args.to_vec();
+        let mut stacks = Vec::new();
         let mut first = 0;
         for shape in result_shapes.iter().flatten() {
             let n: usize = shape.iter().product();
@@ -555,16 +717,22 @@ impl<'m> Function<'m> {
             }
             let mut shape_r = vec![rows];
             shape_r.extend_from_slice(shape);
-            full.push(Value::Array(ArrayValue { shape: shape_r, data: ArrayData::F64(stack) }));
+            stacks.push(Value::Array(ArrayValue { shape: shape_r, data: ArrayData::F64(stack) }));
             first += n;
         }
-        let mut out = self.engine(Kind::VjpRows)?.run(&full)?;
-        let n_active = self.active().iter().filter(|a| **a).count();
-        self.check_result_count(&out, n_active, Kind::VjpRows)?;
-        let stacks = out.split_off(result_shapes.len());
+        let n_results = result_shapes.len();
+        let n_active = self.active.iter().filter(|a| **a).count();
+        let mut out = with_refs(args, |refs| {
+            let mut full: Vec<ArgRef<'_>> = refs.to_vec();
+            full.extend(stacks.iter().map(ArgRef::of));
+            let out = self.engine(Kind::VjpRows)?.get().run_values(&full)?;
+            self.check_result_count(out.len(), n_active, Kind::VjpRows)?;
+            Ok::<_, Error>(out)
+        })?;
+        let stacks_out = out.split_off(n_results);
         let cols = data.len() / rows;
         let mut off = 0;
-        for (stack, shape) in stacks.iter().zip(param_shapes.iter().flatten()) {
+        for (stack, shape) in stacks_out.iter().zip(param_shapes.iter().flatten()) {
             let n: usize = shape.iter().product();
             let elems = stack
                 .f64_elements()
@@ -578,6 +746,94 @@ impl<'m> Function<'m> {
             off += n;
         }
         Ok(out)
+    }
+
+    /// The value, the gradient and the Hessian-vector product `H t` of a
+    /// function whose result is one `f64`, by forward over reverse (one
+    /// call: the cost of a few gradients). `tangents` as for
+    /// [`Function::jvp`].
+    ///
+    /// Errors: [`Error::Usage`] when the result is not a single `f64`; as
+    /// for [`Function::jvp`] otherwise.
+    pub fn hvp(&self, args: &[Arg<'_>], tangents: &[Option<Arg<'_>>]) -> Result<Hvp, Error> {
+        self.need_f64_result("the Hessian")?;
+        let n_active = self.active.iter().filter(|a| **a).count();
+        let mut out = self.with_tangents(args, tangents, |full| self.engine(Kind::Hvp)?.get().run_values(full))?;
+        if out.len() != 1 + 2 * n_active {
+            return Err(Error::Internal(format!(
+                "the Hessian-vector product of `{}` returned {} values, expected {}",
+                self.name(),
+                out.len(),
+                1 + 2 * n_active
+            )));
+        }
+        let hv = out.split_off(1 + n_active);
+        let grads = out.split_off(1);
+        let value = out[0]
+            .as_f64()
+            .ok_or_else(|| Error::Internal(format!("the hvp of `{}` did not return an f64 value", self.name())))?;
+        Ok(Hvp { value, gradient: self.by_param(grads), hvp: self.by_param(hv) })
+    }
+
+    /// The dense Hessian of a function whose result is one `f64` with
+    /// respect to the `f64` elements of the active arguments (flattened as
+    /// the Jacobian's columns), one Hessian-vector product per column. The
+    /// result is a square [`Jacobian`] whose `value` is the function's.
+    ///
+    /// Errors: as for [`Function::hvp`].
+    pub fn hessian(&self, args: &[Arg<'_>]) -> Result<Jacobian, Error> {
+        self.need_f64_result("the Hessian")?;
+        let param_shapes_owned = with_refs(args, |refs| {
+            self.check(refs)?;
+            Ok::<_, Error>(
+                refs.iter()
+                    .zip(self.active.iter())
+                    .map(|(a, &act)| act.then(|| a.shape().to_vec()))
+                    .collect::<Vec<_>>(),
+            )
+        })?;
+        let param_shapes: Vec<Option<&[usize]>> = param_shapes_owned.iter().map(|s| s.as_deref()).collect();
+        let n: usize = param_shapes.iter().flatten().map(|s| s.iter().product::<usize>()).sum();
+        let mut data = Vec::new();
+        if n.checked_mul(n).is_none_or(|t| data.try_reserve_exact(t).is_err()) {
+            return Err(self.too_large(format!("the Hessian of `{}` has {n} x {n} entries", self.name())));
+        }
+        data.resize(n * n, 0.0);
+        let mut value = self.call(args)?;
+        let mut buf = Vec::new();
+        for (c, (leaf, elem)) in unit_positions(&param_shapes).enumerate() {
+            let ts = one_hot(&param_shapes, leaf, elem);
+            let targs: Vec<Option<Arg<'_>>> = ts.iter().map(|t| t.as_ref().map(Arg::Value)).collect();
+            let h = self.hvp(args, &targs)?;
+            value = vec![Value::F64(h.value)];
+            flatten_f64(h.hvp.as_slice(), &param_shapes, &mut buf)?;
+            for (r, &x) in buf.iter().enumerate() {
+                data[r * n + c] = x;
+            }
+        }
+        Ok(Jacobian { value, rows: n, cols: n, data })
+    }
+
+    // ---- helpers ------------------------------------------------------------
+
+    /// The cotangents of the active leaves spread over all argument leaves.
+    fn by_param(&self, values: Vec<Value>) -> ParamValues {
+        let mut it = values.into_iter();
+        let values = self.active.iter().map(|&a| if a { it.next() } else { None }).collect();
+        ParamValues::new(self.def().arg_names.clone(), values)
+    }
+
+    /// Errors with [`Error::Usage`] unless the result is one `f64`.
+    fn need_f64_result(&self, what: &str) -> Result<(), Error> {
+        let result = &self.signature().result;
+        if *result != SrcType::Scalar(Scalar::F64) {
+            return Err(Error::Usage(format!(
+                "{what} needs a function whose result is one f64, but `{}` returns {}",
+                self.name(),
+                result
+            )));
+        }
+        Ok(())
     }
 
     /// An out-of-memory run-time error (a Jacobian too large to allocate) at
@@ -607,7 +863,7 @@ impl<'m> Function<'m> {
     /// limit of a call of compiled code ([`crate::Options::max_memory`],
     /// else its default); the interpreter has none.
     fn host_limit(&self) -> u64 {
-        let options = &self.module.options;
+        let options = &self.module.inner.options;
         match (options.backend, options.max_memory) {
             (crate::Backend::Interp, _) => u64::MAX,
             (_, Some(limit)) => limit,
@@ -619,9 +875,9 @@ impl<'m> Function<'m> {
     /// a scalar), from the sizes the arguments bind: the shapes a
     /// cotangent must have.
     ///
-    /// Errors: as for [`Function::call_values`] (the arguments are checked).
-    pub fn result_shapes(&self, args: &[Value]) -> Result<Vec<Vec<usize>>, Error> {
-        let sizes = check_args(self.site(), self.signature(), args)?;
+    /// Errors: as for [`Function::call`] (the arguments are checked).
+    pub fn result_shapes(&self, args: &[Arg<'_>]) -> Result<Vec<Vec<usize>>, Error> {
+        let sizes = with_refs(args, |refs| self.check(refs))?;
         leaf_infos("result", &self.signature().result).iter().map(|l| self.result_shape(&sizes, l.ty)).collect()
     }
 
@@ -633,19 +889,79 @@ impl<'m> Function<'m> {
         })
     }
 
-    fn check_result_count(&self, out: &[Value], extra: usize, kind: Kind) -> Result<(), Error> {
+    fn check_result_count(&self, got: usize, extra: usize, kind: Kind) -> Result<(), Error> {
         let want: Vec<Type> = self.signature().result.leaves();
-        if out.len() != want.len() + extra {
+        if got != want.len() + extra {
             return Err(Error::Internal(format!(
                 "the {} of `{}` returned {} values, expected {}",
                 kind.describe(),
                 self.name(),
-                out.len(),
+                got,
                 want.len() + extra
             )));
         }
         Ok(())
     }
+}
+
+/// The derivatives of one active set: the default ones in the definition,
+/// or shared ones kept by the module for other sets.
+enum DerivedRef<'a> {
+    Default(&'a Derived),
+    Other(Arc<Derived>),
+}
+
+impl DerivedRef<'_> {
+    fn get(&self) -> &Derived {
+        match self {
+            DerivedRef::Default(d) => d,
+            DerivedRef::Other(d) => d,
+        }
+    }
+}
+
+/// Compiled code, borrowed from the definition or from a shared set.
+pub(crate) enum EngineRef<'a> {
+    Borrowed(&'a Engine),
+    Shared(Arc<Derived>, Kind),
+}
+
+impl EngineRef<'_> {
+    pub(crate) fn get(&self) -> &Engine {
+        match self {
+            EngineRef::Borrowed(e) => e,
+            EngineRef::Shared(d, k) => match d.code[*k as usize].get() {
+                Some(Ok(e)) => e,
+                // `Function::engine` built it before making this reference.
+                _ => unreachable!("an engine reference to code that was not built"),
+            },
+        }
+    }
+}
+
+/// Copies `f64` results (scalars or arrays) into caller buffers, one each,
+/// of matching length.
+fn copy_f64s(func: &str, rs: &[ResultRef<'_>], outs: &mut [&mut [f64]]) -> Result<(), Error> {
+    if rs.len() != outs.len() {
+        return Err(Error::InvalidArgument(format!(
+            "`{func}` has {} differentiated argument leaves, so it needs {} gradient buffers, got {}",
+            rs.len(),
+            rs.len(),
+            outs.len()
+        )));
+    }
+    for (k, (r, out)) in rs.iter().zip(outs.iter_mut()).enumerate() {
+        let src = r.f64s().ok_or_else(|| Error::Internal(format!("a derivative of `{func}` is not f64")))?;
+        if src.len() != out.len() {
+            return Err(Error::InvalidArgument(format!(
+                "gradient buffer {k} of `{func}` has {} elements, but the argument has {}",
+                out.len(),
+                src.len()
+            )));
+        }
+        out.copy_from_slice(src);
+    }
+    Ok(())
 }
 
 /// Every (leaf, element) position of the leaves that are `Some`, in order.
@@ -670,7 +986,7 @@ fn one_hot(shapes: &[Option<&[usize]>], leaf: usize, elem: usize) -> Vec<Option<
                     match &mut z {
                         Value::F64(x) => *x = 1.0,
                         Value::Array(a) => {
-                            if let arrayad_ir::ArrayData::F64(d) = &mut a.data {
+                            if let ArrayData::F64(d) = &mut a.data {
                                 d[elem] = 1.0;
                             }
                         }
@@ -700,8 +1016,8 @@ fn flatten_f64(values: &[Option<Value>], shapes: &[Option<&[usize]>], out: &mut 
     Ok(())
 }
 
-impl std::fmt::Debug for Function<'_> {
+impl std::fmt::Debug for Function {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Function").field("name", &self.name()).finish()
+        f.debug_struct("Function").field("name", &self.name()).field("active", &self.active).finish()
     }
 }

@@ -79,7 +79,7 @@ pub fn decode_args(func: &str, sig: &Signature, json: &Json) -> Result<Vec<Value
 /// a value of the parameter's type with `f64` elements and the shape of
 /// the argument. Entries for inactive leaves or leaves without `f64`
 /// elements are ignored (write `null`). Returns one entry per IR leaf, as
-/// [`crate::Function::jvp_values`] takes them.
+/// [`crate::Function::jvp`] takes them (as [`crate::Arg::Value`]).
 pub fn decode_tangents(
     func: &str,
     sig: &Signature,

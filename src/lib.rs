@@ -1,19 +1,27 @@
 //! arrayad: a compiler for a small first-order array language with forward
 //! and reverse automatic differentiation.
 //!
-//! This crate is the Rust host API (LANGUAGE.md section 9) and the `arrayad`
-//! command line (section 7). Compile source text in process with
-//! [`Module::compile`] (Cranelift JIT by default, or the reference
-//! interpreter with [`Options`]), look a definition up with
-//! [`Module::function`], and call its primal ([`Function::call`]), forward
-//! mode ([`Function::jvp`]), reverse mode ([`Function::vjp`]), gradient
-//! ([`Function::grad`]) or dense Jacobian ([`Function::jacobian`]) on
-//! borrowed data ([`Arg`]). Every call returns a `Result`; nothing needs
-//! `unsafe`. A [`Module`] is `Send + Sync`.
+//! This crate is the Rust host API (LANGUAGE.md section 9) and, with the
+//! default feature `cli`, the `arrayad` command line (section 7); a library
+//! user takes `arrayad = { version = "0.1", default-features = false }` and
+//! compiles neither clap nor serde_json. Compile source text in process
+//! with [`Module::compile`] (Cranelift JIT by default; LLVM with the `llvm`
+//! feature, or the reference interpreter, with [`Options`]) or a file with
+//! [`Module::from_file`], look a definition up with [`Module::function`]
+//! (an owned handle: keep it, clone it, send it to other threads), and call
+//! its primal ([`Function::call`]), forward mode ([`Function::jvp`]),
+//! reverse mode ([`Function::vjp`]), gradient ([`Function::grad`]), dense
+//! Jacobian ([`Function::jacobian`]) or Hessian-vector product
+//! ([`Function::hvp`]) on borrowed data ([`Arg`]: arrays are read where
+//! they are, never copied). The `_into` calls ([`Function::grad_into`],
+//! [`Function::vjp_into`], [`Function::call_into`]) write into the caller's
+//! buffers. Every call returns a `Result`; nothing needs `unsafe`.
 //!
 //! Arguments and results are the *leaves* of the source types, flattened
 //! left to right: a tuple parameter takes one [`Arg`] per component, a
 //! tuple result gives one [`Value`] per component (as in the C ABI).
+//! Derivatives with respect to the arguments are [`ParamValues`], by
+//! position or by parameter name.
 //!
 //! ```
 //! use arrayad::{Arg, ErrorKind, Module, Value};
@@ -35,13 +43,21 @@
 //! let expected = 0.5 - 2.0 + 6.0 + 1f64.exp();
 //! assert!((value[0].as_f64().unwrap() - expected).abs() < 1e-12);
 //!
-//! // The gradient: one entry per argument (None where not differentiated).
-//! let (v, grad) = f.grad(&args)?;
-//! assert!((v - expected).abs() < 1e-12);
-//! let dx = grad[0].as_ref().and_then(Value::f64_elements).unwrap();
-//! let dw = grad[1].as_ref().and_then(Value::f64_elements).unwrap();
+//! // The gradient, by parameter name.
+//! let g = f.grad(&args)?;
+//! assert!((g.value - expected).abs() < 1e-12);
+//! let dx = g.gradient.f64s("x").unwrap();
 //! assert!((dx[0] - (0.5 + 1f64.exp())).abs() < 1e-12 && dx[1] == -1.0 && dx[2] == 2.0);
-//! assert_eq!(dw, &x[..]);
+//! assert_eq!(g.gradient.f64s("w"), Some(&x[..]));
+//!
+//! // The same into buffers of our own (no allocation for the results).
+//! let (mut dx, mut dw) = ([0.0; 3], [0.0; 3]);
+//! let v = f.grad_into(&args, &mut [&mut dx, &mut dw])?;
+//! assert_eq!((v, dw), (g.value, x));
+//!
+//! // Only w differentiated: another handle, compiled on first use.
+//! let fw = f.with_wrt(&["w"])?;
+//! assert!(fw.grad(&args)?.gradient.get("x").is_none());
 //!
 //! // Forward mode: the derivative in direction (tx, 0).
 //! let tx = [0.0, 1.0, 0.0];
@@ -53,7 +69,7 @@
 //! let sargs = [Arg::F64(2.0), Arg::Vector(&x)];
 //! let ct = [1.0, 1.0, 1.0];
 //! let vjp = scale.vjp(&sargs, &[Some(Arg::Vector(&ct))])?;
-//! assert_eq!(vjp.cotangent[0], Some(Value::F64(6.0))); // d/da sum(a * v) = sum(v)
+//! assert_eq!(vjp.cotangent.f64s("a"), Some(&[6.0][..])); // d/da sum(a * v) = sum(v)
 //! let jac = scale.jacobian(&sargs)?;
 //! assert_eq!((jac.rows, jac.cols), (3, 4)); // 3 results; a and 3 elements of v
 //! assert_eq!(jac.row(1), &[2.0, 0.0, 2.0, 0.0]);
@@ -65,16 +81,25 @@
 //! # Ok::<(), arrayad::Error>(())
 //! ```
 //!
-//! To differentiate only some parameters, or to run on the interpreter:
+//! To differentiate only some parameters by default, or to run on the
+//! interpreter:
 //!
 //! ```
 //! use arrayad::{Arg, Backend, Module, Options};
 //! let opts = Options::backend(Backend::Interp).with_wrt(&["w"]);
 //! let m = Module::compile_with("w.arr", "def f(x: [n]f64, w: [n]f64) -> f64 = dot(x, w)", opts)?;
-//! let (_, grad) = m.function("f")?.grad(&[Arg::Vector(&[1.0, 2.0]), Arg::Vector(&[3.0, 4.0])])?;
-//! assert!(grad[0].is_none());
-//! assert_eq!(grad[1].as_ref().unwrap().f64_elements(), Some(&[1.0, 2.0][..]));
+//! let g = m.function("f")?.grad(&[Arg::Vector(&[1.0, 2.0]), Arg::Vector(&[3.0, 4.0])])?;
+//! assert!(g.gradient[0].is_none());
+//! assert_eq!(g.gradient.f64s("w"), Some(&[1.0, 2.0][..]));
 //! # Ok::<(), arrayad::Error>(())
+//! ```
+//!
+//! Compile errors carry their diagnostics:
+//!
+//! ```
+//! let e = arrayad::Module::compile("bad.arr", "def f(x: f64) -> f64 = y").unwrap_err();
+//! let arrayad::Error::Compile(d) = &e else { panic!("{e}") };
+//! assert_eq!(d.entries()[0], ("unknown variable `y`".to_string(), 1, 24));
 //! ```
 
 #![warn(missing_docs)]
@@ -83,15 +108,22 @@ mod arg;
 mod engine;
 mod error;
 mod function;
+#[cfg(feature = "json")]
 pub mod json;
 mod module;
+#[cfg(feature = "ndarray")]
+mod ndarray_support;
+mod results;
 mod shapes;
 
-pub use arg::Arg;
+pub use arg::{Arg, Out};
 pub use engine::Backend;
-pub use error::Error;
-pub use function::{Entry, Function, Hvp, Jacobian, Jvp, Vjp};
+pub use error::{Diagnostics, Error};
+pub use function::{Entry, Function, Grad, Hvp, Jacobian, Jvp, Vjp};
 pub use module::{Module, Options};
+#[cfg(feature = "ndarray")]
+pub use ndarray_support::{ndarray_view, Element};
+pub use results::ParamValues;
 
 pub use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Signature, SrcDim, SrcType, Value};
 

@@ -5,7 +5,9 @@ use crate::error::Error;
 use crate::function::Function;
 use arrayad_codegen::TargetOptions;
 use arrayad_ir::{FuncId, Program};
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// How [`Module::compile_with`] compiles a source file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -21,11 +23,11 @@ pub struct Options {
     /// loop of n iterations, one more run of its body; see
     /// [`arrayad_ad::AdOptions`]).
     pub checkpoint: bool,
-    /// The parameters to differentiate (LANGUAGE.md section 6, `--wrt`):
-    /// `None` differentiates every parameter with `f64` parts; otherwise
-    /// only parameters of these names are active, in every definition. A
-    /// name that matches no parameter of any definition is an
-    /// [`Error::Usage`].
+    /// The parameters a [`Function`] differentiates unless told otherwise
+    /// ([`Function::with_wrt`]; LANGUAGE.md section 6, `--wrt`): `None`
+    /// differentiates every parameter with `f64` parts; otherwise only
+    /// parameters of these names are active, in every definition. A name
+    /// that matches no parameter of any definition is an [`Error::Usage`].
     pub wrt: Option<Vec<String>>,
     /// The most bytes of arena and tape memory one call of compiled code
     /// may hold; a call that would need more fails with
@@ -55,46 +57,78 @@ impl Options {
         self
     }
 
-    /// These options with the active parameters set to `names`.
+    /// These options with the default active parameters set to `names`.
     pub fn with_wrt<S: AsRef<str>>(mut self, names: &[S]) -> Options {
         self.wrt = Some(names.iter().map(|s| s.as_ref().to_string()).collect());
         self
     }
+
+    /// These options with checkpointing of counted loops on or off
+    /// ([`Options::checkpoint`]).
+    pub fn with_checkpoint(mut self, on: bool) -> Options {
+        self.checkpoint = on;
+        self
+    }
 }
 
-/// A compiled source file: every definition with its primal, jvp and vjp
-/// (and the many-row vjp of its Jacobian).
+/// A compiled source file: every definition with its primal and, compiled
+/// on first use, its derivatives.
 ///
 /// The code of each definition is generated on first use (the AD
-/// transformation and the Cranelift compilation run once per definition
-/// and kind, then the machine code is reused by every call);
-/// [`Module::precompile`] does all of it up front. A `Module` is
-/// `Send + Sync`: share it between threads with `&` or `Arc`; calls do not
-/// share mutable state.
+/// transformation and the compilation run once per definition, kind of
+/// code and set of differentiated parameters, then the machine code is
+/// reused by every call); [`Module::precompile`] does all of it up front,
+/// [`Function::precompile`] one entry point. A `Module` is a cheap handle
+/// (`Arc` inside): clone it, keep it, send it to other threads
+/// (`Send + Sync`); calls share no mutable state.
+#[derive(Clone)]
 pub struct Module {
-    pub(crate) program: Arc<Program>,
-    pub(crate) options: Options,
-    pub(crate) defs: Vec<Def>,
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// What a [`Module`] holds.
+pub(crate) struct Inner {
+    pub program: Arc<Program>,
+    pub options: Options,
+    pub defs: Vec<Def>,
 }
 
 /// One definition of a module and its lazily built code.
 pub(crate) struct Def {
     /// Its id in the program.
     pub id: FuncId,
-    /// Which IR params (flattened leaves) are differentiated.
-    pub active: Vec<bool>,
+    /// Which IR params (flattened leaves) are differentiated by default
+    /// ([`Options::wrt`]).
+    pub default_active: Arc<[bool]>,
+    /// How its arguments are checked ([`crate::shapes::ArgPlan`]).
+    pub plan: crate::shapes::ArgPlan,
+    /// The names of its argument leaves ([`Function::arg_names`]).
+    pub arg_names: Arc<[String]>,
+    /// The prepared primal (its size checked first), shared by every
+    /// active set.
+    pub primal: OnceLock<Result<arrayad_ir::Function, Error>>,
+    /// The primal's code.
+    pub primal_code: OnceLock<Result<Engine, Error>>,
+    /// The derivatives for the default active set.
+    pub default: Derived,
+    /// The derivatives for other active sets ([`Function::with_wrt`]).
+    pub others: Mutex<HashMap<Arc<[bool]>, Arc<Derived>>>,
+}
+
+/// The derivatives of a definition for one set of active parameters.
+#[derive(Default)]
+pub(crate) struct Derived {
     /// The IR of the primal, jvp, vjp and many-row vjp, from one run of the
     /// pipeline on first use of any derivative.
-    pub derived: OnceLock<Result<arrayad_ad::Derivatives, Error>>,
-    /// The primal IR alone, while no derivative has been asked for.
-    pub primal: OnceLock<Result<arrayad_ir::Function, Error>>,
+    pub all: OnceLock<Result<arrayad_ad::Derivatives, Error>>,
     /// The jvp, vjp or many-row vjp alone (indexed by
-    /// [`arrayad_ad::Which`]), when asked for before `derived` (a gradient
-    /// needs no jvp and no many-row vjp).
+    /// [`arrayad_ad::Which`]), when asked for before `all` (a gradient needs
+    /// no jvp and no many-row vjp).
     pub one: [OnceLock<Result<arrayad_ir::Function, Error>>; 3],
-    /// The primal, jvp, vjp and many-row vjp code, indexed by [`Kind`].
+    /// The jvp, vjp, many-row vjp and Hessian-vector product code, indexed
+    /// by [`Kind`] (the primal's slot unused: see [`Def::primal_code`]).
     pub code: [OnceLock<Result<Engine, Error>>; 5],
-    /// The Hessian-vector product IR, from `derived` on first use.
+    /// The Hessian-vector product IR, from `all` on first use.
     pub hvp: OnceLock<Result<arrayad_ir::Function, Error>>,
 }
 
@@ -103,18 +137,48 @@ impl Module {
     /// in messages) for the Cranelift JIT with every parameter with `f64`
     /// parts differentiated.
     ///
-    /// Errors: [`Error::Compile`] with rendered diagnostics.
+    /// Errors: [`Error::Compile`] with the diagnostics.
     pub fn compile(file_name: &str, source: &str) -> Result<Module, Error> {
         Module::compile_with(file_name, source, Options::default())
     }
 
     /// Compiles `source` with `options`.
     ///
-    /// Errors: [`Error::Compile`] with rendered diagnostics;
-    /// [`Error::Usage`] for a `wrt` name that matches no parameter.
+    /// Errors: [`Error::Compile`] with the diagnostics; [`Error::Usage`]
+    /// for a `wrt` name that matches no parameter.
     pub fn compile_with(file_name: &str, source: &str, options: Options) -> Result<Module, Error> {
-        let program = guard(|| Ok(arrayad_frontend::compile(file_name, source)?))?;
+        let program = guard(|| arrayad_frontend::compile(file_name, source).map_err(Error::from))?;
         Module::from_program(program, options)
+    }
+
+    /// Reads and compiles the `.arr` file at `path` (named as given in
+    /// messages) with the default options.
+    ///
+    /// Errors: as [`Module::from_file_with`].
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Module, Error> {
+        Module::from_file_with(path, Options::default())
+    }
+
+    /// Reads and compiles the `.arr` file at `path` (named as given in
+    /// messages) with `options`.
+    ///
+    /// Errors: [`Error::Io`] when the file cannot be read (a file that is
+    /// not UTF-8 is a compile error at its first bad byte); otherwise as
+    /// [`Module::compile_with`].
+    pub fn from_file_with(path: impl AsRef<Path>, options: Options) -> Result<Module, Error> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("cannot read {name}: {e}")))?;
+        match String::from_utf8(bytes) {
+            Ok(source) => Module::compile_with(&name, &source, options),
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                let source = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                let d =
+                    arrayad_frontend::Diagnostics::single(&name, &source, at..at + 1, "the file is not valid UTF-8");
+                Err(Error::from(d))
+            }
+        }
     }
 
     /// Wraps an already compiled program.
@@ -140,155 +204,115 @@ impl Module {
                 let active = arrayad_ad::active_leaves(&program.func(id).signature, options.wrt.as_deref());
                 Def {
                     id,
-                    active,
-                    derived: OnceLock::new(),
+                    plan: crate::shapes::ArgPlan::new(&program.func(id).signature),
+                    arg_names: crate::shapes::param_leaves(&program.func(id).signature)
+                        .into_iter()
+                        .map(|l| l.name)
+                        .collect(),
+                    default_active: active.into(),
                     primal: OnceLock::new(),
-                    one: Default::default(),
-                    code: Default::default(),
-                    hvp: OnceLock::new(),
+                    primal_code: OnceLock::new(),
+                    default: Derived::default(),
+                    others: Mutex::new(HashMap::new()),
                 }
             })
             .collect();
-        Ok(Module { program: Arc::new(program), options, defs })
+        Ok(Module { inner: Arc::new(Inner { program: Arc::new(program), options, defs }) })
     }
 
-    /// The definition called `name`.
+    /// The definition called `name`, differentiating the module's default
+    /// active parameters ([`Options::wrt`]).
     ///
     /// Errors: [`Error::Usage`] naming the definitions there are.
-    pub fn function(&self, name: &str) -> Result<Function<'_>, Error> {
-        match self.program.find(name) {
-            Some(id) => Ok(Function { module: self, index: id.0 as usize }),
+    pub fn function(&self, name: &str) -> Result<Function, Error> {
+        match self.inner.program.find(name) {
+            Some(id) => Ok(self.function_at(id.0 as usize)),
             None => {
                 let names: Vec<&str> =
-                    self.program.definitions().map(|id| self.program.func(id).name.as_str()).collect();
+                    self.inner.program.definitions().map(|id| self.inner.program.func(id).name.as_str()).collect();
                 Err(Error::Usage(format!(
                     "no definition `{name}` in {} (it defines: {})",
-                    self.program.file,
+                    self.inner.program.file,
                     if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
                 )))
             }
         }
     }
 
+    fn function_at(&self, index: usize) -> Function {
+        Function { module: self.clone(), index, active: self.inner.defs[index].default_active.clone() }
+    }
+
     /// Every definition, in source order.
-    pub fn functions(&self) -> impl Iterator<Item = Function<'_>> {
-        self.program.definitions().map(move |id| Function { module: self, index: id.0 as usize })
+    pub fn functions(&self) -> impl Iterator<Item = Function> + '_ {
+        self.inner.program.definitions().map(move |id| self.function_at(id.0 as usize))
     }
 
     /// The compiled program (IR), e.g. to print it.
     pub fn program(&self) -> &Program {
-        &self.program
+        &self.inner.program
     }
 
     /// The options the module was compiled with.
     pub fn options(&self) -> &Options {
-        &self.options
+        &self.inner.options
     }
 
     /// Differentiates and compiles the primal, jvp, vjp and many-row vjp
-    /// (for [`Function::jacobian`]) of every definition now instead of at
-    /// their first call.
+    /// (for [`Function::jacobian`]) of every definition now, for the default
+    /// active parameters, instead of at their first call.
     ///
     /// Errors: the first failure ([`Error::Internal`] for a bug of the AD
     /// or of code generation).
     pub fn precompile(&self) -> Result<(), Error> {
-        for index in 0..self.defs.len() {
+        for f in self.functions() {
             // Every derivative from one run of the pipeline.
-            self.derived(index)?;
+            f.derived()?;
             for kind in Kind::ALL.into_iter().filter(|k| *k != Kind::Hvp) {
-                self.engine(index, kind)?;
+                f.engine(kind)?;
             }
         }
         Ok(())
     }
 
-    /// The code of `kind` of definition `index`, built on first use.
-    pub(crate) fn engine(&self, index: usize, kind: Kind) -> Result<&Engine, Error> {
-        let def = &self.defs[index];
-        def.code[kind as usize]
-            .get_or_init(|| {
-                crate::engine::compiling(|| {
-                    let ir = self.ir(index, kind)?;
-                    Engine::build(&self.program, def.id, ir, &self.options)
-                })
-            })
-            .as_ref()
-            .map_err(|e| e.clone())
+    pub(crate) fn ad_options(&self) -> arrayad_ad::AdOptions {
+        arrayad_ad::AdOptions { checkpoint: self.inner.options.checkpoint }
     }
+}
 
-    /// The prepared primal of definition `index` (its size checked first).
-    fn prepared(&self, index: usize) -> Result<&arrayad_ir::Function, Error> {
-        let def = &self.defs[index];
-        let p = def.primal.get_or_init(|| {
-            guard(|| {
-                arrayad_ad::check_size(&self.program, def.id)?;
-                Ok(arrayad_ad::prepare(&self.program, def.id))
-            })
-        });
-        p.as_ref().map_err(|e| e.clone())
+impl Def {
+    /// The derivatives of the active set `active` (created on first use).
+    pub(crate) fn derived_for(&self, active: &Arc<[bool]>) -> Arc<Derived> {
+        // A poisoned lock only means another thread panicked while
+        // inserting; the map is still consistent.
+        let mut others = self.others.lock().unwrap_or_else(|p| p.into_inner());
+        others.entry(active.clone()).or_default().clone()
     }
+}
 
-    /// Every derivative of definition `index`, from one run of the
-    /// pipeline.
-    fn derived(&self, index: usize) -> Result<&arrayad_ad::Derivatives, Error> {
-        let def = &self.defs[index];
-        let d = def.derived.get_or_init(|| match def.primal.get() {
-            Some(Ok(p)) => guard(|| Ok(arrayad_ad::derive_prepared(p.clone(), &def.active, self.ad_options())?)),
-            _ => derive(&self.program, def.id, &def.active, self.ad_options()),
-        });
-        d.as_ref().map_err(|e| e.clone())
-    }
-
-    fn ad_options(&self) -> arrayad_ad::AdOptions {
-        arrayad_ad::AdOptions { checkpoint: self.options.checkpoint }
-    }
-
-    /// The IR of `kind` of definition `index` (`None`: the primal on the
-    /// interpreter, which runs the program as written). The primal alone
-    /// is only prepared; any derivative runs the whole pipeline once.
-    fn ir(&self, index: usize, kind: Kind) -> Result<Option<&arrayad_ir::Function>, Error> {
-        let def = &self.defs[index];
-        if kind == Kind::Primal {
-            if self.options.backend == Backend::Interp {
-                return Ok(None);
-            }
-            if let Some(Ok(d)) = def.derived.get() {
-                return Ok(Some(&d.primal));
-            }
-            return self.prepared(index).map(Some);
-        }
-        let which = match kind {
-            Kind::Jvp => Some(arrayad_ad::Which::Jvp),
-            Kind::Vjp => Some(arrayad_ad::Which::Vjp),
-            Kind::VjpRows => Some(arrayad_ad::Which::VjpRows),
-            _ => None,
-        };
-        if let (Some(which), None) = (which, def.derived.get()) {
-            // One derivative alone, from the prepared primal.
-            let one = def.one[which as usize].get_or_init(|| {
-                let p = self.prepared(index)?;
-                guard(|| Ok(arrayad_ad::derive_one(p, &def.active, self.ad_options(), which)?))
-            });
-            return one.as_ref().map(Some).map_err(|e| e.clone());
-        }
-        let d = self.derived(index)?;
-        match kind.of(d) {
-            Some(f) => Ok(Some(f)),
-            None => {
-                let h = def.hvp.get_or_init(|| guard(|| Ok(arrayad_ad::hvp(d, &def.active)?)));
-                h.as_ref().map(Some).map_err(|e| e.clone())
-            }
-        }
+/// Every IR function of definition `id` with the IR params marked in
+/// `active` differentiated, from its prepared primal when there is one.
+pub(crate) fn derive_all(
+    program: &Program,
+    def: &Def,
+    primal: Option<&arrayad_ir::Function>,
+    active: &[bool],
+    opts: arrayad_ad::AdOptions,
+) -> Result<arrayad_ad::Derivatives, Error> {
+    match primal {
+        Some(p) => guard(|| Ok(arrayad_ad::derive_prepared(p.clone(), active, opts)?)),
+        None => derive(program, def.id, active, opts),
     }
 }
 
 impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.program.definitions().map(|id| self.program.func(id).name.as_str()).collect();
+        let p = &self.inner.program;
+        let names: Vec<&str> = p.definitions().map(|id| p.func(id).name.as_str()).collect();
         f.debug_struct("Module")
-            .field("file", &self.program.file)
+            .field("file", &p.file)
             .field("functions", &names)
-            .field("options", &self.options)
+            .field("options", &self.inner.options)
             .finish()
     }
 }

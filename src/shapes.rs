@@ -3,6 +3,7 @@
 //! that tangents and cotangents must have.
 
 use crate::error::Error;
+use arrayad_codegen::ArgRef;
 use arrayad_ir::{ErrorKind, Loc, RuntimeError, Scalar, Signature, SrcDim, SrcType, Type, Value};
 
 /// One leaf of a source parameter (or of the result): its display name and
@@ -47,21 +48,24 @@ pub(crate) fn leaf_type(ty: &SrcType) -> Type {
     }
 }
 
-/// A short description of a value's type for messages: `an f64`,
+/// A short description of an argument's type for messages: `an f64`,
 /// `a [2][3]f64 array`.
-pub(crate) fn describe_value(v: &Value) -> String {
-    match v {
-        Value::F64(_) => "an f64".into(),
-        Value::I64(_) => "an i64".into(),
-        Value::Bool(_) => "a bool".into(),
-        Value::Array(a) => {
-            let dims: String = a.shape.iter().map(|d| format!("[{d}]")).collect();
-            format!("a {dims}{} array", a.data.elem())
+pub(crate) fn describe_arg(v: &ArgRef<'_>) -> String {
+    let t = v.ty();
+    if t.is_scalar() {
+        match t.elem {
+            Scalar::F64 => "an f64".into(),
+            Scalar::I64 => "an i64".into(),
+            Scalar::Bool => "a bool".into(),
         }
+    } else {
+        let dims: String = v.shape().iter().map(|d| format!("[{d}]")).collect();
+        format!("a {dims}{} array", t.elem)
     }
 }
 
 /// The shape of a value (`[]` for a scalar).
+#[cfg(feature = "json")]
 pub(crate) fn shape_of(v: &Value) -> &[usize] {
     match v {
         Value::Array(a) => &a.shape,
@@ -125,7 +129,7 @@ impl Site<'_> {
 /// [`Error::InvalidArgument`]; an extent that differs from a literal
 /// dimension or from another extent bound to the same size variable is a
 /// run-time [`ErrorKind::SizeMismatch`] at the definition's location.
-pub(crate) fn check_args(site: Site<'_>, sig: &Signature, args: &[Value]) -> Result<Sizes, Error> {
+pub(crate) fn check_args(site: Site<'_>, sig: &Signature, args: &[ArgRef<'_>]) -> Result<Sizes, Error> {
     let leaves = param_leaves(sig);
     if args.len() != leaves.len() {
         let expected: Vec<String> = leaves.iter().map(|l| format!("{}: {}", l.name, l.ty)).collect();
@@ -151,11 +155,22 @@ pub(crate) fn check_args(site: Site<'_>, sig: &Signature, args: &[Value]) -> Res
                 leaf.name,
                 site.func,
                 describe_type(leaf.ty),
-                describe_value(arg)
+                describe_arg(arg)
             )));
         }
         let SrcType::Array { dims, .. } = leaf.ty else { continue };
-        let shape = shape_of(arg);
+        let shape = arg.shape();
+        let count = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        if count != Some(arg_len(arg)) {
+            return Err(Error::InvalidArgument(format!(
+                "argument `{}` of `{}`: the array has {} elements but its shape {:?} needs {}",
+                leaf.name,
+                site.func,
+                arg_len(arg),
+                shape,
+                count.map_or_else(|| "more than fit in memory".to_string(), |c| c.to_string())
+            )));
+        }
         for (axis, (dim, &extent)) in dims.iter().zip(shape).enumerate() {
             match dim {
                 SrcDim::Lit(n) => {
@@ -207,6 +222,97 @@ pub(crate) fn check_args(site: Site<'_>, sig: &Signature, args: &[Value]) -> Res
     Ok(sizes)
 }
 
+/// How the arguments of one signature are checked, worked out once per
+/// definition so that a call checks them without allocating: per argument
+/// leaf its type and, per axis, whether it binds a size variable, must
+/// equal one bound before or a literal; size expressions are checked last.
+/// [`ArgPlan::accepts`] only answers yes or no: on no, [`check_args`] says
+/// why.
+pub(crate) struct ArgPlan {
+    leaves: Vec<(Type, Vec<Axis>)>,
+    /// The size variables, in binding order (for size expressions).
+    names: Vec<String>,
+    /// `(leaf, axis, expression)` of each dimension that is an expression.
+    exprs: Vec<(usize, usize, arrayad_ir::SizeExpr)>,
+}
+
+/// The check of one axis of an argument.
+#[derive(Clone, Copy)]
+enum Axis {
+    /// Binds size variable k.
+    Bind(usize),
+    /// Equals size variable k.
+    Same(usize),
+    /// Equals a literal.
+    Lit(usize),
+    /// Checked by a size expression ([`ArgPlan::exprs`]).
+    Expr,
+}
+
+impl ArgPlan {
+    pub(crate) fn new(sig: &Signature) -> ArgPlan {
+        let mut names: Vec<String> = Vec::new();
+        let mut exprs = Vec::new();
+        let mut leaves = Vec::new();
+        for (k, leaf) in param_leaves(sig).iter().enumerate() {
+            let mut axes = Vec::new();
+            if let SrcType::Array { dims, .. } = leaf.ty {
+                for (axis, d) in dims.iter().enumerate() {
+                    axes.push(match d {
+                        SrcDim::Lit(n) => usize::try_from(*n).map_or(Axis::Lit(usize::MAX), Axis::Lit),
+                        SrcDim::Var(v) => match names.iter().position(|n| n == v) {
+                            Some(i) => Axis::Same(i),
+                            None => {
+                                names.push(v.clone());
+                                Axis::Bind(names.len() - 1)
+                            }
+                        },
+                        SrcDim::Expr(e) => {
+                            exprs.push((k, axis, e.clone()));
+                            Axis::Expr
+                        }
+                    });
+                }
+            }
+            leaves.push((leaf_type(leaf.ty), axes));
+        }
+        ArgPlan { leaves, names, exprs }
+    }
+
+    /// True when `args` pass every check of [`check_args`].
+    pub(crate) fn accepts(&self, args: &[ArgRef<'_>]) -> bool {
+        if args.len() != self.leaves.len() {
+            return false;
+        }
+        let mut sizes: smallvec::SmallVec<[usize; 8]> = smallvec::smallvec![0; self.names.len()];
+        for (arg, (ty, axes)) in args.iter().zip(&self.leaves) {
+            if arg.ty() != *ty {
+                return false;
+            }
+            let shape = arg.shape();
+            if ty.is_array() {
+                let count = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+                if count != Some(arg_len(arg)) {
+                    return false;
+                }
+            }
+            for (axis, &extent) in axes.iter().zip(shape) {
+                match *axis {
+                    Axis::Bind(k) => sizes[k] = extent,
+                    Axis::Same(k) if sizes[k] != extent => return false,
+                    Axis::Lit(n) if n != extent => return false,
+                    Axis::Same(_) | Axis::Lit(_) | Axis::Expr => {}
+                }
+            }
+        }
+        self.exprs.iter().all(|(leaf, axis, e)| {
+            let lookup = |v: &str| self.names.iter().position(|n| n == v).and_then(|k| i64::try_from(sizes[k]).ok());
+            let extent = args[*leaf].shape().get(*axis).copied();
+            matches!(e.eval(&lookup), Ok(x) if usize::try_from(x).ok() == extent)
+        })
+    }
+}
+
 /// `an f64`, `a [n][3]f64 array`.
 pub(crate) fn describe_type(ty: &SrcType) -> String {
     match ty {
@@ -218,19 +324,31 @@ pub(crate) fn describe_type(ty: &SrcType) -> String {
     }
 }
 
+/// The number of elements of an argument (1 for a scalar).
+pub(crate) fn arg_len(a: &ArgRef<'_>) -> usize {
+    match a {
+        ArgRef::F64(_) | ArgRef::I64(_) | ArgRef::Bool(_) => 1,
+        ArgRef::F64s { data, .. } => data.len(),
+        ArgRef::I64s { data, .. } => data.len(),
+        ArgRef::Bools { data, .. } => data.len(),
+    }
+}
+
 /// Checks a tangent or cotangent `v` (described by `what`) against the
 /// shape `shape` it must have (`[]`: an f64 scalar). Mismatches are
 /// [`Error::InvalidArgument`].
-pub(crate) fn check_f64_like(what: &str, v: &Value, shape: &[usize]) -> Result<(), Error> {
+pub(crate) fn check_f64_like(what: &str, v: &ArgRef<'_>, shape: &[usize]) -> Result<(), Error> {
     let ok = match v {
-        Value::F64(_) => shape.is_empty(),
-        Value::Array(a) => a.data.elem() == Scalar::F64 && a.shape == shape,
+        ArgRef::F64(_) => shape.is_empty(),
+        ArgRef::F64s { data, shape: s } => {
+            *s == shape && s.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) == Some(data.len())
+        }
         _ => false,
     };
     if ok {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(format!("{what} must be {}, got {}", describe_f64_shape(shape), describe_value(v))))
+        Err(Error::InvalidArgument(format!("{what} must be {}, got {}", describe_f64_shape(shape), describe_arg(v))))
     }
 }
 
@@ -259,6 +377,11 @@ mod tests {
     use super::*;
     use arrayad_ir::{ArrayValue, SrcParam};
 
+    fn check(site: Site<'_>, sig: &Signature, vals: &[Value]) -> Result<Sizes, Error> {
+        let refs: Vec<ArgRef<'_>> = vals.iter().map(ArgRef::of).collect();
+        check_args(site, sig, &refs)
+    }
+
     fn arr(shape: &[usize]) -> Value {
         zeros(shape)
     }
@@ -284,33 +407,33 @@ mod tests {
 
     #[test]
     fn binds_and_checks_sizes() {
-        let s = check_args(SITE, &sig(), &[arr(&[3]), Value::I64(1), arr(&[3, 2])]).unwrap();
+        let s = check(SITE, &sig(), &[arr(&[3]), Value::I64(1), arr(&[3, 2])]).unwrap();
         assert_eq!(s.get("n"), Some(3));
-        let e = check_args(SITE, &sig(), &[arr(&[3]), Value::I64(1), arr(&[4, 2])]).unwrap_err();
+        let e = check(SITE, &sig(), &[arr(&[3]), Value::I64(1), arr(&[4, 2])]).unwrap_err();
         assert_eq!(e.runtime_kind(), Some(ErrorKind::SizeMismatch));
         let msg = e.to_string();
         assert!(msg.starts_with("t.arr:1:1: size mismatch"), "{msg}");
         assert!(msg.contains("`x`") && msg.contains("`p.1`"), "{msg}");
-        let e = check_args(SITE, &sig(), &[arr(&[3]), Value::I64(1), arr(&[3, 3])]).unwrap_err();
+        let e = check(SITE, &sig(), &[arr(&[3]), Value::I64(1), arr(&[3, 3])]).unwrap_err();
         assert_eq!(e.runtime_kind(), Some(ErrorKind::SizeMismatch));
     }
 
     #[test]
     fn rejects_wrong_count_and_types() {
-        let e = check_args(SITE, &sig(), &[arr(&[3])]).unwrap_err();
+        let e = check(SITE, &sig(), &[arr(&[3])]).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-        let e = check_args(SITE, &sig(), &[arr(&[3]), Value::F64(1.0), arr(&[3, 2])]).unwrap_err();
+        let e = check(SITE, &sig(), &[arr(&[3]), Value::F64(1.0), arr(&[3, 2])]).unwrap_err();
         assert!(e.to_string().contains("`p.0`"), "{e}");
         let ints = Value::Array(ArrayValue { shape: vec![3], data: arrayad_ir::ArrayData::I64(vec![0; 3]) });
-        let e = check_args(SITE, &sig(), &[ints, Value::I64(1), arr(&[3, 2])]).unwrap_err();
+        let e = check(SITE, &sig(), &[ints, Value::I64(1), arr(&[3, 2])]).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     }
 
     #[test]
     fn tangent_shapes() {
-        assert!(check_f64_like("t", &arr(&[2]), &[2]).is_ok());
-        assert!(check_f64_like("t", &arr(&[2]), &[3]).is_err());
-        assert!(check_f64_like("t", &Value::F64(1.0), &[]).is_ok());
-        assert!(check_f64_like("t", &Value::I64(1), &[]).is_err());
+        assert!(check_f64_like("t", &ArgRef::of(&arr(&[2])), &[2]).is_ok());
+        assert!(check_f64_like("t", &ArgRef::of(&arr(&[2])), &[3]).is_err());
+        assert!(check_f64_like("t", &ArgRef::of(&Value::F64(1.0)), &[]).is_ok());
+        assert!(check_f64_like("t", &ArgRef::of(&Value::I64(1)), &[]).is_err());
     }
 }

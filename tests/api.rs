@@ -28,7 +28,7 @@ fn f64s(v: &Option<Value>) -> Vec<f64> {
 fn module_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Module>();
-    assert_send_sync::<arrayad::Function<'static>>();
+    assert_send_sync::<arrayad::Function>();
     assert_send_sync::<Error>();
 }
 
@@ -52,7 +52,8 @@ fn calls_with_every_argument_type() {
         let p1 = [10.0, 20.0];
         let args = [Arg::F64(0.5), Arg::Vector(&p1), Arg::I64Array { data: &ks, shape: &[3] }];
         assert_eq!(tup.call(&args).unwrap(), vec![Value::F64(16.0)]);
-        let (v, g) = tup.grad(&args).unwrap();
+        let gr = tup.grad(&args).unwrap();
+        let (v, g) = (gr.value, gr.gradient);
         assert_eq!(v, 16.0);
         assert_eq!(g[0], Some(Value::F64(20.0)));
         assert_eq!(f64s(&g[1]), [0.0, 0.5]);
@@ -105,7 +106,8 @@ fn wrt_restricts_the_active_parameters() {
     let f = m.function("f").unwrap();
     assert_eq!(f.active(), [false, true]);
     let x = [1.0, 2.0];
-    let (_, g) = f.grad(&[Arg::Vector(&x), Arg::Vector(&[3.0, 4.0])]).unwrap();
+    let gr = f.grad(&[Arg::Vector(&x), Arg::Vector(&[3.0, 4.0])]).unwrap();
+    let (_, g) = (gr.value, gr.gradient);
     assert_eq!(g[0], None);
     assert_eq!(f64s(&g[1]), x);
     // A tangent for an inactive parameter is refused.
@@ -119,7 +121,13 @@ fn wrt_restricts_the_active_parameters() {
 #[test]
 fn errors_are_typed_values() {
     let e = Module::compile("bad.arr", "def f(x: f64) -> f64 =\n  x + true\n").unwrap_err();
-    assert!(matches!(&e, Error::Compile(d) if d.contains("bad.arr:2:3") && d.contains('^')), "{e}");
+    assert!(matches!(&e, Error::Compile(d) if d.render().contains("bad.arr:2:3") && d.render().contains('^')), "{e}");
+    let Error::Compile(d) = &e else { unreachable!() };
+    assert_eq!(d.entries().len(), 1);
+    assert_eq!((d.entries()[0].1, d.entries()[0].2), (2, 3));
+    // The error is a std error with Display.
+    let boxed: Box<dyn std::error::Error> = Box::new(e.clone());
+    assert!(boxed.to_string().contains("bad.arr:2:3"));
     assert_eq!(e.exit_code(), 1);
 
     for m in both() {
@@ -199,4 +207,101 @@ fn jacobian_rows_split_over_the_result_leaves() {
         assert_eq!((jac.rows, jac.cols), (3, 3));
         assert_eq!(jac.data, [0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 2.0, 3.0]);
     }
+}
+
+#[test]
+fn results_by_name_into_buffers_and_per_call_wrt() {
+    for m in both() {
+        let f = m.function("f").unwrap();
+        let (x, w) = ([1.0, 2.0, 3.0], [0.5, -1.0, 2.0]);
+        let args = [Arg::Vector(&x), Arg::Vector(&w)];
+        let g = f.grad(&args).unwrap();
+        assert_eq!(g.gradient.names(), ["x", "w"]);
+        assert_eq!(g.gradient.f64s("w"), Some(&x[..]));
+        assert_eq!(g.gradient.shape("x"), Some(&[3][..]));
+        assert!(g.gradient.get("nope").is_none());
+        // Into buffers: the same numbers.
+        let (mut dx, mut dw) = ([0.0; 3], [0.0; 3]);
+        let v = f.grad_into(&args, &mut [&mut dx, &mut dw]).unwrap();
+        assert_eq!(v, g.value);
+        assert_eq!(Some(&dx[..]), g.gradient.f64s("x"));
+        assert_eq!(dw, x);
+        // Buffers of the wrong count or length are refused.
+        assert!(matches!(f.grad_into(&args, &mut [&mut dx]), Err(Error::InvalidArgument(_))));
+        let mut short = [0.0; 2];
+        assert!(matches!(f.grad_into(&args, &mut [&mut dx, &mut short]), Err(Error::InvalidArgument(_))));
+        // Per call: only w, then only x, from one module.
+        let fw = f.with_wrt(&["w"]).unwrap();
+        assert_eq!(fw.active(), [false, true]);
+        let gw = fw.grad(&args).unwrap();
+        assert!(gw.gradient.get("x").is_none());
+        assert_eq!(gw.gradient.f64s("w"), Some(&x[..]));
+        let mut only = [0.0; 3];
+        fw.grad_into(&args, &mut [&mut only]).unwrap();
+        assert_eq!(only, x);
+        assert!(matches!(f.with_wrt(&["q"]), Err(Error::Usage(_))));
+        // vjp into buffers.
+        let s = m.function("scale").unwrap();
+        let sargs = [Arg::F64(2.0), Arg::Vector(&x)];
+        let (mut out, mut da, mut dv) = ([0.0; 3], [0.0], [0.0; 3]);
+        s.vjp_into(
+            &sargs,
+            &[Some(Arg::Vector(&[1.0, 1.0, 1.0]))],
+            &mut [arrayad::Out::F64s(&mut out)],
+            &mut [&mut da, &mut dv],
+        )
+        .unwrap();
+        assert_eq!((out, da, dv), ([2.0, 4.0, 6.0], [6.0], [2.0; 3]));
+        // call into buffers, of every type.
+        let pick = m.function("pick").unwrap();
+        let data = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let pargs = [
+            Arg::Array { data: &data, shape: &[2, 3] },
+            Arg::BoolArray { data: &[true, false], shape: &[2] },
+            Arg::I64(0),
+        ];
+        let (mut a, mut b) = (0.0, 0i64);
+        pick.call_into(&pargs, &mut [arrayad::Out::F64(&mut a), arrayad::Out::I64(&mut b)]).unwrap();
+        assert_eq!((a, b), (6.0, 6));
+        let e = pick.call_into(&pargs, &mut [arrayad::Out::F64(&mut a), arrayad::Out::F64(&mut 0.0)]).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    }
+}
+
+#[test]
+fn functions_are_owned_handles() {
+    // A handle outlives the Module value it came from and moves to threads.
+    let f = {
+        let m = Module::compile("api.arr", SOURCE).unwrap();
+        m.function("f").unwrap()
+    };
+    let handles: Vec<_> = (0..4)
+        .map(|k| {
+            let f = f.clone();
+            std::thread::spawn(move || {
+                let x = [k as f64, 1.0];
+                f.grad(&[Arg::Vector(&x), Arg::Vector(&[2.0, 3.0])]).unwrap().value
+            })
+        })
+        .collect();
+    for (k, h) in handles.into_iter().enumerate() {
+        let v = h.join().unwrap();
+        assert_eq!(v, 2.0 * k as f64 + 3.0 + (k as f64).exp());
+    }
+}
+
+#[test]
+fn modules_come_from_files() {
+    let dir = std::env::temp_dir().join(format!("arrayad-api-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.arr");
+    std::fs::write(&path, "def f(x: f64) -> f64 = x * 3.0\n").unwrap();
+    let m = Module::from_file(&path).unwrap();
+    assert_eq!(m.function("f").unwrap().call(&[Arg::F64(2.0)]).unwrap(), [Value::F64(6.0)]);
+    std::fs::write(&path, b"def f(x: f64) -> f64 = x\xff\n").unwrap();
+    let e = Module::from_file(&path).unwrap_err();
+    assert!(matches!(&e, Error::Compile(d) if d.render().contains("not valid UTF-8")), "{e}");
+    let e = Module::from_file(dir.join("missing.arr")).unwrap_err();
+    assert!(matches!(e, Error::Io(_)), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

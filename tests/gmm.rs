@@ -85,11 +85,12 @@ fn check_api(module: &Module, label: &str, inp: &GmmInput) {
     assert_eq!(value.len(), 1);
     assert_matches(&format!("{label} objective"), &[value[0].as_f64().expect("an f64 result")], &[objective]);
 
-    let (v, grad) = f.grad(&args).unwrap_or_else(|e| panic!("{label}: gmm grad failed: {e}"));
+    let gr = f.grad(&args).unwrap_or_else(|e| panic!("{label}: gmm grad failed: {e}"));
+    let (v, grad) = (gr.value, gr.gradient);
     assert_matches(&format!("{label} grad value"), &[v], &[ref_value]);
     assert_eq!(grad.len(), 6);
     assert!(grad[3].is_none() && grad[4].is_none() && grad[5].is_none(), "x, gamma, m are not differentiated");
-    let flat: Vec<f64> = grad[..3]
+    let flat: Vec<f64> = grad.as_slice()[..3]
         .iter()
         .flat_map(|g| g.as_ref().and_then(Value::f64_elements).expect("an f64 cotangent").to_vec())
         .collect();

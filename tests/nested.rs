@@ -107,7 +107,8 @@ fn perturbations_of_different_levels_never_mix() {
             assert_eq!(out, vec![Value::F64(1.0)], "{name} on {backend:?}");
         }
         // The gradient of `outer` itself: d/dx (x * 1) = 1 too.
-        let (v, g) = m.function("outer").unwrap().grad(&[Arg::F64(3.0)]).unwrap();
+        let gr = m.function("outer").unwrap().grad(&[Arg::F64(3.0)]).unwrap();
+        let (v, g) = (gr.value, gr.gradient);
         assert_eq!((v, g[0].clone()), (3.0, Some(Value::F64(1.0))));
     }
 }
@@ -269,7 +270,7 @@ fn hessians_of_generated_programs_agree_in_every_nesting() {
             out.iter().flat_map(f64s).collect()
         };
         // The reference: the boundary Hessian (forward over reverse).
-        let h = compiled.function("f").unwrap().hessian_values(&args).unwrap().data;
+        let h = compiled.function("f").unwrap().hessian(&args.iter().map(Arg::Value).collect::<Vec<_>>()).unwrap().data;
         let what = |k: &str| format!("case {case} {k}: {body}");
         for m in [&compiled, &interp] {
             assert_close(&what("fr"), &[pair(m, "fr_x"), pair(m, "fr_y")].concat(), &h, 1e-10);
@@ -281,8 +282,8 @@ fn hessians_of_generated_programs_agree_in_every_nesting() {
         // Finite differences of the compiled gradient.
         let gr = compiled.function("f").unwrap();
         let grad_at = |x: f64, y: f64| -> Vec<f64> {
-            let (_, g) = gr.grad_values(&[Value::F64(x), Value::F64(y)]).unwrap();
-            g.iter().map(|v| f64s(v.as_ref().unwrap())[0]).collect()
+            let g = gr.grad(&[Arg::F64(x), Arg::F64(y)]).unwrap().gradient;
+            g.as_slice().iter().map(|v| f64s(v.as_ref().unwrap())[0]).collect()
         };
         let e = 1e-5;
         let (gxp, gxm, gyp, gym) = (grad_at(x + e, y), grad_at(x - e, y), grad_at(x, y + e), grad_at(x, y - e));
@@ -401,7 +402,8 @@ fn ba_jacobian_blocks_in_one_call_equal_the_per_observation_jacobians() {
         assert_eq!(all.len(), p * 3 * 15);
         let obs = m.function("ba_obs").unwrap();
         for i in 0..p {
-            let j = obs.jacobian_values(&[arr(&cams[i]), arr(&xs[i]), Value::F64(ws[i]), arr(&feats[i])]).unwrap();
+            let jargs = [arr(&cams[i]), arr(&xs[i]), Value::F64(ws[i]), arr(&feats[i])];
+            let j = obs.jacobian(&jargs.iter().map(Arg::Value).collect::<Vec<_>>()).unwrap();
             assert_eq!((j.rows, j.cols), (3, 15));
             assert_close(&format!("{backend:?} block {i}"), &all[i * 45..(i + 1) * 45], &j.data, 1e-13);
         }

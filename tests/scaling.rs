@@ -368,7 +368,7 @@ fn deep_programs_compile_from_a_thread_with_a_small_stack() {
         .stack_size(1 << 20)
         .spawn(move || {
             let module = arrayad::Module::compile("ifs.arr", &src).expect("compiles");
-            module.function("h3").expect("h3").grad(&[arrayad::Arg::F64(0.5)]).map(|(v, _)| v)
+            module.function("h3").expect("h3").grad(&[arrayad::Arg::F64(0.5)]).map(|g| g.value)
         })
         .expect("spawn");
     assert_eq!(handle.join().expect("no overflow").expect("gradient"), 4.0);

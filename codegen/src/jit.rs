@@ -5,7 +5,7 @@ use crate::error::CodegenError;
 use crate::target::{Backend, TargetOptions};
 use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Type, Value};
 use arrayad_runtime::{Ctx, OwnedCtx};
-use std::collections::HashMap;
+use smallvec::SmallVec;
 
 /// Per compiled function, in order: its entry address and its backend IR.
 pub(crate) type Entries = Vec<(*const u8, String)>;
@@ -35,7 +35,9 @@ enum Code {
 /// (arena, tape, error), so a module can be shared between threads.
 pub struct JitModule {
     // Dropped after `funcs`: the code the function pointers point to.
-    funcs: HashMap<String, JitFunction>,
+    // (Looked up by name linearly: a module holds a few functions, and
+    // comparing a short name beats hashing it on every call.)
+    funcs: Vec<(String, JitFunction)>,
     _code: Code,
     backend: Backend,
     /// The most bytes of arena and tape a call may hold (None: the
@@ -52,7 +54,7 @@ unsafe impl Sync for JitModule {}
 
 impl std::fmt::Debug for JitModule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut names: Vec<&String> = self.funcs.keys().collect();
+        let mut names: Vec<&String> = self.funcs.iter().map(|(n, _)| n).collect();
         names.sort();
         f.debug_struct("JitModule").field("backend", &self.backend).field("functions", &names).finish()
     }
@@ -107,17 +109,17 @@ impl JitModule {
             #[cfg(not(feature = "llvm"))]
             Backend::Llvm => return Err(CodegenError::Target(crate::NO_LLVM.into())),
         };
-        let mut map = HashMap::new();
+        let mut map = Vec::with_capacity(funcs.len());
         for (f, (ptr, text)) in funcs.iter().zip(compiled) {
             if ptr.is_null() {
                 return Err(CodegenError::Malformed { func: f.name.clone(), message: "no code was produced".into() });
             }
             // SAFETY: the function was compiled with the internal signature.
             let code = unsafe { std::mem::transmute::<*const u8, RawFn>(ptr) };
-            map.insert(
+            map.push((
                 f.name.clone(),
                 JitFunction { code, params: f.param_types(), results: f.result_types.clone(), text },
-            );
+            ));
         }
         Ok(JitModule { funcs: map, _code: code, backend, max_memory: None })
     }
@@ -131,6 +133,10 @@ impl JitModule {
         self.max_memory = bytes;
     }
 
+    fn get(&self, name: &str) -> Option<&JitFunction> {
+        self.funcs.iter().find(|(n, _)| n == name).map(|(_, f)| f)
+    }
+
     /// The backend that compiled the module.
     pub fn backend(&self) -> Backend {
         self.backend
@@ -138,7 +144,7 @@ impl JitModule {
 
     /// The names of the compiled functions.
     pub fn functions(&self) -> Vec<&str> {
-        let mut v: Vec<&str> = self.funcs.keys().map(|s| s.as_str()).collect();
+        let mut v: Vec<&str> = self.funcs.iter().map(|(n, _)| n.as_str()).collect();
         v.sort();
         v
     }
@@ -146,7 +152,7 @@ impl JitModule {
     /// The backend IR of a compiled function: Cranelift IR as generated
     /// (before Cranelift's passes), or LLVM IR after optimisation.
     pub fn backend_ir(&self, name: &str) -> Option<String> {
-        self.funcs.get(name).map(|f| f.text.clone())
+        self.get(name).map(|f| f.text.clone())
     }
 
     /// Calls a compiled function with one value per IR parameter. Checks the
@@ -173,7 +179,6 @@ impl JitModule {
         static DEFAULT_LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
         ctx.set_limit(self.max_memory.unwrap_or_else(|| *DEFAULT_LIMIT.get_or_init(OwnedCtx::default_limit)));
         let f = match self
-            .funcs
             .get(name)
             .ok_or_else(|| RuntimeError::new(ErrorKind::InvalidArgument, format!("no compiled function `{name}`")))
         {
@@ -200,6 +205,255 @@ impl JitModule {
             unsafe { unpack_results(name, &f.results, &results) }
         };
         (out, ctx)
+    }
+
+    /// Calls a compiled function on borrowed arguments (no copy: arrays are
+    /// passed as pointers into the caller's slices) and gives `f` its
+    /// results, borrowed from the call's memory (valid only inside `f`).
+    /// Checks the number of arguments, their types and that each array's
+    /// data has the length its shape says (InvalidArgument).
+    ///
+    /// Errors: the call's run-time error, or InvalidArgument.
+    pub fn call_with<R>(
+        &self,
+        name: &str,
+        args: &[ArgRef<'_>],
+        f: impl FnOnce(&[ResultRef<'_>]) -> R,
+    ) -> Result<R, RuntimeError> {
+        let func = self
+            .get(name)
+            .ok_or_else(|| RuntimeError::new(ErrorKind::InvalidArgument, format!("no compiled function `{name}`")))?;
+        let mut slots: SmallVec<[u64; 32]> = SmallVec::new();
+        pack_refs(name, &func.params, args, &mut slots)?;
+        let n_results: usize = func.results.iter().map(|t| crate::lower::slots(*t)).sum();
+        let mut results: SmallVec<[u64; 32]> = smallvec::smallvec![0u64; n_results];
+        let mut ctx = take_ctx();
+        static DEFAULT_LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        ctx.set_limit(self.max_memory.unwrap_or_else(|| *DEFAULT_LIMIT.get_or_init(OwnedCtx::default_limit)));
+        // SAFETY: `slots` describes live argument memory borrowed from `args`
+        // for the duration of the call (lengths checked against the shapes),
+        // `results` has one slot per result slot, and the code follows the
+        // internal convention.
+        let status = unsafe { (func.code)(ctx.as_ptr(), slots.as_ptr(), results.as_mut_ptr()) };
+        let out = if status != 0 {
+            Err(RuntimeError {
+                kind: ErrorKind::from_code(status).unwrap_or(ErrorKind::InvalidArgument),
+                message: ctx.error_message(),
+            })
+        } else {
+            // SAFETY: the result slots point into the context's arena (alive
+            // until it is given back, after `f`) or into the arguments.
+            unsafe { result_refs(name, &func.results, &results) }.map(|refs| f(&refs))
+        };
+        give_back_ctx(ctx);
+        out
+    }
+
+    /// The parameter types of a compiled function.
+    pub fn param_types(&self, name: &str) -> Option<&[Type]> {
+        self.get(name).map(|f| f.params.as_slice())
+    }
+
+    /// The result types of a compiled function.
+    pub fn result_types(&self, name: &str) -> Option<&[Type]> {
+        self.get(name).map(|f| f.results.as_slice())
+    }
+}
+
+/// A borrowed argument of [`JitModule::call_with`]: a scalar, or an
+/// array's elements (row-major, contiguous) and extents.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ArgRef<'a> {
+    F64(f64),
+    I64(i64),
+    Bool(bool),
+    F64s { data: &'a [f64], shape: &'a [usize] },
+    I64s { data: &'a [i64], shape: &'a [usize] },
+    Bools { data: &'a [bool], shape: &'a [usize] },
+}
+
+impl<'a> ArgRef<'a> {
+    /// The argument of a value (borrowing its elements).
+    pub fn of(v: &'a Value) -> ArgRef<'a> {
+        match v {
+            Value::F64(x) => ArgRef::F64(*x),
+            Value::I64(x) => ArgRef::I64(*x),
+            Value::Bool(x) => ArgRef::Bool(*x),
+            Value::Array(a) => match &a.data {
+                ArrayData::F64(d) => ArgRef::F64s { data: d, shape: &a.shape },
+                ArrayData::I64(d) => ArgRef::I64s { data: d, shape: &a.shape },
+                ArrayData::Bool(d) => ArgRef::Bools { data: d, shape: &a.shape },
+            },
+        }
+    }
+
+    /// The IR type of the argument.
+    pub fn ty(&self) -> Type {
+        match self {
+            ArgRef::F64(_) => Type::F64,
+            ArgRef::I64(_) => Type::I64,
+            ArgRef::Bool(_) => Type::BOOL,
+            ArgRef::F64s { shape, .. } => Type::array(Scalar::F64, rank(shape)),
+            ArgRef::I64s { shape, .. } => Type::array(Scalar::I64, rank(shape)),
+            ArgRef::Bools { shape, .. } => Type::array(Scalar::Bool, rank(shape)),
+        }
+    }
+
+    /// The extents (empty for a scalar).
+    pub fn shape(&self) -> &'a [usize] {
+        match self {
+            ArgRef::F64(_) | ArgRef::I64(_) | ArgRef::Bool(_) => &[],
+            ArgRef::F64s { shape, .. } | ArgRef::I64s { shape, .. } | ArgRef::Bools { shape, .. } => shape,
+        }
+    }
+}
+
+fn rank(shape: &[usize]) -> u8 {
+    u8::try_from(shape.len()).unwrap_or(u8::MAX)
+}
+
+/// A result of [`JitModule::call_with`], borrowed from the call's memory.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ResultRef<'a> {
+    F64(f64),
+    I64(i64),
+    Bool(bool),
+    F64s { data: &'a [f64], shape: &'a [usize] },
+    I64s { data: &'a [i64], shape: &'a [usize] },
+    Bools { data: &'a [bool], shape: &'a [usize] },
+}
+
+impl ResultRef<'_> {
+    /// A copy of the result as a value.
+    pub fn to_value(&self) -> Value {
+        let arr = |shape: &[usize], data: ArrayData| Value::Array(ArrayValue { shape: shape.to_vec(), data });
+        match *self {
+            ResultRef::F64(x) => Value::F64(x),
+            ResultRef::I64(x) => Value::I64(x),
+            ResultRef::Bool(x) => Value::Bool(x),
+            ResultRef::F64s { data, shape } => arr(shape, ArrayData::F64(data.to_vec())),
+            ResultRef::I64s { data, shape } => arr(shape, ArrayData::I64(data.to_vec())),
+            ResultRef::Bools { data, shape } => arr(shape, ArrayData::Bool(data.to_vec())),
+        }
+    }
+
+    /// The extents (empty for a scalar).
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            ResultRef::F64(_) | ResultRef::I64(_) | ResultRef::Bool(_) => &[],
+            ResultRef::F64s { shape, .. } | ResultRef::I64s { shape, .. } | ResultRef::Bools { shape, .. } => shape,
+        }
+    }
+
+    /// The `f64` elements: the scalar, or the array's.
+    pub fn f64s(&self) -> Option<&[f64]> {
+        match self {
+            ResultRef::F64(x) => Some(std::slice::from_ref(x)),
+            ResultRef::F64s { data, .. } => Some(data),
+            _ => None,
+        }
+    }
+}
+
+/// The argument slots of borrowed arguments (after checking them).
+fn pack_refs(
+    name: &str,
+    params: &[Type],
+    args: &[ArgRef<'_>],
+    slots: &mut SmallVec<[u64; 32]>,
+) -> Result<(), RuntimeError> {
+    if args.len() != params.len() {
+        return Err(invalid(format!("`{name}` takes {} arguments, got {}", params.len(), args.len())));
+    }
+    for (k, (a, t)) in args.iter().zip(params).enumerate() {
+        if a.ty() != *t {
+            return Err(invalid(format!("argument {k} of `{name}`: expected {t}, got {}", a.ty())));
+        }
+        let (ptr, len, shape) = match a {
+            ArgRef::F64(x) => {
+                slots.push(x.to_bits());
+                continue;
+            }
+            ArgRef::I64(x) => {
+                slots.push(*x as u64);
+                continue;
+            }
+            ArgRef::Bool(x) => {
+                slots.push(*x as u64);
+                continue;
+            }
+            ArgRef::F64s { data, shape } => (data.as_ptr() as u64, data.len(), *shape),
+            ArgRef::I64s { data, shape } => (data.as_ptr() as u64, data.len(), *shape),
+            ArgRef::Bools { data, shape } => (data.as_ptr() as u64, data.len(), *shape),
+        };
+        let count = shape.iter().try_fold(1usize, |acc, d| acc.checked_mul(*d));
+        if count != Some(len) || shape.iter().any(|d| *d > i64::MAX as usize) {
+            return Err(invalid(format!("argument {k} of `{name}`: shape {shape:?} does not match {len} elements")));
+        }
+        slots.push(ptr);
+        slots.extend(shape.iter().map(|d| *d as u64));
+    }
+    Ok(())
+}
+
+/// The results in their slots, borrowed.
+///
+/// # Safety
+/// Array slots must describe live memory of the given shapes (non-negative
+/// extents, as generated code makes them).
+unsafe fn result_refs<'a>(name: &str, types: &[Type], slots: &'a [u64]) -> Result<Vec<ResultRef<'a>>, RuntimeError> {
+    const _: () = assert!(std::mem::size_of::<usize>() == std::mem::size_of::<u64>());
+    let mut out = Vec::with_capacity(types.len());
+    let mut k = 0;
+    for t in types {
+        let s = slots[k];
+        if t.is_scalar() {
+            out.push(match t.elem {
+                Scalar::F64 => ResultRef::F64(f64::from_bits(s)),
+                Scalar::I64 => ResultRef::I64(s as i64),
+                Scalar::Bool => ResultRef::Bool(s != 0),
+            });
+            k += 1;
+            continue;
+        }
+        let rank = t.rank as usize;
+        let dims = &slots[k + 1..k + 1 + rank];
+        k += 1 + rank;
+        let mut count = 1usize;
+        for &d in dims {
+            let d = usize::try_from(d as i64)
+                .map_err(|_| invalid(format!("`{name}` returned an array with a negative extent")))?;
+            count = count
+                .checked_mul(d)
+                .ok_or_else(|| invalid(format!("`{name}` returned an array of impossible size")))?;
+        }
+        // SAFETY: usize and u64 have one size and alignment (asserted above)
+        // and the extents were just checked non-negative.
+        let shape: &'a [usize] = unsafe { std::slice::from_raw_parts(dims.as_ptr() as *const usize, rank) };
+        let ptr = s as *const u8;
+        // SAFETY: the caller guarantees `count` elements at `ptr` (or none).
+        unsafe {
+            out.push(match t.elem {
+                Scalar::F64 => ResultRef::F64s { data: slice(ptr as *const f64, count), shape },
+                Scalar::I64 => ResultRef::I64s { data: slice(ptr as *const i64, count), shape },
+                Scalar::Bool => ResultRef::Bools { data: slice(ptr as *const bool, count), shape },
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `count` elements at `ptr`, or the empty slice (whatever `ptr` is) when
+/// there are none.
+///
+/// # Safety
+/// `count > 0` elements must be live at `ptr`.
+unsafe fn slice<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
+    if count == 0 {
+        &[]
+    } else {
+        // SAFETY: as the caller guarantees.
+        unsafe { std::slice::from_raw_parts(ptr, count) }
     }
 }
 

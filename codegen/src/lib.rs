@@ -45,7 +45,7 @@ pub use cabi::abi::reserved_c_symbol;
 pub use cabi::header::c_header;
 pub use cabi::link::{build_shared_library, LinkOptions};
 pub use error::CodegenError;
-pub use jit::JitModule;
+pub use jit::{ArgRef, JitModule, ResultRef};
 pub use target::{Backend, TargetOptions};
 
 /// What a build without the `llvm` feature says when asked for LLVM.

@@ -129,7 +129,7 @@ impl Diagnostic {
 /// One or more compile errors (syntax, type, size or recursion errors) of
 /// one source file. Each error knows its span, so it can be rendered with
 /// `FILE:LINE:COL`, the source line and carets under the offending code.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostics {
     file: String,
     source: String,

@@ -2,12 +2,23 @@
 //! FILE FUNC --args ARGS` (and of `--jvp TANGENTS`, `--vjp COTANGENT`) for
 //! every definition of [`SOURCE`], through the functions the command line
 //! uses (`arrayad::json::parse`, `decode_args`, `decode_tangents`,
-//! `decode_cotangent`, `Function::*_values`, `encode_*`), on the
+//! `decode_cotangent`, the calls of `Function`, `encode_*`), on the
 //! interpreter and the Cranelift JIT.
 
 use crate::compare::{agree, close};
 use arrayad::{json, Backend, Error, Function, Module, Options, Value};
 use std::sync::OnceLock;
+
+/// Owned values as borrowed arguments.
+fn av(v: &[Value]) -> Vec<arrayad::Arg<'_>> {
+    v.iter().map(arrayad::Arg::Value).collect()
+}
+
+/// Optional owned values as optional borrowed arguments.
+fn ao(v: &[Option<Value>]) -> Vec<Option<arrayad::Arg<'_>>> {
+    v.iter().map(|x| x.as_ref().map(arrayad::Arg::Value)).collect()
+}
+
 
 /// The fixed program: parameters of every kind (scalars, arrays of each
 /// element type, literal and variable dimensions, a zero dimension, nested
@@ -79,7 +90,7 @@ fn options_eq(a: &[Option<Value>], b: &[Option<Value>]) -> bool {
 }
 
 /// Every mode of the command line for one definition.
-fn run(fi: Function<'_>, fj: Function<'_>, text: &str, args_json: &serde_json::Value) {
+fn run(fi: Function, fj: Function, text: &str, args_json: &serde_json::Value) {
     let name = fi.name();
     let sig = fi.signature();
     let result_ty = &sig.result;
@@ -90,7 +101,7 @@ fn run(fi: Function<'_>, fj: Function<'_>, text: &str, args_json: &serde_json::V
         let _ = json::encode_result(result_ty, &v);
     }
     if let Ok(tangents) = json::decode_tangents(name, sig, &args, fj.active(), args_json) {
-        let r = both(&what("jvp"), text, fi.jvp_values(&args, &tangents), fj.jvp_values(&args, &tangents), |a, b| {
+        let r = both(&what("jvp"), text, fi.jvp(&av(&args), &ao(&tangents)), fj.jvp(&av(&args), &ao(&tangents)), |a, b| {
             values_eq(&a.value, &b.value) && options_eq(&a.tangent, &b.tangent)
         });
         if let Some(r) = r {
@@ -103,11 +114,11 @@ fn run(fi: Function<'_>, fj: Function<'_>, text: &str, args_json: &serde_json::V
     let shapes = both(&what("result shapes"), text, fi.result_shapes(&args), fj.result_shapes(&args), |a, b| a == b);
     if let Some(shapes) = shapes {
         if let Ok(cts) = json::decode_cotangent(result_ty, &shapes, ct_json) {
-            let r = both(&what("vjp"), text, fi.vjp_values(&args, &cts), fj.vjp_values(&args, &cts), |a, b| {
-                values_eq(&a.value, &b.value) && options_eq(&a.cotangent, &b.cotangent)
+            let r = both(&what("vjp"), text, fi.vjp(&av(&args), &ao(&cts)), fj.vjp(&av(&args), &ao(&cts)), |a, b| {
+                values_eq(&a.value, &b.value) && options_eq(a.cotangent.as_slice(), b.cotangent.as_slice())
             });
             if let Some(r) = r {
-                let _ = json::encode_per_param(sig, &r.cotangent);
+                let _ = json::encode_per_param(sig, r.cotangent.as_slice());
             }
         }
     }
@@ -116,16 +127,16 @@ fn run(fi: Function<'_>, fj: Function<'_>, text: &str, args_json: &serde_json::V
             && values_eq(&a.value, &b.value)
             && a.data.iter().zip(&b.data).all(|(x, y)| close(*x, *y, 1e-12))
     };
-    both(&what("jacobian"), text, fi.jacobian_values(&args), fj.jacobian_values(&args), jac_eq);
+    both(&what("jacobian"), text, fi.jacobian(&av(&args)), fj.jacobian(&av(&args)), jac_eq);
     if matches!(result_ty, arrayad::SrcType::Scalar(arrayad::Scalar::F64)) {
-        let g = both(&what("grad"), text, fi.grad_values(&args), fj.grad_values(&args), |a, b| {
-            close(a.0, b.0, 1e-12) && options_eq(&a.1, &b.1)
+        let g = both(&what("grad"), text, fi.grad(&av(&args)), fj.grad(&av(&args)), |a, b| {
+            close(a.value, b.value, 1e-12) && options_eq(a.gradient.as_slice(), b.gradient.as_slice())
         });
-        if let Some((v, g)) = g {
-            let _ = json::encode_f64(v);
-            let _ = json::encode_per_param(sig, &g);
+        if let Some(g) = g {
+            let _ = json::encode_f64(g.value);
+            let _ = json::encode_per_param(sig, g.gradient.as_slice());
         }
-        both(&what("hessian"), text, fi.hessian_values(&args), fj.hessian_values(&args), jac_eq);
+        both(&what("hessian"), text, fi.hessian(&av(&args)), fj.hessian(&av(&args)), jac_eq);
     }
 }
 

@@ -7,6 +7,17 @@ use crate::generate;
 use arrayad::{Backend, Error, Module, Options, Value};
 use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, Scalar};
 
+/// Owned values as borrowed arguments.
+fn av(v: &[Value]) -> Vec<arrayad::Arg<'_>> {
+    v.iter().map(arrayad::Arg::Value).collect()
+}
+
+/// Optional owned values as optional borrowed arguments.
+fn ao(v: &[Option<Value>]) -> Vec<Option<arrayad::Arg<'_>>> {
+    v.iter().map(|x| x.as_ref().map(arrayad::Arg::Value)).collect()
+}
+
+
 /// Memory limit of a JIT call (a generated program needs kilobytes).
 const MAX_MEMORY: u64 = 256 << 20;
 
@@ -122,8 +133,8 @@ pub fn check(data: &[u8]) {
         reference.iter().map(|r| is_f64(r).then(|| random_like(r, &mut rng))).collect();
 
     // Forward mode: interpreter, JIT, value = primal.
-    let ji = fi.jvp_values(args, &tangents);
-    let jj = fj.jvp_values(args, &tangents);
+    let ji = fi.jvp(&av(args), &ao(&tangents));
+    let jj = fj.jvp(&av(args), &ao(&tangents));
     same("jvp", &ctx, &ji, &jj, |a, b| {
         agree(&a.value, &b.value, 1e-12).or_else(|| options_eq(1e-12)(&a.tangent, &b.tangent))
     });
@@ -133,10 +144,10 @@ pub fn check(data: &[u8]) {
     }
 
     // Reverse mode.
-    let vi = fi.vjp_values(args, &cotangents);
-    let vj = fj.vjp_values(args, &cotangents);
+    let vi = fi.vjp(&av(args), &ao(&cotangents));
+    let vj = fj.vjp(&av(args), &ao(&cotangents));
     same("vjp", &ctx, &vi, &vj, |a, b| {
-        agree(&a.value, &b.value, 1e-12).or_else(|| options_eq(1e-12)(&a.cotangent, &b.cotangent))
+        agree(&a.value, &b.value, 1e-12).or_else(|| options_eq(1e-12)(a.cotangent.as_slice(), b.cotangent.as_slice()))
     });
     let vi = vi.unwrap_or_else(|e| panic!("vjp fails where the primal does not: {e}\n{ctx}"));
     if let Some(m) = agree(&vi.value, &reference, 1e-12) {
@@ -146,7 +157,7 @@ pub fn check(data: &[u8]) {
     // <ct, J t> == <J^T ct, t>, within the rounding of the two sums.
     let jt: Vec<Value> = ji.tangent.iter().flatten().cloned().collect();
     let cts: Vec<Value> = cotangents.iter().flatten().cloned().collect();
-    let gs: Vec<Value> = vi.cotangent.iter().flatten().cloned().collect();
+    let gs: Vec<Value> = vi.cotangent.as_slice().iter().flatten().cloned().collect();
     let ts: Vec<Value> = tangents.iter().flatten().cloned().collect();
     let (lhs, lscale) = dot(&cts, &jt);
     let (rhs, rscale) = dot(&gs, &ts);
@@ -173,7 +184,7 @@ pub fn check(data: &[u8]) {
             if let Some(m) = agree(&values, &reference, 1e-12) {
                 panic!("Delta oracle value: {m}\n{ctx}");
             }
-            if let Some(m) = options_eq_with(1e-9, lenient)(&vi.cotangent, &grads) {
+            if let Some(m) = options_eq_with(1e-9, lenient)(vi.cotangent.as_slice(), &grads) {
                 panic!("vjp vs the Delta oracle: {m}\n{ctx}");
             }
         }
@@ -193,8 +204,8 @@ pub fn check(data: &[u8]) {
 
     // The dense Jacobian (many-row vjp or jvp columns), sometimes.
     if case.jacobian {
-        let ai = fi.jacobian_values(args);
-        let aj = fj.jacobian_values(args);
+        let ai = fi.jacobian(&av(args));
+        let aj = fj.jacobian(&av(args));
         same("jacobian", &ctx, &ai, &aj, |a, b| {
             if (a.rows, a.cols) != (b.rows, b.cols) {
                 return Some(format!("{}x{} vs {}x{}", a.rows, a.cols, b.rows, b.cols));

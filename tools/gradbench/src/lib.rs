@@ -167,14 +167,17 @@ fn run(d: &Defined, function: &str, input: &Json) -> Result<(Json, Vec<u64>), St
             arrayad::json::decode_args(call.def, f.signature(), &Json::Array(j)).map_err(|e| e.to_string())?
         }
     };
+    let argv: Vec<arrayad::Arg<'_>> = args.iter().map(arrayad::Arg::Value).collect();
     let mut timings = Vec::new();
     let mut total: u64 = 0;
     let mut outcome = None;
     while runs.more(timings.len(), total) {
         let start = Instant::now();
         let result = match call.entry {
-            arrayad::Entry::Grad => f.grad_values(&args).map(|(value, gradient)| Outcome::Grad { value, gradient }),
-            _ => f.call_values(&args).map(Outcome::Values),
+            arrayad::Entry::Grad => {
+                f.grad(&argv).map(|g| Outcome::Grad { value: g.value, gradient: g.gradient.into_vec() })
+            }
+            _ => f.call(&argv).map(Outcome::Values),
         };
         let ns = elapsed_ns(start);
         outcome = Some(result.map_err(|e| e.to_string())?);
