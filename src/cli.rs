@@ -34,6 +34,12 @@ enum Command {
     Build(BuildArgs),
     /// Print an intermediate stage of compilation.
     Emit(EmitArgs),
+    /// Explain an error code (`arrayad explain E0101`); without a code,
+    /// list them all.
+    Explain {
+        /// The code, as printed in `error[E0101]` (`E0101`, `e0101` or `101`).
+        code: Option<String>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -282,7 +288,7 @@ fn report(e: &Error) {
                 format!("{d}\n")
             }
         }
-        Error::Runtime(r) => format!("error: {}\n", r.message),
+        Error::Runtime(r) => format!("error[{}]: {}\n", r.kind.error_code(), r.message),
         Error::Internal(m) => format!("arrayad: internal error: {m}\n"),
         other => format!("error: {other}\n"),
     };
@@ -299,6 +305,15 @@ fn execute(cli: Cli) -> Result<String, Error> {
         Command::Run(a) => run_command(a),
         Command::Build(a) => build_command(a),
         Command::Emit(a) => emit_command(a),
+        Command::Explain { code: Some(code) } => match arrayad::explain(&code) {
+            Some(text) => Ok(text.to_string()),
+            None => {
+                Err(Error::Usage(format!("`{code}` is not an error code of arrayad (`arrayad explain` lists them)")))
+            }
+        },
+        Command::Explain { code: None } => {
+            Ok(arrayad::error_codes().map(|(code, title)| format!("{code}  {title}\n")).collect())
+        }
     }
 }
 
@@ -315,7 +330,13 @@ fn read_source(path: &Path) -> Result<(String, String), Error> {
             let at = e.utf8_error().valid_up_to();
             let text = String::from_utf8_lossy(e.as_bytes());
             let bad = text.get(at..).and_then(|t| t.chars().next()).map_or(0, char::len_utf8);
-            let d = arrayad_frontend::Diagnostics::single(&name, &text, at..at + bad, "the file is not valid UTF-8");
+            let d = arrayad_frontend::Diagnostics::single(
+                &name,
+                &text,
+                arrayad_frontend::codes::Code::NotUtf8,
+                at..at + bad,
+                "the file is not valid UTF-8",
+            );
             Err(d.into())
         }
     }

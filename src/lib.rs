@@ -100,6 +100,9 @@
 //! let e = arrayad::Module::compile("bad.arr", "def f(x: f64) -> f64 = y").unwrap_err();
 //! let arrayad::Error::Compile(d) = &e else { panic!("{e}") };
 //! assert_eq!(d.entries()[0], ("unknown variable `y`".to_string(), 1, 24));
+//! let item = &d.items()[0];
+//! assert_eq!((item.code, item.line, item.col), ("E0101", 1, 24));
+//! assert!(arrayad::explain(item.code).unwrap().contains("unknown variable"));
 //! ```
 
 #![warn(missing_docs)]
@@ -117,6 +120,7 @@ mod results;
 mod shapes;
 
 pub use arg::{Arg, Out};
+pub use arrayad_frontend::DiagnosticItem;
 pub use engine::Backend;
 pub use error::{Diagnostics, Error};
 pub use function::{Entry, Function, Grad, Hvp, Jacobian, Jvp, Vjp};
@@ -126,6 +130,31 @@ pub use ndarray_support::{ndarray_view, Element};
 pub use results::ParamValues;
 
 pub use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Signature, SrcDim, SrcType, Value};
+
+/// The long explanation, in Markdown, of an error code: a compile error
+/// (`E0xxx`, [`arrayad_frontend::codes::Code`]) or a run-time error
+/// (`E10xx`, [`ErrorKind::error_code`]); `None` for a string that is no
+/// code. `code` may be written `E0101`, `e0101` or `101`.
+///
+/// ```
+/// assert!(arrayad::explain("E0101").unwrap().starts_with("# E0101: unknown variable"));
+/// assert!(arrayad::explain("e1001").unwrap().starts_with("# E1001: index out of bounds"));
+/// assert_eq!(arrayad::explain("E4242"), None);
+/// ```
+pub fn explain(code: &str) -> Option<&'static str> {
+    if let Some(c) = arrayad_frontend::codes::Code::parse(code) {
+        return Some(c.explanation());
+    }
+    let n: i32 = code.trim().trim_start_matches(['E', 'e']).parse().ok()?;
+    let kind = ErrorKind::ALL.iter().find(|k| 1000 + k.code() == n)?;
+    Some(kind.explanation())
+}
+
+/// Every error code with its one-line title, compile errors first.
+pub fn error_codes() -> impl Iterator<Item = (&'static str, &'static str)> {
+    let compile = arrayad_frontend::codes::Code::ALL.iter().map(|c| (c.as_str(), c.title()));
+    compile.chain(ErrorKind::ALL.iter().map(|k| (k.error_code(), k.describe())))
+}
 
 /// The message of a caught panic payload (for the command line's last-resort
 /// handler).

@@ -174,8 +174,13 @@ impl Module {
             Err(e) => {
                 let at = e.utf8_error().valid_up_to();
                 let source = String::from_utf8_lossy(e.as_bytes()).into_owned();
-                let d =
-                    arrayad_frontend::Diagnostics::single(&name, &source, at..at + 1, "the file is not valid UTF-8");
+                let d = arrayad_frontend::Diagnostics::single(
+                    &name,
+                    &source,
+                    arrayad_frontend::codes::Code::NotUtf8,
+                    at..at + 1,
+                    "the file is not valid UTF-8",
+                );
                 Err(Error::from(d))
             }
         }

@@ -74,7 +74,7 @@ fn check_accepts_a_good_file_and_reports_compile_errors() {
     assert!(out.stderr.is_empty(), "{out:#?}");
 
     std::fs::write(dir.join("bad.arr"), "def f(x: f64) -> f64 =\n  x + true\n").unwrap();
-    let err = fails(&dir, &["check", "bad.arr"], 1, &["bad.arr:2:3", "x + true"]);
+    let err = fails(&dir, &["check", "bad.arr"], 1, &["error[E0208]: ", "bad.arr:2:3", "x + true"]);
     let caret = err.lines().find(|l| l.contains('^')).unwrap_or_else(|| panic!("no caret line: {err}"));
     // The caret sits under the `x` of line 2 (after the gutter).
     let src_line = err.lines().find(|l| l.contains("x + true")).unwrap();
@@ -92,6 +92,23 @@ fn check_accepts_a_good_file_and_reports_compile_errors() {
     std::fs::write(dir.join("bin.arr"), b"def f(x: f64) -> f64 = x\n\xff\xfe").unwrap();
     fails(&dir, &["check", "bin.arr"], 1, &["bin.arr:2:1"]);
     fails(&dir, &["check", "missing.arr"], 2, &["missing.arr"]);
+}
+
+#[test]
+fn explain_prints_the_long_form_of_every_code() {
+    let dir = setup("explain");
+    let list = arrayad(&dir, &["explain"]);
+    assert_eq!(list.code, 0, "{list:#?}");
+    let codes: Vec<&str> = list.stdout.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert!(codes.len() > 40 && codes.contains(&"E0101") && codes.contains(&"E1003"), "{}", list.stdout);
+    for code in codes {
+        let out = arrayad(&dir, &["explain", code]);
+        assert_eq!(out.code, 0, "{out:#?}");
+        assert!(out.stdout.starts_with(&format!("# {code}: ")), "{code}: {}", out.stdout);
+    }
+    let out = arrayad(&dir, &["explain", "e0209"]);
+    assert!(out.stdout.contains("f64(n)"), "{}", out.stdout);
+    fails(&dir, &["explain", "E4242"], 2, &["`E4242` is not an error code"]);
 }
 
 #[test]
@@ -340,7 +357,7 @@ fn usage_errors_exit_with_status_2() {
 fn runtime_errors_exit_with_status_3_and_name_the_location() {
     let dir = setup("runtime");
     let cases: &[(&str, &str, &[&str])] = &[
-        ("get", "[[1, 2], 2]", &["prog.arr:4:", "index out of bounds", "2"]),
+        ("get", "[[1, 2], 2]", &["error[E1001]: prog.arr:4:", "index out of bounds", "2"]),
         ("get", "[[1, 2], -1]", &["prog.arr:4:", "index out of bounds"]),
         ("idiv", "[1, 0]", &["prog.arr:6:", "division by zero"]),
         // sizes of the arguments disagree: reported at the definition

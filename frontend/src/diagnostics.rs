@@ -8,6 +8,7 @@
 //! the Unicode control pictures `␀`..`␟`, `␡`, otherwise U+FFFD), so that
 //! columns and carets stay where they were.
 
+use crate::codes::Code;
 use crate::span::{LineIndex, Span};
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
 use codespan_reporting::files::SimpleFile;
@@ -111,12 +112,14 @@ pub(crate) struct Diagnostic {
     pub message: String,
     pub span: Span,
     pub notes: Vec<String>,
+    /// The error's code.
+    pub code: Code,
 }
 
 impl Diagnostic {
-    /// An error at `span`.
-    pub(crate) fn new(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { message: message.into(), span, notes: Vec::new() }
+    /// An error with code `code` at `span`.
+    pub(crate) fn new(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { message: message.into(), span, notes: Vec::new(), code }
     }
 
     /// The same error with a note attached.
@@ -148,7 +151,13 @@ impl Diagnostics {
     /// and to character boundaries), for errors found outside the frontend
     /// that should look like its diagnostics (e.g. a file that is not valid
     /// UTF-8, read lossily into `source`).
-    pub fn single(file: &str, source: &str, span: std::ops::Range<usize>, message: impl Into<String>) -> Diagnostics {
+    pub fn single(
+        file: &str,
+        source: &str,
+        code: Code,
+        span: std::ops::Range<usize>,
+        message: impl Into<String>,
+    ) -> Diagnostics {
         let clamp = |mut o: usize| {
             o = o.min(source.len());
             while !source.is_char_boundary(o) {
@@ -157,11 +166,11 @@ impl Diagnostics {
             o
         };
         let (start, end) = (clamp(span.start), clamp(span.end));
-        Diagnostics::new(file, source, vec![Diagnostic::new(Span::new(start, end.max(start)), message)])
+        Diagnostics::new(file, source, vec![Diagnostic::new(code, Span::new(start, end.max(start)), message)])
     }
 
     /// Every error rendered as codespan-reporting does (no colour): an
-    /// `error: MESSAGE` line, a `┌─ FILE:LINE:COL` line, the source line and
+    /// `error[CODE]: MESSAGE` line, a `┌─ FILE:LINE:COL` line, the source line and
     /// carets under the span, then any notes. Characters a terminal would
     /// interpret are escaped (module docs); lines and columns are those of
     /// the original source.
@@ -175,6 +184,7 @@ impl Diagnostics {
         for d in &self.errors {
             let message = escape_text(&d.message, true).into_owned();
             let cs = CsDiagnostic::error()
+                .with_code(d.code.as_str())
                 .with_message(message.clone())
                 .with_labels(vec![Label::primary((), source.map(d.span.start)..source.map(d.span.end))])
                 .with_notes(d.notes.iter().map(|n| escape_text(n, true).into_owned()).collect());
@@ -184,7 +194,7 @@ impl Diagnostics {
             } else {
                 // Only reachable if a span were outside the source.
                 let (line, col) = lines.line_col(d.span.start);
-                out.push_str(&format!("error: {message}\n  ┌─ {name}:{line}:{col}\n\n"));
+                out.push_str(&format!("error[{}]: {message}\n  ┌─ {name}:{line}:{col}\n\n", d.code));
             }
         }
         out
@@ -217,6 +227,44 @@ impl Diagnostics {
     pub fn file(&self) -> &str {
         &self.file
     }
+
+    /// Every error as data: its file, 1-based line and column (in
+    /// characters), code, message and notes (texts escaped as in
+    /// [`Diagnostics::render`]), in source order.
+    pub fn items(&self) -> Vec<DiagnosticItem> {
+        let lines = LineIndex::new(&self.source);
+        self.errors
+            .iter()
+            .map(|d| {
+                let (line, col) = lines.line_col(d.span.start);
+                DiagnosticItem {
+                    file: escape_text(&self.file, false).into_owned(),
+                    line,
+                    col,
+                    code: d.code.as_str(),
+                    message: escape_text(&d.message, true).into_owned(),
+                    notes: d.notes.iter().map(|n| escape_text(n, true).into_owned()).collect(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// One compile error as data ([`Diagnostics::items`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiagnosticItem {
+    /// The source file's name.
+    pub file: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column, in characters.
+    pub col: u32,
+    /// The error's code (`E0101`); `arrayad explain CODE` describes it.
+    pub code: &'static str,
+    /// The message.
+    pub message: String,
+    /// Notes and suggestions.
+    pub notes: Vec<String>,
 }
 
 impl fmt::Display for Diagnostics {
@@ -245,7 +293,7 @@ mod tests {
         // caret line have the same 4-character gutter `1 │ `).
         let entries = err.entries();
         assert_eq!(entries.last().map(|e| (e.1, e.2)), Some((1, 36)), "{entries:?}");
-        let blocks: Vec<&str> = out.split("error: ").skip(1).collect();
+        let blocks: Vec<&str> = out.split("error[").skip(1).collect();
         assert_eq!(blocks.len(), entries.len());
         for (block, (_, line, col)) in blocks.iter().zip(&entries) {
             assert!(block.contains(&format!(".arr:{line}:{col}")), "{block}");
@@ -267,7 +315,7 @@ mod tests {
 
     #[test]
     fn single_clamps_its_span() {
-        let d = Diagnostics::single("f.arr", "aλ", 2..99, "bad");
+        let d = Diagnostics::single("f.arr", "aλ", Code::NotUtf8, 2..99, "bad");
         assert_eq!(d.entries(), vec![("bad".to_string(), 1, 2)]);
         assert!(d.render().contains("f.arr:1:2"));
     }

@@ -4,6 +4,7 @@
 //! malformed number is reported once and becomes a [`Tok::Error`] token,
 //! which the parser skips without reporting again.
 
+use crate::codes::Code;
 use crate::diagnostics::Diagnostic;
 use crate::span::Span;
 use std::fmt;
@@ -260,7 +261,7 @@ impl Lexer<'_, '_> {
             c if c.is_control() => format!("unexpected character U+{:04X}", c as u32),
             c => format!("unexpected character `{c}`"),
         };
-        self.diags.push(Diagnostic::new(Span::new(start, self.pos), msg));
+        self.diags.push(Diagnostic::new(Code::UnexpectedCharacter, Span::new(start, self.pos), msg));
         self.push(Tok::Error, start);
     }
 
@@ -325,27 +326,34 @@ impl Lexer<'_, '_> {
         }
         let text = self.src.get(start..self.pos).unwrap_or("");
         if bad_suffix {
-            self.error(start, format!("malformed number `{text}`"));
+            self.error(Code::MalformedNumber, start, format!("malformed number `{text}`"));
             return;
         }
         let clean: String = text.chars().filter(|&c| c != '_').collect();
         if float {
             match clean.parse::<f64>() {
                 Ok(x) if x.is_finite() => self.push(Tok::Float(x), start),
-                Ok(_) => self.error(start, format!("float literal `{text}` is out of range for f64")),
-                Err(_) => self.error(start, format!("malformed number `{text}`")),
+                Ok(_) => self.error(
+                    Code::LiteralOutOfRange,
+                    start,
+                    format!("float literal `{text}` is out of range for f64"),
+                ),
+                Err(_) => self.error(Code::MalformedNumber, start, format!("malformed number `{text}`")),
             }
         } else {
             match clean.parse::<u64>() {
                 Ok(v) => self.push(Tok::Int(v), start),
-                Err(_) => self
-                    .error(start, format!("integer literal `{text}` is too large (the largest i64 is {})", i64::MAX)),
+                Err(_) => self.error(
+                    Code::LiteralOutOfRange,
+                    start,
+                    format!("integer literal `{text}` is too large (the largest i64 is {})", i64::MAX),
+                ),
             }
         }
     }
 
-    fn error(&mut self, start: usize, msg: String) {
-        self.diags.push(Diagnostic::new(Span::new(start, self.pos), msg));
+    fn error(&mut self, code: Code, start: usize, msg: String) {
+        self.diags.push(Diagnostic::new(code, Span::new(start, self.pos), msg));
         self.push(Tok::Error, start);
     }
 }

@@ -42,6 +42,7 @@
 
 pub mod ast;
 mod check;
+pub mod codes;
 pub mod diagnostics;
 mod lexer;
 mod lower;
@@ -51,9 +52,10 @@ mod span;
 mod tast;
 mod types;
 
-pub use diagnostics::Diagnostics;
+pub use diagnostics::{DiagnosticItem, Diagnostics};
 pub use span::Span;
 
+use codes::Code;
 use diagnostics::Diagnostic;
 use span::LineIndex;
 use std::sync::Mutex;
@@ -90,7 +92,7 @@ fn compile_errors(file: &str, source: &str) -> Result<arrayad_ir::Program, Vec<D
     let program = lower::lower_program(file, &checked.defs, &checked.stubs, &lines);
     if let Err(e) = arrayad_ir::verify::verify_program(&program) {
         let span = checked.defs.iter().find(|d| d.name == e.func).map_or(Span::default(), |d| d.keyword);
-        return Err(vec![Diagnostic::new(span, format!("internal compiler error: {e}"))]);
+        return Err(vec![Diagnostic::new(Code::Internal, span, format!("internal compiler error: {e}"))]);
     }
     Ok(program)
 }
@@ -130,13 +132,13 @@ fn guarded<T: Send>(
             Err(Diagnostics::new(
                 file,
                 source,
-                vec![Diagnostic::new(Span::default(), format!("internal compiler error: {what}"))],
+                vec![Diagnostic::new(Code::Internal, Span::default(), format!("internal compiler error: {what}"))],
             ))
         }
         None => Err(Diagnostics::new(
             file,
             source,
-            vec![Diagnostic::new(Span::default(), "internal compiler error: the frontend did not run")],
+            vec![Diagnostic::new(Code::Internal, Span::default(), "internal compiler error: the frontend did not run")],
         )),
     }
 }

@@ -1,6 +1,7 @@
 //! Recursion, direct or mutual, is a compile error: find the cycles of the
 //! call graph and report each at a call site that closes one.
 
+use crate::codes::Code;
 use crate::diagnostics::Diagnostic;
 use crate::span::Span;
 use std::collections::HashSet;
@@ -45,7 +46,7 @@ pub(crate) fn check_recursion(names: &[String], calls: &[Vec<(usize, Span)>], di
                         cycle.push(format!("`{}`", name(v)));
                         format!("mutual recursion is not allowed: {}", cycle.join(" -> "))
                     };
-                    diags.push(Diagnostic::new(span, msg));
+                    diags.push(Diagnostic::new(Code::Recursion, span, msg));
                 }
                 _ => {}
             }

@@ -19,6 +19,8 @@ pub(crate) struct Local {
     /// Bound by `let` to an integer literal (for a hint when it is used
     /// as an f64).
     pub int_literal: bool,
+    /// The type with its sizes, for messages, where known.
+    pub shown: Option<crate::check::Shown>,
 }
 
 /// A typed expression.

@@ -106,7 +106,14 @@ fn is_int_float(a: Scalar, b: Scalar) -> bool {
 impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Ty::Leaf(t) => write!(f, "{t}"),
+            // Sizes are not part of the checker's types: `[_]` (messages
+            // show them with their names where they can, `check::Shown`).
+            Ty::Leaf(t) => {
+                for _ in 0..t.rank {
+                    f.write_str("[_]")?;
+                }
+                write!(f, "{}", t.elem)
+            }
             Ty::Tuple(ts) => {
                 f.write_str("(")?;
                 for (i, t) in ts.iter().enumerate() {
@@ -177,6 +184,6 @@ mod tests {
             join(&Ty::Tuple(vec![Ty::I64, Ty::F64]), &Ty::Tuple(vec![Ty::F64, Ty::I64])),
             Some(Ty::Tuple(vec![Ty::F64, Ty::F64]))
         );
-        assert_eq!(Ty::Tuple(vec![Ty::I64, f1]).to_string(), "(i64, []f64)");
+        assert_eq!(Ty::Tuple(vec![Ty::I64, f1]).to_string(), "(i64, [_]f64)");
     }
 }

@@ -33,7 +33,7 @@ fn rendering_has_file_line_col_source_line_and_carets() {
     let src = "def f(x: f64) -> f64 =\n  x + true\n";
     let d = compile("dir/file.arr", src).unwrap_err();
     let r = d.render();
-    assert!(r.starts_with("error: "), "{r}");
+    assert!(r.starts_with("error[E0208]: "), "{r}");
     assert!(r.contains("┌─ dir/file.arr:2:3"), "{r}");
     assert!(r.contains("2 │   x + true"), "{r}");
     assert!(r.contains("^^^^^^^^"), "{r}");
@@ -152,7 +152,7 @@ fn calls_are_checked() {
         &format!("{g}def f(x: f64) -> f64 = g(x, x)"),
         2,
         29,
-        &["argument 2 of `g` has type f64", "parameter `v` has type []f64"],
+        &["argument 2 of `g` has type f64", "parameter `v` has type [n]f64"],
     );
     one_error(&format!("{g}def f(v: [n]i64) -> f64 = g(1.0, v)"), 2, 34, &["argument 2"]);
 }

@@ -339,6 +339,38 @@ impl ErrorKind {
         }
     }
 
+    /// The error's code as printed (`E1001` for code 1): run-time errors
+    /// are numbered `E10xx` after their C ABI code, beside the compile
+    /// errors' `E0xxx`; `arrayad explain` describes them.
+    pub fn error_code(self) -> &'static str {
+        match self {
+            ErrorKind::IndexOutOfBounds => "E1001",
+            ErrorKind::SliceOutOfRange => "E1002",
+            ErrorKind::SizeMismatch => "E1003",
+            ErrorKind::IrregularArray => "E1004",
+            ErrorKind::NegativeSize => "E1005",
+            ErrorKind::DivisionByZero => "E1006",
+            ErrorKind::EmptyReduction => "E1007",
+            ErrorKind::OutOfMemory => "E1008",
+            ErrorKind::InvalidArgument => "E1009",
+        }
+    }
+
+    /// The long explanation of [`ErrorKind::error_code`], in Markdown.
+    pub fn explanation(self) -> &'static str {
+        match self {
+            ErrorKind::IndexOutOfBounds => include_str!("../error_codes/E1001.md"),
+            ErrorKind::SliceOutOfRange => include_str!("../error_codes/E1002.md"),
+            ErrorKind::SizeMismatch => include_str!("../error_codes/E1003.md"),
+            ErrorKind::IrregularArray => include_str!("../error_codes/E1004.md"),
+            ErrorKind::NegativeSize => include_str!("../error_codes/E1005.md"),
+            ErrorKind::DivisionByZero => include_str!("../error_codes/E1006.md"),
+            ErrorKind::EmptyReduction => include_str!("../error_codes/E1007.md"),
+            ErrorKind::OutOfMemory => include_str!("../error_codes/E1008.md"),
+            ErrorKind::InvalidArgument => include_str!("../error_codes/E1009.md"),
+        }
+    }
+
     /// The identifier used for the C header constant (`ARRAYAD_ERR_...`).
     pub fn c_name(self) -> &'static str {
         match self {

@@ -3,6 +3,7 @@
 use super::coerce::{as_f64, can_coerce, coerce};
 use super::expr::{node, poison};
 use super::Fx;
+use crate::codes::Code;
 use crate::diagnostics::Diagnostic;
 use crate::span::Span;
 use crate::tast::{TExpr, TKind};
@@ -34,8 +35,7 @@ pub(crate) enum Builtin {
 }
 
 /// Names of all builtins.
-#[cfg(test)]
-const NAMES: &[&str] = &[
+pub(crate) const NAMES: &[&str] = &[
     "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "asin", "acos", "atan", "log1p", "expm1", "erf",
     "lgamma", "abs", "floor", "ceil", "pow", "atan2", "min", "max", "f64", "i64", "length", "sum", "maximum",
     "minimum", "dot", "sign", "flatten", "reshape", "concat", "argmin", "argmax",
@@ -125,7 +125,7 @@ impl Fx<'_, '_> {
                 args.len(),
                 if args.len() == 1 { "was" } else { "were" }
             );
-            return self.fail(span, msg);
+            return self.fail(Code::ArgumentCount, span, msg);
         }
         if args.iter().any(|a| a.ty.has_error()) {
             return poison(span);
@@ -140,7 +140,8 @@ impl Fx<'_, '_> {
             };
         }
         let Some(mut a) = args.pop() else { return poison(span) };
-        let found = a.ty.clone();
+        let found = self.shown(&a);
+        let found_ty = a.ty.clone();
         match b {
             Builtin::Math(op) => {
                 prefer_f64(&mut a);
@@ -150,9 +151,12 @@ impl Fx<'_, '_> {
                         node(TKind::Unary { op, arg: Box::new(a) }, ty, span, false)
                     }
                     _ => {
-                        let d =
-                            Diagnostic::new(span, format!("`{name}` expects an f64 or an array of f64, found {found}"));
-                        let d = if found.leaf().is_some_and(|t| t.elem == Scalar::I64) {
+                        let d = Diagnostic::new(
+                            Code::BuiltinArgument,
+                            span,
+                            format!("`{name}` expects an f64 or an array of f64, found {found}"),
+                        );
+                        let d = if found_ty.leaf().is_some_and(|t| t.elem == Scalar::I64) {
                             d.with_note("convert with `f64(i)`")
                         } else {
                             d
@@ -172,7 +176,11 @@ impl Fx<'_, '_> {
                         node(TKind::Unary { op: UnOp::ToF64, arg: Box::new(a) }, target, span, false)
                     }
                 }
-                _ => self.fail(span, format!("`f64` converts an i64 (or f64) value, found {found}")),
+                _ => self.fail(
+                    Code::BuiltinArgument,
+                    span,
+                    format!("`f64` converts an i64 (or f64) value, found {found}"),
+                ),
             },
             Builtin::ToI64 => match a.ty.leaf() {
                 Some(t) if t.elem == Scalar::I64 => {
@@ -183,24 +191,36 @@ impl Fx<'_, '_> {
                     let ty = Ty::Leaf(t.with_elem(Scalar::I64));
                     node(TKind::Unary { op: UnOp::ToI64, arg: Box::new(a) }, ty, span, false)
                 }
-                _ => self.fail(span, format!("`i64` converts an f64 (or i64) value, found {found}")),
+                _ => self.fail(
+                    Code::BuiltinArgument,
+                    span,
+                    format!("`i64` converts an f64 (or i64) value, found {found}"),
+                ),
             },
             Builtin::Length => match a.ty.leaf() {
                 Some(t) if t.is_array() => node(TKind::Length(Box::new(a)), Ty::I64, span, false),
-                _ => self.fail(span, format!("`length` expects an array, found {found}")),
+                _ => self.fail(Code::BuiltinArgument, span, format!("`length` expects an array, found {found}")),
             },
             Builtin::Sum => match a.ty.leaf() {
                 Some(t) if t.is_array() && t.elem != Scalar::Bool => {
                     node(TKind::Sum(Box::new(a)), Ty::Leaf(t.row()), span, false)
                 }
-                _ => self.fail(span, format!("`sum` expects an array of f64 or i64, found {found}")),
+                _ => self.fail(
+                    Code::BuiltinArgument,
+                    span,
+                    format!("`sum` expects an array of f64 or i64, found {found}"),
+                ),
             },
             Builtin::Reduce(op) => {
                 prefer_f64(&mut a);
                 if a.ty.leaf() == Some(Type::array(Scalar::F64, 1)) {
                     node(TKind::Reduce(op, Box::new(a)), Ty::F64, span, false)
                 } else {
-                    self.fail(span, format!("`{name}` expects a one-dimensional array of f64, found {found}"))
+                    self.fail(
+                        Code::BuiltinArgument,
+                        span,
+                        format!("`{name}` expects a one-dimensional array of f64, found {found}"),
+                    )
                 }
             }
             Builtin::Flatten => match a.ty.leaf() {
@@ -208,14 +228,22 @@ impl Fx<'_, '_> {
                     let ty = Ty::Leaf(Type { elem: t.elem, rank: t.rank - 1 });
                     node(TKind::Flatten(Box::new(a)), ty, span, false)
                 }
-                _ => self.fail(span, format!("`flatten` expects an array of rank 2 or more, found {found}")),
+                _ => self.fail(
+                    Code::BuiltinArgument,
+                    span,
+                    format!("`flatten` expects an array of rank 2 or more, found {found}"),
+                ),
             },
             Builtin::ArgExtreme(max) => {
                 prefer_f64(&mut a);
                 if a.ty.leaf() == Some(Type::array(Scalar::F64, 1)) {
                     node(TKind::ArgExtreme { max, array: Box::new(a) }, Ty::I64, span, false)
                 } else {
-                    self.fail(span, format!("`{name}` expects a one-dimensional array of f64, found {found}"))
+                    self.fail(
+                        Code::BuiltinArgument,
+                        span,
+                        format!("`{name}` expects a one-dimensional array of f64, found {found}"),
+                    )
                 }
             }
             Builtin::Binary(_) | Builtin::Dot | Builtin::Reshape | Builtin::Concat => poison(span),
@@ -227,7 +255,13 @@ impl Fx<'_, '_> {
     fn reshape(&mut self, a: TExpr, dims: TExpr, span: Span) -> TExpr {
         let elem = match a.ty.leaf() {
             Some(t) if t.is_array() => t.elem,
-            _ => return self.fail(a.span, format!("`reshape` reshapes an array, found {}", a.ty)),
+            _ => {
+                return self.fail(
+                    Code::BuiltinArgument,
+                    a.span,
+                    format!("`reshape` reshapes an array, found {}", self.shown(&a)),
+                )
+            }
         };
         let ds = match dims.kind {
             TKind::Tuple(ds) => ds,
@@ -237,6 +271,7 @@ impl Fx<'_, '_> {
             let found: Vec<String> = ds.iter().map(|d| d.ty.to_string()).collect();
             return self.fail_with(
                 Diagnostic::new(
+                    Code::BuiltinArgument,
                     span,
                     format!("the extents of `reshape` must be i64 values, found ({})", found.join(", ")),
                 )
@@ -244,7 +279,11 @@ impl Fx<'_, '_> {
             );
         }
         if ds.len() > crate::parser::MAX_RANK {
-            return self.fail(span, format!("arrays of rank above {} are not supported", crate::parser::MAX_RANK));
+            return self.fail(
+                Code::RankLimit,
+                span,
+                format!("arrays of rank above {} are not supported", crate::parser::MAX_RANK),
+            );
         }
         let ty = Ty::Leaf(Type::array(elem, crate::types::rank_u8(ds.len())));
         node(TKind::Reshape { array: Box::new(a), dims: ds }, ty, span, false)
@@ -261,8 +300,13 @@ impl Fx<'_, '_> {
                 node(TKind::Concat(Box::new(a), Box::new(b)), t, span, false)
             }
             _ => self.fail(
+                Code::BuiltinArgument,
                 span,
-                format!("`concat` joins two arrays of one element type and rank, found {} and {}", a.ty, b.ty),
+                format!(
+                    "`concat` joins two arrays of one element type and rank, found {} and {}",
+                    self.shown(&a),
+                    self.shown(&b)
+                ),
             ),
         }
     }
@@ -274,8 +318,12 @@ impl Fx<'_, '_> {
         if x.ty.leaf() == want && y.ty.leaf() == want {
             node(TKind::Dot(Box::new(x), Box::new(y)), Ty::F64, span, false)
         } else {
-            let msg = format!("`dot` expects two one-dimensional arrays of f64, found {} and {}", x.ty, y.ty);
-            self.fail(span, msg)
+            let msg = format!(
+                "`dot` expects two one-dimensional arrays of f64, found {} and {}",
+                self.shown(&x),
+                self.shown(&y)
+            );
+            self.fail(Code::BuiltinArgument, span, msg)
         }
     }
 }

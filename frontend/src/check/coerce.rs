@@ -108,3 +108,18 @@ pub(super) fn coerce(e: &mut TExpr, target: &Ty) {
     e.ty = target.clone();
     e.flex = false;
 }
+
+/// A note for a value of type `found` where `want` is expected, when a
+/// conversion builtin bridges them: `f64(...)` for an `i64` where an `f64`
+/// is expected, `i64(...)` the other way (also elementwise on arrays).
+pub(super) fn conversion_hint(found: &Ty, want: &Ty) -> Option<&'static str> {
+    let (Ty::Leaf(f), Ty::Leaf(w)) = (found, want) else { return None };
+    match (f.elem, w.elem) {
+        _ if f.rank != w.rank => None,
+        (Scalar::I64, Scalar::F64) => Some("convert with `f64(...)`: there are no implicit conversions"),
+        (Scalar::F64, Scalar::I64) => {
+            Some("convert with `i64(...)` (truncation toward zero): there are no implicit conversions")
+        }
+        _ => None,
+    }
+}

@@ -1,10 +1,12 @@
 //! Checking the forms that bind names or branch: `let` chains (with
 //! patterns and annotations), `if`, `for` and `loop`.
 
-use super::coerce::{can_coerce, coerce, flexible_as_f64};
+use super::coerce::{can_coerce, coerce, conversion_hint, flexible_as_f64};
 use super::expr::{node, poison};
 use super::Fx;
+use super::Shown;
 use crate::ast::{Binding, DimKind, Expr, ForBinder, Ident, Pattern, PatternKind, TypeExpr};
+use crate::codes::Code;
 use crate::diagnostics::Diagnostic;
 use crate::parser::MAX_RANK;
 use crate::span::Span;
@@ -26,12 +28,22 @@ impl Fx<'_, '_> {
                     coerce(&mut value, &aty);
                     checks = cs;
                 } else {
-                    let msg = format!("this value has type {} but the annotation says {}", value.ty, aty);
-                    self.fail(b.value.span, msg);
+                    let msg =
+                        format!("this value has type {} but the annotation says {}", self.shown(&value), src_type(ann));
+                    let mut d = Diagnostic::new(Code::AnnotationType, b.value.span, msg);
+                    if let Some(note) = conversion_hint(&value.ty, &aty) {
+                        d = d.with_note(note);
+                    }
+                    self.fail_with(d);
                     value = poison(b.value.span);
                 }
             }
             let pat = self.bind_pattern(&b.pat, &value.ty, &[]);
+            let shown = match &b.ty {
+                Some(ann) if !value.ty.has_error() => Shown::of_src(&src_type(ann)),
+                _ => self.shown(&value),
+            };
+            self.set_shown(&pat, shown);
             if let (TPat::Bind(id), true) = (&pat, value.flex && value.ty == Ty::I64) {
                 if let Some(l) = self.locals.get_mut(id.0) {
                     l.int_literal = true;
@@ -62,7 +74,7 @@ impl Fx<'_, '_> {
                         }
                         _ => {
                             let msg = format!("unknown size `{v}`: sizes in annotations are i64 variables in scope");
-                            self.fail(d.span, msg);
+                            self.fail(Code::UnknownSize, d.span, msg);
                             continue;
                         }
                     },
@@ -75,7 +87,7 @@ impl Fx<'_, '_> {
                             Err(v) => {
                                 let msg =
                                     format!("unknown size `{v}`: sizes in annotations are i64 variables in scope");
-                                self.fail(d.span, msg);
+                                self.fail(Code::UnknownSize, d.span, msg);
                                 continue;
                             }
                         }
@@ -99,7 +111,7 @@ impl Fx<'_, '_> {
         match &pat.kind {
             PatternKind::Var(name) => {
                 if seen.contains(name) {
-                    self.fail(pat.span, format!("`{name}` is bound twice here"));
+                    self.fail(Code::BoundTwice, pat.span, format!("`{name}` is bound twice here"));
                 }
                 seen.push(name.clone());
                 TPat::Bind(self.bind_local(name, ty.clone()))
@@ -111,7 +123,7 @@ impl Fx<'_, '_> {
                     Ty::Error => vec![Ty::Error; ps.len()],
                     _ => {
                         let msg = format!("this pattern has {} components but the value has type {}", ps.len(), ty);
-                        self.fail(pat.span, msg);
+                        self.fail(Code::TupleShape, pat.span, msg);
                         vec![Ty::Error; ps.len()]
                     }
                 };
@@ -137,17 +149,17 @@ impl Fx<'_, '_> {
     pub(super) fn if_expr(&mut self, cond: &Expr, then_branch: &Expr, else_branch: &Expr, span: Span) -> TExpr {
         let mut c = self.expr(cond);
         if !c.ty.has_error() && c.ty != Ty::BOOL {
-            let msg = format!("the condition of `if` must be a bool, found {}", c.ty);
-            c = self.fail(cond.span, msg);
+            let msg = format!("the condition of `if` must be a bool, found {}", self.shown(&c));
+            c = self.fail(Code::ConditionNotBool, cond.span, msg);
         }
         let mut t = self.expr(then_branch);
         let mut e = self.expr(else_branch);
-        let (tt, et) = (t.ty.clone(), e.ty.clone());
+        let (tt, et) = (self.shown(&t), self.shown(&e));
         let ty = match Self::unify(&mut t, &mut e) {
             Some(ty) => ty,
             None => {
                 let msg = format!("the branches of `if` have different types: {tt} and {et}");
-                self.fail(else_branch.span, msg);
+                self.fail(Code::BranchTypes, else_branch.span, msg);
                 Ty::Error
             }
         };
@@ -173,13 +185,13 @@ impl Fx<'_, '_> {
         let elem = match &body.ty {
             Ty::Error => return poison(span),
             Ty::Tuple(_) => {
-                let msg = format!("arrays of tuples do not exist: the body of `for` has type {}", body.ty);
-                return self.fail(body.span, msg);
+                let msg = format!("arrays of tuples do not exist: the body of `for` has type {}", self.shown(&body));
+                return self.fail(Code::ArrayOfTuples, body.span, msg);
             }
             Ty::Leaf(t) => *t,
         };
         if elem.rank as usize + levels.len() > MAX_RANK {
-            return self.fail(span, format!("arrays of rank above {MAX_RANK} are not supported"));
+            return self.fail(Code::RankLimit, span, format!("arrays of rank above {MAX_RANK} are not supported"));
         }
         let mut cur = body;
         let mut t = elem;
@@ -197,7 +209,7 @@ impl Fx<'_, '_> {
             return None;
         }
         if also.contains(&index.name.as_str()) {
-            self.fail(index.span, format!("`{}` is bound twice here", index.name));
+            self.fail(Code::BoundTwice, index.span, format!("`{}` is bound twice here", index.name));
         }
         Some(self.bind_local(&index.name, Ty::I64))
     }
@@ -220,7 +232,7 @@ impl Fx<'_, '_> {
         let mark = self.scope.mark();
         let diag_mark = self.diags.len();
         let mut state_ty = init_t.ty.clone();
-        let (mut tpat, mut tindex, mut tbody) = self.loop_body(pat, index, body, &state_ty);
+        let (mut tpat, mut tindex, mut tbody) = self.loop_body(pat, index, body, &state_ty, &init_t);
         let ok = self.diags.len() == diag_mark && can_coerce(&tbody, &state_ty);
         // `loop acc = 0 for ... do acc + x[i]`: retry with an f64 state.
         let f64_state = flexible_as_f64(&init_t);
@@ -228,7 +240,7 @@ impl Fx<'_, '_> {
             self.retries -= 1;
             let first_errors = self.diags.split_off(diag_mark);
             self.scope.reset(mark);
-            let (p2, i2, b2) = self.loop_body(pat, index, body, &f64_state);
+            let (p2, i2, b2) = self.loop_body(pat, index, body, &f64_state, &init_t);
             if self.diags.len() == diag_mark && can_coerce(&b2, &f64_state) {
                 coerce(&mut init_t, &f64_state);
                 state_ty = f64_state;
@@ -242,8 +254,12 @@ impl Fx<'_, '_> {
         if can_coerce(&tbody, &state_ty) {
             coerce(&mut tbody, &state_ty);
         } else {
-            let msg = format!("the loop body has type {} but the loop state has type {}", tbody.ty, state_ty);
-            let mut d = Diagnostic::new(body.span, msg);
+            let msg = format!(
+                "the loop body has type {} but the loop state has type {}",
+                self.shown(&tbody),
+                self.shown(&init_t)
+            );
+            let mut d = Diagnostic::new(Code::LoopStateType, body.span, msg);
             if init_t.flex {
                 d = d.with_note("the initial value fixes the type of the state: write `0.0` for an f64 zero");
             }
@@ -262,14 +278,14 @@ impl Fx<'_, '_> {
         let mark = self.scope.mark();
         let diag_mark = self.diags.len();
         let mut state_ty = init_t.ty.clone();
-        let (mut tpat, mut tcond, mut tbody) = self.while_body(pat, cond, body, &state_ty);
+        let (mut tpat, mut tcond, mut tbody) = self.while_body(pat, cond, body, &state_ty, &init_t);
         let ok = self.diags.len() == diag_mark && can_coerce(&tbody, &state_ty);
         let f64_state = flexible_as_f64(&init_t);
         if !ok && init_t.flex && f64_state != state_ty && self.retries > 0 {
             self.retries -= 1;
             let first_errors = self.diags.split_off(diag_mark);
             self.scope.reset(mark);
-            let (p2, c2, b2) = self.while_body(pat, cond, body, &f64_state);
+            let (p2, c2, b2) = self.while_body(pat, cond, body, &f64_state, &init_t);
             if self.diags.len() == diag_mark && can_coerce(&b2, &f64_state) {
                 coerce(&mut init_t, &f64_state);
                 state_ty = f64_state;
@@ -283,8 +299,12 @@ impl Fx<'_, '_> {
         if can_coerce(&tbody, &state_ty) {
             coerce(&mut tbody, &state_ty);
         } else {
-            let msg = format!("the loop body has type {} but the loop state has type {}", tbody.ty, state_ty);
-            let mut d = Diagnostic::new(body.span, msg);
+            let msg = format!(
+                "the loop body has type {} but the loop state has type {}",
+                self.shown(&tbody),
+                self.shown(&init_t)
+            );
+            let mut d = Diagnostic::new(Code::LoopStateType, body.span, msg);
             if init_t.flex {
                 d = d.with_note("the initial value fixes the type of the state: write `0.0` for an f64 zero");
             }
@@ -296,20 +316,36 @@ impl Fx<'_, '_> {
 
     /// Binds the state pattern and checks the condition and body of a while
     /// loop.
-    fn while_body(&mut self, pat: &Pattern, cond: &Expr, body: &Expr, state: &Ty) -> (TPat, TExpr, TExpr) {
+    fn while_body(
+        &mut self,
+        pat: &Pattern,
+        cond: &Expr,
+        body: &Expr,
+        state: &Ty,
+        init: &TExpr,
+    ) -> (TPat, TExpr, TExpr) {
         let tpat = self.bind_pattern(pat, state, &[]);
+        self.set_shown(&tpat, self.shown(init));
         let mut tcond = self.expr(cond);
         if !tcond.ty.has_error() && tcond.ty != Ty::BOOL {
-            let msg = format!("the condition of a while loop must be a bool, found {}", tcond.ty);
-            tcond = self.fail(cond.span, msg);
+            let msg = format!("the condition of a while loop must be a bool, found {}", self.shown(&tcond));
+            tcond = self.fail(Code::ConditionNotBool, cond.span, msg);
         }
         let tbody = self.expr(body);
         (tpat, tcond, tbody)
     }
 
     /// Binds the state pattern and index and checks the body of a loop.
-    fn loop_body(&mut self, pat: &Pattern, index: &Ident, body: &Expr, state: &Ty) -> (TPat, Option<LocalId>, TExpr) {
+    fn loop_body(
+        &mut self,
+        pat: &Pattern,
+        index: &Ident,
+        body: &Expr,
+        state: &Ty,
+        init: &TExpr,
+    ) -> (TPat, Option<LocalId>, TExpr) {
         let tpat = self.bind_pattern(pat, state, &[]);
+        self.set_shown(&tpat, self.shown(init));
         let names = pattern_names(pat);
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let tindex = self.index_binder(index, &names);

@@ -1,9 +1,10 @@
 //! Checking expressions: literals, variables, operators, calls, indexing,
 //! projections (the binding and branching forms are in `control`).
 
-use super::coerce::{as_f64, can_coerce, coerce};
+use super::coerce::{as_f64, can_coerce, coerce, conversion_hint};
 use super::{builtins, Fx};
 use crate::ast::{BinaryOp, Expr, ExprKind, Ident, UnaryOp};
+use crate::codes::Code;
 use crate::diagnostics::Diagnostic;
 use crate::parser::MAX_RANK;
 use crate::span::Span;
@@ -25,8 +26,8 @@ const CONVERSION_NOTE: &str = "there are no implicit conversions: use `f64(i)` o
 
 impl Fx<'_, '_> {
     /// Reports an error and returns the placeholder expression.
-    pub(super) fn fail(&mut self, span: Span, msg: impl Into<String>) -> TExpr {
-        self.report(Diagnostic::new(span, msg));
+    pub(super) fn fail(&mut self, code: Code, span: Span, msg: impl Into<String>) -> TExpr {
+        self.report(Diagnostic::new(code, span, msg));
         poison(span)
     }
 
@@ -81,23 +82,30 @@ impl Fx<'_, '_> {
         }
         let t = match a.ty.leaf() {
             Some(t) if t.is_array() => t,
-            _ => return self.fail(array.span, format!("only arrays can be updated, but this has type {}", a.ty)),
+            _ => {
+                return self.fail(
+                    Code::NotAnArray,
+                    array.span,
+                    format!("only arrays can be updated, but this has type {}", self.shown(&a)),
+                )
+            }
         };
         if idx.len() > t.rank as usize {
             let msg = format!(
                 "too many indices: an array of type {} has {} ax{} but {} indices are given",
-                t,
+                self.shown(&a),
                 t.rank,
                 if t.rank == 1 { "is" } else { "es" },
                 idx.len()
             );
-            return self.fail(span, msg);
+            return self.fail(Code::TooManyIndices, span, msg);
         }
         let want = Ty::Leaf(Type { elem: t.elem, rank: t.rank - rank_u8(idx.len()) });
         if !can_coerce(&v, &want) {
             let what = if idx.len() == t.rank as usize { "an element" } else { "a row" };
-            let msg = format!("the new value has type {} but {what} of {} has type {want}", v.ty, a.ty);
-            return self.fail(value.span, msg);
+            let msg =
+                format!("the new value has type {} but {what} of {} has type {want}", self.shown(&v), self.shown(&a));
+            return self.fail(Code::UpdateValue, value.span, msg);
         }
         coerce(&mut v, &want);
         let ty = a.ty.clone();
@@ -119,7 +127,11 @@ impl Fx<'_, '_> {
         }
         match value {
             Some(x) => node(TKind::Int(x), Ty::I64, span, true),
-            None => self.fail(span, format!("integer literal {v} is too large for i64 (the largest is {})", i64::MAX)),
+            None => self.fail(
+                Code::LiteralOutOfRange,
+                span,
+                format!("integer literal {v} is too large for i64 (the largest is {})", i64::MAX),
+            ),
         }
     }
 
@@ -136,14 +148,20 @@ impl Fx<'_, '_> {
             let ty = self.locals.get(id.0).map_or(Ty::Error, |l| l.ty.clone());
             return node(TKind::Var(id), ty, span, false);
         }
-        let msg = if self.g.index.contains_key(name) {
-            format!("`{name}` is a definition, not a value: call it with `{name}(...)`")
+        if self.g.index.contains_key(name) {
+            let msg = format!("`{name}` is a definition, not a value: call it with `{name}(...)`");
+            self.fail(Code::NotAValue, span, msg)
         } else if builtins::lookup(name).is_some() {
-            format!("`{name}` is a builtin function, not a value: call it with `{name}(...)`")
+            let msg = format!("`{name}` is a builtin function, not a value: call it with `{name}(...)`");
+            self.fail(Code::NotAValue, span, msg)
         } else {
-            format!("unknown variable `{name}`")
-        };
-        self.fail(span, msg)
+            let d = Diagnostic::new(Code::UnknownVariable, span, format!("unknown variable `{name}`"));
+            let d = match self.similar_variable(name) {
+                Some(near) => d.with_note(format!("a variable with a similar name is in scope: `{near}`")),
+                None => d,
+            };
+            self.fail_with(d)
+        }
     }
 
     /// Requires an `i64` (integer literals are `i64` already).
@@ -151,8 +169,8 @@ impl Fx<'_, '_> {
         if e.ty == Ty::I64 || e.ty.has_error() {
             e
         } else {
-            let msg = format!("{what} must be an i64, found {}", e.ty);
-            let d = Diagnostic::new(e.span, msg);
+            let msg = format!("{what} must be an i64, found {}", self.shown(&e));
+            let d = Diagnostic::new(Code::ExpectedI64, e.span, msg);
             let d = if e.ty == Ty::F64 { d.with_note("convert with `i64(x)`") } else { d };
             self.fail_with(d)
         }
@@ -161,8 +179,12 @@ impl Fx<'_, '_> {
     fn array_literal(&mut self, es: &[Expr], span: Span) -> TExpr {
         if es.is_empty() {
             return self.fail_with(
-                Diagnostic::new(span, "empty array literal `[]`: its element type cannot be inferred")
-                    .with_note("write an empty array as a comprehension, e.g. `for i < 0 => 0.0`"),
+                Diagnostic::new(
+                    Code::ArrayLiteral,
+                    span,
+                    "empty array literal `[]`: its element type cannot be inferred",
+                )
+                .with_note("write an empty array as a comprehension, e.g. `for i < 0 => 0.0`"),
             );
         }
         let mut elems: Vec<TExpr> = es.iter().map(|x| self.expr(x)).collect();
@@ -170,8 +192,8 @@ impl Fx<'_, '_> {
             return poison(span);
         }
         if let Some(t) = elems.iter().find(|x| matches!(x.ty, Ty::Tuple(_))) {
-            let msg = format!("arrays of tuples do not exist: this element has type {}", t.ty);
-            return self.fail(t.span, msg);
+            let msg = format!("arrays of tuples do not exist: this element has type {}", self.shown(t));
+            return self.fail(Code::ArrayOfTuples, t.span, msg);
         }
         let mut cand = elems[0].ty.clone();
         for x in &elems[1..] {
@@ -180,20 +202,25 @@ impl Fx<'_, '_> {
                 None => {
                     let msg = format!(
                         "the elements of an array literal must have the same type: found {} and {}",
-                        elems[0].ty, x.ty
+                        self.shown(&elems[0]),
+                        self.shown(x)
                     );
-                    return self.fail(x.span, msg);
+                    return self.fail(Code::ArrayLiteral, x.span, msg);
                 }
             }
         }
         if let Some(x) = elems.iter().find(|x| !can_coerce(x, &cand)) {
-            let msg = format!("the elements of an array literal must have the same type: found {} and {}", x.ty, cand);
-            return self.fail(x.span, msg);
+            let msg = format!(
+                "the elements of an array literal must have the same type: found {} and {}",
+                self.shown(x),
+                self.shown(&elems[0])
+            );
+            return self.fail(Code::ArrayLiteral, x.span, msg);
         }
         elems.iter_mut().for_each(|x| coerce(x, &cand));
         let Some(t) = cand.leaf() else { return poison(span) };
         if t.rank as usize >= MAX_RANK {
-            return self.fail(span, format!("arrays of rank above {MAX_RANK} are not supported"));
+            return self.fail(Code::RankLimit, span, format!("arrays of rank above {MAX_RANK} are not supported"));
         }
         let flex = elems.iter().all(|x| x.flex);
         node(TKind::ArrayLit(elems), Ty::Leaf(t.lift()), span, flex)
@@ -215,8 +242,14 @@ impl Fx<'_, '_> {
             (UnaryOp::Not, Some(t)) if t == Type::BOOL => {
                 node(TKind::Unary { op: UnOp::Not, arg: Box::new(a) }, Ty::BOOL, span, false)
             }
-            (UnaryOp::Neg, _) => self.fail(span, format!("`-` applies to f64 and i64 values, found {}", a.ty)),
-            (UnaryOp::Not, _) => self.fail(span, format!("`!` applies to a bool (scalar), found {}", a.ty)),
+            (UnaryOp::Neg, _) => self.fail(
+                Code::OperandTypes,
+                span,
+                format!("`-` applies to f64 and i64 values, found {}", self.shown(&a)),
+            ),
+            (UnaryOp::Not, _) => {
+                self.fail(Code::OperandTypes, span, format!("`!` applies to a bool (scalar), found {}", self.shown(&a)))
+            }
         }
     }
 
@@ -246,8 +279,8 @@ impl Fx<'_, '_> {
         let mut bad = false;
         for x in [&a, &b] {
             if !x.ty.has_error() && x.ty != Ty::BOOL {
-                let msg = format!("the operands of `{sym}` must be bools, found {}", x.ty);
-                self.fail(x.span, msg);
+                let msg = format!("the operands of `{sym}` must be bools, found {}", self.shown(x));
+                self.fail(Code::OperandTypes, x.span, msg);
                 bad = true;
             }
         }
@@ -269,11 +302,15 @@ impl Fx<'_, '_> {
             return poison(span);
         }
         let (Some(ta), Some(tb)) = (a.ty.leaf(), b.ty.leaf()) else {
-            return self.fail(span, format!("`{sym}` cannot be applied to tuples (found {} and {})", a.ty, b.ty));
+            return self.fail(
+                Code::OperandTypes,
+                span,
+                format!("`{sym}` cannot be applied to tuples (found {} and {})", self.shown(&a), self.shown(&b)),
+            );
         };
         if op.is_comparison() && (ta.is_array() || tb.is_array()) {
-            let msg = format!("comparisons are scalar only: `{sym}` of {} and {}", a.ty, b.ty);
-            return self.fail(span, msg);
+            let msg = format!("comparisons are scalar only: `{sym}` of {} and {}", self.shown(&a), self.shown(&b));
+            return self.fail(Code::RankMismatch, span, msg);
         }
         // Integer literals become f64 next to an f64 (or for f64-only operations).
         let f64_only = matches!(op, BinOp::Pow | BinOp::Atan2);
@@ -287,7 +324,7 @@ impl Fx<'_, '_> {
             }
         }
         let (Some(ta), Some(tb)) = (a.ty.leaf(), b.ty.leaf()) else { return poison(span) };
-        let kinds = format!("{} and {}", a.ty, b.ty);
+        let kinds = format!("{} and {}", self.shown(&a), self.shown(&b));
         let elem = ta.elem;
         let class_ok = |e: Scalar| match op {
             BinOp::Pow | BinOp::Atan2 => e == Scalar::F64,
@@ -301,7 +338,7 @@ impl Fx<'_, '_> {
                 BinOp::Rem => "i64 operands",
                 _ => "f64 or i64 operands",
             };
-            let mut d = Diagnostic::new(span, format!("`{sym}` needs {need}, found {kinds}"));
+            let mut d = Diagnostic::new(Code::OperandTypes, span, format!("`{sym}` needs {need}, found {kinds}"));
             if ta.elem != tb.elem || f64_only {
                 d = d.with_note(CONVERSION_NOTE);
             }
@@ -309,7 +346,7 @@ impl Fx<'_, '_> {
         }
         if ta.elem != tb.elem {
             let msg = format!("the operands of `{sym}` have different types: {kinds}");
-            let mut d = Diagnostic::new(span, msg).with_note(CONVERSION_NOTE);
+            let mut d = Diagnostic::new(Code::MixedNumbers, span, msg).with_note(CONVERSION_NOTE);
             for x in [&a, &b] {
                 if let Some(name) = self.int_literal_var(x) {
                     d = d.with_note(format!(
@@ -322,7 +359,7 @@ impl Fx<'_, '_> {
         }
         if ta.is_array() && tb.is_array() && ta.rank != tb.rank {
             let msg = format!("elementwise `{sym}` needs arrays of the same rank, found {kinds}");
-            return self.fail(span, msg);
+            return self.fail(Code::RankMismatch, span, msg);
         }
         let rank = ta.rank.max(tb.rank);
         let out_elem = if op.is_comparison() { Scalar::Bool } else { elem };
@@ -346,34 +383,45 @@ impl Fx<'_, '_> {
             for a in args.iter().skip(1) {
                 self.expr(a);
             }
-            return self.fail(span, format!("`{op}` takes {want} arguments: {usage}"));
+            return self.fail(Code::ArgumentCount, span, format!("`{op}` takes {want} arguments: {usage}"));
         }
         let ExprKind::Var(fname) = &args[0].kind else {
             self.expr(&args[0]);
-            return self.fail(args[0].span, format!("the first argument of `{op}` must name a definition: {usage}"));
+            return self.fail(
+                Code::DiffTarget,
+                args[0].span,
+                format!("the first argument of `{op}` must name a definition: {usage}"),
+            );
         };
         let fspan = args[0].span;
         let mut targs: Vec<TExpr> = args[1..].iter().map(|a| self.expr(a)).collect();
         if builtins::lookup(fname).is_some() || DiffOp::from_keyword(fname).is_some() {
-            let d = Diagnostic::new(fspan, format!("`{op}` differentiates definitions, and `{fname}` is a builtin"))
-                .with_note(format!("wrap it in a definition: def g(x: f64) -> f64 = {fname}(x)"));
+            let d = Diagnostic::new(
+                Code::DiffTarget,
+                fspan,
+                format!("`{op}` differentiates definitions, and `{fname}` is a builtin"),
+            )
+            .with_note(format!("wrap it in a definition: def g(x: f64) -> f64 = {fname}(x)"));
             return self.fail_with(d);
         }
         let Some(&idx) = self.g.index.get(fname.as_str()) else {
             if self.g.broken.contains(fname.as_str()) {
                 return poison(span);
             }
-            let msg = if self.scope.get(fname).is_some() {
-                format!("`{fname}` is a variable: `{op}` takes the name of a definition")
-            } else {
-                format!("unknown function `{fname}`")
-            };
-            return self.fail(fspan, msg);
+            if self.scope.get(fname).is_some() {
+                let msg = format!("`{fname}` is a variable: `{op}` takes the name of a definition");
+                return self.fail(Code::NotAValue, fspan, msg);
+            }
+            return self.unknown_function(fname, fspan);
         };
         let Some(sig) = self.g.sigs.get(idx) else { return poison(span) };
         self.calls.push((idx, fspan));
         if sig.params.is_empty() {
-            return self.fail(fspan, format!("`{fname}` has no parameters: there is nothing to differentiate"));
+            return self.fail(
+                Code::NothingToDifferentiate,
+                fspan,
+                format!("`{fname}` has no parameters: there is nothing to differentiate"),
+            );
         }
         let params = match sig.params.as_slice() {
             [(_, t)] => t.clone(),
@@ -391,13 +439,21 @@ impl Fx<'_, '_> {
             DiffOp::Vjp => vec![("ARGS", params.clone()), ("COTANGENT", result.clone())],
             DiffOp::Grad => vec![("ARGS", params.clone())],
         };
+        // The same types as written (with the sizes of `fname`'s signature).
+        let params_src = match sig.params_src.as_slice() {
+            [(_, t)] => t.clone(),
+            ps => arrayad_ir::SrcType::Tuple(ps.iter().map(|(_, t)| t.clone()).collect()),
+        };
+        let result_src = sig.result_src.clone();
         for (arg, (what, ty)) in targs.iter_mut().zip(&wanted) {
+            let declared = if *what == "COTANGENT" { &result_src } else { &params_src };
             if can_coerce(arg, ty) {
                 coerce(arg, ty);
             } else {
                 let d = Diagnostic::new(
+                    Code::DiffArgumentType,
                     arg.span,
-                    format!("{what} of `{op}` has type {}, but `{fname}` needs {ty}", arg.ty),
+                    format!("{what} of `{op}` has type {}, but `{fname}` needs {declared}", self.shown(arg)),
                 )
                 .with_note(if *what == "COTANGENT" {
                     format!("a cotangent has the type of `{fname}`'s result")
@@ -410,8 +466,9 @@ impl Fx<'_, '_> {
         }
         if op == DiffOp::Grad && result != Ty::F64 && !result.has_error() {
             let d = Diagnostic::new(
+                Code::GradResultNotF64,
                 fspan,
-                format!("`grad` needs a definition whose result is one f64, but `{fname}` returns {}", sig.result_text),
+                format!("`grad` needs a definition whose result is one f64, but `{fname}` returns {}", sig.result_src),
             )
             .with_note("use `vjp` with a cotangent of the result's type");
             self.report(d);
@@ -444,12 +501,10 @@ impl Fx<'_, '_> {
             if self.g.broken.contains(name) {
                 return poison(span);
             }
-            let msg = if self.scope.get(name).is_some() {
-                format!("`{name}` is a variable, not a function")
-            } else {
-                format!("unknown function `{name}`")
-            };
-            return self.fail(func.span, msg);
+            if self.scope.get(name).is_some() {
+                return self.fail(Code::NotAValue, func.span, format!("`{name}` is a variable, not a function"));
+            }
+            return self.unknown_function(name, func.span);
         };
         let Some(sig) = self.g.sigs.get(idx) else { return poison(span) };
         self.calls.push((idx, func.span));
@@ -461,20 +516,25 @@ impl Fx<'_, '_> {
                 targs.len(),
                 if targs.len() == 1 { "was" } else { "were" }
             );
-            return self.fail(span, msg);
+            return self.fail(Code::ArgumentCount, span, msg);
         }
         let mut bad = false;
         for (k, (arg, (pname, pty))) in targs.iter_mut().zip(&sig.params).enumerate() {
             if can_coerce(arg, pty) {
                 coerce(arg, pty);
             } else {
+                let declared = sig.params_src.get(k).map_or_else(|| pty.to_string(), |(_, t)| t.to_string());
                 let msg = format!(
-                    "argument {} of `{}` has type {}, but the parameter `{pname}` has type {pty}",
+                    "argument {} of `{}` has type {}, but the parameter `{pname}` has type {declared}",
                     k + 1,
                     sig.name,
-                    arg.ty
+                    self.shown(arg)
                 );
-                self.fail(arg.span, msg);
+                let mut d = Diagnostic::new(Code::ArgumentType, arg.span, msg);
+                if let Some(note) = conversion_hint(&arg.ty, pty) {
+                    d = d.with_note(note);
+                }
+                self.fail_with(d);
                 bad = true;
             }
         }
@@ -497,17 +557,23 @@ impl Fx<'_, '_> {
         }
         let t = match a.ty.leaf() {
             Some(t) if t.is_array() => t,
-            _ => return self.fail(array.span, format!("only arrays can be indexed, but this has type {}", a.ty)),
+            _ => {
+                return self.fail(
+                    Code::NotAnArray,
+                    array.span,
+                    format!("only arrays can be indexed, but this has type {}", self.shown(&a)),
+                )
+            }
         };
         if idx.len() > t.rank as usize {
             let msg = format!(
                 "too many indices: an array of type {} has {} ax{} but {} indices are given",
-                t,
+                self.shown(&a),
                 t.rank,
                 if t.rank == 1 { "is" } else { "es" },
                 idx.len()
             );
-            return self.fail(span, msg);
+            return self.fail(Code::TooManyIndices, span, msg);
         }
         let ty = Type { elem: t.elem, rank: t.rank - rank_u8(idx.len()) };
         node(TKind::Index { array: Box::new(a), indices: idx }, Ty::Leaf(ty), span, false)
@@ -529,7 +595,11 @@ impl Fx<'_, '_> {
         }
         match a.ty.leaf() {
             Some(t) if t.is_array() => node(TKind::Slice { array: Box::new(a), lo, hi }, Ty::Leaf(t), span, false),
-            _ => self.fail(array.span, format!("only arrays can be sliced, but this has type {}", a.ty)),
+            _ => self.fail(
+                Code::NotAnArray,
+                array.span,
+                format!("only arrays can be sliced, but this has type {}", self.shown(&a)),
+            ),
         }
     }
 
@@ -544,13 +614,13 @@ impl Fx<'_, '_> {
                     node(TKind::Proj { tuple: Box::new(t), index: i }, ty, span, false)
                 }
                 None => {
-                    let msg = format!("a tuple of type {} has no component {index}", t.ty);
-                    self.fail(index_span, msg)
+                    let msg = format!("a tuple of type {} has no component {index}", self.shown(&t));
+                    self.fail(Code::TupleShape, index_span, msg)
                 }
             },
             other => {
                 let msg = format!("`.{index}` selects a tuple component, but this has type {other}");
-                self.fail(tuple.span, msg)
+                self.fail(Code::TupleShape, tuple.span, msg)
             }
         }
     }

@@ -9,11 +9,16 @@ mod builtins;
 mod coerce;
 mod control;
 mod expr;
+mod shown;
+mod suggest;
+
+pub(crate) use shown::Shown;
 
 use crate::ast::{Def, DimKind, Program, TypeKind};
+use crate::codes::Code;
 use crate::diagnostics::Diagnostic;
 use crate::span::{LineIndex, Span};
-use crate::tast::{DimTarget, EntryStep, Local, LocalId, ShapeCheck, TDef};
+use crate::tast::{DimTarget, EntryStep, Local, LocalId, ShapeCheck, TDef, TPat};
 use crate::types::{src_type, type_leaves, Ty};
 use arrayad_ir::{DiffOp, Signature, SrcParam, SrcType};
 use std::cell::RefCell;
@@ -24,8 +29,10 @@ struct Sig {
     name: String,
     params: Vec<(String, Ty)>,
     result: Ty,
+    /// The parameter types as written (with their sizes), for messages.
+    params_src: Vec<(String, SrcType)>,
     /// The result type as written (with its sizes), for messages.
-    result_text: String,
+    result_src: SrcType,
 }
 
 /// The checked definitions and, for each, the definitions it calls (with
@@ -86,11 +93,15 @@ pub(crate) fn check_program(
     for (i, d) in program.defs.iter().enumerate() {
         let name = &d.name.name;
         if builtins::lookup(name).is_some() || DiffOp::from_keyword(name).is_some() {
-            diags.push(Diagnostic::new(d.name.span, format!("`{name}` is a builtin function and cannot be redefined")));
+            diags.push(Diagnostic::new(
+                Code::BuiltinRedefined,
+                d.name.span,
+                format!("`{name}` is a builtin function and cannot be redefined"),
+            ));
         } else if let Some(first) = first_span.get(name) {
             let (line, col) = lines.line_col(first.start);
             diags.push(
-                Diagnostic::new(d.name.span, format!("`{name}` is defined twice"))
+                Diagnostic::new(Code::DefinedTwice, d.name.span, format!("`{name}` is defined twice"))
                     .with_note(format!("the first definition of `{name}` is at line {line}, column {col}")),
             );
         } else {
@@ -105,7 +116,8 @@ pub(crate) fn check_program(
             name: d.name.name.clone(),
             params: d.params.iter().map(|p| (p.name.name.clone(), Ty::from_src(&src_type(&p.ty)))).collect(),
             result: Ty::from_src(&src_type(&d.result)),
-            result_text: src_type(&d.result).to_string(),
+            params_src: d.params.iter().map(|p| (p.name.name.clone(), src_type(&p.ty))).collect(),
+            result_src: src_type(&d.result),
         })
         .collect();
     let broken: HashSet<String> = broken.iter().cloned().collect();
@@ -173,12 +185,32 @@ impl Scope {
     fn get(&self, name: &str) -> Option<LocalId> {
         self.map.get(name).and_then(|ids| ids.last().copied())
     }
+    /// The names in scope, in no particular order.
+    fn names(&self) -> impl Iterator<Item = &str> {
+        self.map.iter().filter(|(_, ids)| !ids.is_empty()).map(|(name, _)| name.as_str())
+    }
 }
 
 /// How many times per definition a `loop` whose initial state is an
 /// integer literal is re-checked with an `f64` state (bounds the work on
 /// nested loops).
 const RETRY_BUDGET: usize = 32;
+
+/// A suggestion for a size variable `v` of the result type that no
+/// parameter type binds: write it into the first array parameter's type.
+fn size_variable_hint(def: &Def, v: &str) -> Option<String> {
+    let p = def.params.iter().find(|p| matches!(p.ty.kind, TypeKind::Array { .. }))?;
+    let SrcType::Array { elem, mut dims } = src_type(&p.ty) else { return None };
+    if matches!(&dims[0], arrayad_ir::SrcDim::Expr(_)) {
+        return None;
+    }
+    let first = std::mem::replace(&mut dims[0], arrayad_ir::SrcDim::Var(v.to_string()));
+    let example = SrcType::Array { elem, dims };
+    Some(format!(
+        "size variables come from the arguments: if `{v}` is the length of `{}` (now `{first}`), write `{}: {example}`",
+        p.name.name, p.name.name
+    ))
+}
 
 /// The checker of one definition body.
 struct Fx<'g, 'd> {
@@ -193,7 +225,7 @@ struct Fx<'g, 'd> {
 impl Fx<'_, '_> {
     fn new_local(&mut self, name: &str, ty: Ty) -> LocalId {
         let id = LocalId(self.locals.len());
-        self.locals.push(Local { name: name.to_string(), ty, int_literal: false });
+        self.locals.push(Local { name: name.to_string(), ty, int_literal: false, shown: None });
         id
     }
 
@@ -300,12 +332,15 @@ fn check_def(g: &Globals<'_>, def: &Def, diags: &mut Vec<Diagnostic>) -> (TDef, 
                 span: def.keyword,
             })),
             Err(v) => fx.report(
-                Diagnostic::new(span, format!("size variable `{v}` occurs only inside size expressions")).with_note(
-                    format!(
-                        "the arguments determine a size variable where it is a whole dimension: give `{v}` a \
+                Diagnostic::new(
+                    Code::SizeOnlyInExpressions,
+                    span,
+                    format!("size variable `{v}` occurs only inside size expressions"),
+                )
+                .with_note(format!(
+                    "the arguments determine a size variable where it is a whole dimension: give `{v}` a \
                          dimension of its own in some parameter type (e.g. `[{v}]`)"
-                    ),
-                ),
+                )),
             ),
         }
     }
@@ -319,15 +354,21 @@ fn check_def(g: &Globals<'_>, def: &Def, diags: &mut Vec<Diagnostic>) -> (TDef, 
     for p in &def.params {
         let name = p.name.name.as_str();
         if !seen.insert(name) {
-            fx.report(Diagnostic::new(p.name.span, format!("duplicate parameter `{name}`")));
+            fx.report(Diagnostic::new(Code::BoundTwice, p.name.span, format!("duplicate parameter `{name}`")));
         } else if sizes.iter().any(|(n, _)| n == name) {
             fx.report(
-                Diagnostic::new(p.name.span, format!("`{name}` is both a parameter and a size variable"))
-                    .with_note(format!("size variables are bound by the array types; drop the parameter `{name}`")),
+                Diagnostic::new(
+                    Code::ParamIsSize,
+                    p.name.span,
+                    format!("`{name}` is both a parameter and a size variable"),
+                )
+                .with_note(format!("size variables are bound by the array types; drop the parameter `{name}`")),
             );
         }
-        let ty = Ty::from_src(&src_type(&p.ty));
-        params.push(fx.bind_local(name, ty));
+        let declared = src_type(&p.ty);
+        let local = fx.bind_local(name, Ty::from_src(&declared));
+        fx.set_shown(&TPat::Bind(local), Shown::of_src(&declared));
+        params.push(local);
     }
 
     // The result type: its size variables must come from the parameters.
@@ -344,6 +385,7 @@ fn check_def(g: &Globals<'_>, def: &Def, diags: &mut Vec<Diagnostic>) -> (TDef, 
                         Some(&(_, local)) => (DimTarget::Local(local), v.clone()),
                         None => {
                             let mut diag = Diagnostic::new(
+                                Code::ResultSizeUnbound,
                                 d.span,
                                 format!("size variable `{v}` of the result type does not occur in any parameter type"),
                             );
@@ -351,6 +393,8 @@ fn check_def(g: &Globals<'_>, def: &Def, diags: &mut Vec<Diagnostic>) -> (TDef, 
                                 diag = diag.with_note(format!(
                                     "`{v}` is a parameter, not a size variable: sizes are bound by array parameter types"
                                 ));
+                            } else if let Some(note) = size_variable_hint(def, v) {
+                                diag = diag.with_note(note);
                             }
                             fx.report(diag);
                             continue;
@@ -362,6 +406,7 @@ fn check_def(g: &Globals<'_>, def: &Def, diags: &mut Vec<Diagnostic>) -> (TDef, 
                             Ok(t) => (DimTarget::Expr(Box::new(t)), e.to_string()),
                             Err(v) => {
                                 fx.report(Diagnostic::new(
+                                    Code::ResultSizeUnbound,
                                     d.span,
                                     format!(
                                         "size variable `{v}` of the result type does not occur in any parameter type"
@@ -388,9 +433,17 @@ fn check_def(g: &Globals<'_>, def: &Def, diags: &mut Vec<Diagnostic>) -> (TDef, 
     if coerce::can_coerce(&body, &result) {
         coerce::coerce(&mut body, &result);
     } else {
-        let msg =
-            format!("the body of `{}` has type {} but the declared result type is {}", def.name.name, body.ty, result);
-        fx.report(Diagnostic::new(result_expr(&def.body).span, msg));
+        let msg = format!(
+            "the body of `{}` has type {} but the declared result type is {}",
+            def.name.name,
+            fx.shown(&body),
+            src_type(&def.result)
+        );
+        let mut d = Diagnostic::new(Code::ResultType, result_expr(&def.body).span, msg);
+        if let Some(note) = coerce::conversion_hint(&body.ty, &result) {
+            d = d.with_note(note);
+        }
+        fx.report(d);
     }
 
     let signature = Signature {

@@ -6,6 +6,7 @@
 
 use super::{PResult, Parser, Reported};
 use crate::ast::*;
+use crate::codes::Code;
 use crate::lexer::Tok;
 
 fn binary(op: BinaryOp, op_span: Span, lhs: Expr, rhs: Expr) -> Expr {
@@ -314,7 +315,11 @@ impl Parser<'_> {
                         Tok::Int(v) => {
                             let index_span = self.bump();
                             let Ok(index) = u32::try_from(v) else {
-                                break self.fail_at(index_span, format!("tuple component {v} does not exist"));
+                                break self.fail_at(
+                                    Code::TupleShape,
+                                    index_span,
+                                    format!("tuple component {v} does not exist"),
+                                );
                             };
                             let span = e.span.to(index_span);
                             e = Expr { kind: ExprKind::Proj { tuple: Box::new(e), index, index_span }, span };
@@ -323,7 +328,8 @@ impl Parser<'_> {
                     }
                 }
                 Tok::LParen => {
-                    break self.fail("only definitions and builtins can be called, by name: `f(x)`");
+                    break self
+                        .fail_as(Code::NotCallable, "only definitions and builtins can be called, by name: `f(x)`");
                 }
                 _ => break Ok(e),
             }
@@ -401,7 +407,7 @@ impl Parser<'_> {
             Tok::LParen => {
                 self.bump();
                 if *self.tok() == Tok::RParen {
-                    return self.fail("empty tuple `()`: tuples have two or more components");
+                    return self.fail_as(Code::EmptyTuple, "empty tuple `()`: tuples have two or more components");
                 }
                 let (mut elems, end) = self.expr_list(&Tok::RParen)?;
                 let span = start.to(end);

@@ -8,6 +8,7 @@
 //! stack of the parser or of the passes that walk the tree.
 
 use crate::ast::*;
+use crate::codes::Code;
 use crate::diagnostics::Diagnostic;
 use crate::lexer::{lex, Tok, Token};
 
@@ -84,15 +85,20 @@ impl Parser<'_> {
     /// Reports `msg` at the current token, unless that token is an
     /// already-reported lexer error.
     fn fail<T>(&mut self, msg: impl Into<String>) -> PResult<T> {
+        self.fail_as(Code::Syntax, msg)
+    }
+
+    /// [`Parser::fail`] with another code than [`Code::Syntax`].
+    fn fail_as<T>(&mut self, code: Code, msg: impl Into<String>) -> PResult<T> {
         if *self.tok() != Tok::Error {
             let span = self.span();
-            self.diags.push(Diagnostic::new(span, msg));
+            self.diags.push(Diagnostic::new(code, span, msg));
         }
         Err(Reported)
     }
 
-    fn fail_at<T>(&mut self, span: Span, msg: impl Into<String>) -> PResult<T> {
-        self.diags.push(Diagnostic::new(span, msg));
+    fn fail_at<T>(&mut self, code: Code, span: Span, msg: impl Into<String>) -> PResult<T> {
+        self.diags.push(Diagnostic::new(code, span, msg));
         Err(Reported)
     }
 
@@ -130,7 +136,11 @@ impl Parser<'_> {
     fn enter(&mut self) -> PResult<()> {
         if self.nest >= MAX_NESTING || self.depth >= MAX_DEPTH {
             let span = self.span();
-            return self.fail_at(span, format!("expression nested too deeply (the limit is {MAX_NESTING} levels)"));
+            return self.fail_at(
+                Code::NestingLimit,
+                span,
+                format!("expression nested too deeply (the limit is {MAX_NESTING} levels)"),
+            );
         }
         self.nest += 1;
         self.depth += 1;
@@ -155,8 +165,11 @@ impl Parser<'_> {
     fn chain_step(&mut self, span: Span) -> PResult<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return self
-                .fail_at(span, format!("expression too deeply nested or too long (the limit is {MAX_DEPTH} levels)"));
+            return self.fail_at(
+                Code::NestingLimit,
+                span,
+                format!("expression too deeply nested or too long (the limit is {MAX_DEPTH} levels)"),
+            );
         }
         Ok(())
     }
@@ -248,9 +261,15 @@ impl Parser<'_> {
         match self.tok().clone() {
             Tok::Ident(name) => match Self::scalar_name(&name) {
                 Some(s) => Ok((s, self.bump())),
-                None => self.fail(format!("unknown type `{name}` (the element types are f64, i64 and bool)")),
+                None => self.fail_as(
+                    Code::UnknownType,
+                    format!("unknown type `{name}` (the element types are f64, i64 and bool)"),
+                ),
             },
-            Tok::LParen => self.fail("arrays of tuples do not exist: the element type must be f64, i64 or bool"),
+            Tok::LParen => self.fail_as(
+                Code::ArrayOfTuples,
+                "arrays of tuples do not exist: the element type must be f64, i64 or bool",
+            ),
             t => self.fail(format!("expected an element type (f64, i64 or bool), found {t}")),
         }
     }
@@ -278,7 +297,11 @@ impl Parser<'_> {
                     self.expect(&Tok::RBracket, "`]` (a size is a size variable, an integer or an expression of them with + - * / and parentheses)")?;
                     dims.push(dim);
                     if dims.len() > MAX_RANK {
-                        return self.fail_at(open, format!("arrays of rank above {MAX_RANK} are not supported"));
+                        return self.fail_at(
+                            Code::RankLimit,
+                            open,
+                            format!("arrays of rank above {MAX_RANK} are not supported"),
+                        );
                     }
                 }
                 let (elem, end) = self.scalar_ty()?;
@@ -287,7 +310,7 @@ impl Parser<'_> {
             Tok::LParen => {
                 self.bump();
                 if *self.tok() == Tok::RParen {
-                    return self.fail("empty tuple type `()`: tuples have two or more components");
+                    return self.fail_as(Code::EmptyTuple, "empty tuple type `()`: tuples have two or more components");
                 }
                 let mut elems = vec![self.ty()?];
                 while self.eat(&Tok::Comma) {
@@ -352,7 +375,7 @@ impl Parser<'_> {
             Tok::Ident(name) => Ok((arrayad_ir::SizeExpr::Var(name), self.bump())),
             Tok::Int(v) => match i64::try_from(v) {
                 Ok(v) => Ok((arrayad_ir::SizeExpr::Lit(v), self.bump())),
-                Err(_) => self.fail(format!("array size {v} is too large")),
+                Err(_) => self.fail_as(Code::LiteralOutOfRange, format!("array size {v} is too large")),
             },
             Tok::LParen => {
                 let open = self.bump();
@@ -379,7 +402,8 @@ impl Parser<'_> {
             Tok::LParen => {
                 let start = self.bump();
                 if *self.tok() == Tok::RParen {
-                    return self.fail("empty tuple pattern `()`: tuples have two or more components");
+                    return self
+                        .fail_as(Code::EmptyTuple, "empty tuple pattern `()`: tuples have two or more components");
                 }
                 let mut elems = vec![self.pattern()?];
                 while self.eat(&Tok::Comma) {

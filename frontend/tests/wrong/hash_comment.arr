@@ -1,0 +1,2 @@
+# a Python-style comment
+def f(x: f64) -> f64 = x * x

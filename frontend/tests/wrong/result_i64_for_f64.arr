@@ -1,0 +1,1 @@
+def count(x: [n]f64) -> f64 = n

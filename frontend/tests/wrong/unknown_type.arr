@@ -1,0 +1,1 @@
+def f(x: float64, n: int) -> float64 = x
