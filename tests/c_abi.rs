@@ -155,7 +155,13 @@ fn build(name: &str, backend: &str) -> Option<Built> {
     }
     let dir = scratch("c_abi", name);
     std::fs::write(dir.join("prog.arr"), PROGRAM).unwrap();
-    let out = arrayad(&dir, &["build", "prog.arr", "-o", "libprog.so", "--backend", backend]);
+    // The generated C compiles without a warning (gcc's warnings cost time
+    // quadratic in the size of the file: every one rereads its lines).
+    let werror = dir.join("cc-werror");
+    std::fs::write(&werror, "#!/bin/sh\nexec cc -Werror \"$@\"\n").unwrap();
+    std::fs::set_permissions(&werror, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let cc = werror.to_str().unwrap();
+    let out = arrayad(&dir, &["build", "prog.arr", "-o", "libprog.so", "--backend", backend, "--cc", cc]);
     assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
     assert!(dir.join("libprog.so").is_file() && dir.join("libprog.h").is_file(), "build wrote no library/header");
     Some(Built { dir })

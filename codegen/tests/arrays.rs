@@ -33,9 +33,10 @@ fn nested_build_gives_a_matrix() {
     });
     let r = run_both(&p, &[Value::I64(3), Value::I64(2)]).unwrap();
     assert_eq!(r, vec![arr_i64(&[3, 2], &[0, 1, 10, 11, 20, 21])]);
-    // n == 0: the inner extent is 0 too, the body is not run.
+    // n == 0: the body is not run, and the inner extent is still m (a
+    // count from outside: `arrayad_ir::shape::static_row_dims`).
     let r = run_both(&p, &[Value::I64(0), Value::I64(5)]).unwrap();
-    assert_eq!(r, vec![arr_i64(&[0, 0], &[])]);
+    assert_eq!(r, vec![arr_i64(&[0, 5], &[])]);
     // m == 0: rows of extent 0.
     let r = run_both(&p, &[Value::I64(4), Value::I64(0)]).unwrap();
     assert_eq!(r, vec![arr_i64(&[4, 0], &[])]);
@@ -90,8 +91,9 @@ fn build_with_several_results_and_array_rows() {
     assert_eq!(r[1], arr_i64(&[3], &[0, 1, 2]));
     assert_eq!(r[2], arr_f64(&[3, 2], &[1.0, -1.0, -2.0, 2.0, 3.5, -3.5]));
     assert_eq!(r[3], arr_bool(&[3], &[true, false, true]));
+    // No rows: a literal row of 2 keeps its extent.
     let r = run_both(&p, &[arr_f64(&[0], &[])]).unwrap();
-    assert_eq!(r[2], arr_f64(&[0, 0], &[]));
+    assert_eq!(r[2], arr_f64(&[0, 2], &[]));
 }
 
 #[test]

@@ -14,6 +14,7 @@ pub mod interp;
 pub mod math;
 pub mod printer;
 pub mod program;
+pub mod shape;
 pub mod size;
 pub mod types;
 pub mod typing;

@@ -429,8 +429,10 @@ pub enum Expr {
     /// `for index < n => body`: one array per result of `body`, row `i`
     /// being that result for `index = i`. Array-valued rows must all have
     /// the same shape ([`ErrorKind::IrregularArray`]); `n < 0` is
-    /// [`ErrorKind::NegativeSize`]. When `n == 0`, array rows have extent 0
-    /// in every inner dimension.
+    /// [`ErrorKind::NegativeSize`]. When `n == 0`, array rows have the
+    /// extents [`crate::shape::static_row_dims`] finds before the loop (a
+    /// literal row, a nested comprehension over an outer count, a view of
+    /// an outer array), else extent 0 in every inner dimension.
     Build { n: Atom, index: VarId, body: Block },
     /// `loop states = init for index < n do body`: `body.results` are the
     /// next states (same types); the value is the final states.

@@ -3,7 +3,7 @@
 
 use super::abi::Interface;
 use super::header::try_c_header;
-use super::wrappers::{internal_symbol, wrappers_source, MODULE_HEADER_NAME};
+use super::wrappers::{internal_symbol, wrappers_sources, EXPORTS_PER_FILE, MODULE_HEADER_NAME};
 use crate::error::CodegenError;
 use crate::target::{parse_triple, Backend, TargetOptions};
 use crate::ExportedFunction;
@@ -105,6 +105,21 @@ fn compile_object(opts: &LinkOptions, file: &str, funcs: &[(String, &Function)])
     }
 }
 
+/// Runs the C compiler (`cc`, for messages) as `command`; its output
+/// becomes the error when it fails.
+fn run_c_compiler(cc: &str, mut command: Command) -> Result<(), CodegenError> {
+    let output = command.output().map_err(|e| CodegenError::Link(format!("running the C compiler `{cc}`: {e}")))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(CodegenError::Link(format!(
+        "the C compiler `{cc}` failed ({}):\n{}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )))
+}
+
 /// Writes `contents` to `path` without ever leaving a partial file there:
 /// into a temporary file in the same directory, then renamed over `path`
 /// (a process that has the old file mapped keeps its copy).
@@ -167,28 +182,41 @@ pub fn build_shared_library(
     write(&d.join("arrayad_runtime.c"), arrayad_runtime::RUNTIME_C_SOURCE.as_bytes())?;
     write(&d.join("arrayad_abi.c"), arrayad_runtime::ABI_C_SOURCE.as_bytes())?;
     write(&d.join(MODULE_HEADER_NAME), header.as_bytes())?;
-    write(&d.join("arrayad_wrappers.c"), wrappers_source(&interfaces, module, file).as_bytes())?;
-    let tmp_so = d.join("out.so");
-    let cc = opts.c_compiler()?;
-    let output = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-O2", "-std=gnu99", "-ffp-contract=off", "-fvisibility=hidden", "-Wall", "-o"])
-        .arg(&tmp_so)
-        .arg(d.join("arrayad_wrappers.c"))
-        .arg(d.join("arrayad_abi.c"))
-        .arg(d.join("arrayad_runtime.c"))
-        .arg(d.join("arrayad_code.o"))
-        .arg("-lm")
-        .args(extra_c_flags())
-        .output()
-        .map_err(|e| CodegenError::Link(format!("running the C compiler `{cc}`: {e}")))?;
-    if !output.status.success() {
-        return Err(CodegenError::Link(format!(
-            "the C compiler `{cc}` failed ({}):\n{}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )));
+    // Large modules: the wrappers in several files, compiled in parallel.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let files = interfaces.len().div_ceil(EXPORTS_PER_FILE).clamp(1, cores.max(1));
+    let mut sources = vec![d.join("arrayad_abi.c"), d.join("arrayad_runtime.c")];
+    for (k, text) in wrappers_sources(&interfaces, module, file, files).iter().enumerate() {
+        let path = d.join(format!("arrayad_wrappers_{k}.c"));
+        write(&path, text.as_bytes())?;
+        sources.push(path);
     }
+    let cc = opts.c_compiler()?;
+    const FLAGS: [&str; 6] = ["-fPIC", "-O2", "-std=gnu99", "-ffp-contract=off", "-fvisibility=hidden", "-Wall"];
+    let objects: Vec<PathBuf> = sources.iter().map(|s| s.with_extension("o")).collect();
+    let compile = |src: &PathBuf, obj: &PathBuf| {
+        let mut c = Command::new(&cc);
+        c.arg("-c").args(FLAGS).arg("-o").arg(obj).arg(src).args(extra_c_flags());
+        run_c_compiler(&cc, c)
+    };
+    let results: Vec<Result<(), CodegenError>> = if sources.len() > 2 && cores > 1 {
+        std::thread::scope(|s| {
+            let handles: Vec<_> =
+                sources.iter().zip(&objects).map(|(src, obj)| s.spawn(move || compile(src, obj))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(CodegenError::Link("a compiler thread panicked".into()))))
+                .collect()
+        })
+    } else {
+        sources.iter().zip(&objects).map(|(src, obj)| compile(src, obj)).collect()
+    };
+    results.into_iter().collect::<Result<Vec<()>, _>>()?;
+    let tmp_so = d.join("out.so");
+    let mut link = Command::new(&cc);
+    link.arg("-shared").args(FLAGS).arg("-o").arg(&tmp_so).args(&objects).arg(d.join("arrayad_code.o"));
+    link.arg("-lm").args(extra_c_flags());
+    run_c_compiler(&cc, link)?;
     let so = std::fs::read(&tmp_so).map_err(|e| CodegenError::Link(format!("reading {}: {e}", tmp_so.display())))?;
     replace_file(out_so, &so)?;
     replace_file(out_h, header.as_bytes())?;

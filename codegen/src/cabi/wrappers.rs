@@ -146,11 +146,27 @@ fn in_ref(l: &Leaf) -> String {
     }
 }
 
-/// The wrappers' C source for `interfaces` of module `module`: static
-/// tables describing each function and thin wrappers that pass them to the
-/// runtime (`arrayad_abi_call`, `arrayad_abi_jacobian` in
+/// How many exports one C file of wrappers holds at most: a module with
+/// more is split into files that the C compiler builds in parallel.
+pub(crate) const EXPORTS_PER_FILE: usize = 64;
+
+/// The wrappers' C sources for `interfaces` of module `module`, split into
+/// `files` files of about equal numbers of exports (at least one file; the
+/// first also defines the module's `_last_error` and `_release_memory`):
+/// static tables describing each function and thin wrappers that pass them
+/// to the runtime (`arrayad_abi_call`, `arrayad_abi_jacobian` in
 /// `runtime/src/arrayad_abi.c`, which keep per-thread contexts and errors).
-pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str, file: &str) -> String {
+pub(crate) fn wrappers_sources(interfaces: &[Interface], module: &str, file: &str, files: usize) -> Vec<String> {
+    let per_file = interfaces.len().div_ceil(files.max(1)).max(1);
+    let mut chunks: Vec<&[Interface]> = interfaces.chunks(per_file).collect();
+    if chunks.is_empty() {
+        chunks.push(&[]);
+    }
+    chunks.iter().enumerate().map(|(k, chunk)| wrappers_source(chunk, module, file, k == 0)).collect()
+}
+
+/// One file of [`wrappers_sources`]; `first` adds the module functions.
+fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bool) -> String {
     let m = c_ident(module);
     let mut out = String::new();
     let _ = write!(
@@ -166,14 +182,19 @@ pub(crate) fn wrappers_source(interfaces: &[Interface], module: &str, file: &str
          #pragma GCC visibility pop\n\
          #define ARRAYAD_HIDDEN __attribute__((visibility(\"hidden\")))\n\
          \n\
-         static const double arrayad_w_one = 1.0;\n\
+         static const double arrayad_w_one __attribute__((unused)) = 1.0;\n\
          {size_helpers}\
-         \n\
-         const char *{m}_last_error(void) {{ return arrayad_abi_last_error(); }}\n\
-         void {m}_release_memory(void) {{ arrayad_abi_release(); }}\n",
+         \n",
         rt = arrayad_runtime::RUNTIME_C_HEADER_NAME,
         size_helpers = SIZE_HELPERS,
     );
+    if first {
+        let _ = write!(
+            out,
+            "const char *{m}_last_error(void) {{ return arrayad_abi_last_error(); }}\n\
+             void {m}_release_memory(void) {{ arrayad_abi_release(); }}\n"
+        );
+    }
     for i in interfaces {
         let f = &i.name;
         let p = format!("arrayad_w__{f}");
@@ -523,7 +544,7 @@ fn fixed_call(ins: &[(Leaf, String)], outs: &[(Leaf, String)], symbol: &str) -> 
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "    uint64_t args[{}], res[{}], stage[{}];\n    int32_t st;\n    arrayad_ctx *ctx = arrayad_abi_begin();\n    if (!ctx) return {};",
+        "    uint64_t args[{}], res[{}], stage[{}];\n    int32_t st;\n    (void)stage;\n    arrayad_ctx *ctx = arrayad_abi_begin();\n    if (!ctx) return {};",
         slots_of(ins).max(1),
         slots_of(outs).max(1),
         stage.div_ceil(8).max(1),
@@ -543,6 +564,10 @@ fn stage_results(out: &mut String, outs: &[(Leaf, String)], first: usize) {
     let _ = writeln!(out, "    if (st == 0) {{");
     let mut k = first;
     let mut off = 0u64;
+    // Copies into `stage` and then the writes, in one block after the
+    // checks (a compiler then sees every staged byte written before it is
+    // read).
+    let mut staging = String::new();
     let mut writes = String::new();
     for (l, name) in outs {
         if l.is_array() {
@@ -566,8 +591,8 @@ fn stage_results(out: &mut String, outs: &[(Leaf, String)], first: usize) {
             );
             if bytes > 0 {
                 let _ = writeln!(
-                    out,
-                    "        if (st == 0) memcpy((char *)stage + {off}, (const void *)(uintptr_t)res[{k}], {bytes});"
+                    staging,
+                    "        memcpy((char *)stage + {off}, (const void *)(uintptr_t)res[{k}], {bytes});"
                 );
                 let _ = writeln!(writes, "        memcpy({name}, (char *)stage + {off}, {bytes});");
             }
@@ -588,7 +613,7 @@ fn stage_results(out: &mut String, outs: &[(Leaf, String)], first: usize) {
             k += 1;
         }
     }
-    let _ = writeln!(out, "    }}\n    if (st == 0) {{\n{writes}    }}");
+    let _ = writeln!(out, "    }}\n    if (st == 0) {{\n{staging}{writes}    }}");
 }
 
 /// The fast path of the Jacobian (reverse mode: one call of `vjp_rows` with
@@ -633,7 +658,7 @@ fn fixed_jacobian(i: &Interface, module: &str) -> Option<String> {
     let stacks: usize = i.active.iter().map(|k| 2 + i.params[*k].dims.len()).sum();
     let _ = writeln!(
         out,
-        "    uint64_t args[{}], res[{}], stage[{}];\n    int32_t st;\n    arrayad_ctx *ctx = arrayad_abi_begin();\n    if (!ctx) return {};",
+        "    uint64_t args[{}], res[{}], stage[{}];\n    int32_t st;\n    (void)stage;\n    arrayad_ctx *ctx = arrayad_abi_begin();\n    if (!ctx) return {};",
         slots_of(&ins).max(1),
         slots_of(&results) + stacks,
         stage.div_ceil(8).max(1),

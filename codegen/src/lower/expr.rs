@@ -494,11 +494,39 @@ impl<E: Emitter> Lower<'_, E> {
         self.check(ok, Fault::NegativeSize, &[n])
     }
 
+    /// The value of a static extent (`shape::StaticDim`) before a
+    /// comprehension; a negative value (a row cannot have one) becomes 0.
+    fn static_dim(&mut self, d: &arrayad_ir::shape::StaticDim) -> Result<E::Value> {
+        use arrayad_ir::shape::StaticDim;
+        let v = match d {
+            StaticDim::Lit(n) => self.memo_const(*n),
+            StaticDim::Var(v) => self.scalar(&Atom::Var(*v))?,
+            StaticDim::DimOf(a, axis) => {
+                let arr = self.array(*a)?;
+                match arr.dims.get(*axis as usize) {
+                    Some(d) => *d,
+                    None => return Err(self.malformed("a static extent beyond the array's rank")),
+                }
+            }
+            StaticDim::Bin(op, a, b) => {
+                let (x, y) = (self.static_dim(a)?, self.static_dim(b)?);
+                let op = match op {
+                    arrayad_ir::BinOp::Add => IntOp::Add,
+                    arrayad_ir::BinOp::Sub => IntOp::Sub,
+                    _ => IntOp::Mul,
+                };
+                self.b.int(op, x, y)
+            }
+        };
+        let zero = self.iconst(0);
+        Ok(self.b.int(IntOp::SMax, v, zero))
+    }
+
     fn build(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<Vec<Val<E::Value>>> {
         let n = self.scalar(n)?;
         self.check_size(n)?;
         let mut outs: Vec<BuildOut<E>> = Vec::new();
-        for r in &body.results {
+        for (k, r) in body.results.iter().enumerate() {
             let t = self.f.atom_ty(r);
             if t.is_scalar() {
                 let ptr = self.alloc_elems(n, t.elem, None)?;
@@ -510,10 +538,19 @@ impl<E: Emitter> Lower<'_, E> {
                 self.b.def_var(ptr, null);
                 let row_count = self.b.declare_var(Ty::I64);
                 self.b.def_var(row_count, z);
-                let row_dims: Vec<E::Var> = (0..t.rank)
-                    .map(|_| {
+                // The row shape if the loop runs zero times: known statically
+                // (`shape::static_row_dims`), else 0 in every dimension.
+                let initial = match arrayad_ir::shape::static_row_dims(self.f, index, body, k) {
+                    Some(dims) if dims.len() == t.rank as usize => {
+                        dims.iter().map(|d| self.static_dim(d)).collect::<Result<Vec<_>>>()?
+                    }
+                    _ => vec![z; t.rank as usize],
+                };
+                let row_dims: Vec<E::Var> = initial
+                    .into_iter()
+                    .map(|d| {
                         let v = self.b.declare_var(Ty::I64);
-                        self.b.def_var(v, z);
+                        self.b.def_var(v, d);
                         v
                     })
                     .collect();

@@ -537,8 +537,12 @@ impl<'p> Machine<'p> {
         let rows =
             usize::try_from(n).map_err(|_| errors::out_of_memory(self.program, loc, format!("for of size {n}")))?;
         let mut stackers = Vec::with_capacity(body.results.len());
-        for r in &body.results {
-            stackers.push(Stacker::new(self.atom_ty(fr, r, loc)?, rows));
+        for (k, r) in body.results.iter().enumerate() {
+            let mut st = Stacker::new(self.atom_ty(fr, r, loc)?, rows);
+            if n == 0 {
+                st.empty_row_shape = self.static_row_shape(fr, index, body, k);
+            }
+            stackers.push(st);
         }
         for i in 0..n {
             self.set(fr, index, Val::Prim(Prim::I64(i)), loc)?;
@@ -551,6 +555,25 @@ impl<'p> Machine<'p> {
     }
 }
 
+impl<'p> Machine<'p> {
+    /// The row shape of result `k` of `build index < 0 => body`, where it
+    /// is known without running the body (`shape::static_row_dims`); a
+    /// negative extent (which a row cannot have) becomes 0, as in compiled
+    /// code.
+    fn static_row_shape(&self, fr: &Frame<'p>, index: VarId, body: &Block, k: usize) -> Option<Vec<usize>> {
+        let dims = crate::shape::static_row_dims(fr.func, index, body, k)?;
+        let var = |v: VarId| match fr.env.get(v.index()) {
+            Some(Some(Val::Prim(Prim::I64(x)))) => Some(*x),
+            _ => None,
+        };
+        let dim = |v: VarId, axis: u8| match fr.env.get(v.index()) {
+            Some(Some(Val::Arr(a))) => a.shape.get(axis as usize).and_then(|&d| i64::try_from(d).ok()),
+            _ => None,
+        };
+        dims.iter().map(|d| d.eval(&var, &dim).map(|x| usize::try_from(x).unwrap_or(0))).collect()
+    }
+}
+
 /// Collects the rows of an array (`ArrayLit`, `Build`), checking that they
 /// are regular; `n` rows are expected.
 struct Stacker {
@@ -558,12 +581,15 @@ struct Stacker {
     n: usize,
     /// Shape of row 0, once seen.
     row_shape: Option<Vec<usize>>,
+    /// The row shape of a comprehension that runs zero times, where it is
+    /// known statically (`shape::static_row_dims`).
+    empty_row_shape: Option<Vec<usize>>,
     data: Option<Data>,
 }
 
 impl Stacker {
     fn new(row_ty: Type, n: usize) -> Stacker {
-        Stacker { row_ty, n, row_shape: None, data: None }
+        Stacker { row_ty, n, row_shape: None, empty_row_shape: None, data: None }
     }
 
     fn push(&mut self, m: &Machine, fr: &Frame, k: usize, row: &Val, loc: Loc) -> Res<()> {
@@ -609,9 +635,13 @@ impl Stacker {
                 shape.extend(row_shape);
                 data
             }
-            // No rows: extent 0 in every inner dimension.
+            // No rows: the static row shape, else extent 0 in every inner
+            // dimension.
             _ => {
-                shape.extend(std::iter::repeat_n(0, self.row_ty.rank as usize));
+                match self.empty_row_shape {
+                    Some(row) if row.len() == self.row_ty.rank as usize => shape.extend(row),
+                    _ => shape.extend(std::iter::repeat_n(0, self.row_ty.rank as usize)),
+                }
                 Data::with_capacity(self.row_ty.elem, 0)
                     .ok_or_else(|| errors::out_of_memory(m.program, loc, "an empty array"))?
             }
