@@ -12,6 +12,20 @@ const STACK: usize = 256 << 20;
 /// Where the panic hook leaves the location of a panic.
 static PANIC_LOCATION: Mutex<Option<String>> = Mutex::new(None);
 
+/// On SIGINT, SIGTERM or SIGHUP: removes the files of builds under way
+/// (`arrayad build`'s scratch directory and temporary outputs) and exits
+/// with status 128 + the signal, as a shell reports a killed command.
+fn remove_build_files_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else { return };
+    let _ = std::thread::Builder::new().name("arrayad-signals".into()).spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            arrayad_codegen::remove_build_files();
+            std::process::exit(128 + signal);
+        }
+    });
+}
+
 fn main() {
     // A panic is a bug of arrayad: report it as an internal error (exit
     // status 70) without the default hook's noise.
@@ -21,6 +35,7 @@ fn main() {
         }
     }));
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    remove_build_files_on_signals();
     // Differentiation and code generation recurse over the nesting of
     // blocks, which inlining bounds: the command runs on a thread with a
     // stack for that depth (only the pages used are touched).

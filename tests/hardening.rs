@@ -469,3 +469,56 @@ int main(void) {
     assert!(line("twice(-1").contains("=> 5 h.arr:5:1: negative size: twice: size `n` is -1"), "{out:#?}");
     assert!(line("twice_jacobian(2").contains("=> 0 "), "{out:#?}");
 }
+
+#[test]
+fn an_interrupted_build_leaves_no_files_behind() {
+    if !support::have("cc") {
+        eprintln!("note: no C compiler: skipping");
+        return;
+    }
+    let dir = scratch("hardening", "interrupted_build");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    // Enough definitions that the C compiler runs for a while.
+    let src: String = (0..400).map(|k| format!("def g{k}(x: [n]f64, y: f64) -> f64 = sum(x * y) + {k}.0\n")).collect();
+    std::fs::write(dir.join("big.arr"), src).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_arrayad"))
+        .args(["build", "big.arr", "-o", "libbig.so"])
+        .current_dir(&dir)
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let scratch_dirs = || -> Vec<_> {
+        std::fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("arrayad-build-"))
+            .collect()
+    };
+    let start = std::time::Instant::now();
+    while scratch_dirs().is_empty() && start.elapsed() < std::time::Duration::from_secs(120) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if child.try_wait().unwrap().is_some() {
+        eprintln!("note: the build finished before it could be interrupted");
+        return;
+    }
+    assert!(!scratch_dirs().is_empty(), "no scratch directory appeared");
+    let pid = child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
+    assert!(scratch_dirs().is_empty(), "scratch directories left: {:?}", scratch_dirs());
+    assert!(!dir.join("libbig.so").exists() && !dir.join("libbig.h").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -43,7 +43,7 @@ mod target;
 
 pub use cabi::abi::reserved_c_symbol;
 pub use cabi::header::c_header;
-pub use cabi::link::{build_shared_library, LinkOptions};
+pub use cabi::link::{build_shared_library, remove_build_files, LinkOptions};
 pub use error::CodegenError;
 pub use jit::{ArgRef, JitModule, ResultRef};
 pub use target::{Backend, TargetOptions};

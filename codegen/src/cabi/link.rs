@@ -11,8 +11,39 @@ use arrayad_ir::Function;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A scratch directory removed on drop.
+/// A scratch directory removed on drop (and by [`remove_build_files`]).
 struct TempDir(PathBuf);
+
+/// The scratch directories and temporary output files of builds under way.
+static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn track(path: &Path) {
+    if let Ok(mut live) = LIVE.lock() {
+        live.push(path.to_path_buf());
+    }
+}
+
+fn untrack(path: &Path) {
+    if let Ok(mut live) = LIVE.lock() {
+        live.retain(|p| p != path);
+    }
+}
+
+/// Removes the scratch directories and temporary output files of every
+/// build under way in this process: for a signal handler (the command
+/// line's, on SIGINT, SIGTERM and SIGHUP) that ends the process without
+/// unwinding, so that an interrupted `arrayad build` leaves nothing behind.
+/// A build still running afterwards fails writing its files.
+pub fn remove_build_files() {
+    let Ok(mut live) = LIVE.lock() else { return };
+    for p in live.drain(..) {
+        if p.is_dir() {
+            let _ = std::fs::remove_dir_all(&p);
+        } else {
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+}
 
 impl TempDir {
     fn new() -> Result<TempDir, CodegenError> {
@@ -27,7 +58,10 @@ impl TempDir {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             let p = base.join(format!("arrayad-build-{}-{n}-{nanos}", std::process::id()));
             match std::fs::create_dir(&p) {
-                Ok(()) => return Ok(TempDir(p)),
+                Ok(()) => {
+                    track(&p);
+                    return Ok(TempDir(p));
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(CodegenError::Link(format!("creating a directory in {}: {e}", base.display()))),
             }
@@ -38,6 +72,7 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
+        untrack(&self.0);
         // `ARRAYAD_KEEP_BUILD_DIR=1` keeps the generated sources for inspection.
         if std::env::var_os("ARRAYAD_KEEP_BUILD_DIR").is_none() {
             let _ = std::fs::remove_dir_all(&self.0);
@@ -131,12 +166,14 @@ fn replace_file(path: &Path, contents: &[u8]) -> Result<(), CodegenError> {
     };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.arrayad-{}.tmp", std::process::id()));
+    track(&tmp);
     let res = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(contents)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
+    untrack(&tmp);
     if let Err(e) = res {
         let _ = std::fs::remove_file(&tmp);
         return Err(CodegenError::Link(format!("writing {}: {e}", path.display())));
