@@ -5,6 +5,7 @@
 
 use arrayad::json::{self, encode_f64, encode_per_param, encode_result, encode_tree};
 use arrayad::{Arg, Backend, Error, Module, Options, Scalar, SrcType, Value};
+use arrayad_ad::Which;
 use arrayad_codegen::{Backend as CodegenBackend, ExportedFunction, JitModule, LinkOptions, TargetOptions};
 use arrayad_ir::{printer::print_function, FuncId, Program};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -69,6 +70,14 @@ struct RunArgs {
     /// Compiled backends only.
     #[arg(long, value_name = "SIZE", value_parser = parse_memory_size)]
     max_memory: Option<u64>,
+}
+
+/// An entry of `build --entries`.
+fn parse_entry(s: &str) -> Result<arrayad_codegen::Entry, String> {
+    arrayad_codegen::Entry::from_name(s.trim()).ok_or_else(|| {
+        let names: Vec<&str> = arrayad_codegen::Entry::ALL.iter().map(|e| e.name()).collect();
+        format!("`{s}` is not an entry: use {}", names.join(", "))
+    })
 }
 
 /// A memory size: bytes, or a number with a suffix K, M, G or T (powers of
@@ -184,6 +193,12 @@ struct BuildArgs {
     /// Differentiate only these parameters (comma separated).
     #[arg(long, value_name = "P,..", value_delimiter = ',')]
     wrt: Option<Vec<String>>,
+    /// The C functions to build for each export, comma separated: value
+    /// (`f`), jvp, vjp, grad, jacobian, hvp (grad and hvp only where the
+    /// result is one f64). Default: all. Only what they need is
+    /// differentiated and compiled.
+    #[arg(long, value_name = "E,..", value_delimiter = ',', value_parser = parse_entry)]
+    entries: Option<Vec<arrayad_codegen::Entry>>,
     /// The module name (prefix of MODULE_last_error); default: OUT's file
     /// stem without a leading `lib`.
     #[arg(long, value_name = "MODULE")]
@@ -569,26 +584,79 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
     // Every export fits, and all of them together, before any is derived.
     arrayad_ad::check_sizes(&program, &ids)?;
     let wrt = a.wrt.as_deref();
+    use arrayad_codegen::Entry;
+    let asked = |e: Entry| a.entries.as_ref().is_none_or(|es| es.contains(&e));
+    // Without --export, a definition that can have none of the entries
+    // asked for (`--entries grad` of an array-valued one) is left out.
+    let no_entry = |id: FuncId| {
+        let scalar = program.func(id).signature.result == SrcType::Scalar(Scalar::F64);
+        a.export.is_none()
+            && !scalar
+            && a.entries.as_ref().is_some_and(|es| es.iter().all(|e| matches!(e, Entry::Grad | Entry::Hvp)))
+    };
     let exports = ids
         .iter()
+        .filter(|&&id| !no_entry(id))
         .map(|&id| {
             let f = program.func(id);
-            let leaves = arrayad_ad::active_leaves(&f.signature, wrt);
-            let d = arrayad_ad::derive_with(&program, id, &leaves, a.codegen.ad())?;
             let f64_result = f.signature.result == SrcType::Scalar(Scalar::F64);
-            let hvp = if f64_result { Some(arrayad_ad::hvp(&d, &leaves)?) } else { None };
+            // `f_grad` and `f_hvp` exist where the result is one f64; an
+            // export left with no entry at all is an error.
+            if let Some(es) = &a.entries {
+                if !f64_result && es.iter().all(|e| matches!(e, Entry::Grad | Entry::Hvp)) && a.export.is_some() {
+                    return Err(Error::Usage(format!(
+                        "--entries {}: `{}` returns {}, not one f64, so it would have no entry (add value, jvp, vjp \
+                         or jacobian, or leave it out of --export)",
+                        es.iter().map(|e| e.name()).collect::<Vec<_>>().join(","),
+                        f.name,
+                        f.signature.result
+                    )));
+                }
+            }
+            let leaves = arrayad_ad::active_leaves(&f.signature, wrt);
+            let opts = a.codegen.ad();
+            let needed = |es: &[Entry]| es.iter().any(|e| asked(*e));
+            let hvp_wanted = f64_result && asked(Entry::Hvp);
+            let (want_jvp, want_rows) = (needed(&[Entry::Jvp, Entry::Jacobian]), asked(Entry::Jacobian));
+            let want_vjp = needed(&[Entry::Vjp, Entry::Grad]) || hvp_wanted;
+            let primal = arrayad_ad::prepare(&program, id);
+            let (primal, jvp, vjp, vjp_rows) = if want_jvp && want_vjp && want_rows {
+                // All of them from one linearisation.
+                let d = arrayad_ad::derive_prepared(primal, &leaves, opts)?;
+                (d.primal, Some(d.jvp), Some(d.vjp), Some(d.vjp_rows))
+            } else {
+                let derive = |which| arrayad_ad::derive_one(&primal, &leaves, opts, which);
+                let jvp = if want_jvp { Some(derive(Which::Jvp)?) } else { None };
+                let vjp = if want_vjp { Some(derive(Which::Vjp)?) } else { None };
+                let vjp_rows = if want_rows { Some(derive(Which::VjpRows)?) } else { None };
+                (primal, jvp, vjp, vjp_rows)
+            };
+            let hvp = match &vjp {
+                Some(v) if hvp_wanted => Some(arrayad_ad::hvp(&primal, v, &leaves)?),
+                _ => None,
+            };
+            let entries = a.entries.as_ref().map(|es| {
+                es.iter().copied().filter(|e| f64_result || !matches!(e, Entry::Grad | Entry::Hvp)).collect()
+            });
+            // Without a `vjp` entry, the vjp compiled for `hvp` alone is
+            // not exported as one.
+            let vjp = vjp.filter(|_| needed(&[Entry::Vjp, Entry::Grad]));
             Ok(ExportedFunction {
                 name: f.name.clone(),
                 signature: f.signature.clone(),
                 active: arrayad_ad::active_params(&f.signature, wrt),
-                primal: d.primal,
-                jvp: d.jvp,
-                vjp: d.vjp,
-                vjp_rows: d.vjp_rows,
+                entries,
+                primal,
+                jvp,
+                vjp,
+                vjp_rows,
                 hvp,
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;
+    if exports.is_empty() {
+        return Err(Error::Usage(format!("{name}: no definition can have the entries of --entries")));
+    }
     let opts = LinkOptions { backend, target: a.codegen.target(a.target.clone()), cc: a.cc.clone() };
     arrayad_codegen::build_shared_library(&name, &exports, &module_name, &a.output, &header, &opts)?;
     Ok(String::new())

@@ -297,7 +297,7 @@ impl Function {
         self.with_all(|d| match kind.of(d) {
             Some(f) => Ok(Some(f.clone())),
             None => {
-                let h = derived.hvp.get_or_init(|| guard(|| Ok(arrayad_ad::hvp(d, &self.active)?)));
+                let h = derived.hvp.get_or_init(|| guard(|| Ok(arrayad_ad::hvp(&d.primal, &d.vjp, &self.active)?)));
                 h.as_ref().map(|f| Some(f.clone())).map_err(|e| e.clone())
             }
         })

@@ -355,6 +355,50 @@ int main(void) {
     assert_eq!(out.code, 0, "{out:#?}");
     let header = std::fs::read_to_string(dir.join("out/libthird.h")).expect("default header OUT.h");
     assert!(header.contains("third_last_error"), "{header}");
+    // Only the entries asked for are built and declared.
+    let entries = |list: &str, lib: &str| -> String {
+        let out = arrayad(
+            dir,
+            &["build", "prog.arr", "-o", &format!("out/lib{lib}.so"), "--export", "f,scale", "--entries", list],
+        );
+        assert_eq!(out.code, 0, "{out:#?}");
+        std::fs::read_to_string(dir.join(format!("out/lib{lib}.h"))).unwrap()
+    };
+    let declared = |header: &str| -> Vec<String> {
+        let mut names: Vec<String> = header
+            .lines()
+            .filter(|l| l.starts_with("int32_t "))
+            .filter_map(|l| l.trim_start_matches("int32_t ").split('(').next().map(str::to_string))
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(declared(&entries("value", "values")), ["f", "scale"]);
+    // grad and hvp exist for the scalar `f` only.
+    assert_eq!(declared(&entries("value,grad,hvp", "grads")), ["f", "f_grad", "f_hvp", "scale"]);
+    assert_eq!(declared(&entries("jvp,jacobian", "fwd")), ["f_jacobian", "f_jvp", "scale_jacobian", "scale_jvp"]);
+    let main = r#"
+#include <stdio.h>
+#include "libgrads.h"
+int main(void) {
+    const double x[2] = {1.0, 2.0}, w[2] = {3.0, 4.0}, tx[2] = {1.0, 0.0}, tw[2] = {0.0, 0.0};
+    double value, dx[2], dw[2], hx[2], hw[2];
+    int32_t rc = f_grad(2, x, w, &value, dx, dw);
+    int32_t rh = f_hvp(2, x, w, tx, tw, &value, dx, dw, hx, hw);
+    printf("rc %d\nrh %d\ndw %.17g %.17g\nhx %.17g %.17g\n", (int)rc, (int)rh, dw[0], dw[1], hx[0], hx[1]);
+    return 0;
+}
+"#;
+    let lines = compile_and_run(&dir.join("out"), main, "grads");
+    assert_eq!((code(&lines, "rc"), code(&lines, "rh")), (0, 0));
+    assert_close_all("dw", &numbers(&lines, "dw"), &[1.0, 2.0], 0.0);
+    // d2/dx0^2 of sum(x * w) + exp(x[0]) is exp(1).
+    assert_close_all("hx", &numbers(&lines, "hx"), &[1f64.exp(), 0.0], 1e-15);
+    let out = arrayad(dir, &["build", "prog.arr", "-o", "x.so", "--export", "scale", "--entries", "grad"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert!(out.stderr.contains("not one f64"), "{}", out.stderr);
+    assert_eq!(arrayad(dir, &["build", "prog.arr", "-o", "x.so", "--entries", "value,nope"]).code, 2);
+
     // Error cases: unknown export, unknown --wrt, compile error.
     assert_eq!(arrayad(dir, &["build", "prog.arr", "-o", "x.so", "--export", "nope"]).code, 2);
     assert_eq!(arrayad(dir, &["build", "prog.arr", "-o", "x.so", "--wrt", "nope"]).code, 2);

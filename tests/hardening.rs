@@ -185,10 +185,11 @@ fn export_named(name: &str) -> Option<arrayad_codegen::ExportedFunction> {
         name: name.to_string(),
         signature: f.signature.clone(),
         active: arrayad_ad::active_params(&f.signature, None),
+        entries: None,
         primal: d.primal,
-        jvp: d.jvp,
-        vjp: d.vjp,
-        vjp_rows: d.vjp_rows,
+        jvp: Some(d.jvp),
+        vjp: Some(d.vjp),
+        vjp_rows: Some(d.vjp_rows),
         hvp: None,
     })
 }

@@ -253,7 +253,8 @@ pub fn active_params(sig: &Signature, wrt: Option<&[String]>) -> Vec<bool> {
 /// The Hessian-vector product of a definition with one f64 result, by
 /// forward over reverse (Pearlmutter 1994): forward mode ([`jvp`]'s
 /// transformation, which reads reverse-mode code: `forward.rs`) of the
-/// gradient, i.e. of `d.vjp` with cotangent 1.
+/// gradient, i.e. of its `vjp` (of the prepared `primal`, as
+/// [`Derivatives::vjp`]) with cotangent 1.
 ///
 /// `active` as for [`jvp`]. The result has params = primal params ++ one
 /// tangent `t` per active param with f64 elements, and results = the value
@@ -261,20 +262,20 @@ pub fn active_params(sig: &Signature, wrt: Option<&[String]>) -> Vec<bool> {
 /// param (each shaped like its param).
 ///
 /// Errors: [`AdError::Unsupported`] when the result is not one f64.
-pub fn hvp(d: &Derivatives, active: &[bool]) -> Result<Function, AdError> {
+pub fn hvp(primal: &Function, vjp: &Function, active: &[bool]) -> Result<Function, AdError> {
     use arrayad_ir::{Atom, Expr, Stmt, StmtKind, Type};
-    if d.primal.result_types != [Type::F64] {
+    if primal.result_types != [Type::F64] {
         return Err(AdError::Unsupported(format!(
             "the Hessian needs a function whose result is one f64, but `{}` returns {}",
-            d.primal.name, d.primal.signature.result
+            primal.name, primal.signature.result
         )));
     }
     // The gradient function: the vjp with its cotangent parameter bound to 1.
-    let mut g = d.vjp.clone();
+    let mut g = vjp.clone();
     let ct = g.params.pop().ok_or_else(|| AdError::new("vjp without a cotangent parameter"))?;
     let loc = g.loc;
     g.body.stmts.insert(0, Stmt { kind: StmtKind::Let { vars: vec![ct], expr: Expr::Atom(Atom::F64(1.0)) }, loc });
-    g.name = format!("{}_hvp", d.primal.name);
+    g.name = format!("{}_hvp", primal.name);
     let n_grads = g.result_types.len() - 1;
     let j = forward::jvp_function(&g, active)?;
     let mut f = j.func;
@@ -282,7 +283,7 @@ pub fn hvp(d: &Derivatives, active: &[bool]) -> Result<Function, AdError> {
     // Results: value, gradient, d value, d gradient: drop d value.
     let keep = 1 + n_grads;
     if f.body.results.len() != 2 * keep {
-        return Err(AdError::new(format!("hvp of `{}`: unexpected results", d.primal.name)));
+        return Err(AdError::new(format!("hvp of `{}`: unexpected results", primal.name)));
     }
     f.body.results.remove(keep);
     f.result_types.remove(keep);

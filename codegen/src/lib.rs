@@ -41,7 +41,7 @@ mod llvm;
 mod lower;
 mod target;
 
-pub use cabi::abi::reserved_c_symbol;
+pub use cabi::abi::{reserved_c_symbol, Entry};
 pub use cabi::header::c_header;
 pub use cabi::link::{build_shared_library, remove_build_files, LinkOptions};
 pub use error::CodegenError;
@@ -76,14 +76,21 @@ pub struct ExportedFunction {
     pub signature: Signature,
     /// Which parameters are differentiated.
     pub active: Vec<bool>,
+    /// The C functions to define (`arrayad build --entries`); `None`: every
+    /// one the IR functions below allow. An entry needs: `Value` the
+    /// primal; `Jvp` `jvp`; `Vjp` and `Grad` `vjp` (and `Grad` a result
+    /// that is one `f64`); `Jacobian` the primal, `jvp` and `vjp_rows`;
+    /// `Hvp` `hvp`. Asking for one without what it needs is an
+    /// [`CodegenError::Abi`].
+    pub entries: Option<Vec<Entry>>,
     /// The primal function.
     pub primal: Function,
     /// Forward mode.
-    pub jvp: Function,
+    pub jvp: Option<Function>,
     /// Reverse mode.
-    pub vjp: Function,
+    pub vjp: Option<Function>,
     /// Reverse mode for many cotangent rows after one forward pass.
-    pub vjp_rows: Function,
+    pub vjp_rows: Option<Function>,
     /// For a definition whose result is one f64 (and only then), the
     /// Hessian-vector product for `f_hvp` (without it, the library has no
     /// `f_hvp`): params = primal params ++ one

@@ -128,7 +128,17 @@ fn export_f() -> ExportedFunction {
         b.stmt(StmtKind::Let { vars: vec![dxs, dss], expr: Expr::Build { n: rows, index: row, body } });
         vec![r, v(dxs), v(dss)]
     });
-    ExportedFunction { name: "f".into(), signature: s, active: vec![true, true], primal, jvp, vjp, vjp_rows, hvp: None }
+    ExportedFunction {
+        name: "f".into(),
+        signature: s,
+        active: vec![true, true],
+        entries: None,
+        primal,
+        jvp: Some(jvp),
+        vjp: Some(vjp),
+        vjp_rows: Some(vjp_rows),
+        hvp: None,
+    }
 }
 
 /// h(a: f64) -> [3]f64 = [a, 2a, a*a]   (forward-mode Jacobian: 3 rows > 1 column)
@@ -174,7 +184,17 @@ fn export_h() -> ExportedFunction {
         });
         vec![r, das]
     });
-    ExportedFunction { name: "h".into(), signature: s, active: vec![true], primal, jvp, vjp, vjp_rows, hvp: None }
+    ExportedFunction {
+        name: "h".into(),
+        signature: s,
+        active: vec![true],
+        entries: None,
+        primal,
+        jvp: Some(jvp),
+        vjp: Some(vjp),
+        vjp_rows: Some(vjp_rows),
+        hvp: None,
+    }
 }
 
 /// e(x: [n]f64, i: i64) -> f64 = x[i]   (x inactive: no tangents)
@@ -193,10 +213,11 @@ fn export_e() -> ExportedFunction {
         name: "e".into(),
         signature: s,
         active: vec![false, false],
+        entries: None,
         primal,
-        jvp,
-        vjp,
-        vjp_rows,
+        jvp: Some(jvp),
+        vjp: Some(vjp),
+        vjp_rows: Some(vjp_rows),
         hvp: None,
     }
 }

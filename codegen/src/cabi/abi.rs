@@ -94,6 +94,18 @@ pub(crate) struct Interface {
     pub jac_name: String,
     /// The definition's location, for the messages of the C wrappers.
     pub loc: arrayad_ir::Loc,
+    /// The entries asked for (`None`: all).
+    pub entries: Option<Vec<Variant>>,
+    /// Which derivative IR functions the export has.
+    pub built: Built,
+}
+
+/// Which derivative IR functions an export has (the primal always).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Built {
+    pub jvp: bool,
+    pub vjp: bool,
+    pub vjp_rows: bool,
 }
 
 /// A size expression of an export's signature.
@@ -128,21 +140,52 @@ impl DerivedSize {
     }
 }
 
-/// The variants of the public functions of one export.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Variant {
+/// The C functions of one export (`arrayad build --entries`): `f`,
+/// `f_jvp`, `f_vjp`, `f_grad`, `f_jacobian`, `f_hvp` (LANGUAGE.md section 8).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+pub enum Variant {
+    /// `f`: the value (`value` on the command line).
     Primal,
+    /// `f_jvp`: forward mode.
     Jvp,
+    /// `f_vjp`: reverse mode.
     Vjp,
+    /// `f_grad`: value and gradient (a result that is one `f64`).
     Grad,
+    /// `f_jacobian`: the dense Jacobian.
     Jacobian,
+    /// `f_hvp`: value, gradient and Hessian-vector product (a result that
+    /// is one `f64`).
     Hvp,
 }
 
+/// The public name of [`Variant`].
+pub type Entry = Variant;
+
 impl Variant {
+    /// Every entry, in the order of the header.
     pub const ALL: [Variant; 6] =
         [Variant::Primal, Variant::Jvp, Variant::Vjp, Variant::Grad, Variant::Jacobian, Variant::Hvp];
 
+    /// The name on the command line: `value`, `jvp`, `vjp`, `grad`,
+    /// `jacobian`, `hvp`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Primal => "value",
+            Variant::Jvp => "jvp",
+            Variant::Vjp => "vjp",
+            Variant::Grad => "grad",
+            Variant::Jacobian => "jacobian",
+            Variant::Hvp => "hvp",
+        }
+    }
+
+    /// The entry called `name` ([`Variant::name`]).
+    pub fn from_name(name: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// The C name suffix: `""`, `"_jvp"`, ...
     pub fn suffix(self) -> &'static str {
         match self {
             Variant::Primal => "",
@@ -536,6 +579,8 @@ impl Interface {
             hvps_out,
             has_grad,
             has_hvp: has_grad && e.hvp.is_some(),
+            entries: e.entries.clone(),
+            built: Built { jvp: e.jvp.is_some(), vjp: e.vjp.is_some(), vjp_rows: e.vjp_rows.is_some() },
             value_name,
             jac_name,
             loc: e.primal.loc,
@@ -615,17 +660,26 @@ impl Interface {
         out
     }
 
-    /// The variants this export has.
+    /// The variants this export has: those asked for (all by default)
+    /// that its IR functions and result type allow.
     pub(crate) fn variants(&self) -> Vec<Variant> {
         Variant::ALL
             .iter()
             .copied()
-            .filter(|v| match v {
-                Variant::Grad => self.has_grad,
-                Variant::Hvp => self.has_hvp,
-                _ => true,
-            })
+            .filter(|v| self.entries.as_ref().is_none_or(|es| es.contains(v)) && self.can_define(*v))
             .collect()
+    }
+
+    /// True if the IR functions (and the result type) allow variant `v`.
+    fn can_define(&self, v: Variant) -> bool {
+        match v {
+            Variant::Primal => true,
+            Variant::Jvp => self.built.jvp,
+            Variant::Vjp => self.built.vjp,
+            Variant::Grad => self.has_grad && self.built.vjp,
+            Variant::Jacobian => self.built.jvp && self.built.vjp_rows,
+            Variant::Hvp => self.has_hvp,
+        }
     }
 
     fn check_ir(&self, e: &ExportedFunction) -> Result<(), CodegenError> {
@@ -637,13 +691,33 @@ impl Interface {
         let what = |k: &str| format!("`{}` ({k})", e.name);
         check_types(&what("primal parameters"), &e.primal.param_types(), &p)?;
         check_types(&what("primal results"), &e.primal.result_types, &r)?;
-        check_types(&what("jvp parameters"), &e.jvp.param_types(), &[p.clone(), ti.clone()].concat())?;
-        check_types(&what("jvp results"), &e.jvp.result_types, &[r.clone(), to.clone()].concat())?;
-        check_types(&what("vjp parameters"), &e.vjp.param_types(), &[p.clone(), to.clone()].concat())?;
-        check_types(&what("vjp results"), &e.vjp.result_types, &[r.clone(), ti.clone()].concat())?;
+        if let Some(jvp) = &e.jvp {
+            check_types(&what("jvp parameters"), &jvp.param_types(), &[p.clone(), ti.clone()].concat())?;
+            check_types(&what("jvp results"), &jvp.result_types, &[r.clone(), to.clone()].concat())?;
+        }
+        if let Some(vjp) = &e.vjp {
+            check_types(&what("vjp parameters"), &vjp.param_types(), &[p.clone(), to.clone()].concat())?;
+            check_types(&what("vjp results"), &vjp.result_types, &[r.clone(), ti.clone()].concat())?;
+        }
         let lift = |ts: &[Type]| ts.iter().map(|t| t.lift()).collect::<Vec<_>>();
-        check_types(&what("vjp_rows parameters"), &e.vjp_rows.param_types(), &[p.clone(), lift(&to)].concat())?;
-        check_types(&what("vjp_rows results"), &e.vjp_rows.result_types, &[r.clone(), lift(&ti)].concat())?;
+        if let Some(rows) = &e.vjp_rows {
+            check_types(&what("vjp_rows parameters"), &rows.param_types(), &[p.clone(), lift(&to)].concat())?;
+            check_types(&what("vjp_rows results"), &rows.result_types, &[r.clone(), lift(&ti)].concat())?;
+        }
+        if let Some(asked) = &e.entries {
+            if let Some(v) = asked.iter().find(|v| !self.can_define(**v)) {
+                return Err(CodegenError::Abi(format!(
+                    "`{}` cannot have `{}{}`: {}",
+                    e.name,
+                    e.name,
+                    v.suffix(),
+                    match v {
+                        Variant::Grad | Variant::Hvp if !self.has_grad => "its result is not one f64",
+                        _ => "the derivative it needs was not compiled",
+                    }
+                )));
+            }
+        }
         match (&e.hvp, self.has_grad) {
             (Some(h), true) => {
                 check_types(&what("hvp parameters"), &h.param_types(), &[p, ti.clone()].concat())?;

@@ -204,9 +204,11 @@ pub fn build_shared_library(
     let mut funcs = Vec::new();
     for e in exports {
         funcs.push((internal_symbol(module, &e.name, "primal"), &e.primal));
-        funcs.push((internal_symbol(module, &e.name, "jvp"), &e.jvp));
-        funcs.push((internal_symbol(module, &e.name, "vjp"), &e.vjp));
-        funcs.push((internal_symbol(module, &e.name, "vjp_rows"), &e.vjp_rows));
+        for (which, f) in [("jvp", &e.jvp), ("vjp", &e.vjp), ("vjp_rows", &e.vjp_rows)] {
+            if let Some(f) = f {
+                funcs.push((internal_symbol(module, &e.name, which), f));
+            }
+        }
         if let Some(h) = &e.hvp {
             funcs.push((internal_symbol(module, &e.name, "hvp"), h));
         }

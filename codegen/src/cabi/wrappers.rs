@@ -87,10 +87,10 @@ fn leaf_table(out: &mut String, name: &str, leaves: &[&Leaf]) -> String {
                     DimRef::Size(s) => format!("-{}", s + 1),
                 })
                 .collect();
-            let _ = writeln!(out, "static const int64_t {name}_d{k}[] = {{{}}};", ds.join(", "));
+            let _ = writeln!(out, "ARRAYAD_TABLE int64_t {name}_d{k}[] = {{{}}};", ds.join(", "));
         }
     }
-    let _ = writeln!(out, "static const arrayad_leaf {name}[] = {{");
+    let _ = writeln!(out, "ARRAYAD_TABLE arrayad_leaf {name}[] = {{");
     for (k, l) in leaves.iter().enumerate() {
         let dims = if l.is_array() { format!("{name}_d{k}") } else { "NULL".into() };
         let _ = writeln!(out, "    {{{}, {}, {dims}, {}}},", elem_macro(l.elem), l.dims.len(), c_string(&l.name));
@@ -115,7 +115,7 @@ fn sig_table(
     let to = leaf_table(out, &format!("{prefix}_out"), outs);
     let _ = writeln!(
         out,
-        "static const arrayad_sig {prefix}_sig = {{{}, {nsizes}, {sizes}, {}, {ti}, {}, {to}, ARRAYAD_W_AT}};",
+        "ARRAYAD_TABLE arrayad_sig {prefix}_sig = {{{}, {nsizes}, {sizes}, {}, {ti}, {}, {to}, ARRAYAD_W_AT}};",
         c_string(fname),
         ins.len(),
         outs.len()
@@ -181,6 +181,8 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
          #include \"{MODULE_HEADER_NAME}\"\n\
          #pragma GCC visibility pop\n\
          #define ARRAYAD_HIDDEN __attribute__((visibility(\"hidden\")))\n\
+         /* Tables an export may leave unused (`arrayad build --entries`). */\n\
+         #define ARRAYAD_TABLE static const __attribute__((unused))\n\
          \n\
          static const double arrayad_w_one __attribute__((unused)) = 1.0;\n\
          {size_helpers}\
@@ -202,12 +204,16 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
         // The prefix of the messages of argument and result checks.
         let at = if i.loc.line > 0 { format!("{file}:{}:{}: ", i.loc.line, i.loc.col) } else { String::new() };
         let _ = writeln!(out, "#undef ARRAYAD_W_AT\n#define ARRAYAD_W_AT {}", c_string(&at));
-        let whiches: &[&str] = if i.has_hvp {
-            &["primal", "jvp", "vjp", "vjp_rows", "hvp"]
-        } else {
-            &["primal", "jvp", "vjp", "vjp_rows"]
-        };
-        for which in whiches {
+        let variants = i.variants();
+        let has = |v: Variant| variants.contains(&v);
+        // The IR functions the variants call.
+        let needs_jvp = has(Variant::Jvp) || has(Variant::Jacobian);
+        let needs_vjp = has(Variant::Vjp) || has(Variant::Grad);
+        let needs_rows = has(Variant::Jacobian);
+        let needs_hvp = has(Variant::Hvp);
+        let whiches =
+            [("primal", true), ("jvp", needs_jvp), ("vjp", needs_vjp), ("vjp_rows", needs_rows), ("hvp", needs_hvp)];
+        for (which, _) in whiches.iter().filter(|(_, needed)| *needed) {
             let _ = writeln!(
                 out,
                 "ARRAYAD_HIDDEN int32_t {}(arrayad_ctx *ctx, const uint64_t *args, uint64_t *results);",
@@ -219,7 +225,7 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
             "NULL".to_string()
         } else {
             let names: Vec<String> = all_sizes.iter().map(|s| c_string(s)).collect();
-            let _ = writeln!(out, "static const char *const {p}_size_names[] = {{{}}};", names.join(", "));
+            let _ = writeln!(out, "ARRAYAD_TABLE char *const {p}_size_names[] = {{{}}};", names.join(", "));
             format!("{p}_size_names")
         };
         let ns = all_sizes.len();
@@ -255,7 +261,7 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
         let rows_sizes = {
             let mut names: Vec<String> = all_sizes.iter().map(|s| c_string(s)).collect();
             names.push(c_string("rows"));
-            let _ = writeln!(out, "static const char *const {p}_rows_size_names[] = {{{}}};", names.join(", "));
+            let _ = writeln!(out, "ARRAYAD_TABLE char *const {p}_rows_size_names[] = {{{}}};", names.join(", "));
             format!("{p}_rows_size_names")
         };
         let rin: Vec<Leaf> =
@@ -306,23 +312,25 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
                 "NULL".into()
             } else {
                 let xs: Vec<String> = v.iter().map(|k| k.to_string()).collect();
-                let _ = writeln!(out, "static const int32_t {p}_{name}[] = {{{}}};", xs.join(", "));
+                let _ = writeln!(out, "ARRAYAD_TABLE int32_t {p}_{name}[] = {{{}}};", xs.join(", "));
                 format!("{p}_{name}")
             }
         };
         let act = idx("act", &i.active, &mut out);
         let res = idx("res", &i.f64_results, &mut out);
-        let _ = writeln!(
-            out,
-            "static const arrayad_jac_desc {p}_jac = {{{}, {}, {}, &{primal_sig}, &{jvp_sig}, &{rows_sig}, {}, {act}, {}, {res}}};",
-            internal_symbol(module, f, "primal"),
-            internal_symbol(module, f, "jvp"),
-            internal_symbol(module, f, "vjp_rows"),
-            i.active.len(),
-            i.f64_results.len()
-        );
+        if has(Variant::Jacobian) {
+            let _ = writeln!(
+                out,
+                "static const arrayad_jac_desc {p}_jac = {{{}, {}, {}, &{primal_sig}, &{jvp_sig}, &{rows_sig}, {}, {act}, {}, {res}}};",
+                internal_symbol(module, f, "primal"),
+                internal_symbol(module, f, "jvp"),
+                internal_symbol(module, f, "vjp_rows"),
+                i.active.len(),
+                i.f64_results.len()
+            );
+        }
 
-        for v in i.variants() {
+        for v in variants {
             let cps = i.c_params(v);
             let ps: Vec<String> = cps.iter().map(|c| format!("{}{}", c.ty, c.name)).collect();
             let _ = writeln!(out, "\nint32_t {f}{}({}) {{", v.suffix(), ps.join(", "));
