@@ -162,3 +162,14 @@ pub fn error_codes() -> impl Iterator<Item = (&'static str, &'static str)> {
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     engine::panic_message(payload)
 }
+
+/// The Rust snippets of the book (`docs/src`) run as doctests
+/// (`cargo test --doc`); `tests/docs.rs` checks that every chapter with
+/// Rust code is listed here.
+#[cfg(doctest)]
+pub mod book {
+    #[doc = include_str!("../docs/src/tutorial/from-rust.md")]
+    pub struct TutorialFromRust;
+    #[doc = include_str!("../docs/src/rust-api.md")]
+    pub struct RustApi;
+}

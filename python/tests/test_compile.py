@@ -1,0 +1,102 @@
+"""compile(): source text or files, options, backends."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import arrayad
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_source_text_and_files(tmp_path):
+    src = "def sq(x: [n]f64) -> f64 = dot(x, x)\n"
+    m = arrayad.compile(src)
+    assert m.file == "<string>" and m.sq(np.array([1.0, 2.0])) == 5.0
+    assert arrayad.compile(src, name="mine.arr").file == "mine.arr"
+    p = tmp_path / "sq.arr"
+    p.write_text(src)
+    for path in (p, str(p)):
+        mp = arrayad.compile(path)
+        assert mp.file == str(p)
+        assert mp.sq(np.array([3.0])) == 9.0
+    # A file not ending in .arr is not read as one: its name is no program.
+    other = tmp_path / "sq.txt"
+    other.write_text(src)
+    with pytest.raises(arrayad.CompileError):
+        arrayad.compile(str(other))
+    assert arrayad.compile(other).sq(np.array([2.0])) == 4.0  # a Path always is a file
+
+
+def test_repository_examples_compile():
+    m = arrayad.compile(REPO / "examples" / "quickstart.arr")
+    x, w = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.5, 0.5])
+    assert m.f(x, w) == pytest.approx(3.0 + np.e)
+    mean, var = m.mean_var(x)
+    assert (mean, var) == (pytest.approx(2.0), pytest.approx(2.0 / 3.0))
+    lse = arrayad.compile(REPO / "examples" / "logsumexp.arr")
+    v = np.array([1000.0, 1001.0, 1002.0])
+    s = np.exp(v - v.max()) / np.exp(v - v.max()).sum()
+    assert lse.logsumexp(v) == pytest.approx(1002.0 + np.log(np.exp([-2.0, -1.0, 0.0]).sum()), rel=1e-15)
+    np.testing.assert_allclose(lse.logsumexp.grad(v), s, rtol=1e-14)
+    np.testing.assert_allclose(lse.softmax.jacobian(v), np.diag(s) - np.outer(s, s), rtol=1e-12, atol=1e-15)
+
+
+def test_module_wrt_sets_the_default():
+    src = "def f(x: [n]f64, w: [n]f64) -> f64 = dot(x, w)\ndef g(w: f64) -> f64 = w * w"
+    m = arrayad.compile(src, wrt=["w"])
+    assert m.f.default_wrt == ("w",) and m.g.default_wrt == ("w",)
+    x, w = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    np.testing.assert_array_equal(m.f.grad(x, w), x)  # only w: the gradient itself
+    gx, gw = m.f.grad(x, w, wrt=("x", "w"))  # still available per call
+    np.testing.assert_array_equal(gx, w)
+    assert m.f.jacobian(x, w).shape == (1, 2)
+    assert arrayad.compile(src, wrt="w").f.default_wrt == ("w",)
+
+
+def test_checkpoint_gives_the_same_gradient():
+    src = "def run(x: [n]f64, k: i64) -> f64 = sum(loop s = x for i < k do sin(s) + 0.1 * s)"
+    x = np.linspace(-1, 1, 7)
+    plain = arrayad.compile(src).run.grad(x, 50)
+    ck = arrayad.compile(src, checkpoint=True).run.grad(x, 50)
+    np.testing.assert_allclose(ck, plain, rtol=1e-13)
+
+
+def test_backends():
+    assert arrayad.backends()[0] == "cranelift" and "interp" in arrayad.backends()
+    src = "def f(x: [n]f64) -> f64 = sum(exp(x))"
+    x = np.linspace(0, 1, 5)
+    for b in arrayad.backends():
+        m = arrayad.compile(src, backend=b)
+        assert m.backend == b
+        assert m.f(x) == pytest.approx(np.exp(x).sum(), rel=1e-14)
+
+
+@pytest.mark.skipif("llvm" not in arrayad.backends(), reason="this build has no LLVM backend")
+def test_llvm_fast_math():
+    m = arrayad.compile("def f(x: [n]f64) -> f64 = sum(x * x)", backend="llvm", fast_math=True)
+    x = np.random.default_rng(0).standard_normal(1001)
+    assert m.f(x) == pytest.approx(x @ x, rel=1e-12)
+
+
+def test_max_memory_forms():
+    for mem in (1 << 20, "1M", "1m", "1MB", "1048576"):
+        m = arrayad.compile("def f(x: [n]f64) -> f64 = sum(x)", max_memory=mem)
+        assert m.f(np.ones(3)) == 3.0
+    for bad in (0, -1, "1X", "", 1.5, True):
+        with pytest.raises(arrayad.ArgumentError):
+            arrayad.compile("def f(x: f64) -> f64 = x", max_memory=bad)
+
+
+def test_version():
+    assert arrayad.__version__ == "0.1.0"
+
+
+def test_docstring_examples():
+    import doctest
+
+    failed, attempted = doctest.testmod(arrayad)
+    assert attempted >= 8 and failed == 0
