@@ -190,3 +190,76 @@ fn libraries_take_the_limit_from_the_environment_and_release_memory() {
         assert!(bad.starts_with("0 ok\n"), "{bad}");
     }
 }
+
+/// Repeated calls reuse the memory the thread kept from the last one
+/// instead of page-faulting it in again (the keep cap is a quarter of the
+/// memory limit by default), and a call larger than the kept memory
+/// replaces it rather than adding to it.
+#[test]
+fn repeated_calls_do_not_fault_their_memory_in_again() {
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping");
+        return;
+    }
+    let dir = scratch("limits", "faults");
+    // The gradient of a loop tapes about 16 MB per 10^6 elements and step.
+    let src = "def g(x: [n]f64, t: i64) -> f64 = sum(loop h = x for s < t do h + 0.1 * sin(h))\n";
+    std::fs::write(dir.join("prog.arr"), src).unwrap();
+    let out = arrayad(&dir, &["build", "prog.arr", "-o", "libprog.so", "--entries", "grad", "--wrt", "x"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let main = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include "libprog.h"
+static long faults(void) { struct rusage u; getrusage(RUSAGE_SELF, &u); return u.ru_minflt; }
+static long peak_kb(void) { struct rusage u; getrusage(RUSAGE_SELF, &u); return u.ru_maxrss; }
+/* argv[1] = "repeat": 3 calls of 10^6 elements after a first one, the
+   faults per call; "grow": calls of 2^k * 10^5 elements up to 1.6 * 10^6;
+   "largest": that last call alone (the peak RSS of each). */
+int main(int argc, char **argv) {
+    long n = 1600000, k;
+    double *x = calloc(n, sizeof *x), *dx = calloc(n, sizeof *dx), v;
+    if (!x || !dx || argc != 2) return 1;
+    if (argv[1][0] == 'r') {
+        long f0;
+        if (g_grad(1000000, x, 8, &v, dx)) return 1;
+        f0 = faults();
+        for (k = 0; k < 3; k++) if (g_grad(1000000, x, 8, &v, dx)) return 1;
+        printf("%ld\n", (faults() - f0) / 3);
+    } else {
+        for (k = argv[1][0] == 'g' ? 100000 : n; k <= n; k *= 2) if (g_grad(k, x, 8, &v, dx)) return 1;
+        printf("%ld\n", peak_kb());
+    }
+    return 0;
+}
+"#;
+    let run = |arg: &str, env: &[(&str, &str)]| -> i64 {
+        std::fs::write(dir.join("main.c"), main).unwrap();
+        let cc = Command::new("cc")
+            .current_dir(&dir)
+            .args(["-std=c99", "-D_DEFAULT_SOURCE", "-Wall", "-Werror", "main.c", "-o", "main", "-I.", "-L.", "-lprog"])
+            .args(["-Wl,-rpath,$ORIGIN", "-lm"])
+            .output()
+            .unwrap();
+        assert!(cc.status.success(), "cc: {}", String::from_utf8_lossy(&cc.stderr));
+        let mut cmd = Command::new(dir.join("main"));
+        cmd.arg(arg).envs(env.iter().copied());
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "main {arg}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim().parse().unwrap()
+    };
+    // Kept: a handful of faults per call. With a 1 MiB cap (nothing kept),
+    // every call faults its ~140 MB in again: tens of thousands.
+    let kept = run("repeat", &[]);
+    let dropped = run("repeat", &[("ARRAYAD_KEEP_MEMORY", "1M")]);
+    assert!(kept < 500, "{kept} faults per repeated call");
+    assert!(dropped > 10 * kept.max(100), "{dropped} faults per call without keeping vs {kept}");
+    // Growing calls: the peak is about that of the largest call alone.
+    let grow = run("grow", &[]);
+    let largest = run("largest", &[]);
+    eprintln!(
+        "faults per call: {kept} kept, {dropped} not kept; peak RSS: {grow} KB growing, {largest} KB largest alone"
+    );
+    assert!((grow as f64) < 1.25 * largest as f64, "peak RSS {grow} KB growing vs {largest} KB for the largest alone");
+}

@@ -457,8 +457,12 @@ unsafe fn slice<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
     }
 }
 
-/// Contexts kept at most this large between calls of one thread.
-const KEEP_CTX_BYTES: u64 = 64 << 20;
+/// Contexts kept at most this large between calls of one thread
+/// (`arrayad_runtime::OwnedCtx::keep_limit`, read once).
+fn keep_ctx_bytes() -> u64 {
+    static KEEP: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *KEEP.get_or_init(arrayad_runtime::OwnedCtx::keep_limit)
+}
 
 thread_local! {
     /// The context of the thread's previous call, reused (reset) so that
@@ -471,7 +475,7 @@ fn take_ctx() -> OwnedCtx {
 }
 
 fn give_back_ctx(mut ctx: OwnedCtx) {
-    if ctx.capacity() <= KEEP_CTX_BYTES {
+    if ctx.capacity() <= keep_ctx_bytes() {
         ctx.reset();
         let _ = SPARE_CTX.try_with(|c| *c.borrow_mut() = Some(ctx));
     }

@@ -20,9 +20,6 @@
 
 #include "arrayad_runtime.h"
 
-/* A thread keeps the memory of its last call for its next one up to this
- * many bytes (default; $ARRAYAD_KEEP_MEMORY overrides it). */
-#define ARRAYAD_ABI_KEEP_BYTES ((uint64_t)64 << 20)
 
 typedef struct {
     char *msg;                    /* the last error message (heap), or NULL */
@@ -42,22 +39,6 @@ static void free_state(arrayad_abi_thread_state *t) {
     free(t);
 }
 
-/* $ARRAYAD_KEEP_MEMORY (bytes, or with a suffix K, M, G: powers of 1024)
- * when set and valid, else ARRAYAD_ABI_KEEP_BYTES. */
-static uint64_t keep_limit(void) {
-    const char *s = getenv("ARRAYAD_KEEP_MEMORY");
-    char *end = NULL;
-    unsigned long long v;
-    int shift = 0;
-    if (!s || !*s) return ARRAYAD_ABI_KEEP_BYTES;
-    v = strtoull(s, &end, 10);
-    if (end == s) return ARRAYAD_ABI_KEEP_BYTES;
-    if (*end == 'k' || *end == 'K') shift = 10, end++;
-    else if (*end == 'm' || *end == 'M') shift = 20, end++;
-    else if (*end == 'g' || *end == 'G') shift = 30, end++;
-    if (*end != '\0' || v > (UINT64_MAX >> shift)) return ARRAYAD_ABI_KEEP_BYTES;
-    return (uint64_t)v << shift;
-}
 
 /* The key destructor. It also forgets the TLS pointer: a destructor that
  * runs later on this thread may call in again. */
@@ -86,7 +67,7 @@ static arrayad_abi_thread_state *state(void) {
     if (!arrayad_abi_tls) {
         arrayad_abi_tls = (arrayad_abi_thread_state *)calloc(1, sizeof *arrayad_abi_tls);
         if (arrayad_abi_tls) {
-            arrayad_abi_tls->keep = keep_limit();
+            arrayad_abi_tls->keep = arrayad_keep_limit();
             (void)pthread_once(&arrayad_abi_key_once, key_init);
             if (arrayad_abi_key_made) (void)pthread_setspecific(arrayad_abi_key, arrayad_abi_tls);
         }

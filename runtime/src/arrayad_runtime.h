@@ -71,6 +71,14 @@ typedef struct arrayad_ctx {
  * limit fails with ARRAYAD_ERR_OUT_OF_MEMORY at the allocating statement. */
 uint64_t arrayad_default_limit(void);
 
+/* How much memory (arena and tape) a thread keeps from one call for its
+ * next, so that repeated calls do not page-fault it in again: a context
+ * holding at most this many bytes is kept. $ARRAYAD_KEEP_MEMORY (bytes, or
+ * with a suffix K, M, G, T; 0 keeps nothing) when set and valid, else a
+ * quarter of arrayad_default_limit(). MODULE_release_memory() frees what
+ * the calling thread keeps. */
+uint64_t arrayad_keep_limit(void);
+
 /* A compiled function: (ctx, argument slots, result slots) -> status. */
 typedef int32_t (*arrayad_fn)(arrayad_ctx *ctx, const uint64_t *args, uint64_t *results);
 

@@ -102,6 +102,7 @@ pub mod ffi {
         pub fn arrayad_ctx_size() -> usize;
         pub fn arrayad_ctx_capacity(ctx: *const Ctx) -> u64;
         pub fn arrayad_default_limit() -> u64;
+        pub fn arrayad_keep_limit() -> u64;
         pub fn arrayad_alloc_slow(ctx: *mut Ctx, size: u64) -> *mut u8;
         pub fn arrayad_tape_grow(ctx: *mut Ctx, slots: u64) -> i32;
         pub fn arrayad_arena_keep(
@@ -349,6 +350,15 @@ impl OwnedCtx {
     pub fn default_limit() -> u64 {
         // SAFETY: reads the environment and sysconf only.
         unsafe { ffi::arrayad_default_limit() }
+    }
+
+    /// How many bytes of arena and tape a thread keeps from one call for
+    /// its next (`$ARRAYAD_KEEP_MEMORY`, else a quarter of
+    /// [`OwnedCtx::default_limit`]): a context holding at most this much is
+    /// kept.
+    pub fn keep_limit() -> u64 {
+        // SAFETY: reads the environment and sysconf only.
+        unsafe { ffi::arrayad_keep_limit() }
     }
 
     /// Sets the most bytes of arena and tape the context may hold (a call

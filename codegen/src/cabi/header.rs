@@ -38,8 +38,8 @@ pub(crate) fn try_c_header(exports: &[ExportedFunction], module: &str) -> Result
          * overwritten (never added to); an output may be one of the input arrays\n\
          * (in place). All functions are thread-safe and re-entrant:\n\
          * threads share no mutable state; each thread keeps the working memory of its\n\
-         * last call for its next one, if it is at most 64 MiB ($ARRAYAD_KEEP_MEMORY,\n\
-         * e.g. 0 or 256M, changes that), freed when the thread exits or calls\n\
+         * last call for its next one, up to a quarter of the memory limit\n\
+         * ($ARRAYAD_KEEP_MEMORY, e.g. 0 or 256M, sets another cap), freed when the thread exits or calls\n\
          * {m}_release_memory(). A call fails with {up}_ERR_OUT_OF_MEMORY when its\n\
          * working memory would exceed $ARRAYAD_MAX_MEMORY (bytes, or with K, M, G, T;\n\
          * default: half of the physical memory). */\n\
