@@ -115,3 +115,55 @@ fn checkpointed_long_loops_keep_about_sqrt_n_states() {
         assert!(checkpointed <= residuals / 10, "{b:?}: checkpointed {checkpointed} vs residuals {residuals}");
     }
 }
+
+/// GradBench's RK4 `ode` (tools/gradbench/evals/ode.arr): four stages per
+/// step, each a comprehension; the backward pass reads the state and the
+/// four stages of each step. The tape holds those 5 arrays per step (they
+/// are copied there, and the step's other 8 arrays released), and with
+/// checkpointing memory grows like the square root of the steps.
+const RK4: &str = "
+def ode_fun(x: [n]f64, y: [n]f64) -> [n]f64 = for i < n => if i == 0 then x[0] else x[i] * y[i - 1]
+def ode_last(x: [n]f64, s: i64) -> f64 =
+  let h = 2.0 / f64(s)
+  let y = loop y = for i < n => 0.0 for step < s do
+    let k1 = ode_fun(x, y)
+    let k2 = ode_fun(x, y + h * k1 / 2.0)
+    let k3 = ode_fun(x, y + h * k2 / 2.0)
+    let k4 = ode_fun(x, y + h * k3)
+    in y + h * (k1 + 2.0 * k2 + 2.0 * k3 + k4) / 6.0
+  in y[n - 1]
+";
+
+#[test]
+fn rk4_tapes_five_arrays_per_step_and_checkpoints_in_sqrt_memory() {
+    let n = 2000usize;
+    let program = arrayad_frontend::compile("rk4.arr", RK4).unwrap();
+    let id = program.find("ode_last").unwrap();
+    let plain = arrayad_ad::derive(&program, id, &[true, false]).unwrap();
+    let cp = arrayad_ad::derive_with(&program, id, &[true, false], arrayad_ad::AdOptions { checkpoint: true }).unwrap();
+    let array = (n * 8) as u64;
+    let mut checkpointed_at = Vec::new();
+    for steps in [100i64, 400] {
+        let args = [vector(n), Value::I64(steps), Value::F64(1.0)];
+        for ((b, jp), (_, jc)) in common::jits("rk4.arr", std::slice::from_ref(&plain.vjp))
+            .into_iter()
+            .zip(common::jits("rk4.arr", std::slice::from_ref(&cp.vjp)))
+        {
+            let (want, taped) = jp.call_with_memory(&plain.vjp.name, &args);
+            let (got, checkpointed) = jc.call_with_memory(&cp.vjp.name, &args);
+            assert_eq!(got.unwrap(), want.unwrap(), "{b:?}: the checkpointed gradient differs");
+            // 5 arrays per step, the tape doubling as it grows: at most
+            // 2 x 5 x steps arrays, and at least the 5 per step it needs.
+            let per_step = taped as f64 / (steps as f64 * array as f64);
+            assert!((5.0..=10.5).contains(&per_step), "{b:?}, {steps} steps: {per_step:.1} arrays per step taped");
+            checkpointed_at.push((b, steps, checkpointed));
+        }
+    }
+    for (b, steps, bytes) in &checkpointed_at {
+        // sqrt(steps) saved states and one segment of residuals (5 arrays
+        // per step), with slack for the tape's doubling and temporaries.
+        let segment = (*steps as f64).sqrt().ceil();
+        let bound = (2.0 * (segment + 5.0 * segment) + 40.0) * array as f64;
+        assert!((*bytes as f64) <= bound, "{b:?}, {steps} steps: checkpointed {bytes} bytes, bound {bound}");
+    }
+}

@@ -6,7 +6,7 @@ use arrayad_frontend::codes::Code;
 use arrayad_frontend::compile;
 
 /// The fenced blocks of `markdown` whose info string is `info`.
-fn blocks<'a>(markdown: &'a str, info: &str) -> Vec<String> {
+fn blocks(markdown: &str, info: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current: Option<String> = None;
     for line in markdown.lines() {

@@ -12,8 +12,14 @@ fn is_array(f: &Function, a: &Atom) -> bool {
 /// What an iteration of a loop body leaves behind, when its memory can be
 /// released at the end of the iteration: the mutable array variables bound
 /// outside the body that it assigns (their values must survive the
-/// release). `None` when an array escapes in a way a release cannot
-/// follow: pushed on the tape (by reference).
+/// release). Arrays the body pushes on the tape are then copied there
+/// (`Lower::tape_push_array`), which costs their size per iteration: worth
+/// it when the body allocates on every iteration (an allocating statement
+/// at its top level: the copies cost at most what computing them did, and
+/// the tape then holds only the residuals, not every intermediate array).
+/// `None` (no release, arrays pushed by reference) when the body pushes
+/// arrays but allocates only conditionally or in nested loops: a loop
+/// state passed on unchanged and pushed costs O(1) by reference.
 pub(crate) fn survivors(f: &Function, body: &Block) -> Option<Vec<VarId>> {
     let mut pushed = false;
     let mut assigned: Vec<VarId> = Vec::new();
@@ -26,7 +32,7 @@ pub(crate) fn survivors(f: &Function, body: &Block) -> Option<Vec<VarId>> {
             }
         }
     });
-    if pushed {
+    if pushed && !body.stmts.iter().any(|s| allocating(&s.kind)) {
         return None;
     }
     let mut inner = HashSet::new();
@@ -45,10 +51,27 @@ pub(crate) struct BlockFacts {
     facts: HashMap<*const Block, Facts>,
 }
 
+/// True for a statement that allocates an array from the arena.
+fn allocating(k: &StmtKind) -> bool {
+    matches!(
+        k,
+        StmtKind::Let {
+            expr: Expr::Build { .. }
+                | Expr::ArrayLit { .. }
+                | Expr::ZerosLike(_)
+                | Expr::Zeros(_)
+                | Expr::Update { .. },
+            ..
+        }
+    )
+}
+
 #[derive(Default)]
 struct Facts {
-    /// An array is pushed on the tape.
+    /// An array is pushed on the tape (here or in a nested block).
     pushed: bool,
+    /// A statement of the block itself (not of a nested one) allocates.
+    allocates_here: bool,
     /// Something is allocated from the arena.
     allocates: bool,
     /// The array variables assigned inside and bound outside.
@@ -86,15 +109,9 @@ impl BlockFacts {
                                 Expr::While { states, .. } => states.iter().for_each(|v| bind(*v)),
                                 _ => {}
                             }
-                            if matches!(
-                                expr,
-                                Expr::Build { .. }
-                                    | Expr::ArrayLit { .. }
-                                    | Expr::ZerosLike(_)
-                                    | Expr::Zeros(_)
-                                    | Expr::Update { .. }
-                            ) {
+                            if allocating(&s.kind) {
                                 self.open[d].1.allocates = true;
+                                self.open[d].1.allocates_here = true;
                             }
                         }
                         StmtKind::For { index, .. } => bind(*index),
@@ -134,7 +151,7 @@ impl BlockFacts {
     /// [`survivors`] of `body`, a block of the function.
     pub(crate) fn survivors(&self, f: &Function, body: &Block) -> Option<Vec<VarId>> {
         match self.facts.get(&(body as *const Block)) {
-            Some(facts) if facts.pushed => None,
+            Some(facts) if facts.pushed && !facts.allocates_here => None,
             Some(facts) => Some(facts.assigned.clone()),
             None => survivors(f, body),
         }

@@ -575,6 +575,8 @@ impl<E: Emitter> Lower<'_, E> {
             None
         };
         let zero = self.iconst(0);
+        let releasing = u32::from(keep.is_some());
+        self.releasing += releasing;
         self.counted_loop(zero, n, false, &mut |l, i| {
             l.def(index, Val::S(i))?;
             l.stmts(&body.stmts)?;
@@ -638,6 +640,7 @@ impl<E: Emitter> Lower<'_, E> {
             }
             Ok(())
         })?;
+        self.releasing -= releasing;
         let vals = outs
             .iter()
             .map(|o| match o {
@@ -685,6 +688,8 @@ impl<E: Emitter> Lower<'_, E> {
             });
         let mark = if keep.is_some() { Some(self.arena_mark()) } else { None };
         let zero = self.iconst(0);
+        let releasing = u32::from(keep.is_some());
+        self.releasing += releasing;
         self.counted_loop(zero, n, false, &mut |l, i| {
             l.def(index, Val::S(i))?;
             l.stmts(&body.stmts)?;
@@ -697,6 +702,7 @@ impl<E: Emitter> Lower<'_, E> {
             }
             Ok(())
         })?;
+        self.releasing -= releasing;
         let vals = states.iter().map(|s| self.use_ir_var(*s)).collect();
         states.iter().for_each(|s| self.release_ir_var(*s));
         vals
@@ -749,7 +755,10 @@ impl<E: Emitter> Lower<'_, E> {
         self.b.brif(c, body_blk, exit);
         self.b.seal(body_blk);
         self.b.switch_to(body_blk);
+        let releasing = u32::from(keep.is_some());
+        self.releasing += releasing;
         self.stmts(&body.stmts)?;
+        self.releasing -= releasing;
         let vals: Vec<Val<E::Value>> = body.results.iter().map(|a| self.atom(a)).collect::<Result<_>>()?;
         for (s, v) in states.iter().zip(vals) {
             self.def(*s, v)?;
@@ -803,6 +812,9 @@ impl<E: Emitter> Lower<'_, E> {
     }
 
     fn pop(&mut self, t: Type) -> Result<Val<E::Value>> {
+        if t.is_array() {
+            return Ok(Val::A(self.tape_pop_array(t)?));
+        }
         let tys = Self::slot_tys(t);
         let slots = self.tape_pop(&tys)?;
         Ok(self.popped_value(t, &slots))

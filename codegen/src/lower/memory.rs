@@ -292,6 +292,128 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(())
     }
 
+    /// Pushes the array `arr` of `elem`s on the tape. Inside a loop body
+    /// that releases its arena memory at the end of every iteration
+    /// (`releasing`), a copy: its elements (padded to whole 8-byte slots),
+    /// its extents and the tag 1, so that the memory of the iteration that
+    /// computed it can be released and a loop's tape holds only what its
+    /// backward pass reads. Elsewhere a reference (nothing moves or frees
+    /// it before the backward pass): its pointer, its extents and the tag
+    /// 0. [`Self::tape_pop_array`] reads the tag.
+    pub(super) fn tape_push_array(&mut self, arr: &Arr<E::Value>, elem: Scalar) -> Result<()> {
+        if self.releasing == 0 {
+            let mut vals = vec![(Ty::Ptr, arr.ptr)];
+            vals.extend(arr.dims.iter().map(|d| (Ty::I64, *d)));
+            let tag = self.iconst(0);
+            vals.push((Ty::I64, tag));
+            return self.tape_push(&vals);
+        }
+        let ctx = self.ctx;
+        let rank = arr.dims.len() as i64;
+        let (count, _) = self.checked_product(&arr.dims);
+        let data_slots = self.data_slots(count, elem);
+        let extra = self.iconst(rank + 1);
+        let total = self.b.int(IntOp::Add, data_slots, extra);
+        let three = self.iconst(3);
+        let total_bytes = self.b.int(IntOp::Shl, total, three);
+        let tp = self.b.load(Ty::Ptr, ctx, offsets::TAPE_PTR, Mem::Ctx);
+        let te = self.b.load(Ty::Ptr, ctx, offsets::TAPE_END, Mem::Ctx);
+        let room = self.b.ptr_diff(te, tp);
+        let fits = self.b.icmp(IntCC::Uge, room, total_bytes);
+        let at = self.b.declare_var(Ty::Ptr);
+        self.b.def_var(at, tp);
+        let grow = self.b.create_block();
+        let fail = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.set_cold(grow);
+        self.b.set_cold(fail);
+        self.b.brif(fits, join, grow);
+        self.b.seal(grow);
+
+        self.b.switch_to(grow);
+        let st = self.b.call(Callee::Runtime(RuntimeFn::TapeGrow), &[ctx, total])?;
+        let tp2 = self.b.load(Ty::Ptr, ctx, offsets::TAPE_PTR, Mem::Ctx);
+        self.b.def_var(at, tp2);
+        let zero = self.b.iconst(Ty::I32, 0);
+        let grow_failed = self.b.icmp(IntCC::Ne, st, zero);
+        self.b.brif(grow_failed, fail, join);
+        self.b.seal(fail);
+        self.b.seal(join);
+
+        self.b.switch_to(fail);
+        self.raise(Fault::TapeFull, &[])?;
+
+        self.b.switch_to(join);
+        let at_var = at;
+        let at = self.b.use_var(at_var);
+        self.b.release_var(at_var);
+        self.copy_elems(at, arr.ptr, count, elem)?;
+        let data_bytes = self.b.int(IntOp::Shl, data_slots, three);
+        let dims_at = self.b.ptr_offset(at, data_bytes);
+        for (j, d) in arr.dims.iter().enumerate() {
+            self.b.store(Ty::I64, *d, dims_at, 8 * j as i32, Mem::Tape);
+        }
+        let tag = self.iconst(1);
+        self.b.store(Ty::I64, tag, dims_at, 8 * rank as i32, Mem::Tape);
+        let np = self.b.ptr_offset(at, total_bytes);
+        self.b.store(Ty::Ptr, np, ctx, offsets::TAPE_PTR, Mem::Ctx);
+        self.b.store(Ty::Ptr, np, ctx, offsets::TAPE_TOP, Mem::Ctx);
+        Ok(())
+    }
+
+    /// Pops an array of type `t` pushed by [`Self::tape_push_array`]: a
+    /// reference as it was pushed, a copy into fresh arena memory (a view
+    /// of the tape would not survive the pushes of a checkpointed loop's
+    /// recomputed segments, which overwrite popped slots).
+    pub(super) fn tape_pop_array(&mut self, t: arrayad_ir::Type) -> Result<Arr<E::Value>> {
+        let ctx = self.ctx;
+        let mut top = self.tape_pop(&vec![Ty::I64; t.rank as usize + 1])?;
+        let tag = top.pop().unwrap_or_else(|| self.iconst(0));
+        let dims = top;
+        let ptr = self.b.declare_var(Ty::Ptr);
+        let copied = self.icmp_imm(IntCC::Ne, tag, 0);
+        self.if_else(
+            copied,
+            &mut |l| {
+                let (count, _) = l.checked_product(&dims);
+                let data_slots = l.data_slots(count, t.elem);
+                let three = l.iconst(3);
+                let data_bytes = l.b.int(IntOp::Shl, data_slots, three);
+                let tp = l.b.load(Ty::Ptr, ctx, offsets::TAPE_PTR, Mem::Ctx);
+                let tb = l.b.load(Ty::Ptr, ctx, offsets::TAPE_BASE, Mem::Ctx);
+                let have = l.b.ptr_diff(tp, tb);
+                let ok = l.b.icmp(IntCC::Uge, have, data_bytes);
+                l.check(ok, Fault::TapeUnderflow, &[])?;
+                let zero = l.iconst(0);
+                let back = l.b.int(IntOp::Sub, zero, data_bytes);
+                let at = l.b.ptr_offset(tp, back);
+                l.b.store(Ty::Ptr, at, ctx, offsets::TAPE_PTR, Mem::Ctx);
+                let fresh = l.alloc_elems(count, t.elem, None)?;
+                l.copy_elems(fresh, at, count, t.elem)?;
+                l.b.def_var(ptr, fresh);
+                Ok(())
+            },
+            &mut |l| {
+                let p = l.tape_pop(&[Ty::Ptr])?;
+                l.b.def_var(ptr, p[0]);
+                Ok(())
+            },
+        )?;
+        let p = self.b.use_var(ptr);
+        self.b.release_var(ptr);
+        Ok(Arr { ptr: p, dims })
+    }
+
+    /// The 8-byte tape slots `count` elements of `elem` take.
+    fn data_slots(&mut self, count: E::Value, elem: Scalar) -> E::Value {
+        let size = self.iconst(crate::lower::elem_size(elem));
+        let bytes = self.b.int(IntOp::Mul, count, size);
+        let seven = self.iconst(7);
+        let padded = self.b.int(IntOp::Add, bytes, seven);
+        let three = self.iconst(3);
+        self.b.int(IntOp::UShr, padded, three)
+    }
+
     /// Pops one slot per type in `tys` (in push order) from the tape; a
     /// tape with fewer slots is an internal error, reported, never a crash.
     pub(super) fn tape_pop(&mut self, tys: &[Ty]) -> Result<Vec<E::Value>> {

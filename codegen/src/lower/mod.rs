@@ -49,6 +49,7 @@ pub(crate) fn lower_function<E: Emitter>(b: &mut E, file: &str, f: &arrayad_ir::
         in_bounds: Vec::new(),
         known: Known::new(),
         clock: 0,
+        releasing: 0,
     };
     // Arguments.
     let mut slot = 0i32;
@@ -239,6 +240,11 @@ pub(crate) struct Lower<'a, E: Emitter> {
     known: Known<E::Value>,
     /// Statements lowered so far (the age of a memoised value).
     clock: u32,
+    /// How many enclosing loop bodies release their arena memory at the end
+    /// of every iteration: inside one, an array pushed on the tape is
+    /// copied there (its memory is about to be released or moved), outside
+    /// all of them it is pushed by reference (`Lower::tape_push_array`).
+    releasing: u32,
 }
 
 /// A size as sizes are compared: a constant by its value (two `iconst`s

@@ -52,7 +52,10 @@ impl<E: Emitter> Lower<'_, E> {
         let run = stmts[i..]
             .iter()
             .take_while(|s| {
-                s.loc == stmts[i].loc && tape_kind(&s.kind).is_some_and(|k| Some(k) == tape_kind(&stmts[i].kind))
+                s.loc == stmts[i].loc
+                    && self
+                        .batched_tape_kind(&s.kind)
+                        .is_some_and(|k| Some(k) == self.batched_tape_kind(&stmts[i].kind))
             })
             .count();
         if run < 2 {
@@ -91,6 +94,21 @@ impl<E: Emitter> Lower<'_, E> {
             }
         }
         Ok(run)
+    }
+
+    /// [`tape_kind`] of a push or pop of a scalar: those of arrays (copies,
+    /// of run-time length) are lowered one by one.
+    fn batched_tape_kind(&self, k: &StmtKind) -> Option<bool> {
+        let array = match k {
+            StmtKind::Push(a) => self.f.atom_ty(a).is_array(),
+            StmtKind::Let { vars, .. } => vars.first().is_some_and(|v| self.f.ty(*v).is_array()),
+            _ => false,
+        };
+        if array {
+            None
+        } else {
+            tape_kind(k)
+        }
     }
 
     /// The tape slots of a pushed atom.
@@ -143,6 +161,11 @@ impl<E: Emitter> Lower<'_, E> {
                 let ok = self.b.icmp(IntCC::Eq, x, y);
                 self.check(ok, Fault::SizeMismatch { what }, &[x, y])?;
                 self.known.add_equal(x, y);
+            }
+            StmtKind::Push(a) if self.f.atom_ty(a).is_array() => {
+                let elem = self.f.atom_ty(a).elem;
+                let arr = self.array_atom(a)?;
+                self.tape_push_array(&arr, elem)?;
             }
             StmtKind::Push(a) => {
                 let vals = self.push_slots(a)?;
@@ -234,6 +257,8 @@ impl<E: Emitter> Lower<'_, E> {
         let keep = self.blocks.survivors(self.f, body).filter(|_| self.blocks.allocates(body));
         let mark = if keep.is_some() { Some(self.arena_mark()) } else { None };
         let zero = self.iconst(0);
+        let releasing = u32::from(keep.is_some());
+        self.releasing += releasing;
         self.counted_loop(zero, n, reverse, &mut |l, i| {
             l.def(index, Val::S(i))?;
             l.stmts(&body.stmts)?;
@@ -241,7 +266,9 @@ impl<E: Emitter> Lower<'_, E> {
                 l.arena_release_keeping(m, keep)?;
             }
             Ok(())
-        })
+        })?;
+        self.releasing -= releasing;
+        Ok(())
     }
 }
 
