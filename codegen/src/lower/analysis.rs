@@ -49,6 +49,10 @@ pub(crate) fn survivors(f: &Function, body: &Block) -> Option<Vec<VarId>> {
 /// which lowering does not move.
 pub(crate) struct BlockFacts {
     facts: HashMap<*const Block, Facts>,
+    /// Some loop body both pushes on the tape and pops from it (nested
+    /// blocks included): a checkpointed loop recomputing its segments.
+    /// Pushes may then overwrite the slots of arrays popped earlier.
+    pub(crate) interleaved_tape: bool,
 }
 
 /// True for a statement that allocates an array from the arena.
@@ -70,6 +74,9 @@ fn allocating(k: &StmtKind) -> bool {
 struct Facts {
     /// An array is pushed on the tape (here or in a nested block).
     pushed: bool,
+    /// Anything is pushed, anything is popped (here or nested).
+    any_push: bool,
+    any_pop: bool,
     /// A statement of the block itself (not of a nested one) allocates.
     allocates_here: bool,
     /// Something is allocated from the arena.
@@ -88,6 +95,7 @@ impl BlockFacts {
             /// already among their survivors.
             open: Vec<(*const Block, Facts, HashSet<VarId>)>,
             done: HashMap<*const Block, Facts>,
+            interleaved: bool,
         }
         impl Walk<'_> {
             fn block(&mut self, b: &Block) {
@@ -113,9 +121,17 @@ impl BlockFacts {
                                 self.open[d].1.allocates = true;
                                 self.open[d].1.allocates_here = true;
                             }
+                            if matches!(expr, Expr::Pop) {
+                                self.open[d].1.any_pop = true;
+                            }
                         }
                         StmtKind::For { index, .. } => bind(*index),
-                        StmtKind::Push(a) if is_array(self.f, a) => self.open[d].1.pushed = true,
+                        StmtKind::Push(a) => {
+                            self.open[d].1.any_push = true;
+                            if is_array(self.f, a) {
+                                self.open[d].1.pushed = true;
+                            }
+                        }
                         StmtKind::Assign { var, value } if is_array(self.f, value) => {
                             // A survivor of every open block inside the
                             // variable's own.
@@ -135,17 +151,22 @@ impl BlockFacts {
                     }
                 }
                 if let Some((key, facts, _)) = self.open.pop() {
+                    if facts.any_push && facts.any_pop && !self.open.is_empty() {
+                        self.interleaved = true;
+                    }
                     if let Some((_, parent, _)) = self.open.last_mut() {
                         parent.pushed |= facts.pushed;
+                        parent.any_push |= facts.any_push;
+                        parent.any_pop |= facts.any_pop;
                         parent.allocates |= facts.allocates;
                     }
                     self.done.insert(key, facts);
                 }
             }
         }
-        let mut w = Walk { f, bound_at: HashMap::new(), open: Vec::new(), done: HashMap::new() };
+        let mut w = Walk { f, bound_at: HashMap::new(), open: Vec::new(), done: HashMap::new(), interleaved: false };
         w.block(&f.body);
-        BlockFacts { facts: w.done }
+        BlockFacts { facts: w.done, interleaved_tape: w.interleaved }
     }
 
     /// [`survivors`] of `body`, a block of the function.
@@ -154,6 +175,14 @@ impl BlockFacts {
             Some(facts) if facts.pushed && !facts.allocates_here => None,
             Some(facts) => Some(facts.assigned.clone()),
             None => survivors(f, body),
+        }
+    }
+
+    /// True if `body` (or a block nested in it) pushes an array on the tape.
+    pub(crate) fn pushes_arrays(&self, f: &Function, body: &Block) -> bool {
+        match self.facts.get(&(body as *const Block)) {
+            Some(facts) => facts.pushed,
+            None => survivors(f, body).is_none(),
         }
     }
 

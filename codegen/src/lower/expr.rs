@@ -558,7 +558,16 @@ impl<E: Emitter> Lower<'_, E> {
             }
         }
         let any_array = outs.iter().any(|o| matches!(o, BuildOut::Array { .. }));
-        let keep = self.blocks.survivors(self.f, body).filter(|_| self.blocks.allocates(body));
+        // A comprehension whose iterations push arrays keeps their memory
+        // and pushes them by reference: its iterations are independent and
+        // typically small (a row per point), where copying each residual
+        // costs more than the memory it would give back; the sequential
+        // loops (`loop`, `for` statements, `while`), whose states evolve
+        // over many iterations, release and copy.
+        let keep = self
+            .blocks
+            .survivors(self.f, body)
+            .filter(|_| self.blocks.allocates(body) && !self.blocks.pushes_arrays(self.f, body));
         // The arena state every iteration returns to (for array rows: taken
         // again once the result is allocated in iteration 0).
         let mark_vars: Option<[E::Var; 3]> = if keep.is_some() {

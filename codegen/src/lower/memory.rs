@@ -6,8 +6,22 @@ use super::{elem_size, Arr, Lower, Result, Val};
 use arrayad_ir::{Fault, Scalar, VarId};
 use arrayad_runtime::{offsets, Callee, RuntimeFn};
 
+/// One value pushed on the tape ([`Lower::tape_push_items`]): fixed slots
+/// (a scalar, or an array by reference), or a copy of an array of `Scalar`s.
+pub(super) enum PushItem<V> {
+    Slots(Vec<(Ty, V)>),
+    Copy(Arr<V>, Scalar),
+}
+
 /// The arena state saved by [`Lower::arena_mark`]: pointer, end, chunk.
 pub(crate) type Mark<V> = [V; 3];
+
+/// A loop iteration that keeps arrays (`Lower::arena_release_keeping`)
+/// releases its memory only when it allocated at least this much since the
+/// mark: the garbage of smaller iterations waits for the next release, so
+/// a loop's memory exceeds its live data by at most this many bytes plus
+/// one iteration's allocation.
+const RELEASE_MIN_BYTES: i64 = 32 << 10;
 
 /// The context fields of an arena mark, in [`Mark`] order.
 const MARK_FIELDS: [i32; 3] = [offsets::ARENA_PTR, offsets::ARENA_END, offsets::ARENA_CUR];
@@ -206,8 +220,28 @@ impl<E: Emitter> Lower<'_, E> {
             self.b.store(Ty::I64, bytes, slot, 16 * j as i32 + 8, Mem::Stack);
             arrays.push(a);
         }
+        // An iteration that allocated less than RELEASE_MIN_BYTES in the
+        // mark's chunk leaves it for a later release (the call costs more
+        // than the memory is worth): what it allocated is garbage by the
+        // next release, which moves that iteration's survivors instead.
+        let ctx = self.ctx;
+        let cur_ptr = self.b.load(Ty::Ptr, ctx, offsets::ARENA_PTR, Mem::Ctx);
+        let cur_chunk = self.b.load(Ty::Ptr, ctx, offsets::ARENA_CUR, Mem::Ctx);
+        let same_chunk = self.b.icmp(IntCC::Eq, cur_chunk, m[2]);
+        let used = self.b.ptr_diff(cur_ptr, m[0]);
+        let all = self.iconst(i64::MAX);
+        let counted = self.b.select(same_chunk, used, all);
+        let release = self.icmp_imm(IntCC::Uge, counted, RELEASE_MIN_BYTES);
         let n = self.iconst(keep.len() as i64);
-        self.b.call(Callee::Runtime(RuntimeFn::ArenaKeep), &[self.ctx, m[0], m[2], n, slot])?;
+        let (m0, m2) = (m[0], m[2]);
+        self.if_else(
+            release,
+            &mut |l| {
+                l.b.call(Callee::Runtime(RuntimeFn::ArenaKeep), &[l.ctx, m0, m2, n, slot])?;
+                Ok(())
+            },
+            &mut |_| Ok(()),
+        )?;
         for (j, (v, a)) in keep.iter().zip(arrays).enumerate() {
             let ptr = self.b.load(Ty::Ptr, slot, 16 * j as i32, Mem::Stack);
             self.def(*v, Val::A(Arr { ptr, dims: a.dims }))?;
@@ -292,7 +326,14 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(())
     }
 
-    /// Pushes the array `arr` of `elem`s on the tape. Inside a loop body
+    /// Pushes the array `arr` of `elem`s on the tape (see
+    /// [`Self::tape_push_items`]).
+    pub(super) fn tape_push_array(&mut self, arr: &Arr<E::Value>, elem: Scalar) -> Result<()> {
+        let item = self.array_push_item(arr, elem);
+        self.tape_push_items(&[item])
+    }
+
+    /// How the array `arr` of `elem`s goes on the tape. Inside a loop body
     /// that releases its arena memory at the end of every iteration
     /// (`releasing`), a copy: its elements (padded to whole 8-byte slots),
     /// its extents and the tag 1, so that the memory of the iteration that
@@ -300,21 +341,43 @@ impl<E: Emitter> Lower<'_, E> {
     /// backward pass reads. Elsewhere a reference (nothing moves or frees
     /// it before the backward pass): its pointer, its extents and the tag
     /// 0. [`Self::tape_pop_array`] reads the tag.
-    pub(super) fn tape_push_array(&mut self, arr: &Arr<E::Value>, elem: Scalar) -> Result<()> {
+    pub(super) fn array_push_item(&mut self, arr: &Arr<E::Value>, elem: Scalar) -> PushItem<E::Value> {
         if self.releasing == 0 {
             let mut vals = vec![(Ty::Ptr, arr.ptr)];
             vals.extend(arr.dims.iter().map(|d| (Ty::I64, *d)));
             let tag = self.iconst(0);
             vals.push((Ty::I64, tag));
+            PushItem::Slots(vals)
+        } else {
+            PushItem::Copy(arr.clone(), elem)
+        }
+    }
+
+    /// Pushes `items` on the tape, in order, with one check of the room
+    /// left (and one call to grow it when short).
+    pub(super) fn tape_push_items(&mut self, items: &[PushItem<E::Value>]) -> Result<()> {
+        if items.iter().all(|i| matches!(i, PushItem::Slots(_))) {
+            let vals: Vec<(Ty, E::Value)> =
+                items.iter().flat_map(|i| if let PushItem::Slots(v) = i { v.clone() } else { Vec::new() }).collect();
             return self.tape_push(&vals);
         }
         let ctx = self.ctx;
-        let rank = arr.dims.len() as i64;
-        let (count, _) = self.checked_product(&arr.dims);
-        let data_slots = self.data_slots(count, elem);
-        let extra = self.iconst(rank + 1);
-        let total = self.b.int(IntOp::Add, data_slots, extra);
         let three = self.iconst(3);
+        // The slots of every item: fixed ones, and the elements, extents
+        // and tag of each copy.
+        let fixed: i64 = items.iter().map(|i| if let PushItem::Slots(v) = i { v.len() as i64 } else { 0 }).sum();
+        let mut total = self.iconst(fixed);
+        let mut copies = Vec::new();
+        for item in items {
+            if let PushItem::Copy(arr, elem) = item {
+                let (count, _) = self.checked_product(&arr.dims);
+                let data_slots = self.data_slots(count, *elem);
+                let extra = self.iconst(arr.dims.len() as i64 + 1);
+                let slots = self.b.int(IntOp::Add, data_slots, extra);
+                total = self.b.int(IntOp::Add, total, slots);
+                copies.push((count, data_slots));
+            }
+        }
         let total_bytes = self.b.int(IntOp::Shl, total, three);
         let tp = self.b.load(Ty::Ptr, ctx, offsets::TAPE_PTR, Mem::Ctx);
         let te = self.b.load(Ty::Ptr, ctx, offsets::TAPE_END, Mem::Ctx);
@@ -345,28 +408,51 @@ impl<E: Emitter> Lower<'_, E> {
 
         self.b.switch_to(join);
         let at_var = at;
-        let at = self.b.use_var(at_var);
+        let start = self.b.use_var(at_var);
         self.b.release_var(at_var);
-        self.copy_elems(at, arr.ptr, count, elem)?;
-        let data_bytes = self.b.int(IntOp::Shl, data_slots, three);
-        let dims_at = self.b.ptr_offset(at, data_bytes);
-        for (j, d) in arr.dims.iter().enumerate() {
-            self.b.store(Ty::I64, *d, dims_at, 8 * j as i32, Mem::Tape);
+        let mut cur = start;
+        let mut copies = copies.into_iter();
+        for item in items {
+            match item {
+                PushItem::Slots(vals) => {
+                    for (j, (t, v)) in vals.iter().enumerate() {
+                        self.b.store(*t, *v, cur, 8 * j as i32, Mem::Tape);
+                    }
+                    let step = self.iconst(8 * vals.len() as i64);
+                    cur = self.b.ptr_offset(cur, step);
+                }
+                PushItem::Copy(arr, elem) => {
+                    let Some((count, data_slots)) = copies.next() else {
+                        return Err(self.malformed("a tape copy without its size"));
+                    };
+                    self.copy_elems(cur, arr.ptr, count, *elem)?;
+                    let data_bytes = self.b.int(IntOp::Shl, data_slots, three);
+                    cur = self.b.ptr_offset(cur, data_bytes);
+                    for (j, d) in arr.dims.iter().enumerate() {
+                        self.b.store(Ty::I64, *d, cur, 8 * j as i32, Mem::Tape);
+                    }
+                    let tag = self.iconst(1);
+                    self.b.store(Ty::I64, tag, cur, 8 * arr.dims.len() as i32, Mem::Tape);
+                    let step = self.iconst(8 * (arr.dims.len() as i64 + 1));
+                    cur = self.b.ptr_offset(cur, step);
+                }
+            }
         }
-        let tag = self.iconst(1);
-        self.b.store(Ty::I64, tag, dims_at, 8 * rank as i32, Mem::Tape);
-        let np = self.b.ptr_offset(at, total_bytes);
+        let np = self.b.ptr_offset(start, total_bytes);
         self.b.store(Ty::Ptr, np, ctx, offsets::TAPE_PTR, Mem::Ctx);
         self.b.store(Ty::Ptr, np, ctx, offsets::TAPE_TOP, Mem::Ctx);
         Ok(())
     }
 
     /// Pops an array of type `t` pushed by [`Self::tape_push_array`]: a
-    /// reference as it was pushed, a copy into fresh arena memory (a view
-    /// of the tape would not survive the pushes of a checkpointed loop's
-    /// recomputed segments, which overwrite popped slots).
+    /// reference as it was pushed; a copy as a view of its elements on the
+    /// tape (valid until the next push), or, in a function that pushes
+    /// after popping (a checkpointed loop recomputing its segments, which
+    /// overwrites popped slots: `BlockFacts::interleaved_tape`), as a copy
+    /// into fresh arena memory.
     pub(super) fn tape_pop_array(&mut self, t: arrayad_ir::Type) -> Result<Arr<E::Value>> {
         let ctx = self.ctx;
+        let fresh_copy = self.blocks.interleaved_tape;
         let mut top = self.tape_pop(&vec![Ty::I64; t.rank as usize + 1])?;
         let tag = top.pop().unwrap_or_else(|| self.iconst(0));
         let dims = top;
@@ -388,9 +474,13 @@ impl<E: Emitter> Lower<'_, E> {
                 let back = l.b.int(IntOp::Sub, zero, data_bytes);
                 let at = l.b.ptr_offset(tp, back);
                 l.b.store(Ty::Ptr, at, ctx, offsets::TAPE_PTR, Mem::Ctx);
-                let fresh = l.alloc_elems(count, t.elem, None)?;
-                l.copy_elems(fresh, at, count, t.elem)?;
-                l.b.def_var(ptr, fresh);
+                if fresh_copy {
+                    let fresh = l.alloc_elems(count, t.elem, None)?;
+                    l.copy_elems(fresh, at, count, t.elem)?;
+                    l.b.def_var(ptr, fresh);
+                } else {
+                    l.b.def_var(ptr, at);
+                }
                 Ok(())
             },
             &mut |l| {

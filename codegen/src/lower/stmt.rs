@@ -1,6 +1,7 @@
 //! Lowering of statements.
 
 use super::emit::{Conv, Emitter, FloatOp, IntCC, IntOp, Mem, Ty};
+use super::memory::PushItem;
 use super::{Lower, Result, Val};
 use arrayad_ir::{Atom, Block, Fault, Scalar, Stmt, StmtKind, VarId};
 
@@ -67,13 +68,19 @@ impl<E: Emitter> Lower<'_, E> {
             self.loc = batch[0].loc;
         }
         if tape_kind(&batch[0].kind) == Some(true) {
-            let mut vals = Vec::new();
+            let mut items = Vec::new();
             for s in batch {
                 if let StmtKind::Push(a) = &s.kind {
-                    vals.extend(self.push_slots(a)?);
+                    let t = self.f.atom_ty(a);
+                    if t.is_array() {
+                        let arr = self.array_atom(a)?;
+                        items.push(self.array_push_item(&arr, t.elem));
+                    } else {
+                        items.push(PushItem::Slots(self.push_slots(a)?));
+                    }
                 }
             }
-            self.tape_push(&vals)?;
+            self.tape_push_items(&items)?;
         } else {
             // The first pop takes the top of the tape: the slots of the
             // run, in push order, are those of its last pop first.
@@ -96,11 +103,11 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(run)
     }
 
-    /// [`tape_kind`] of a push or pop of a scalar: those of arrays (copies,
-    /// of run-time length) are lowered one by one.
+    /// [`tape_kind`] of a push, or of a pop of a scalar: pops of arrays
+    /// (which read their tag to know how they were pushed) are lowered one
+    /// by one.
     fn batched_tape_kind(&self, k: &StmtKind) -> Option<bool> {
         let array = match k {
-            StmtKind::Push(a) => self.f.atom_ty(a).is_array(),
             StmtKind::Let { vars, .. } => vars.first().is_some_and(|v| self.f.ty(*v).is_array()),
             _ => false,
         };
