@@ -1,7 +1,9 @@
 //! The per-call cost of the Rust API on tiny inputs (where the arithmetic is
 //! nothing and the calling is everything): `call`, `grad` and `grad_into`
-//! of a 3-element dot product, and `grad` of a function of 10^5 elements
-//! (where copying the arguments would show).
+//! of a 3-element dot product, `grad` of a function of 10^5 elements
+//! (where copying the arguments would show), and `jacobian` of one
+//! bundle-adjustment observation (`examples/ba.arr`'s `ba_obs`: a 3 x 15
+//! block, one forward and three backward passes).
 //!
 //!     cargo run --release --example call_overhead [-- cranelift|llvm]
 //!
@@ -73,11 +75,32 @@ fn main() -> Result<(), arrayad::Error> {
         },
         200,
     );
+    let ba =
+        Module::compile_with("ba.arr", include_str!("ba.arr"), Options::backend(backend).with_wrt(&["cam", "x", "w"]))?;
+    let obs = ba.function("ba_obs")?;
+    let cam = [0.1, -0.2, 0.3, 1.0, 2.0, 3.0, 500.0, 250.0, 200.0, 1e-3, 1e-6];
+    let (pt, feat) = ([0.5, -1.0, 6.0], [240.0, 180.0]);
+    let ba_args = [Arg::Vector(&cam), Arg::Vector(&pt), Arg::F64(0.8), Arg::Vector(&feat)];
+    obs.jacobian(&ba_args)?;
+    let ba_call = median_ns(
+        || {
+            std::hint::black_box(obs.call(&ba_args).ok());
+        },
+        20_000,
+    );
+    let ba_jacobian = median_ns(
+        || {
+            std::hint::black_box(obs.jacobian(&ba_args).ok());
+        },
+        20_000,
+    );
     println!("backend {backend:?}");
     println!("call of dot (n = 3):             {call:8.0} ns");
     println!("grad of dot (n = 3):             {grad:8.0} ns");
     println!("grad_into of dot (n = 3):        {grad_into:8.0} ns");
     println!("grad of dot (n = 10^5):          {big_grad:8.0} ns");
+    println!("call of ba_obs:                  {ba_call:8.0} ns");
+    println!("jacobian of ba_obs (3 x 15):     {ba_jacobian:8.0} ns");
     println!("grad_into of dot (n = 10^5):     {big_into:8.0} ns");
     Ok(())
 }

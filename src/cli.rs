@@ -415,10 +415,11 @@ impl Inputs {
     /// Reads `ARGS`/`TANGENTS`/`COTANGENT`: inline JSON starting with `[`,
     /// `-` for standard input, or a file. A text that is not an existing
     /// file but is valid JSON (e.g. `1.0` as a scalar cotangent) is taken
-    /// inline too.
-    fn read(&mut self, what: &str, spec: &str) -> Result<serde_json::Value, Error> {
+    /// inline too. The syntax is checked here; the text is decoded later,
+    /// against the signature, into typed buffers ([`json::Input::Text`]).
+    fn read(&mut self, what: &str, spec: &str) -> Result<JsonText, Error> {
         if spec.strip_prefix('\u{feff}').unwrap_or(spec).trim_start().starts_with('[') {
-            return json::parse(what, spec);
+            return JsonText::checked(what.to_string(), spec.to_string());
         }
         if spec == "-" {
             if self.stdin_used {
@@ -426,23 +427,51 @@ impl Inputs {
             }
             self.stdin_used = true;
             let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| Error::Io(format!("{what}: cannot read standard input: {e}")))?;
-            return json::parse(&format!("{what} (standard input)"), &text);
+            std::io::stdin().read_to_string(&mut text).map_err(|e| read_error(what, "standard input", e))?;
+            return JsonText::checked(format!("{what} (standard input)"), text);
         }
         let path = Path::new(spec);
         if path.is_file() {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Error::Io(format!("{what}: cannot read {}: {e}", path.display())))?;
-            return json::parse(&format!("{what} ({})", path.display()), &text);
+            let text = std::fs::read_to_string(path).map_err(|e| read_error(what, &path.display().to_string(), e))?;
+            return JsonText::checked(format!("{what} ({})", path.display()), text);
         }
-        if let Ok(j) = json::parse(what, spec) {
-            return Ok(j);
+        if json::check_syntax(what, spec).is_ok() {
+            return Ok(JsonText { what: what.to_string(), text: spec.to_string() });
         }
         Err(Error::Io(format!(
             "{what}: `{spec}` is neither a readable file, `-`, nor JSON text (inline JSON starts with `[`)"
         )))
+    }
+}
+
+/// The error of reading a JSON input: out of memory (a run-time error, exit
+/// status 3) or an I/O error.
+fn read_error(what: &str, from: &str, e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::OutOfMemory {
+        let detail = format!("{what}: no memory to read {from}");
+        Error::Runtime(arrayad::RuntimeError::new(arrayad::ErrorKind::OutOfMemory, detail))
+    } else {
+        Error::Io(format!("{what}: cannot read {from}: {e}"))
+    }
+}
+
+/// A JSON input's text, its syntax checked, and its name in messages.
+struct JsonText {
+    what: String,
+    text: String,
+}
+
+impl JsonText {
+    /// `text` if it is one JSON value.
+    ///
+    /// Errors: [`Error::InvalidArgument`] (malformed JSON) naming `what`.
+    fn checked(what: String, text: String) -> Result<JsonText, Error> {
+        json::check_syntax(&what, &text)?;
+        Ok(JsonText { what, text })
+    }
+
+    fn input(&self) -> json::Input<'_> {
+        json::Input::Text { what: &self.what, text: &self.text }
     }
 }
 
@@ -474,7 +503,13 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
     let module = Module::from_program(program, options)?;
     let f = module.function(&a.func)?;
     let sig = f.signature();
-    let args = json::decode_args(&a.func, sig, &args_json)?;
+    let args = json::decode_args(&a.func, sig, args_json.input())?;
+    drop(args_json);
+    if a.codegen.checkpoint && (a.mode.grad || a.mode.vjp.is_some() || a.mode.jacobian || a.mode.hessian) {
+        for w in f.checkpoint_warnings()? {
+            eprintln!("{w}");
+        }
+    }
 
     let mut out = String::from("{\"value\": ");
     let argv: Vec<Arg<'_>> = args.iter().map(Arg::Value).collect();
@@ -485,7 +520,7 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
         out.push_str(&encode_per_param(sig, g.gradient.as_slice()));
     } else if let Some(spec) = &a.mode.jvp {
         let tj = inputs.read("TANGENTS", spec)?;
-        let tangents = json::decode_tangents(&a.func, sig, &args, f.active(), &tj)?;
+        let tangents = json::decode_tangents(&a.func, sig, &args, f.active(), tj.input())?;
         let targs: Vec<Option<Arg<'_>>> = tangents.iter().map(|t| t.as_ref().map(Arg::Value)).collect();
         let r = f.jvp(&argv, &targs)?;
         out.push_str(&encode_result(&result_ty, &r.value));
@@ -495,7 +530,7 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
     } else if let Some(spec) = &a.mode.vjp {
         let cj = inputs.read("COTANGENT", spec)?;
         let shapes = f.result_shapes(&argv)?;
-        let cts = json::decode_cotangent(&result_ty, &shapes, &cj)?;
+        let cts = json::decode_cotangent(&result_ty, &shapes, cj.input())?;
         let cargs: Vec<Option<Arg<'_>>> = cts.iter().map(|t| t.as_ref().map(Arg::Value)).collect();
         let r = f.vjp(&argv, &cargs)?;
         out.push_str(&encode_result(&result_ty, &r.value));
@@ -620,6 +655,11 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
             let (want_jvp, want_rows) = (needed(&[Entry::Jvp, Entry::Jacobian]), asked(Entry::Jacobian));
             let want_vjp = needed(&[Entry::Vjp, Entry::Grad]) || hvp_wanted;
             let primal = arrayad_ad::prepare(&program, id);
+            if opts.checkpoint && (want_vjp || want_rows) {
+                for u in arrayad_ad::uncheckpointed_loops(&primal, &leaves)? {
+                    eprintln!("{}:{}:{}: warning: {}", program.file, u.loc.line, u.loc.col, u.reason);
+                }
+            }
             let (primal, jvp, vjp, vjp_rows) = if want_jvp && want_vjp && want_rows {
                 // All of them from one linearisation.
                 let d = arrayad_ad::derive_prepared(primal, &leaves, opts)?;

@@ -97,3 +97,26 @@ impl From<arrayad_codegen::CodegenError> for Error {
         }
     }
 }
+
+/// A warning about a program that compiles and runs, but not as asked:
+/// today, a loop that checkpointing leaves taped
+/// ([`crate::Function::checkpoint_warnings`]). Displayed as
+/// `FILE:LINE:COL: warning: MESSAGE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Warning {
+    /// The source file's name.
+    pub file: String,
+    /// 1-based line of the construct warned about.
+    pub line: u32,
+    /// 1-based column (in characters).
+    pub col: u32,
+    /// What happens and why.
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}: warning: {}", self.file, self.line, self.col, self.message)
+    }
+}

@@ -8,7 +8,8 @@ use crate::module::{derive_all, Def, Derived, Module};
 use crate::results::{copy_into, ParamValues};
 use crate::shapes::{self, check_args, check_f64_like, leaf_infos, param_leaves, zeros, Site, Sizes};
 use arrayad_codegen::{ArgRef, ResultRef};
-use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Signature, SrcType, Type, Value};
+use arrayad_ir::{ArrayData, ErrorKind, RuntimeError, Scalar, Signature, SrcType, Value};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// A definition of a [`Module`], found by [`Module::function`]: an owned
@@ -328,6 +329,31 @@ impl Function {
         }
     }
 
+    /// The loops of this function's reverse mode that checkpointing
+    /// ([`crate::Options::with_checkpoint`]) leaves taped, every iteration's
+    /// residuals kept until the backward pass: while loops, loops that
+    /// carry no primal state, loops with `i64` or `bool` array states. One
+    /// warning per loop, located at it; none when the module does not
+    /// checkpoint. Costs about one differentiation; the command line prints
+    /// these under `--checkpoint`.
+    ///
+    /// Errors: as for [`Function::grad`] when the function cannot be
+    /// differentiated.
+    pub fn checkpoint_warnings(&self) -> Result<Vec<crate::Warning>, Error> {
+        if !self.module.ad_options().checkpoint {
+            return Ok(Vec::new());
+        }
+        let loops = crate::engine::compiling(|| {
+            let primal = self.prepared()?;
+            guard(|| Ok(arrayad_ad::uncheckpointed_loops(primal, &self.active)?))
+        })?;
+        let file = &self.module.inner.program.file;
+        Ok(loops
+            .into_iter()
+            .map(|u| crate::Warning { file: file.clone(), line: u.loc.line, col: u.loc.col, message: u.reason })
+            .collect())
+    }
+
     // ---- calls ----------------------------------------------------------------
 
     /// Checks the arguments and returns the sizes they bind.
@@ -620,20 +646,46 @@ impl Function {
     /// pass, then one backward pass per row) when there are no more rows
     /// than columns, else forward mode (one jvp per column).
     pub fn jacobian(&self, args: &[Arg<'_>]) -> Result<Jacobian, Error> {
-        let (sizes, param_shapes_owned) = with_refs(args, |refs| {
-            let sizes = self.check(refs)?;
-            let shapes: Vec<Option<Vec<usize>>> =
-                refs.iter().zip(self.active.iter()).map(|(a, &act)| act.then(|| a.shape().to_vec())).collect();
-            Ok::<_, Error>((sizes, shapes))
-        })?;
-        let leaves = leaf_infos("result", &self.signature().result);
-        let mut result_shapes_owned: Vec<Option<Vec<usize>>> = Vec::with_capacity(leaves.len());
-        for leaf in &leaves {
-            let f64_leaf = shapes::leaf_type(leaf.ty).elem == Scalar::F64;
-            result_shapes_owned.push(if f64_leaf { Some(self.result_shape(&sizes, leaf.ty)?) } else { None });
-        }
-        let result_shapes: Vec<Option<&[usize]>> = result_shapes_owned.iter().map(|s| s.as_deref()).collect();
-        let param_shapes: Vec<Option<&[usize]>> = param_shapes_owned.iter().map(|s| s.as_deref()).collect();
+        with_refs(args, |refs| {
+            let mut result_tys: SmallVec<[&SrcType; 4]> = SmallVec::new();
+            result_leaf_types(&self.signature().result, &mut result_tys);
+            let is_f64 = |ty: &SrcType| shapes::leaf_type(ty).elem == Scalar::F64;
+            let plan = &self.def().plan;
+            // Arguments that pass the plan's checks and a result of literal
+            // shapes need no sizes (a Jacobian block per call: no allocation
+            // for them).
+            let literal = plan.literal_results().filter(|_| plan.accepts(refs));
+            let result_shapes_owned: SmallVec<[Option<Vec<usize>>; 4]> = match literal {
+                Some(_) => SmallVec::new(),
+                None => {
+                    let sizes = self.check(refs)?;
+                    result_tys
+                        .iter()
+                        .map(|ty| is_f64(ty).then(|| self.result_shape(&sizes, ty)).transpose())
+                        .collect::<Result<_, _>>()?
+                }
+            };
+            let result_shapes: SmallVec<[Option<&[usize]>; 4]> = match literal {
+                Some(shapes) => {
+                    shapes.iter().zip(&result_tys).map(|(s, ty)| is_f64(ty).then_some(s.as_slice())).collect()
+                }
+                None => result_shapes_owned.iter().map(|s| s.as_deref()).collect(),
+            };
+            let param_shapes: SmallVec<[Option<&[usize]>; 8]> =
+                refs.iter().zip(self.active.iter()).map(|(a, &act)| act.then(|| a.shape())).collect();
+            self.jacobian_of(args, refs, &result_shapes, &param_shapes)
+        })
+    }
+
+    /// [`Function::jacobian`] once the shapes of its rows (`f64` result
+    /// leaves) and columns (active argument leaves) are known.
+    fn jacobian_of(
+        &self,
+        args: &[Arg<'_>],
+        refs: &[ArgRef<'_>],
+        result_shapes: &[Option<&[usize]>],
+        param_shapes: &[Option<&[usize]>],
+    ) -> Result<Jacobian, Error> {
         // The rows come from the declared result shape, whose element count
         // may not even fit in a usize (`[9223372036854775807][3]f64`).
         let count = |s: &[Option<&[usize]>]| -> Option<usize> {
@@ -641,14 +693,14 @@ impl Function {
                 .flatten()
                 .try_fold(0usize, |sum, s| sum.checked_add(s.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?))
         };
-        let Some(rows) = count(&result_shapes) else {
+        let Some(rows) = count(result_shapes) else {
             return Err(self.too_large(format!(
                 "the Jacobian of `{}` has more rows than can be counted (one per f64 element of its result {})",
                 self.name(),
                 self.signature().result
             )));
         };
-        let cols = count(&param_shapes).unwrap_or(usize::MAX);
+        let cols = count(param_shapes).unwrap_or(usize::MAX);
         let mut data = Vec::new();
         let limit = self.host_limit();
         let total =
@@ -667,7 +719,7 @@ impl Function {
         data.resize(total, 0.0);
         if total > 0 && rows <= cols {
             // Reverse mode: one forward pass, then one backward pass per row.
-            let value = self.jacobian_rows(args, &result_shapes, &param_shapes, rows, &mut data)?;
+            let value = self.jacobian_rows(refs, result_shapes, param_shapes, rows, &mut data)?;
             return Ok(Jacobian { value, rows, cols, data });
         }
         let value = self.call(args)?;
@@ -676,11 +728,11 @@ impl Function {
         }
         // Forward mode: one jvp per column, with a one-hot tangent.
         let mut buf = Vec::new();
-        for (c, (leaf, elem)) in unit_positions(&param_shapes).enumerate() {
-            let ts = one_hot(&param_shapes, leaf, elem);
+        for (c, (leaf, elem)) in unit_positions(param_shapes).enumerate() {
+            let ts = one_hot(param_shapes, leaf, elem);
             let targs: Vec<Option<Arg<'_>>> = ts.iter().map(|t| t.as_ref().map(Arg::Value)).collect();
             let j = self.jvp(args, &targs)?;
-            flatten_f64(&j.tangent, &result_shapes, &mut buf)?;
+            flatten_f64(&j.tangent, result_shapes, &mut buf)?;
             for (r, &x) in buf.iter().enumerate() {
                 data[r * cols + c] = x;
             }
@@ -691,61 +743,63 @@ impl Function {
     /// The reverse-mode Jacobian into `data` (`rows` x cols, row-major) by
     /// one call of the many-row vjp whose cotangent rows are the rows of the
     /// identity (leaf by leaf: each result leaf gets the stack of its rows
-    /// of it); returns the value.
+    /// of it, all in one buffer); the cotangent stacks it returns are
+    /// copied into `data` from the call's memory. Returns the value.
     fn jacobian_rows(
         &self,
-        args: &[Arg<'_>],
+        refs: &[ArgRef<'_>],
         result_shapes: &[Option<&[usize]>],
         param_shapes: &[Option<&[usize]>],
         rows: usize,
         data: &mut [f64],
     ) -> Result<Vec<Value>, Error> {
-        let mut stacks = Vec::new();
+        // Every f64 result leaf of n elements gets `rows` rows of n: the
+        // identity's columns of that leaf.
+        let mut identity = Vec::new();
+        if rows.checked_mul(rows).is_none_or(|len| identity.try_reserve_exact(len).is_err()) {
+            return Err(self.too_large(format!("the cotangents of the Jacobian of `{}` ({rows} rows)", self.name())));
+        }
+        identity.resize(rows * rows, 0.0);
+        let mut stack_shapes: SmallVec<[SmallVec<[usize; 4]>; 4]> = SmallVec::new();
         let mut first = 0;
         for shape in result_shapes.iter().flatten() {
             let n: usize = shape.iter().product();
-            let mut stack = Vec::new();
-            if rows.checked_mul(n).is_none_or(|len| stack.try_reserve_exact(len).is_err()) {
-                return Err(self.too_large(format!(
-                    "the cotangents of the Jacobian of `{}` ({rows} rows of {n} elements)",
-                    self.name()
-                )));
-            }
-            stack.resize(rows * n, 0.0);
             for e in 0..n {
-                stack[(first + e) * n + e] = 1.0;
+                identity[first * rows + (first + e) * n + e] = 1.0;
             }
-            let mut shape_r = vec![rows];
+            let mut shape_r = SmallVec::new();
+            shape_r.push(rows);
             shape_r.extend_from_slice(shape);
-            stacks.push(Value::Array(ArrayValue { shape: shape_r, data: ArrayData::F64(stack) }));
+            stack_shapes.push(shape_r);
             first += n;
         }
-        let n_results = result_shapes.len();
-        let n_active = self.active.iter().filter(|a| **a).count();
-        let mut out = with_refs(args, |refs| {
-            let mut full: Vec<ArgRef<'_>> = refs.to_vec();
-            full.extend(stacks.iter().map(ArgRef::of));
-            let out = self.engine(Kind::VjpRows)?.get().run_values(&full)?;
-            self.check_result_count(out.len(), n_active, Kind::VjpRows)?;
-            Ok::<_, Error>(out)
-        })?;
-        let stacks_out = out.split_off(n_results);
-        let cols = data.len() / rows;
-        let mut off = 0;
-        for (stack, shape) in stacks_out.iter().zip(param_shapes.iter().flatten()) {
-            let n: usize = shape.iter().product();
-            let elems = stack
-                .f64_elements()
-                .filter(|e| e.len() == rows * n)
-                .ok_or_else(|| Error::Internal(format!("the many-row vjp of `{}` has the wrong shape", self.name())))?;
-            if n > 0 {
-                for (r, g) in elems.chunks_exact(n).enumerate() {
-                    data[r * cols + off..r * cols + off + n].copy_from_slice(g);
-                }
-            }
-            off += n;
+        let mut full: SmallVec<[ArgRef<'_>; 12]> = refs.iter().copied().collect();
+        let mut offset = 0;
+        for shape in &stack_shapes {
+            let len = shape.iter().product::<usize>();
+            full.push(ArgRef::F64s { data: &identity[offset..offset + len], shape });
+            offset += len;
         }
-        Ok(out)
+        let n_results = result_shapes.len();
+        let n_active = param_shapes.iter().flatten().count();
+        let cols = data.len() / rows;
+        self.engine(Kind::VjpRows)?.get().run(&full, |rs| {
+            self.check_result_count(rs.len(), n_active, Kind::VjpRows)?;
+            let mut off = 0;
+            for (stack, shape) in rs[n_results..].iter().zip(param_shapes.iter().flatten()) {
+                let n: usize = shape.iter().product();
+                let elems = stack.f64s().filter(|e| e.len() == rows * n).ok_or_else(|| {
+                    Error::Internal(format!("the many-row vjp of `{}` has the wrong shape", self.name()))
+                })?;
+                if n > 0 {
+                    for (r, g) in elems.chunks_exact(n).enumerate() {
+                        data[r * cols + off..r * cols + off + n].copy_from_slice(g);
+                    }
+                }
+                off += n;
+            }
+            Ok(rs[..n_results].iter().map(ResultRef::to_value).collect())
+        })?
     }
 
     /// The value, the gradient and the Hessian-vector product `H t` of a
@@ -890,17 +944,27 @@ impl Function {
     }
 
     fn check_result_count(&self, got: usize, extra: usize, kind: Kind) -> Result<(), Error> {
-        let want: Vec<Type> = self.signature().result.leaves();
-        if got != want.len() + extra {
+        let mut leaves: SmallVec<[&SrcType; 4]> = SmallVec::new();
+        result_leaf_types(&self.signature().result, &mut leaves);
+        if got != leaves.len() + extra {
             return Err(Error::Internal(format!(
                 "the {} of `{}` returned {} values, expected {}",
                 kind.describe(),
                 self.name(),
                 got,
-                want.len() + extra
+                leaves.len() + extra
             )));
         }
         Ok(())
+    }
+}
+
+/// The leaf types of a result type, left to right (tuples flattened; their
+/// nesting is that of the source type, which the parser bounds).
+fn result_leaf_types<'t>(ty: &'t SrcType, out: &mut SmallVec<[&'t SrcType; 4]>) {
+    match ty {
+        SrcType::Tuple(ts) => ts.iter().for_each(|t| result_leaf_types(t, out)),
+        _ => out.push(ty),
     }
 }
 

@@ -122,7 +122,7 @@ mod shapes;
 pub use arg::{Arg, Out};
 pub use arrayad_frontend::DiagnosticItem;
 pub use engine::Backend;
-pub use error::{Diagnostics, Error};
+pub use error::{Diagnostics, Error, Warning};
 pub use function::{Entry, Function, Grad, Hvp, Jacobian, Jvp, Vjp};
 pub use module::{Module, Options};
 #[cfg(feature = "ndarray")]

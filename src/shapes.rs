@@ -234,6 +234,10 @@ pub(crate) struct ArgPlan {
     names: Vec<String>,
     /// `(leaf, axis, expression)` of each dimension that is an expression.
     exprs: Vec<(usize, usize, arrayad_ir::SizeExpr)>,
+    /// The shape of every result leaf (`[]` for a scalar) when the result
+    /// type has only literal dimensions: then no argument is needed to know
+    /// them.
+    literal_results: Option<Vec<Vec<usize>>>,
 }
 
 /// The check of one axis of an argument.
@@ -276,7 +280,26 @@ impl ArgPlan {
             }
             leaves.push((leaf_type(leaf.ty), axes));
         }
-        ArgPlan { leaves, names, exprs }
+        let literal_results = leaf_infos("result", &sig.result)
+            .iter()
+            .map(|leaf| match leaf.ty {
+                SrcType::Array { dims, .. } => dims
+                    .iter()
+                    .map(|d| match d {
+                        SrcDim::Lit(n) => usize::try_from(*n).ok(),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Some(Vec::new()),
+            })
+            .collect();
+        ArgPlan { leaves, names, exprs, literal_results }
+    }
+
+    /// The shapes of the result leaves when every dimension of the result
+    /// type is a literal (`[]` for a scalar leaf).
+    pub(crate) fn literal_results(&self) -> Option<&[Vec<usize>]> {
+        self.literal_results.as_deref()
     }
 
     /// True when `args` pass every check of [`check_args`].

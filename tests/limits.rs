@@ -81,6 +81,47 @@ fn the_memory_limit_fails_with_a_located_out_of_memory_error() {
     }
 }
 
+/// `arrayad run F f --args FILE` in `dir` under `ulimit -v KB`.
+fn run_under_ulimit(dir: &Path, kb: u64, args_file: &str) -> support::Output {
+    let script = format!("ulimit -v {kb} && exec \"$0\" run sum.arr total --args {args_file}");
+    support::run_in(dir, "sh", &["-c", &script, env!("CARGO_BIN_EXE_arrayad")], None)
+}
+
+/// JSON arguments are decoded into one typed buffer per argument as the
+/// text is parsed (no tree of JSON values at 32 bytes and more per
+/// number): 10^7 numbers fit in an address space of 900 MB, and arguments
+/// beyond the memory available are the out-of-memory error (exit 3), never
+/// an abort.
+#[test]
+fn json_arguments_beyond_the_memory_available_are_out_of_memory() {
+    if !have("sh") {
+        eprintln!("skipped: no sh");
+        return;
+    }
+    let dir = scratch("limits", "json_args");
+    std::fs::write(dir.join("sum.arr"), "def total(x: [n]f64) -> f64 = sum(x)\n").unwrap();
+    let ones = |n: usize| {
+        let mut text = String::with_capacity(2 * n + 4);
+        text.push_str("[[");
+        for i in 0..n {
+            text.push_str(if i == 0 { "1" } else { ",1" });
+        }
+        text.push_str("]]");
+        text
+    };
+    std::fs::write(dir.join("small.json"), ones(3)).unwrap();
+    std::fs::write(dir.join("e7.json"), ones(10_000_000)).unwrap();
+    std::fs::write(dir.join("e8.json"), ones(60_000_000)).unwrap();
+    let out = run_under_ulimit(&dir, 900_000, "small.json");
+    assert_eq!(out.code, 0, "the command must run under the limit: {out:#?}");
+    let out = run_under_ulimit(&dir, 900_000, "e7.json");
+    assert_eq!((out.code, out.stdout.trim()), (0, "{\"value\": 10000000.0}"), "{out:#?}");
+    // 120 MB of text, 480 MB of elements and the binary's own address space.
+    let out = run_under_ulimit(&dir, 600_000, "e8.json");
+    assert_eq!(out.code, 3, "{out:#?}");
+    assert!(out.stderr.contains("error[E1008]: out of memory: ARGS"), "{out:#?}");
+}
+
 #[test]
 fn the_rust_api_takes_a_memory_limit() {
     let backends: &[Backend] =

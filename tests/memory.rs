@@ -170,3 +170,78 @@ fn rk4_tapes_five_arrays_per_step_and_checkpoints_in_sqrt_memory() {
         assert!((*bytes as f64) <= bound, "{b:?}, {steps} steps: checkpointed {bytes} bytes, bound {bound}");
     }
 }
+
+/// Loops that `--checkpoint` cannot checkpoint are named, never skipped
+/// silently: a warning with the loop's location on the command line's
+/// standard error and from `Function::checkpoint_warnings`; their gradients
+/// are the taped ones. A loop that is checkpointed, or a module compiled
+/// without checkpointing, has none.
+const UNCHECKPOINTED: &str = "\
+def grow(x: f64) -> f64 =
+  loop y = x while y < 100.0 do y * 1.5 + sin(y)
+
+def shifts(x: [n]f64, m: i64) -> f64 =
+  let (s, ks) = loop (s, ks) = (1.0, for i < n => i) for t < m do
+    (s + sum(x * f64(ks[0])) * s, ks + 1)
+  in s
+
+def smooth(x: [n]f64, m: i64) -> f64 =
+  sum(loop h = x for s < m do h + 0.1 * sin(h))
+";
+
+#[test]
+fn loops_that_cannot_be_checkpointed_are_warned_about() {
+    use arrayad::{Arg, Module, Options};
+    let checkpointed =
+        Module::compile_with("cp.arr", UNCHECKPOINTED, Options::default().with_checkpoint(true)).unwrap();
+    let taped = Module::compile("cp.arr", UNCHECKPOINTED).unwrap();
+    let x = [0.5, 1.5, -2.0];
+    let cases: [(&str, Vec<Arg<'_>>, &str); 3] = [
+        ("grow", vec![Arg::F64(1.5)], "cp.arr:2:3: warning: a while loop is not checkpointed"),
+        (
+            "shifts",
+            vec![Arg::Vector(&x), Arg::I64(4)],
+            "cp.arr:5:17: warning: this loop is not checkpointed: its state `ks` is an array of i64",
+        ),
+        ("smooth", vec![Arg::Vector(&x), Arg::I64(40)], ""),
+    ];
+    for (name, args, want) in cases {
+        let f = checkpointed.function(name).unwrap();
+        let warnings: Vec<String> = f.checkpoint_warnings().unwrap().iter().map(ToString::to_string).collect();
+        if want.is_empty() {
+            assert!(warnings.is_empty(), "{name}: {warnings:?}");
+        } else {
+            assert_eq!(warnings.len(), 1, "{name}: {warnings:?}");
+            assert!(warnings[0].starts_with(want), "{name}: {warnings:?}");
+        }
+        assert!(taped.function(name).unwrap().checkpoint_warnings().unwrap().is_empty());
+        let (g, t) = (f.grad(&args).unwrap(), taped.function(name).unwrap().grad(&args).unwrap());
+        assert_eq!((g.value, g.gradient.as_slice()), (t.value, t.gradient.as_slice()), "{name}");
+    }
+
+    let dir = std::env::temp_dir().join(format!("arrayad-cp-warnings-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cp.arr"), UNCHECKPOINTED).unwrap();
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_arrayad"))
+            .args(["run", "cp.arr", "grow", "--args", "[1.5]", "--grad"])
+            .args(extra)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    assert!(run(&["--checkpoint"]).starts_with("cp.arr:2:3: warning: a while loop is not checkpointed"));
+    assert_eq!(run(&[]), "");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_arrayad"))
+        .args(["build", "cp.arr", "-o", "libcp.so", "--checkpoint", "--export", "shifts,smooth"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("cp.arr:5:17: warning: this loop is not checkpointed"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

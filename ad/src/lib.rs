@@ -226,6 +226,34 @@ pub fn derive_prepared(primal: Function, active: &[bool], opts: AdOptions) -> Re
     Ok(Derivatives { primal, jvp, vjp, vjp_rows })
 }
 
+/// A loop that checkpointing ([`AdOptions::checkpoint`]) leaves taped:
+/// every iteration's residuals stay on the tape until the backward pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Uncheckpointed {
+    /// The loop's source location.
+    pub loc: arrayad_ir::Loc,
+    /// Why it is not checkpointed, as a sentence for a warning.
+    pub reason: String,
+}
+
+/// The loops of the vjp of a [`prepare`]d primal that checkpointing leaves
+/// taped (while loops, loops without a primal state, loops with integer or
+/// boolean array states), in the order the unzipping meets them. A function
+/// that runs reverse mode inside is differentiated by forward columns,
+/// without a tape: none.
+///
+/// Costs one linearisation and one unzipping; meant for warnings.
+///
+/// Errors: as [`derive_prepared`].
+pub fn uncheckpointed_loops(primal: &Function, active: &[bool]) -> Result<Vec<Uncheckpointed>, AdError> {
+    if reverse::has_reverse_code(primal) {
+        return Ok(Vec::new());
+    }
+    let mut lin = forward::jvp_function(primal, active)?;
+    passes::dce::dce_assuming_safe(&mut lin.func, &lin.linear);
+    reverse::uncheckpointed_loops(&lin)
+}
+
 /// Which IR params (flattened leaves) of a definition are active, given the
 /// `--wrt` names (`None`: every param with f64 parts). A leaf is active
 /// when its source param is listed and its elements are f64.

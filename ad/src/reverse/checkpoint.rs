@@ -48,6 +48,32 @@ pub(super) fn applies(f: &Function, states: &[VarId]) -> bool {
     !states.is_empty() && states.iter().all(|s| f.ty(*s).is_scalar() || f.ty(*s).elem == Scalar::F64)
 }
 
+/// Why a loop with this head and these primal states is not checkpointed
+/// (`None` when it is: [`applies`] to a counted loop).
+pub(super) fn not_applicable(f: &Function, head: &super::LoopHead<'_>, states: &[VarId]) -> Option<String> {
+    if let super::LoopHead::While(_) = head {
+        return Some(
+            "a while loop is not checkpointed (its number of iterations is known only when it ends): \
+             the residuals of every iteration are taped"
+                .into(),
+        );
+    }
+    if states.is_empty() {
+        return Some(
+            "this loop carries no primal state to save, so it is not checkpointed: the residuals of every \
+             iteration are taped"
+                .into(),
+        );
+    }
+    let other = states.iter().find(|s| !(f.ty(**s).is_scalar() || f.ty(**s).elem == Scalar::F64))?;
+    Some(format!(
+        "this loop is not checkpointed: its state `{}` is an array of {} (only scalars and f64 arrays are \
+         saved); the residuals of every iteration are taped",
+        f.vars[other.index()].name,
+        f.ty(*other).elem
+    ))
+}
+
 fn stmt(kind: StmtKind, loc: Loc) -> Stmt {
     Stmt { kind, loc }
 }

@@ -77,6 +77,8 @@ struct Unzipped {
     primal_types: Vec<Type>,
     /// The cotangent of each tangent param, as computed at the end of `bwd`.
     grads: Vec<VarId>,
+    /// With checkpointing: the loops left taped, and why.
+    uncheckpointed: Vec<crate::Uncheckpointed>,
 }
 
 /// Unzips a jvp into its forward and backward passes (module docs).
@@ -118,6 +120,7 @@ fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdErro
         for_depth: 0,
         pending: HashSet::new(),
         checkpoint,
+        uncheckpointed: Vec::new(),
         setup: Vec::new(),
         loc: Loc::default(),
         twins: Subst::default(),
@@ -153,7 +156,17 @@ fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdErro
         primal_results,
         primal_types: jf.result_types[..j.n_primal_results].to_vec(),
         grads,
+        uncheckpointed: rev.uncheckpointed,
     })
+}
+
+/// With checkpointing on, the loops of the jvp `j` that its vjp leaves
+/// taped (every iteration's residuals kept), and why, in the order the
+/// unzipping meets them.
+///
+/// Errors: as [`vjp_function`].
+pub fn uncheckpointed_loops(j: &JvpOutput) -> Result<Vec<crate::Uncheckpointed>, AdError> {
+    Ok(unzip(j, &j.func.name, true)?.uncheckpointed)
 }
 
 /// The vjp and the many-row vjp of a jvp (as [`vjp_function`] and
@@ -282,7 +295,7 @@ fn assemble_rows(u: Unzipped) -> Function {
 
 /// How a loop runs: `n` times with an index, or while a condition holds.
 #[derive(Clone, Copy)]
-enum LoopHead<'a> {
+pub(super) enum LoopHead<'a> {
     Counted(Atom, VarId),
     While(&'a Block),
 }
@@ -343,6 +356,8 @@ struct Rev<'a> {
     pending: HashSet<VarId>,
     /// Checkpoint every counted loop (`checkpoint.rs`).
     checkpoint: bool,
+    /// With `checkpoint`: the loops left taped, and why.
+    uncheckpointed: Vec<crate::Uncheckpointed>,
     /// The bindings a checkpointed loop put in front of itself in the
     /// forward pass, for the enclosing block's residuals.
     setup: Vec<(VarId, Option<(Expr, Loc)>)>,
@@ -1293,6 +1308,11 @@ impl Rev<'_> {
         let pvars: Vec<VarId> = pidx.iter().map(|k| vars[*k]).collect();
         let pstates: Vec<VarId> = pidx.iter().map(|k| states[*k]).collect();
         let presults: Vec<Atom> = pidx.iter().map(|k| body.results[*k]).collect();
+        if self.checkpoint {
+            if let Some(reason) = checkpoint::not_applicable(&self.out, &head, &pstates) {
+                self.uncheckpointed.push(crate::Uncheckpointed { loc, reason });
+            }
+        }
         if let (LoopHead::Counted(n, _), true) = (head, self.checkpoint && checkpoint::applies(&self.out, &pstates)) {
             let parts = checkpoint::LoopParts {
                 n,

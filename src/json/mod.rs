@@ -10,12 +10,17 @@
 //!
 //! Decoding is driven by the expected source type, so `[[1, 2], [3, 4]]`
 //! becomes a `[2][2]f64` array for a parameter of type `[n][m]f64`, and the
-//! result is the list of IR leaves (tuples flattened left to right).
+//! result is the list of IR leaves (tuples flattened left to right). Text
+//! is decoded as it is parsed, into one flat buffer per leaf with fallible
+//! allocation (module `decode`).
 //! Encoding rebuilds tuples from the leaves.
+
+mod decode;
 
 use crate::error::Error;
 use crate::shapes::{describe_f64_shape, leaf_infos, param_leaves};
 use arrayad_ir::{ArrayData, ArrayValue, Scalar, Signature, SrcDim, SrcType, Value};
+use decode::{decode, Elems, LeafSpec, Partial, Top};
 use serde_json::Value as Json;
 use std::fmt::Write;
 
@@ -23,10 +28,34 @@ use std::fmt::Write;
 // Decoding
 // ----------------------------------------------------------------------------
 
-/// Parses JSON text. `what` names the input in messages (`ARGS`, ...).
-/// A leading UTF-8 byte-order mark (U+FEFF, as some editors write) is
-/// skipped, as it is in `.arr` files; line and column count from the
-/// character after it.
+/// JSON to decode: text, decoded as it is parsed (into typed buffers,
+/// without a tree of JSON values: the way for large inputs), or a value
+/// parsed already.
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a> {
+    /// JSON text; `what` names it in messages about its syntax (`ARGS
+    /// (args.json)`). A leading UTF-8 byte-order mark is skipped.
+    Text {
+        /// The input's name in messages.
+        what: &'a str,
+        /// The JSON text.
+        text: &'a str,
+    },
+    /// A parsed value.
+    Value(&'a Json),
+}
+
+impl<'a> From<&'a Json> for Input<'a> {
+    fn from(json: &'a Json) -> Input<'a> {
+        Input::Value(json)
+    }
+}
+
+/// Parses JSON text into a value. `what` names the input in messages
+/// (`ARGS`, ...). A leading UTF-8 byte-order mark (U+FEFF, as some editors
+/// write) is skipped, as it is in `.arr` files; line and column count from
+/// the character after it. For large arguments decode [`Input::Text`]
+/// instead: a parsed value costs 32 bytes and more per number.
 ///
 /// Errors: [`Error::InvalidArgument`] with serde_json's line and column.
 pub fn parse(what: &str, text: &str) -> Result<Json, Error> {
@@ -34,22 +63,42 @@ pub fn parse(what: &str, text: &str) -> Result<Json, Error> {
     serde_json::from_str(text).map_err(|e| Error::InvalidArgument(format!("{what}: malformed JSON: {e}")))
 }
 
+/// Checks that `text` is one JSON value, without allocating for it (a
+/// leading byte-order mark is skipped).
+///
+/// Errors: [`Error::InvalidArgument`] with serde_json's line and column.
+pub fn check_syntax(what: &str, text: &str) -> Result<(), Error> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    serde_json::from_str::<serde::de::IgnoredAny>(text)
+        .map(|_| ())
+        .map_err(|e| Error::InvalidArgument(format!("{what}: malformed JSON: {e}")))
+}
+
 /// Decodes `ARGS`: a JSON array with one entry per source parameter of
 /// `sig`. Returns the IR argument leaves (tuples flattened). The shapes of
 /// empty arrays' inner axes are taken from literal dimensions or from the
 /// sizes other arguments bind (otherwise 0).
 ///
-/// Errors: [`Error::InvalidArgument`] for a wrong count, a value of the
-/// wrong type or rank, a ragged array. (Sizes are checked by the call.)
-pub fn decode_args(func: &str, sig: &Signature, json: &Json) -> Result<Vec<Value>, Error> {
-    let entries = expect_entries("ARGS", func, sig, json)?;
-    let mut leaves = Vec::new();
-    for (p, j) in sig.params.iter().zip(entries) {
-        decode_tree(j, &p.ty, &p.name, &mut |leaf_json, ty, name| {
-            leaves.push(decode_leaf(leaf_json, ty, name)?);
-            Ok(())
-        })?;
-    }
+/// Errors: [`Error::InvalidArgument`] for malformed JSON, a wrong count, a
+/// value of the wrong type or rank, a ragged array (sizes are checked by
+/// the call); [`Error::Runtime`] out of memory (exit status 3) when the
+/// elements cannot be allocated.
+pub fn decode_args<'a>(func: &str, sig: &Signature, input: impl Into<Input<'a>>) -> Result<Vec<Value>, Error> {
+    let spec = |_: usize, ty: &SrcType, name: &str| {
+        let (elem, rank) = leaf_elem_rank(ty);
+        Some(LeafSpec {
+            elem,
+            rank,
+            what: format!("ARGS: argument `{name}` ({ty})"),
+            root: name.to_string(),
+            nullable: false,
+        })
+    };
+    let top = Top::Entries { what: "ARGS", func, params: &sig.params };
+    let leaves: Vec<Partial> = decode(input.into(), top, &spec, false)?
+        .into_iter()
+        .map(|leaf| leaf.ok_or_else(|| Error::Internal("an argument leaf was skipped".into())))
+        .collect::<Result<_, _>>()?;
     // Fill in the unknown inner extents of empty arrays.
     let bound = bind_known_sizes(sig, &leaves);
     let infos = param_leaves(sig);
@@ -80,159 +129,121 @@ pub fn decode_args(func: &str, sig: &Signature, json: &Json) -> Result<Vec<Value
 /// the argument. Entries for inactive leaves or leaves without `f64`
 /// elements are ignored (write `null`). Returns one entry per IR leaf, as
 /// [`crate::Function::jvp`] takes them (as [`crate::Arg::Value`]).
-pub fn decode_tangents(
+///
+/// Errors: as [`decode_args`], and a tangent whose shape is not its
+/// argument's.
+pub fn decode_tangents<'a>(
     func: &str,
     sig: &Signature,
     args: &[Value],
     active: &[bool],
-    json: &Json,
+    input: impl Into<Input<'a>>,
 ) -> Result<Vec<Option<Value>>, Error> {
-    let entries = expect_entries("TANGENTS", func, sig, json)?;
-    let mut out = Vec::new();
-    for (p, j) in sig.params.iter().zip(entries) {
-        let n = p.ty.leaves().len();
-        if j.is_null() {
-            out.extend(std::iter::repeat_n(None, n));
-            continue;
-        }
-        decode_tree(j, &p.ty, &p.name, &mut |leaf_json, ty, name| {
-            let k = out.len();
-            let is_active = active.get(k).copied().unwrap_or(false);
-            if !is_active || leaf_json.is_null() {
-                out.push(None);
-                return Ok(());
-            }
+    let spec = |k: usize, ty: &SrcType, name: &str| {
+        active.get(k).copied().unwrap_or(false).then(|| LeafSpec {
+            elem: Scalar::F64,
+            rank: leaf_elem_rank(ty).1,
+            what: format!("TANGENTS: the tangent of `{name}`"),
+            root: name.to_string(),
+            nullable: true,
+        })
+    };
+    let top = Top::Entries { what: "TANGENTS", func, params: &sig.params };
+    let leaves = decode(input.into(), top, &spec, true)?;
+    let names: Vec<String> = param_leaves(sig).iter().map(|l| l.name.clone()).collect();
+    leaves
+        .into_iter()
+        .enumerate()
+        .map(|(k, leaf)| {
+            let Some(leaf) = leaf else { return Ok(None) };
             let expected = args.get(k).map(crate::shapes::shape_of).unwrap_or(&[]);
-            out.push(Some(decode_f64_like(
-                leaf_json,
-                ty,
-                &format!("TANGENTS: the tangent of `{name}`"),
-                name,
-                expected,
-            )?));
-            Ok(())
-        })?;
-    }
-    Ok(out)
+            let name = names.get(k).map_or("?", String::as_str);
+            f64_of_shape(leaf, &format!("TANGENTS: the tangent of `{name}`"), expected).map(Some)
+        })
+        .collect()
 }
 
 /// Decodes `COTANGENT`: one value shaped like the result (type `result`),
 /// whose leaves with `f64` elements have the shapes `shapes` (one per
 /// result leaf; `[]` for scalars). `null` stands for zero; leaves without
 /// `f64` elements are ignored. Returns one entry per result leaf.
-pub fn decode_cotangent(result: &SrcType, shapes: &[Vec<usize>], json: &Json) -> Result<Vec<Option<Value>>, Error> {
-    let mut out = Vec::new();
-    if json.is_null() {
-        return Ok(vec![None; result.leaves().len()]);
-    }
-    decode_tree(json, result, "result", &mut |leaf_json, ty, name| {
-        let k = out.len();
-        if leaf_json.is_null() || !matches!(elem_of(ty), Some(Scalar::F64)) {
-            out.push(None);
-            return Ok(());
-        }
-        let expected = shapes.get(k).map(Vec::as_slice).unwrap_or(&[]);
-        let what = if name == "result" { "COTANGENT".to_string() } else { format!("COTANGENT component `{name}`") };
-        out.push(Some(decode_f64_like(leaf_json, ty, &what, name, expected)?));
-        Ok(())
-    })?;
-    Ok(out)
-}
-
-/// The entries of an `ARGS`/`TANGENTS` array, checked against the number
-/// of source parameters.
-fn expect_entries<'j>(what: &str, func: &str, sig: &Signature, json: &'j Json) -> Result<&'j [Json], Error> {
-    let params: Vec<String> = sig.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
-    let want = || {
-        format!(
-            "an array with one entry per parameter of `{func}` ({})",
-            if params.is_empty() { "none".to_string() } else { params.join(", ") }
-        )
+///
+/// Errors: as [`decode_tangents`].
+pub fn decode_cotangent<'a>(
+    result: &SrcType,
+    shapes: &[Vec<usize>],
+    input: impl Into<Input<'a>>,
+) -> Result<Vec<Option<Value>>, Error> {
+    let what =
+        |name: &str| if name == "result" { "COTANGENT".to_string() } else { format!("COTANGENT component `{name}`") };
+    let spec = |_: usize, ty: &SrcType, name: &str| {
+        let (elem, rank) = leaf_elem_rank(ty);
+        (elem == Scalar::F64).then(|| LeafSpec {
+            elem: Scalar::F64,
+            rank,
+            what: what(name),
+            root: name.to_string(),
+            nullable: true,
+        })
     };
-    let Json::Array(entries) = json else {
-        return Err(Error::InvalidArgument(format!("{what}: expected {}, found {}", want(), describe_json(json))));
-    };
-    if entries.len() != sig.params.len() {
-        return Err(Error::InvalidArgument(format!(
-            "{what}: expected {}, found {} entr{}",
-            want(),
-            entries.len(),
-            if entries.len() == 1 { "y" } else { "ies" }
-        )));
-    }
-    Ok(entries)
+    let leaves = decode(input.into(), Top::Value { ty: result, name: "result" }, &spec, true)?;
+    let names: Vec<String> = leaf_infos("result", result).iter().map(|l| l.name.clone()).collect();
+    leaves
+        .into_iter()
+        .enumerate()
+        .map(|(k, leaf)| {
+            let Some(leaf) = leaf else { return Ok(None) };
+            let expected = shapes.get(k).map(Vec::as_slice).unwrap_or(&[]);
+            f64_of_shape(leaf, &what(names.get(k).map_or("result", String::as_str)), expected).map(Some)
+        })
+        .collect()
 }
 
-/// Walks a tuple type and its JSON value together, calling `leaf` for each
-/// (non-tuple) component with its JSON, type and name (`p`, `p.1.0`).
-fn decode_tree(
-    json: &Json,
-    ty: &SrcType,
-    name: &str,
-    leaf: &mut dyn FnMut(&Json, &SrcType, &str) -> Result<(), Error>,
-) -> Result<(), Error> {
+/// The element type and rank of a leaf type.
+fn leaf_elem_rank(ty: &SrcType) -> (Scalar, usize) {
     match ty {
-        SrcType::Tuple(ts) => match json {
-            Json::Array(items) if items.len() == ts.len() => {
-                for (i, (j, t)) in items.iter().zip(ts).enumerate() {
-                    decode_tree(j, t, &format!("{name}.{i}"), leaf)?;
-                }
-                Ok(())
-            }
-            _ => Err(Error::InvalidArgument(format!(
-                "`{name}`: expected a tuple {ty} (a JSON array of {} components), found {}",
-                ts.len(),
-                describe_json(json)
-            ))),
-        },
-        _ => leaf(json, ty, name),
+        SrcType::Scalar(s) => (*s, 0),
+        SrcType::Array { elem, dims } => (*elem, dims.len()),
+        // Not a leaf: decoded as a tuple before any leaf is asked for.
+        SrcType::Tuple(_) => (Scalar::F64, 0),
     }
-}
-
-fn elem_of(ty: &SrcType) -> Option<Scalar> {
-    match ty {
-        SrcType::Scalar(s) => Some(*s),
-        SrcType::Array { elem, .. } => Some(*elem),
-        SrcType::Tuple(_) => None,
-    }
-}
-
-/// A decoded leaf whose inner extents may be unknown (inside an empty
-/// array).
-struct Partial {
-    elem: Scalar,
-    /// `None` for the scalars.
-    shape: Option<Vec<Option<usize>>>,
-    data: Elems,
-}
-
-enum Elems {
-    F64(Vec<f64>),
-    I64(Vec<i64>),
-    Bool(Vec<bool>),
 }
 
 impl Partial {
     /// The value, with unknown extents taken from `extent(axis)`.
     fn complete(self, extent: impl Fn(usize) -> usize) -> Value {
-        match self.shape {
-            None => match self.data {
-                Elems::F64(v) => Value::F64(v[0]),
-                Elems::I64(v) => Value::I64(v[0]),
-                Elems::Bool(v) => Value::Bool(v[0]),
-            },
-            Some(shape) => {
-                let shape = shape.iter().enumerate().map(|(axis, d)| d.unwrap_or_else(|| extent(axis))).collect();
-                let data = match self.data {
-                    Elems::F64(v) => ArrayData::F64(v),
-                    Elems::I64(v) => ArrayData::I64(v),
-                    Elems::Bool(v) => ArrayData::Bool(v),
-                };
-                debug_assert_eq!(data.elem(), self.elem);
-                Value::Array(ArrayValue { shape, data })
-            }
+        let shape = self.shape.map(|shape| -> Vec<usize> {
+            shape.iter().enumerate().map(|(axis, d)| d.unwrap_or_else(|| extent(axis))).collect()
+        });
+        match (shape, self.data) {
+            (None, Elems::F64(v)) => Value::F64(v.first().copied().unwrap_or(0.0)),
+            (None, Elems::I64(v)) => Value::I64(v.first().copied().unwrap_or(0)),
+            (None, Elems::Bool(v)) => Value::Bool(v.first().copied().unwrap_or(false)),
+            (Some(shape), Elems::F64(v)) => Value::Array(ArrayValue { shape, data: ArrayData::F64(v) }),
+            (Some(shape), Elems::I64(v)) => Value::Array(ArrayValue { shape, data: ArrayData::I64(v) }),
+            (Some(shape), Elems::Bool(v)) => Value::Array(ArrayValue { shape, data: ArrayData::Bool(v) }),
         }
     }
+}
+
+/// A decoded `f64` leaf (a tangent or cotangent) whose shape must equal
+/// `expected` (unknown inner extents of empty arrays are taken from it).
+/// `what` describes it in messages.
+fn f64_of_shape(leaf: Partial, what: &str, expected: &[usize]) -> Result<Value, Error> {
+    let Some(shape) = &leaf.shape else { return Ok(leaf.complete(|_| 0)) };
+    let shape: Vec<usize> = shape
+        .iter()
+        .enumerate()
+        .map(|(axis, d)| d.unwrap_or_else(|| expected.get(axis).copied().unwrap_or(0)))
+        .collect();
+    if shape != expected {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: expected {}, found {}",
+            describe_f64_shape(expected),
+            describe_f64_shape(&shape)
+        )));
+    }
+    Ok(leaf.complete(|axis| expected.get(axis).copied().unwrap_or(0)))
 }
 
 /// Size variables bound by the known extents of the decoded leaves (first
@@ -251,191 +262,6 @@ fn bind_known_sizes(sig: &Signature, leaves: &[Partial]) -> Vec<(String, usize)>
         }
     }
     out
-}
-
-/// Decodes one leaf (a scalar or an array of the element type of `ty`).
-fn decode_leaf(json: &Json, ty: &SrcType, name: &str) -> Result<Partial, Error> {
-    let (elem, rank) = match ty {
-        SrcType::Scalar(s) => (*s, 0),
-        SrcType::Array { elem, dims } => (*elem, dims.len()),
-        SrcType::Tuple(_) => unreachable_tuple(name)?,
-    };
-    let what = format!("ARGS: argument `{name}` ({ty})");
-    let mut w = Walker { what: &what, root: name, rank, shape: vec![None; rank], setter: vec![String::new(); rank] };
-    let data = match elem {
-        Scalar::F64 => Elems::F64(w.walk(json, &mut Vec::new(), &mut Vec::new(), to_f64)?),
-        Scalar::I64 => Elems::I64(w.walk(json, &mut Vec::new(), &mut Vec::new(), to_i64)?),
-        Scalar::Bool => Elems::Bool(w.walk(json, &mut Vec::new(), &mut Vec::new(), to_bool)?),
-    };
-    Ok(Partial { elem, shape: (rank > 0).then_some(w.shape), data })
-}
-
-fn unreachable_tuple<T>(name: &str) -> Result<T, Error> {
-    Err(Error::Internal(format!("`{name}`: a tuple where a leaf was expected")))
-}
-
-/// Decodes an `f64` value of the shape of leaf type `ty` (its element type
-/// is ignored: tangents and cotangents are `f64`), which must equal
-/// `expected`. `what` describes it in messages, `name` starts positions.
-fn decode_f64_like(json: &Json, ty: &SrcType, what: &str, name: &str, expected: &[usize]) -> Result<Value, Error> {
-    let rank = match ty {
-        SrcType::Array { dims, .. } => dims.len(),
-        _ => 0,
-    };
-    let mut w = Walker { what, root: name, rank, shape: vec![None; rank], setter: vec![String::new(); rank] };
-    let data = w.walk(json, &mut Vec::new(), &mut Vec::new(), to_f64)?;
-    if rank == 0 {
-        return Ok(Value::F64(data[0]));
-    }
-    let shape: Vec<usize> = w
-        .shape
-        .iter()
-        .enumerate()
-        .map(|(axis, d)| d.unwrap_or_else(|| expected.get(axis).copied().unwrap_or(0)))
-        .collect();
-    if shape != expected {
-        return Err(Error::InvalidArgument(format!(
-            "{what}: expected {}, found {}",
-            describe_f64_shape(expected),
-            describe_f64_shape(&shape)
-        )));
-    }
-    Ok(Value::Array(ArrayValue { shape, data: ArrayData::F64(data) }))
-}
-
-/// Walks nested JSON arrays down to `rank`, checking that they are
-/// rectangular, and collects the elements row-major.
-struct Walker<'a> {
-    /// What is decoded, for messages.
-    what: &'a str,
-    /// The name used in positions (`x[1][0]`).
-    root: &'a str,
-    rank: usize,
-    /// Extent of each axis, once seen.
-    shape: Vec<Option<usize>>,
-    /// Position of the array that set each extent.
-    setter: Vec<String>,
-}
-
-impl Walker<'_> {
-    fn position(&self, path: &[usize]) -> String {
-        let mut s = self.root.to_string();
-        for i in path {
-            let _ = write!(s, "[{i}]");
-        }
-        s
-    }
-
-    fn walk<T>(
-        &mut self,
-        json: &Json,
-        path: &mut Vec<usize>,
-        out: &mut Vec<T>,
-        conv: fn(&Json) -> Result<T, String>,
-    ) -> Result<Vec<T>, Error> {
-        self.walk_into(json, path, out, conv)?;
-        Ok(std::mem::take(out))
-    }
-
-    fn walk_into<T>(
-        &mut self,
-        json: &Json,
-        path: &mut Vec<usize>,
-        out: &mut Vec<T>,
-        conv: fn(&Json) -> Result<T, String>,
-    ) -> Result<(), Error> {
-        let depth = path.len();
-        if depth == self.rank {
-            let x = conv(json).map_err(|e| {
-                let at = if depth == 0 { String::new() } else { format!(" at {}", self.position(path)) };
-                Error::InvalidArgument(format!("{}: {e}{at}", self.what))
-            })?;
-            out.push(x);
-            return Ok(());
-        }
-        let Json::Array(items) = json else {
-            let at = if depth == 0 { String::new() } else { format!(" at {}", self.position(path)) };
-            let dims = self.rank - depth;
-            return Err(Error::InvalidArgument(format!(
-                "{}: expected an array{} ({} more dimension{}), found {}{at}",
-                self.what,
-                if depth == 0 { format!(" of rank {}", self.rank) } else { String::new() },
-                dims,
-                if dims == 1 { "" } else { "s" },
-                describe_json(json)
-            )));
-        };
-        match self.shape[depth] {
-            None => {
-                self.shape[depth] = Some(items.len());
-                self.setter[depth] = self.position(path);
-            }
-            Some(n) if n != items.len() => {
-                return Err(Error::InvalidArgument(format!(
-                    "{}: ragged array: {} has {} element{} but {} has {}",
-                    self.what,
-                    self.position(path),
-                    items.len(),
-                    if items.len() == 1 { "" } else { "s" },
-                    self.setter[depth],
-                    n
-                )));
-            }
-            Some(_) => {}
-        }
-        for (i, item) in items.iter().enumerate() {
-            path.push(i);
-            self.walk_into(item, path, out, conv)?;
-            path.pop();
-        }
-        Ok(())
-    }
-}
-
-fn to_f64(j: &Json) -> Result<f64, String> {
-    match j {
-        Json::Number(n) => n.as_f64().ok_or_else(|| format!("the number {n} is not an f64")),
-        Json::String(s) => match s.as_str() {
-            "NaN" | "nan" => Ok(f64::NAN),
-            "inf" | "+inf" | "Infinity" | "+Infinity" => Ok(f64::INFINITY),
-            "-inf" | "-Infinity" => Ok(f64::NEG_INFINITY),
-            _ => Err(format!("expected an f64 (a number, \"NaN\", \"inf\" or \"-inf\"), found {}", describe_json(j))),
-        },
-        _ => Err(format!("expected an f64, found {}", describe_json(j))),
-    }
-}
-
-fn to_i64(j: &Json) -> Result<i64, String> {
-    match j {
-        Json::Number(n) => match n.as_i64() {
-            Some(x) => Ok(x),
-            None if n.is_u64() => Err(format!("the integer {n} is out of the i64 range")),
-            None => Err(format!("expected an i64 (an integer), found the number {n}")),
-        },
-        _ => Err(format!("expected an i64, found {}", describe_json(j))),
-    }
-}
-
-fn to_bool(j: &Json) -> Result<bool, String> {
-    match j {
-        Json::Bool(b) => Ok(*b),
-        _ => Err(format!("expected a bool (true or false), found {}", describe_json(j))),
-    }
-}
-
-/// A short description of a JSON value for messages.
-fn describe_json(j: &Json) -> String {
-    match j {
-        Json::Null => "null".into(),
-        Json::Bool(b) => format!("{b}"),
-        Json::Number(n) => format!("the number {n}"),
-        Json::String(s) => {
-            let short: String = s.chars().take(40).collect();
-            format!("the string {:?}{}", short, if short.len() < s.len() { "..." } else { "" })
-        }
-        Json::Array(a) => format!("an array of {} element{}", a.len(), if a.len() == 1 { "" } else { "s" }),
-        Json::Object(_) => "an object".into(),
-    }
 }
 
 // ----------------------------------------------------------------------------
@@ -576,8 +402,13 @@ mod tests {
         Signature { params: params.into_iter().map(|(n, ty)| SrcParam { name: n.into(), ty }).collect(), result }
     }
 
+    /// Decodes `text` both ways (as text and parsed first): the two must
+    /// agree, in values and in messages.
     fn args(s: &Signature, text: &str) -> Result<Vec<Value>, Error> {
-        decode_args("f", s, &parse("ARGS", text)?)
+        let streamed = decode_args("f", s, Input::Text { what: "ARGS", text });
+        let parsed = parse("ARGS", text).and_then(|j| decode_args("f", s, &j));
+        assert_eq!(streamed, parsed, "{text}");
+        streamed
     }
 
     #[test]
@@ -630,6 +461,85 @@ mod tests {
         assert!(args(&s, "[2.5]").is_err());
         assert!(args(&s, "[18446744073709551615]").is_err());
         assert_eq!(args(&s, "[-3]").unwrap(), vec![Value::I64(-3)]);
+    }
+
+    #[test]
+    fn messages_name_what_was_found_where() {
+        let s = sig(
+            vec![
+                ("a", f64_array(&["n", "m"])),
+                ("p", SrcType::Tuple(vec![SrcType::Scalar(Scalar::I64), SrcType::Scalar(Scalar::Bool)])),
+            ],
+            SrcType::Scalar(Scalar::F64),
+        );
+        let cases = [
+            ("[[[1, 2], [3, 4, 5]], [1, true]]", "ARGS: argument `a` ([n][m]f64): ragged array: a[1] has 3 elements but a[0] has 2"),
+            ("[[[1, 2], [3]], [1, true]]", "ragged array: a[1] has 1 element but a[0] has 2"),
+            ("[[[1, 2], 3], [1, true]]", "expected an array (1 more dimension), found the number 3 at a[1]"),
+            ("[[[1, [2]]], [1, true]]", "expected an f64, found an array of 1 element at a[0][1]"),
+            ("[[[1, {}]], [1, true]]", "expected an f64, found an object at a[0][1]"),
+            ("[[[1, \"x\"]], [1, true]]", "found the string \"x\" at a[0][1]"),
+            ("[[[1.5e300]], [2.5, true]]", "ARGS: argument `p.0` (i64): expected an i64 (an integer), found the number 2.5"),
+            ("[[[1]], [1]]", "`p`: expected a tuple (i64, bool) (a JSON array of 2 components), found an array of 1 element"),
+            ("[[[1]], [1, true, 3]]", "found an array of 3 elements"),
+            ("[[[1]], null]", "`p`: expected a tuple (i64, bool) (a JSON array of 2 components), found null"),
+            ("[[[1]]]", "ARGS: expected an array with one entry per parameter of `f` (a: [n][m]f64, p: (i64, bool)), found 1 entry"),
+            ("[[[1]], [1, true], 3, 4]", "found 4 entries"),
+            ("{\"a\": 1}", "found an object"),
+            ("7", "found the number 7"),
+            ("[1, [1, true]]", "expected an array of rank 2 (2 more dimensions), found the number 1"),
+        ];
+        for (text, want) in cases {
+            let e = args(&s, text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn text_and_parsed_inputs_agree_on_tangents_and_cotangents() {
+        let s = sig(
+            vec![
+                ("x", f64_array(&["n"])),
+                ("q", SrcType::Tuple(vec![f64_array(&["2"]), SrcType::Scalar(Scalar::F64)])),
+            ],
+            SrcType::Tuple(vec![f64_array(&["n"]), SrcType::Scalar(Scalar::I64), SrcType::Scalar(Scalar::F64)]),
+        );
+        let a = args(&s, "[[1, 2], [[3, 4], 5]]").unwrap();
+        for text in
+            ["[[0.5, 1], null]", "[null, [[1, 2], null]]", "[[1], null]", "[[1, 2], [[1, 2], \"x\"]]", "[[1, 2]]"]
+        {
+            let streamed = decode_tangents("f", &s, &a, &[true, true, true], Input::Text { what: "T", text });
+            let parsed = parse("T", text).and_then(|j| decode_tangents("f", &s, &a, &[true, true, true], &j));
+            assert_eq!(streamed, parsed, "{text}");
+        }
+        let shapes = [vec![2], vec![], vec![]];
+        for text in
+            ["[[1, 0], null, 2]", "null", "[null, 7, null]", "[[1], 0, 0]", "[[1, 2], 0]", "[[1, 2], \"a\", [1]]"]
+        {
+            let streamed = decode_cotangent(&s.result, &shapes, Input::Text { what: "C", text });
+            let parsed = parse("C", text).and_then(|j| decode_cotangent(&s.result, &shapes, &j));
+            assert_eq!(streamed, parsed, "{text}");
+        }
+        let ct = decode_cotangent(&s.result, &shapes, Input::Text { what: "C", text: "[null, 7, 2]" }).unwrap();
+        assert_eq!(ct, vec![None, None, Some(Value::F64(2.0))]);
+        let e = decode_cotangent(&s.result, &shapes, Input::Text { what: "C", text: "[[1], 0, 0]" }).unwrap_err();
+        assert!(
+            e.to_string().contains("COTANGENT component `result.0`: expected a [2]f64 array, found a [1]f64 array"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn malformed_text_is_reported_before_types() {
+        let s = sig(vec![("i", SrcType::Scalar(Scalar::I64))], SrcType::Scalar(Scalar::F64));
+        let e = decode_args("f", &s, Input::Text { what: "ARGS (a.json)", text: "[true, " }).unwrap_err().to_string();
+        assert!(e.starts_with("ARGS (a.json): malformed JSON: EOF while parsing"), "{e}");
+        let e = decode_args("f", &s, Input::Text { what: "ARGS", text: "\u{feff}[2] x" }).unwrap_err().to_string();
+        assert!(e.contains("malformed JSON: trailing characters at line 1 column 5"), "{e}");
+        assert_eq!(
+            decode_args("f", &s, Input::Text { what: "ARGS", text: "\u{feff}[2]" }).unwrap(),
+            vec![Value::I64(2)]
+        );
     }
 
     #[test]
