@@ -85,8 +85,9 @@ impl Kind {
 pub(crate) enum Engine {
     /// Machine code in its own JIT module.
     Jit { module: Box<JitModule>, name: String },
-    /// IR for the interpreter: function `func` of `program`.
-    Interp { program: Arc<Program>, func: FuncId },
+    /// IR for the interpreter: function `func` of `program`, run within a
+    /// memory limit of `max_memory` bytes as compiled code is.
+    Interp { program: Arc<Program>, func: FuncId, max_memory: u64 },
 }
 
 /// Every IR function of definition `id` (one run of the pipeline,
@@ -107,13 +108,14 @@ impl Engine {
     /// which runs the program as written).
     pub fn build(program: &Arc<Program>, id: FuncId, f: Option<&Function>, options: &Options) -> Result<Engine, Error> {
         let target = &options.target;
+        let max_memory = options.max_memory.unwrap_or_else(arrayad_runtime::OwnedCtx::default_limit);
         match (options.backend.codegen(), f) {
             // The interpreter runs the primal on the program as written
             // (calls and all): the reference the compiled code is tested against.
-            (None, None) => Ok(Engine::Interp { program: program.clone(), func: id }),
+            (None, None) => Ok(Engine::Interp { program: program.clone(), func: id, max_memory }),
             (None, Some(f)) => {
                 let p = Program { file: program.file.clone(), funcs: vec![f.clone()] };
-                Ok(Engine::Interp { program: Arc::new(p), func: FuncId(0) })
+                Ok(Engine::Interp { program: Arc::new(p), func: FuncId(0), max_memory })
             }
             (Some(cg), Some(f)) => {
                 let name = f.name.clone();
@@ -136,9 +138,9 @@ impl Engine {
     pub fn run<R>(&self, args: &[ArgRef<'_>], f: impl FnOnce(&[ResultRef<'_>]) -> R) -> Result<R, Error> {
         guard(|| match self {
             Engine::Jit { module, name } => Ok(module.call_with(name, args, f)?),
-            Engine::Interp { program, func } => {
+            Engine::Interp { program, func, max_memory } => {
                 let values: Vec<Value> = args.iter().map(to_value).collect();
-                let out = interp::run(program, *func, &values)?;
+                let out = interp::run_with_limit(program, *func, &values, Some(*max_memory))?;
                 let refs: Vec<ResultRef<'_>> = out.iter().map(result_ref).collect();
                 Ok(f(&refs))
             }

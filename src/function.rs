@@ -914,15 +914,11 @@ impl Function {
 
     /// The most bytes the host side of a call may allocate for a value of
     /// the declared result shape (a Jacobian, a zero cotangent): the memory
-    /// limit of a call of compiled code ([`crate::Options::max_memory`],
-    /// else its default); the interpreter has none.
+    /// limit of a call ([`crate::Options::max_memory`], else its default),
+    /// on every backend.
     fn host_limit(&self) -> u64 {
         let options = &self.module.inner.options;
-        match (options.backend, options.max_memory) {
-            (crate::Backend::Interp, _) => u64::MAX,
-            (_, Some(limit)) => limit,
-            (_, None) => arrayad_runtime::OwnedCtx::default_limit(),
-        }
+        options.max_memory.unwrap_or_else(arrayad_runtime::OwnedCtx::default_limit)
     }
 
     /// The shapes of the result leaves for the arguments `args` (`[]` for

@@ -29,11 +29,11 @@ pub struct Options {
     /// parameters of these names are active, in every definition. A name
     /// that matches no parameter of any definition is an [`Error::Usage`].
     pub wrt: Option<Vec<String>>,
-    /// The most bytes of arena and tape memory one call of compiled code
-    /// may hold; a call that would need more fails with
-    /// [`crate::ErrorKind::OutOfMemory`] at the allocating statement.
-    /// `None`: `$ARRAYAD_MAX_MEMORY` (bytes, or with a suffix K, M, G or T),
-    /// else half of the physical memory. The interpreter has no limit.
+    /// The most bytes of arena and tape memory one call may hold (for the
+    /// interpreter: of arrays and tape alive in the call); a call that
+    /// would need more fails with [`crate::ErrorKind::OutOfMemory`] at the
+    /// allocating statement. `None`: `$ARRAYAD_MAX_MEMORY` (bytes, or with
+    /// a suffix K, M, G or T), else half of the physical memory.
     pub max_memory: Option<u64>,
 }
 

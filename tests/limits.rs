@@ -1,6 +1,7 @@
 //! Resource limits: a call whose memory would exceed the limit fails with
 //! the out-of-memory error (exit 3) naming the allocating statement, in
-//! the primal and in the reverse pass, on every compiled backend, through
+//! the primal and in the reverse pass, on every backend (the interpreter
+//! included), through
 //! the command line (`--max-memory`), the Rust API and a shared library
 //! (`ARRAYAD_MAX_MEMORY`); run-time messages arrive whole whatever their
 //! length; a thread of a shared library keeps a bounded amount of memory
@@ -48,7 +49,8 @@ fn the_memory_limit_fails_with_a_located_out_of_memory_error() {
     let dir = scratch("limits", "cli");
     std::fs::write(dir.join("prog.arr"), PROGRAM).unwrap();
     let args = format!("[{}, 4000]", ones(1000));
-    for backend in compiled_backends() {
+    // The interpreter counts its arrays and tape as compiled code does.
+    for backend in compiled_backends().into_iter().chain(["interp"]) {
         // Within the limit: the primal runs in O(n), the gradient's
         // residuals are 4000 x 1000 x 8 bytes = 32 MB.
         for extra in [&[][..], &["--grad"][..]] {
@@ -124,8 +126,11 @@ fn json_arguments_beyond_the_memory_available_are_out_of_memory() {
 
 #[test]
 fn the_rust_api_takes_a_memory_limit() {
-    let backends: &[Backend] =
-        if cfg!(feature = "llvm") { &[Backend::Cranelift, Backend::Llvm] } else { &[Backend::Cranelift] };
+    let backends: &[Backend] = if cfg!(feature = "llvm") {
+        &[Backend::Cranelift, Backend::Llvm, Backend::Interp]
+    } else {
+        &[Backend::Cranelift, Backend::Interp]
+    };
     for &backend in backends {
         let options = Options::backend(backend).with_max_memory(1 << 20);
         let m = Module::compile_with("prog.arr", PROGRAM, options).unwrap();

@@ -33,6 +33,7 @@ mod array;
 pub mod checks;
 pub mod errors;
 mod machine;
+mod meter;
 pub mod ops;
 pub mod stack;
 
@@ -49,12 +50,29 @@ use array::Val;
 /// length) or the program cannot be run (recursion, malformed IR), and with
 /// the kinds of LANGUAGE.md section 5 on run-time errors.
 pub fn run(program: &Program, func: FuncId, args: &[Value]) -> Result<Vec<Value>, RuntimeError> {
+    run_with_limit(program, func, args, None)
+}
+
+/// [`run`] within a memory limit of `max_memory` bytes (`None`: none) for
+/// the arrays and the tape alive in the run, as the compiled code's arena
+/// and tape have one: an allocation beyond it fails with
+/// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) at its
+/// statement. The arguments do not count (the compiled code reads them in
+/// place).
+pub fn run_with_limit(
+    program: &Program,
+    func: FuncId,
+    args: &[Value],
+    max_memory: Option<u64>,
+) -> Result<Vec<Value>, RuntimeError> {
     checks::check_calls(program, func)?;
     checks::check_args(program, func, args)?;
     stack::with_deep_stack(|| {
-        let loc = program.func(func).loc;
-        let args = args.iter().map(Val::from_value).collect();
-        let results = machine::Machine::new(program).call(func, args, loc)?;
-        Ok(results.iter().map(Val::to_value).collect())
+        meter::with_limit(max_memory, || {
+            let loc = program.func(func).loc;
+            let args = args.iter().map(Val::from_value).collect();
+            let results = machine::Machine::new(program).call(func, args, loc)?;
+            Ok(results.iter().map(Val::to_value).collect())
+        })
     })
 }

@@ -23,8 +23,13 @@ pub(crate) enum Data {
 impl Data {
     /// Empty data of an element type, with room for `cap` elements, or
     /// `None` if that cannot be allocated.
+    /// Beyond the run's memory limit ([`super::meter`]) it cannot.
     pub fn with_capacity(elem: Scalar, cap: usize) -> Option<Data> {
         fn vec<T>(cap: usize) -> Option<Vec<T>> {
+            let bytes = u64::try_from(cap).ok()?.checked_mul(std::mem::size_of::<T>() as u64)?;
+            if !super::meter::fits(bytes) {
+                return None;
+            }
             let mut v = Vec::new();
             v.try_reserve_exact(cap).ok()?;
             Some(v)
@@ -34,6 +39,16 @@ impl Data {
             Scalar::I64 => Data::I64(vec(cap)?),
             Scalar::Bool => Data::Bool(vec(cap)?),
         })
+    }
+
+    /// The bytes of storage held (its capacity).
+    pub fn bytes(&self) -> u64 {
+        let (cap, size) = match self {
+            Data::F64(v) => (v.capacity(), std::mem::size_of::<f64>()),
+            Data::I64(v) => (v.capacity(), std::mem::size_of::<i64>()),
+            Data::Bool(v) => (v.capacity(), std::mem::size_of::<bool>()),
+        };
+        (cap as u64).saturating_mul(size as u64)
     }
 
     pub fn elem(&self) -> Scalar {
@@ -115,11 +130,20 @@ impl Data {
 }
 
 /// A storage buffer. `accumulator` marks buffers made by `ZerosLike`, the
-/// only ones `AccAdd` may write.
+/// only ones `AccAdd` may write. Its bytes count against the run's memory
+/// limit while it lives ([`super::meter`]).
 #[derive(Debug)]
 pub(crate) struct Buffer {
     pub data: RefCell<Data>,
     pub accumulator: bool,
+    /// The bytes counted for it.
+    bytes: u64,
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        super::meter::release(self.bytes);
+    }
 }
 
 /// An array: a contiguous view of a buffer. Invariant: `off + len() <=
@@ -134,7 +158,9 @@ pub(crate) struct Array {
 impl Array {
     /// A fresh array owning `data` (whose length is the product of `shape`).
     pub fn new(shape: Vec<usize>, data: Data, accumulator: bool) -> Array {
-        Array { buf: Rc::new(Buffer { data: RefCell::new(data), accumulator }), off: 0, shape }
+        let bytes = data.bytes();
+        super::meter::add(bytes);
+        Array { buf: Rc::new(Buffer { data: RefCell::new(data), accumulator, bytes }), off: 0, shape }
     }
 
     /// A fresh array holding a copy of an argument.
@@ -144,7 +170,13 @@ impl Array {
             ArrayData::I64(v) => Data::I64(v.clone()),
             ArrayData::Bool(v) => Data::Bool(v.clone()),
         };
-        Array::new(a.shape.clone(), data, false)
+        // Arguments are the caller's memory, as the compiled code reads
+        // them in place: not counted against the run's limit.
+        Array {
+            buf: Rc::new(Buffer { data: RefCell::new(data), accumulator: false, bytes: 0 }),
+            off: 0,
+            shape: a.shape.clone(),
+        }
     }
 
     /// Number of elements (the product of the shape).

@@ -84,7 +84,15 @@ pub fn tape_full(program: &Program, loc: Loc) -> RuntimeError {
 
 /// An allocation that failed or whose size overflowed.
 pub fn out_of_memory(program: &Program, loc: Loc, what: impl std::fmt::Display) -> RuntimeError {
-    RuntimeError::at(ErrorKind::OutOfMemory, &program.file, loc, what)
+    match super::meter::limit() {
+        Some(limit) => RuntimeError::at(
+            ErrorKind::OutOfMemory,
+            &program.file,
+            loc,
+            format!("{what} (the memory limit of {limit} bytes, --max-memory or ARRAYAD_MAX_MEMORY, or the system's memory is exhausted)"),
+        ),
+        None => RuntimeError::at(ErrorKind::OutOfMemory, &program.file, loc, what),
+    }
 }
 
 /// IR that the evaluator cannot run (it would not pass the verifier, or it

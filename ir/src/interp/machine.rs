@@ -206,11 +206,19 @@ impl<'p> Machine<'p> {
             }
             StmtKind::Push(a) => {
                 let x = self.atom(fr, a, loc)?;
-                // A push discards the popped entries above the top.
+                // A push discards the popped entries above the top. An
+                // entry counts as the compiled tape's 8 bytes (an array's
+                // storage is counted with its buffer).
+                let entry = 8;
+                super::meter::release((self.tape.len() - self.top.min(self.tape.len())) as u64 * entry);
                 self.tape.truncate(self.top);
+                if !super::meter::fits(entry) {
+                    return Err(errors::out_of_memory(self.program, loc, "the tape cannot grow"));
+                }
                 if self.tape.try_reserve(1).is_err() {
                     return Err(errors::tape_full(self.program, loc));
                 }
+                super::meter::add(entry);
                 self.tape.push(x);
                 self.top = self.tape.len();
             }
