@@ -15,7 +15,9 @@
 # on any toolchain, `cargo run --release --example smoke -- TARGET FILE`
 # (in fuzz/). Runs under `nice -n 10`. Environment: FUZZ_SANITIZER
 # (cargo fuzz --sanitizer: address (default), none, ...), FUZZ_TIMEOUT
-# (seconds one input may take, default 30).
+# (seconds one input may take, default 30), FUZZ_FEATURES (`llvm`: compare
+# the LLVM backend too), ARRAYAD_FUZZ_RUNS (argument sets per generated
+# program, default 16).
 # Exit status: 0 if no target crashed, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -41,6 +43,11 @@ cargo +nightly fuzz --version >/dev/null 2>&1 || {
 }
 sanitizer="${FUZZ_SANITIZER:-address}"
 flags=(--debug-assertions --sanitizer "$sanitizer")
+# FUZZ_FEATURES=llvm compares the LLVM backend too (needs llvm-19-dev).
+if [ -n "${FUZZ_FEATURES:-}" ]; then
+    flags+=(--features "$FUZZ_FEATURES")
+    export LLVM_SYS_191_PREFIX="${LLVM_SYS_191_PREFIX:-/usr/lib/llvm-19}"
+fi
 
 echo "==> cargo +nightly fuzz build ${flags[*]}"
 nice -n 10 cargo +nightly fuzz build "${flags[@]}" || exit 1
@@ -63,6 +70,12 @@ options() {
     esac
 }
 
+# The argument sets each `programs` input runs on (src/programs.rs).
+arrayad_fuzz_runs() {
+    local r="${ARRAYAD_FUZZ_RUNS:-16}"
+    [[ "$r" =~ ^[1-9][0-9]*$ ]] && echo "$r" || echo 16
+}
+
 status=0
 summary=()
 for t in "${targets[@]}"; do
@@ -77,6 +90,9 @@ for t in "${targets[@]}"; do
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$')
     grep -E '^(Done|#[0-9]+ *DONE)' "$log" | tail -1
     line="$t: ${execs:-?} executions in $seconds s"
+    if [ "$t" = programs ] && [ -n "$execs" ]; then
+        line="$line, each $(arrayad_fuzz_runs) program runs: $((execs * $(arrayad_fuzz_runs))) runs"
+    fi
     if [ "$rc" != 0 ]; then
         status=1
         line="$line, CRASH (exit $rc): $(grep -o 'Test unit written to .*' "$log" | tail -1)"

@@ -78,3 +78,26 @@ fn a_row_shape_that_depends_on_the_index_stays_zero() {
         assert_eq!(v[0], Value::F64(0.0), "{backend:?}");
     }
 }
+
+#[test]
+fn the_oracles_keep_the_static_row_shape_too() {
+    // The Delta and dual-number oracles evaluate the program with their own
+    // evaluator: a zero-row comprehension has the interpreter's row shape
+    // there too, so `a[1]` below is in bounds on every side.
+    let src = "def f(x: [n]f64) -> f64 = let a = sum(for j < 0 => x) in a[1] + sum(x * x)";
+    let program = arrayad_frontend::compile("oracle.arr", src).unwrap();
+    let id = program.find("f").unwrap();
+    let x = Value::Array(arrayad::ArrayValue { shape: vec![3], data: arrayad::ArrayData::F64(vec![1.0, 2.0, 3.0]) });
+    let (values, grads) =
+        arrayad_ad::oracle::vjp(&program, id, std::slice::from_ref(&x), &[true], &[Some(Value::F64(1.0))]).unwrap();
+    assert_eq!(values, vec![Value::F64(14.0)]);
+    assert_eq!(grads[0].as_ref().and_then(Value::f64_elements), Some(&[2.0, 4.0, 6.0][..]));
+    let t = Value::Array(arrayad::ArrayValue { shape: vec![3], data: arrayad::ArrayData::F64(vec![1.0, 0.0, 0.0]) });
+    let (_, tangents) = arrayad_ad::oracle::jvp(&program, id, std::slice::from_ref(&x), &[Some(t)]).unwrap();
+    assert_eq!(tangents[0], Some(Value::F64(2.0)));
+    for backend in backends() {
+        let m = Module::compile_with("oracle.arr", src, Options::backend(backend)).unwrap();
+        let g = m.function("f").unwrap().grad(&[Arg::Vector(&[1.0, 2.0, 3.0])]).unwrap();
+        assert_eq!((g.value, g.gradient.f64s("x")), (14.0, Some(&[2.0, 4.0, 6.0][..])), "{backend:?}");
+    }
+}

@@ -32,7 +32,18 @@ fn main() {
             let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
             check(&data);
         }
-        eprintln!("{count} inputs in {:.1} s", start.elapsed().as_secs_f64());
+        let secs = start.elapsed().as_secs_f64();
+        if target == "programs" {
+            let runs = count * arrayad_fuzz::programs::runs() as u64;
+            let excused = arrayad_fuzz::programs::EMPTY_EXTENTS_EXCUSED.load(std::sync::atomic::Ordering::Relaxed);
+            eprintln!(
+                "{count} inputs, {runs} program runs in {secs:.1} s ({:.0} runs per hour; {excused} excused as the \
+                 known difference of empty comprehensions' extents)",
+                runs as f64 / secs * 3600.0
+            );
+        } else {
+            eprintln!("{count} inputs in {secs:.1} s");
+        }
     } else {
         for path in &args[1..] {
             let data = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));

@@ -850,13 +850,31 @@ pub fn case(data: &[u8]) -> Case {
     let body = g.body(&results, &s, depth);
     let _ = write!(source, "def f(x: [n]f64, y: f64, k: i64, b: bool, v: [2]f64, m: [n][2]f64) -> {rty} =\n{body}");
 
-    let args = vec![
+    Case { source, args: arguments(n, x, y, k, b, v, m), seed, jacobian }
+}
+
+/// The argument leaves of `f` (the signature of every generated program).
+fn arguments(n: usize, x: Vec<f64>, y: f64, k: i64, b: bool, v: Vec<f64>, m: Vec<f64>) -> Vec<Value> {
+    vec![
         Value::Array(ArrayValue { shape: vec![n], data: ArrayData::F64(x) }),
         Value::F64(y),
         Value::I64(k),
         Value::Bool(b),
         Value::Array(ArrayValue { shape: vec![2], data: ArrayData::F64(v) }),
         Value::Array(ArrayValue { shape: vec![n, 2], data: ArrayData::F64(m) }),
-    ];
-    Case { source, args, seed, jacobian }
+    ]
+}
+
+/// Another argument set for the same program, drawn as [`case`] draws the
+/// first one (sizes included) from `rng`'s bytes.
+pub fn more_arguments(rng: &mut crate::compare::Rng) -> Vec<Value> {
+    let mut byte = || rng.next_u64() as u8;
+    let n = if byte() % 32 == 0 { 0 } else { 1 + (byte() % 4) as usize };
+    let x: Vec<f64> = (0..n).map(|_| value_of(byte())).collect();
+    let y = value_of(byte());
+    let k = [0i64, 1, 2, 3, -1, 5, i64::MAX, i64::MIN][(byte() % 8) as usize];
+    let b = byte() % 2 == 0;
+    let v: Vec<f64> = (0..2).map(|_| value_of(byte())).collect();
+    let m: Vec<f64> = (0..2 * n).map(|_| value_of(byte())).collect();
+    arguments(n, x, y, k, b, v, m)
 }

@@ -19,7 +19,6 @@ fn ao(v: &[Option<Value>]) -> Vec<Option<arrayad::Arg<'_>>> {
     v.iter().map(|x| x.as_ref().map(arrayad::Arg::Value)).collect()
 }
 
-
 /// The fixed program: parameters of every kind (scalars, arrays of each
 /// element type, literal and variable dimensions, a zero dimension, nested
 /// tuples), every run-time error reachable from the arguments (indices,
@@ -101,9 +100,10 @@ fn run(fi: Function, fj: Function, text: &str, args_json: &serde_json::Value) {
         let _ = json::encode_result(result_ty, &v);
     }
     if let Ok(tangents) = json::decode_tangents(name, sig, &args, fj.active(), args_json) {
-        let r = both(&what("jvp"), text, fi.jvp(&av(&args), &ao(&tangents)), fj.jvp(&av(&args), &ao(&tangents)), |a, b| {
-            values_eq(&a.value, &b.value) && options_eq(&a.tangent, &b.tangent)
-        });
+        let r =
+            both(&what("jvp"), text, fi.jvp(&av(&args), &ao(&tangents)), fj.jvp(&av(&args), &ao(&tangents)), |a, b| {
+                values_eq(&a.value, &b.value) && options_eq(&a.tangent, &b.tangent)
+            });
         if let Some(r) = r {
             let leaves: Vec<Option<&Value>> = r.tangent.iter().map(Option::as_ref).collect();
             let _ = json::encode_tree(result_ty, &leaves);
@@ -111,7 +111,8 @@ fn run(fi: Function, fj: Function, text: &str, args_json: &serde_json::Value) {
     }
     // The cotangent: the last entry of the JSON array (or the whole text).
     let ct_json = args_json.as_array().and_then(|a| a.last()).unwrap_or(args_json);
-    let shapes = both(&what("result shapes"), text, fi.result_shapes(&args), fj.result_shapes(&args), |a, b| a == b);
+    let shapes =
+        both(&what("result shapes"), text, fi.result_shapes(&av(&args)), fj.result_shapes(&av(&args)), |a, b| a == b);
     if let Some(shapes) = shapes {
         if let Ok(cts) = json::decode_cotangent(result_ty, &shapes, ct_json) {
             let r = both(&what("vjp"), text, fi.vjp(&av(&args), &ao(&cts)), fj.vjp(&av(&args), &ao(&cts)), |a, b| {

@@ -20,7 +20,13 @@ pub fn check_frontend(data: &[u8]) {
             let at = e.valid_up_to();
             let text = String::from_utf8_lossy(data);
             let bad = text.get(at..).and_then(|t| t.chars().next()).map_or(0, char::len_utf8);
-            Err(arrayad_frontend::Diagnostics::single(file, &text, arrayad_frontend::codes::Code::NotUtf8, at..at + bad, "the file is not valid UTF-8"))
+            Err(arrayad_frontend::Diagnostics::single(
+                file,
+                &text,
+                arrayad_frontend::codes::Code::NotUtf8,
+                at..at + bad,
+                "the file is not valid UTF-8",
+            ))
         }
     };
     if let Err(d) = result {

@@ -42,6 +42,11 @@ class Function:
     @property
     def default_wrt(self) -> Tuple[str, ...]:
         """The parameters differentiated when no ``wrt`` is given."""
+    def checkpoint_warnings(self) -> List[str]:
+        """The loops that checkpointing (``compile(..., checkpoint=True)``)
+        leaves taped, as ``FILE:LINE:COL: warning: ...`` strings: while
+        loops, loops without a primal state, loops with ``i64`` or ``bool``
+        array states. Empty without checkpointing."""
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The value: one result leaf as itself (f64 -> float, i64 -> int,
         bool -> bool, ``[n][m]f64`` -> float64 array of shape ``(n, m)``), a

@@ -703,6 +703,16 @@ impl Function {
         PyTuple::new(py, self.default_wrt.iter().map(|&k| self.params[k].name.as_str()))
     }
 
+    /// The loops that checkpointing (``compile(..., checkpoint=True)``)
+    /// leaves taped, as ``FILE:LINE:COL: warning: ...`` strings: while
+    /// loops, loops without a primal state, loops with ``i64`` or ``bool``
+    /// array states. Empty without checkpointing.
+    fn checkpoint_warnings(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let f = &self.f;
+        let warnings = py.detach(|| f.checkpoint_warnings()).map_err(|e| to_py(py, e))?;
+        Ok(warnings.iter().map(ToString::to_string).collect())
+    }
+
     fn __repr__(&self) -> String {
         format!("<arrayad.Function {}>", self.signature_text())
     }

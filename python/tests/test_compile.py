@@ -65,6 +65,20 @@ def test_checkpoint_gives_the_same_gradient():
     np.testing.assert_allclose(ck, plain, rtol=1e-13)
 
 
+def test_checkpoint_warnings_name_the_loops_left_taped():
+    src = (
+        "def grow(x: f64) -> f64 =\n"
+        "  loop y = x while y < 100.0 do y * 1.5 + sin(y)\n"
+        "def smooth(x: [n]f64, m: i64) -> f64 =\n"
+        "  sum(loop h = x for s < m do h + 0.1 * sin(h))\n"
+    )
+    m = arrayad.compile(src, name="cp.arr", checkpoint=True)
+    (w,) = m.grow.checkpoint_warnings()
+    assert w.startswith("cp.arr:2:3: warning: a while loop is not checkpointed"), w
+    assert m.smooth.checkpoint_warnings() == []
+    assert arrayad.compile(src, name="cp.arr").grow.checkpoint_warnings() == []
+
+
 def test_backends():
     assert arrayad.backends()[0] == "cranelift" and "interp" in arrayad.backends()
     src = "def f(x: [n]f64) -> f64 = sum(exp(x))"

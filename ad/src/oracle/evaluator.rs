@@ -352,8 +352,12 @@ impl<'p, M: Mode> Evaluator<'p, M> {
                 let rows = usize::try_from(n)
                     .map_err(|_| errors::out_of_memory(self.program, loc, format!("for of size {n}")))?;
                 let mut stackers: Vec<Stacker<M::D>> = Vec::with_capacity(body.results.len());
-                for r in &body.results {
-                    stackers.push(Stacker::new(self.atom_ty(fr, r, loc)?, rows));
+                for (k, r) in body.results.iter().enumerate() {
+                    let mut st = Stacker::new(self.atom_ty(fr, r, loc)?, rows);
+                    if n == 0 {
+                        st.row_shape = static_row_shape(fr, *index, body, k);
+                    }
+                    stackers.push(st);
                 }
                 for i in 0..n {
                     self.set(fr, *index, DVal::I64(i), loc)?;
@@ -516,8 +520,26 @@ impl<'p, M: Mode> Evaluator<'p, M> {
     }
 }
 
+/// The row shape of result `k` of `build index < 0 => body`, where it is
+/// known without running the body (`arrayad_ir::shape::static_row_dims`),
+/// as the interpreter and compiled code find it; a negative extent becomes
+/// 0.
+fn static_row_shape<D>(fr: &Frame<'_, D>, index: VarId, body: &Block, k: usize) -> Option<Vec<usize>> {
+    let dims = arrayad_ir::shape::static_row_dims(fr.func, index, body, k)?;
+    let var = |v: VarId| match fr.env.get(v.index()) {
+        Some(Some(DVal::I64(x))) => Some(*x),
+        _ => None,
+    };
+    let dim = |v: VarId, axis: u8| match fr.env.get(v.index()) {
+        Some(Some(DVal::Arr(a))) => a.shape.get(axis as usize).and_then(|&d| i64::try_from(d).ok()),
+        _ => None,
+    };
+    dims.iter().map(|d| d.eval(&var, &dim).map(|x| usize::try_from(x).unwrap_or(0))).collect()
+}
+
 /// Collects the rows of an array literal or `for` body, checking that they
-/// are regular; `n` rows are expected.
+/// are regular; `n` rows are expected (when none come, the row shape set
+/// before, if any, stands).
 struct Stacker<D> {
     row_ty: Type,
     n: usize,
@@ -540,7 +562,7 @@ impl<D: Clone> Stacker<D> {
             _ => (&[], 1),
         };
         match &self.row_shape {
-            None => {
+            _ if k == 0 => {
                 if !len.checked_mul(self.n).is_some_and(|total| self.store.reserve(total)) {
                     let what = format!("an array of {} rows of shape {shape:?}", self.n);
                     return Err(errors::out_of_memory(ev.program, loc, what));
@@ -550,7 +572,7 @@ impl<D: Clone> Stacker<D> {
             Some(first) if first.as_slice() != shape => {
                 return Err(errors::irregular(ev.program, loc, k, shape, first))
             }
-            Some(_) => {}
+            _ => {}
         }
         if !self.store.push(row) {
             return Err(ev.malformed(fr, loc, "rows of different element types"));
