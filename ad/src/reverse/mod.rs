@@ -495,20 +495,33 @@ fn is_cheap(e: &Expr) -> bool {
             UnOp::Neg | UnOp::Not | UnOp::ToF64 | UnOp::ToI64 | UnOp::Abs | UnOp::Floor | UnOp::Ceil | UnOp::Sign
         ),
         Expr::Binary(op, _, _) => !matches!(op, BinOp::Pow | BinOp::Atan2 | BinOp::Polygamma),
-        // A comprehension of cheap scalar expressions (`x[i] - means[k]`):
-        // recomputing its O(n) elements costs what writing and reading
-        // them on the tape would, and keeps nothing alive.
-        Expr::Build { body, .. } => {
-            body.results.len() == 1
-                && body.stmts.iter().all(|s| match &s.kind {
-                    StmtKind::Let { vars, expr } => {
-                        vars.len() == 1 && !matches!(expr, Expr::Build { .. }) && is_cheap(expr)
-                    }
-                    _ => false,
-                })
+        // A choice between two atoms (`if j % 2 == 0 then 1.0 else -1.0`).
+        Expr::If { then_branch, else_branch, .. } => {
+            [then_branch, else_branch].iter().all(|b| b.stmts.is_empty() && b.results.len() == 1)
         }
+        // A comprehension of cheap scalar expressions (`x[i] - means[k]`,
+        // `concat(c[0:j], c[j + 1:k])`): recomputing its O(n) elements
+        // costs what writing and reading them on the tape would, and keeps
+        // nothing alive.
+        Expr::Build { body, .. } => body.results.len() == 1 && body.stmts.iter().all(is_cheap_row_stmt),
         _ => false,
     }
+}
+
+/// A statement a cheap comprehension's body may hold: one binding of a
+/// cheap expression, or of a branch between blocks of such bindings (the
+/// recomputed comprehension's binders are all fresh: `fresh_binders`).
+/// The nesting of branches is the program's, which the frontend bounds.
+fn is_cheap_row_stmt(s: &Stmt) -> bool {
+    let StmtKind::Let { vars, expr } = &s.kind else { return false };
+    vars.len() == 1
+        && match expr {
+            Expr::Build { .. } => false,
+            Expr::If { then_branch, else_branch, .. } => {
+                [then_branch, else_branch].iter().all(|b| b.results.len() == 1 && b.stmts.iter().all(is_cheap_row_stmt))
+            }
+            _ => is_cheap(expr),
+        }
 }
 
 impl Rev<'_> {
