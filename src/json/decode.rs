@@ -146,6 +146,12 @@ impl<'de> DeserializeSeed<'de> for TopSeed<'_, '_> {
 }
 
 impl TopSeed<'_, '_> {
+    /// The error of a top-level input that is `found`, not an array.
+    fn not_entries<E: de::Error>(mut self, found: Found<'_>) -> Result<(), E> {
+        let e = self.wrong_entries(found.describe());
+        Err(fail(&mut self.dec.error, e))
+    }
+
     /// The message of a top-level input that is not one entry per parameter.
     fn wrong_entries(&mut self, found: String) -> Error {
         let Top::Entries { what, func, params } = &self.top else {
@@ -179,33 +185,26 @@ impl<'de> Visitor<'de> for TopSeed<'_, '_> {
         }
         Ok(())
     }
-    fn visit_map<A: MapAccess<'de>>(mut self, _: A) -> Result<(), A::Error> {
-        let e = self.wrong_entries(Found::Object.describe());
-        Err(fail(&mut self.dec.error, e))
+    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        self.not_entries(Found::Object)
     }
-    fn visit_bool<E: de::Error>(mut self, v: bool) -> Result<(), E> {
-        let e = self.wrong_entries(Found::Bool(v).describe());
-        Err(fail(&mut self.dec.error, e))
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        self.not_entries(Found::Bool(v))
     }
-    fn visit_i64<E: de::Error>(mut self, v: i64) -> Result<(), E> {
-        let e = self.wrong_entries(Found::I64(v).describe());
-        Err(fail(&mut self.dec.error, e))
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        self.not_entries(Found::I64(v))
     }
-    fn visit_u64<E: de::Error>(mut self, v: u64) -> Result<(), E> {
-        let e = self.wrong_entries(Found::U64(v).describe());
-        Err(fail(&mut self.dec.error, e))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        self.not_entries(Found::U64(v))
     }
-    fn visit_f64<E: de::Error>(mut self, v: f64) -> Result<(), E> {
-        let e = self.wrong_entries(Found::F64(v).describe());
-        Err(fail(&mut self.dec.error, e))
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        self.not_entries(Found::F64(v))
     }
-    fn visit_str<E: de::Error>(mut self, v: &str) -> Result<(), E> {
-        let e = self.wrong_entries(Found::Str(v).describe());
-        Err(fail(&mut self.dec.error, e))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.not_entries(Found::Str(v))
     }
-    fn visit_unit<E: de::Error>(mut self) -> Result<(), E> {
-        let e = self.wrong_entries(Found::Null.describe());
-        Err(fail(&mut self.dec.error, e))
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.not_entries(Found::Null)
     }
 }
 
