@@ -89,8 +89,8 @@ pub(super) fn decode(
     let outcome = match input {
         Input::Text { what, text } => {
             let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-            // Syntax first, without allocating: a type error must not hide
-            // a malformed text (or a malformed text a type error).
+            // Syntax first, without allocating: a malformed text is
+            // reported as malformed, whatever type errors precede the flaw.
             super::check_syntax(what, text)?;
             let mut de = serde_json::Deserializer::from_str(text);
             let r = TopSeed { dec: &mut dec, top }.deserialize(&mut de).and_then(|()| de.end());
