@@ -71,6 +71,23 @@ pub fn static_row_dims(f: &Function, index: VarId, body: &Block, result: usize) 
     (dims.len() == rank).then_some(dims)
 }
 
+/// The row shape of result `result` of `build index < 0 => body` in `f`
+/// for an evaluator: [`static_row_dims`] evaluated with the values of the
+/// outer variables (`var`: an `i64`; `dim`: an array's extent), a negative
+/// extent (which a row cannot have) taken as 0, as compiled code does.
+/// `None` where the extents are not static or a lookup fails.
+pub fn eval_static_row_shape(
+    f: &Function,
+    index: VarId,
+    body: &Block,
+    result: usize,
+    var: &dyn Fn(VarId) -> Option<i64>,
+    dim: &dyn Fn(VarId, u8) -> Option<i64>,
+) -> Option<Vec<usize>> {
+    let dims = static_row_dims(f, index, body, result)?;
+    dims.iter().map(|d| d.eval(var, dim).map(|x| usize::try_from(x).unwrap_or(0))).collect()
+}
+
 /// The index and the definitions of one comprehension body: each variable
 /// a `let` binds, with its expression and which of its values it is.
 struct Scope<'a> {

@@ -521,11 +521,9 @@ impl<'p, M: Mode> Evaluator<'p, M> {
 }
 
 /// The row shape of result `k` of `build index < 0 => body`, where it is
-/// known without running the body (`arrayad_ir::shape::static_row_dims`),
-/// as the interpreter and compiled code find it; a negative extent becomes
-/// 0.
+/// known without running the body, as the interpreter and compiled code
+/// find it (`arrayad_ir::shape::eval_static_row_shape`).
 fn static_row_shape<D>(fr: &Frame<'_, D>, index: VarId, body: &Block, k: usize) -> Option<Vec<usize>> {
-    let dims = arrayad_ir::shape::static_row_dims(fr.func, index, body, k)?;
     let var = |v: VarId| match fr.env.get(v.index()) {
         Some(Some(DVal::I64(x))) => Some(*x),
         _ => None,
@@ -534,7 +532,7 @@ fn static_row_shape<D>(fr: &Frame<'_, D>, index: VarId, body: &Block, k: usize) 
         Some(Some(DVal::Arr(a))) => a.shape.get(axis as usize).and_then(|&d| i64::try_from(d).ok()),
         _ => None,
     };
-    dims.iter().map(|d| d.eval(&var, &dim).map(|x| usize::try_from(x).unwrap_or(0))).collect()
+    arrayad_ir::shape::eval_static_row_shape(fr.func, index, body, k, &var, &dim)
 }
 
 /// Collects the rows of an array literal or `for` body, checking that they

@@ -565,11 +565,9 @@ impl<'p> Machine<'p> {
 
 impl<'p> Machine<'p> {
     /// The row shape of result `k` of `build index < 0 => body`, where it
-    /// is known without running the body (`shape::static_row_dims`); a
-    /// negative extent (which a row cannot have) becomes 0, as in compiled
-    /// code.
+    /// is known without running the body
+    /// ([`crate::shape::eval_static_row_shape`]).
     fn static_row_shape(&self, fr: &Frame<'p>, index: VarId, body: &Block, k: usize) -> Option<Vec<usize>> {
-        let dims = crate::shape::static_row_dims(fr.func, index, body, k)?;
         let var = |v: VarId| match fr.env.get(v.index()) {
             Some(Some(Val::Prim(Prim::I64(x)))) => Some(*x),
             _ => None,
@@ -578,7 +576,7 @@ impl<'p> Machine<'p> {
             Some(Some(Val::Arr(a))) => a.shape.get(axis as usize).and_then(|&d| i64::try_from(d).ok()),
             _ => None,
         };
-        dims.iter().map(|d| d.eval(&var, &dim).map(|x| usize::try_from(x).unwrap_or(0))).collect()
+        crate::shape::eval_static_row_shape(fr.func, index, body, k, &var, &dim)
     }
 }
 
