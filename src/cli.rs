@@ -4,9 +4,9 @@
 //! [`run`] prints either and returns the exit status.
 
 use arrayad::json::{self, encode_f64, encode_per_param, encode_result, encode_tree};
-use arrayad::{Arg, Backend, Error, Module, Options, Scalar, SrcType, Value};
+use arrayad::{driver, Arg, Backend, Error, Module, Options, Scalar, SrcType, Value};
 use arrayad_ad::Which;
-use arrayad_codegen::{Backend as CodegenBackend, ExportedFunction, JitModule, LinkOptions, TargetOptions};
+use arrayad_codegen::{Backend as CodegenBackend, JitModule, LinkOptions, TargetOptions};
 use arrayad_ir::{printer::print_function, FuncId, Program};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Read;
@@ -313,8 +313,8 @@ fn report(e: &Error) {
 fn execute(cli: Cli) -> Result<String, Error> {
     match cli.command {
         Command::Check { file } => {
-            let (name, source) = read_source(&file)?;
-            compile(&name, &source)?;
+            let (name, source) = driver::read_source(&file)?;
+            driver::load(&name, &source)?;
             Ok(String::new())
         }
         Command::Run(a) => run_command(a),
@@ -332,74 +332,15 @@ fn execute(cli: Cli) -> Result<String, Error> {
     }
 }
 
-/// Reads a source file; the name in messages is the path as given. A file
-/// that is not valid UTF-8 is a compile error at its first invalid byte,
-/// rendered like every diagnostic (from the lossily decoded text, with
-/// control characters escaped).
-fn read_source(path: &Path) -> Result<(String, String), Error> {
-    let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("cannot read {name}: {e}")))?;
-    match String::from_utf8(bytes) {
-        Ok(s) => Ok((name, s)),
-        Err(e) => {
-            let at = e.utf8_error().valid_up_to();
-            let text = String::from_utf8_lossy(e.as_bytes());
-            let bad = text.get(at..).and_then(|t| t.chars().next()).map_or(0, char::len_utf8);
-            let d = arrayad_frontend::Diagnostics::single(
-                &name,
-                &text,
-                arrayad_frontend::codes::Code::NotUtf8,
-                at..at + bad,
-                "the file is not valid UTF-8",
-            );
-            Err(d.into())
-        }
-    }
-}
-
-/// The program of a source file, derivative operators expanded.
-fn compile(name: &str, source: &str) -> Result<Program, Error> {
-    let program = arrayad_frontend::compile(name, source)?;
-    Ok(arrayad_ad::expand_derivatives(&program)?)
-}
-
 fn backend(b: BackendArg, what: &str) -> Result<Backend, Error> {
     match b {
         BackendArg::Cranelift => Ok(Backend::Cranelift),
         BackendArg::Interp => Ok(Backend::Interp),
-        BackendArg::Llvm if cfg!(feature = "llvm") => Ok(Backend::Llvm),
-        BackendArg::Llvm => Err(Error::Usage(format!("{what}: {}", arrayad_codegen::NO_LLVM))),
+        BackendArg::Llvm => match CodegenBackend::Llvm.check_available() {
+            Ok(()) => Ok(Backend::Llvm),
+            Err(e) => Err(Error::Usage(format!("{what}: {e}"))),
+        },
     }
-}
-
-fn find(program: &Program, name: &str) -> Result<FuncId, Error> {
-    program.find(name).ok_or_else(|| {
-        let names: Vec<&str> = program.definitions().map(|id| program.func(id).name.as_str()).collect();
-        Error::Usage(format!(
-            "no definition `{name}` in {} (it defines: {})",
-            program.file,
-            if names.is_empty() { "nothing".into() } else { names.join(", ") }
-        ))
-    })
-}
-
-/// Checks that every `--wrt` name is a parameter of one of `funcs`.
-fn check_wrt(program: &Program, funcs: &[FuncId], wrt: Option<&[String]>) -> Result<(), Error> {
-    for name in wrt.unwrap_or(&[]) {
-        let known = funcs.iter().any(|&id| program.func(id).signature.params.iter().any(|p| &p.name == name));
-        if !known {
-            let which: Vec<&str> = funcs.iter().map(|&id| program.func(id).name.as_str()).collect();
-            return Err(Error::Usage(format!(
-                "--wrt `{name}` matches no parameter of {}",
-                if which.len() == 1 {
-                    format!("`{}`", which[0])
-                } else {
-                    format!("the definitions {}", which.join(", "))
-                }
-            )));
-        }
-    }
-    Ok(())
 }
 
 // ----------------------------------------------------------------------------
@@ -477,10 +418,18 @@ impl JsonText {
 
 fn run_command(a: RunArgs) -> Result<String, Error> {
     let backend = backend(a.backend, "--backend llvm")?;
-    let (name, source) = read_source(&a.file)?;
-    let program = compile(&name, &source)?;
-    let id = find(&program, &a.func)?;
-    check_wrt(&program, &[id], a.wrt.as_deref())?;
+    let (name, source) = driver::read_source(&a.file)?;
+    let options = Options {
+        backend,
+        wrt: None,
+        target: a.codegen.target(None),
+        checkpoint: a.codegen.checkpoint,
+        max_memory: a.max_memory,
+    };
+    let module = Module::compile_with(&name, &source, options)?;
+    let program = module.program();
+    let id = driver::find(program, &a.func)?;
+    driver::check_wrt(program, Some(&[id]), a.wrt.as_deref())?;
     let result_ty = program.func(id).signature.result.clone();
     for (on, flag) in [(a.mode.grad, "--grad"), (a.mode.hessian, "--hessian")] {
         if on && result_ty != SrcType::Scalar(Scalar::F64) {
@@ -493,15 +442,10 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
     }
     let mut inputs = Inputs { stdin_used: false };
     let args_json = inputs.read("ARGS", &a.args)?;
-    let options = Options {
-        backend,
-        wrt: a.wrt.clone(),
-        target: a.codegen.target(None),
-        checkpoint: a.codegen.checkpoint,
-        max_memory: a.max_memory,
+    let f = match &a.wrt {
+        Some(wrt) => module.function(&a.func)?.with_wrt(wrt)?,
+        None => module.function(&a.func)?,
     };
-    let module = Module::from_program(program, options)?;
-    let f = module.function(&a.func)?;
     let sig = f.signature();
     let args = json::decode_args(&a.func, sig, args_json.input())?;
     drop(args_json);
@@ -595,14 +539,14 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
             )));
         }
     }
-    let (name, source) = read_source(&a.file)?;
-    let program = compile(&name, &source)?;
+    let (name, source) = driver::read_source(&a.file)?;
+    let program = driver::load(&name, &source)?;
     let ids: Vec<FuncId> = match &a.export {
         None => program.definitions().collect(),
         Some(names) => {
             let mut ids = Vec::new();
             for n in names {
-                let id = find(&program, n)?;
+                let id = driver::find(&program, n)?;
                 if ids.contains(&id) {
                     return Err(Error::Usage(format!("--export lists `{n}` twice")));
                 }
@@ -614,13 +558,12 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
     if ids.is_empty() {
         return Err(Error::Usage(format!("{name} has no definition to export")));
     }
-    check_wrt(&program, &ids, a.wrt.as_deref())?;
+    driver::check_wrt(&program, Some(&ids), a.wrt.as_deref())?;
     check_c_names(&program, &ids, &module_name)?;
     // Every export fits, and all of them together, before any is derived.
-    arrayad_ad::check_sizes(&program, &ids)?;
-    let wrt = a.wrt.as_deref();
+    driver::check_sizes(&program, &ids)?;
+    let request = driver::ExportRequest { wrt: a.wrt.as_deref(), entries: a.entries.as_deref(), opts: a.codegen.ad() };
     use arrayad_codegen::Entry;
-    let asked = |e: Entry| a.entries.as_ref().is_none_or(|es| es.contains(&e));
     // Without --export, a definition that can have none of the entries
     // asked for (`--entries grad` of an array-valued one) is left out.
     let no_entry = |id: FuncId| {
@@ -648,50 +591,11 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
                     )));
                 }
             }
-            let leaves = arrayad_ad::active_leaves(&f.signature, wrt);
-            let opts = a.codegen.ad();
-            let needed = |es: &[Entry]| es.iter().any(|e| asked(*e));
-            let hvp_wanted = f64_result && asked(Entry::Hvp);
-            let (want_jvp, want_rows) = (needed(&[Entry::Jvp, Entry::Jacobian]), asked(Entry::Jacobian));
-            let want_vjp = needed(&[Entry::Vjp, Entry::Grad]) || hvp_wanted;
-            let primal = arrayad_ad::prepare(&program, id);
-            if opts.checkpoint && (want_vjp || want_rows) {
-                for u in arrayad_ad::uncheckpointed_loops(&primal, &leaves)? {
-                    eprintln!("{}:{}:{}: warning: {}", program.file, u.loc.line, u.loc.col, u.reason);
-                }
+            let (export, warnings) = driver::export(&program, id, &request)?;
+            for w in warnings {
+                eprintln!("{w}");
             }
-            let (primal, jvp, vjp, vjp_rows) = if want_jvp && want_vjp && want_rows {
-                // All of them from one linearisation.
-                let d = arrayad_ad::derive_prepared(primal, &leaves, opts)?;
-                (d.primal, Some(d.jvp), Some(d.vjp), Some(d.vjp_rows))
-            } else {
-                let derive = |which| arrayad_ad::derive_one(&primal, &leaves, opts, which);
-                let jvp = if want_jvp { Some(derive(Which::Jvp)?) } else { None };
-                let vjp = if want_vjp { Some(derive(Which::Vjp)?) } else { None };
-                let vjp_rows = if want_rows { Some(derive(Which::VjpRows)?) } else { None };
-                (primal, jvp, vjp, vjp_rows)
-            };
-            let hvp = match &vjp {
-                Some(v) if hvp_wanted => Some(arrayad_ad::hvp(&primal, v, &leaves)?),
-                _ => None,
-            };
-            let entries = a.entries.as_ref().map(|es| {
-                es.iter().copied().filter(|e| f64_result || !matches!(e, Entry::Grad | Entry::Hvp)).collect()
-            });
-            // Without a `vjp` entry, the vjp compiled for `hvp` alone is
-            // not exported as one.
-            let vjp = vjp.filter(|_| needed(&[Entry::Vjp, Entry::Grad]));
-            Ok(ExportedFunction {
-                name: f.name.clone(),
-                signature: f.signature.clone(),
-                active: arrayad_ad::active_params(&f.signature, wrt),
-                entries,
-                primal,
-                jvp,
-                vjp,
-                vjp_rows,
-                hvp,
-            })
+            Ok(export)
         })
         .collect::<Result<Vec<_>, Error>>()?;
     if exports.is_empty() {
@@ -771,7 +675,7 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
     if a.stage == Stage::Llvm {
         backend(BackendArg::Llvm, "--stage llvm")?;
     }
-    let (name, source) = read_source(&a.file)?;
+    let (name, source) = driver::read_source(&a.file)?;
     if a.stage == Stage::Ast {
         let ast = arrayad_frontend::parse(&name, &source)?;
         return Ok(match &a.function {
@@ -786,14 +690,13 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
             }
         });
     }
-    let program = compile(&name, &source)?;
+    let program = driver::load(&name, &source)?;
     let ids: Vec<FuncId> = match &a.function {
-        Some(f) => vec![find(&program, f)?],
+        Some(f) => vec![driver::find(&program, f)?],
         None => program.definitions().collect(),
     };
-    check_wrt(&program, &ids, a.wrt.as_deref())?;
+    driver::check_wrt(&program, Some(&ids), a.wrt.as_deref())?;
     let wrt = a.wrt.as_deref();
-    let ad = Error::from;
     let mut out = String::new();
     for (n, &id) in ids.iter().enumerate() {
         if n > 0 {
@@ -801,22 +704,18 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
         }
         let f = program.func(id);
         let active = arrayad_ad::active_leaves(&f.signature, wrt);
+        let primal = driver::prepare(&program, id)?;
+        let derive = |which| -> Result<arrayad_ir::Function, Error> {
+            let mut d = driver::derive(&primal, &active, a.codegen.ad(), &[which])?;
+            d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
+        };
         match a.stage {
-            Stage::Ir => {
-                arrayad_ad::check_size(&program, id)?;
-                out.push_str(&print_function(&arrayad_ad::prepare(&program, id), Some(&program)))
-            }
-            Stage::Jvp => out.push_str(&print_function(&arrayad_ad::jvp(&program, id, &active).map_err(ad)?, None)),
-            Stage::Vjp => {
-                let d = arrayad_ad::derive_with(&program, id, &active, a.codegen.ad()).map_err(ad)?;
-                out.push_str(&print_function(&d.vjp, None))
-            }
-            Stage::VjpRows => {
-                let d = arrayad_ad::derive_with(&program, id, &active, a.codegen.ad()).map_err(ad)?;
-                out.push_str(&print_function(&d.vjp_rows, None))
-            }
+            Stage::Ir => out.push_str(&print_function(&primal, Some(&program))),
+            Stage::Jvp => out.push_str(&print_function(&derive(Which::Jvp)?, None)),
+            Stage::Vjp => out.push_str(&print_function(&derive(Which::Vjp)?, None)),
+            Stage::VjpRows => out.push_str(&print_function(&derive(Which::VjpRows)?, None)),
             Stage::Delta => {
-                let lin = arrayad_ad::linearize(&program, id, &active).map_err(ad)?;
+                let lin = arrayad_ad::linearize(&primal, &active).map_err(Error::from)?;
                 let mut ids: Vec<_> = lin.linear.iter().copied().collect();
                 ids.sort();
                 let linear: Vec<String> = ids.iter().map(|v| format!("{}%{}", lin.func.var(*v).name, v.0)).collect();
@@ -824,8 +723,9 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
                 out.push_str(&print_function(&lin.func, None));
             }
             Stage::Clif | Stage::Llvm => {
-                let d = arrayad_ad::derive_with(&program, id, &active, a.codegen.ad())?;
-                let funcs = vec![d.primal, d.jvp, d.vjp];
+                let mut d = driver::derive(&primal, &active, a.codegen.ad(), &[Which::Jvp, Which::Vjp])?;
+                let (jvp, vjp) = (d.take(Which::Jvp), d.take(Which::Vjp));
+                let funcs: Vec<arrayad_ir::Function> = [Some(primal), jvp, vjp].into_iter().flatten().collect();
                 let cg = if a.stage == Stage::Clif { CodegenBackend::Cranelift } else { CodegenBackend::Llvm };
                 let jit = JitModule::compile_with(cg, &a.codegen.target(None), &name, &funcs)?;
                 for (k, func) in funcs.iter().enumerate() {

@@ -2,11 +2,11 @@
 //! vjp (Jacobians), either JIT-compiled (Cranelift or LLVM) or run by the
 //! reference interpreter.
 
+use crate::driver::guard;
 use crate::error::Error;
 use crate::module::Options;
 use arrayad_codegen::{ArgRef, JitModule, ResultRef};
 use arrayad_ir::{interp, ArrayData, ArrayValue, FuncId, Function, Program, Value};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// The code generator or interpreter that runs a module's functions.
@@ -49,7 +49,7 @@ pub(crate) enum Kind {
     /// cotangents.
     VjpRows = 3,
     /// Forward over reverse (one f64 result): params ++ tangents -> value ++
-    /// gradient ++ Hessian-vector product ([`arrayad_ad::hvp`]).
+    /// gradient ++ Hessian-vector product (`arrayad_ad::hvp`).
     Hvp = 4,
 }
 
@@ -67,18 +67,6 @@ impl Kind {
             Kind::Hvp => "Hessian-vector product",
         }
     }
-
-    /// This kind's function among a definition's derivatives (`None` for
-    /// the Hessian-vector product, derived from them on demand).
-    pub(crate) fn of(self, d: &arrayad_ad::Derivatives) -> Option<&Function> {
-        match self {
-            Kind::Primal => Some(&d.primal),
-            Kind::Jvp => Some(&d.jvp),
-            Kind::Vjp => Some(&d.vjp),
-            Kind::VjpRows => Some(&d.vjp_rows),
-            Kind::Hvp => None,
-        }
-    }
 }
 
 /// Compiled (or interpretable) code of one kind of one definition.
@@ -88,18 +76,6 @@ pub(crate) enum Engine {
     /// IR for the interpreter: function `func` of `program`, run within a
     /// memory limit of `max_memory` bytes as compiled code is.
     Interp { program: Arc<Program>, func: FuncId, max_memory: u64 },
-}
-
-/// Every IR function of definition `id` (one run of the pipeline,
-/// [`arrayad_ad::derive`]) with the IR params marked in `active`
-/// differentiated.
-pub(crate) fn derive(
-    program: &Program,
-    id: FuncId,
-    active: &[bool],
-    opts: arrayad_ad::AdOptions,
-) -> Result<arrayad_ad::Derivatives, Error> {
-    guard(|| Ok(arrayad_ad::derive_with(program, id, active, opts)?))
 }
 
 impl Engine {
@@ -120,9 +96,6 @@ impl Engine {
             (Some(cg), Some(f)) => {
                 let name = f.name.clone();
                 let module = guard(|| {
-                    if cg == arrayad_codegen::Backend::Llvm && !cfg!(feature = "llvm") {
-                        return Err(Error::Usage(arrayad_codegen::NO_LLVM.into()));
-                    }
                     let mut m = JitModule::compile_with(cg, target, &program.file, std::slice::from_ref(f))?;
                     m.set_max_memory(options.max_memory);
                     Ok(m)
@@ -159,54 +132,6 @@ impl Engine {
             Engine::Jit { module, name } => module.backend_ir(name),
             Engine::Interp { .. } => None,
         }
-    }
-}
-
-/// The stack of the thread that compiles: differentiation and code
-/// generation recurse over the nesting of blocks, which inlining bounds
-/// (`arrayad_ir::passes::inline::MAX_INLINED_DEPTH`) but which may exceed
-/// what the caller's thread has (2 MiB for a spawned Rust thread). Only
-/// the pages used are ever touched.
-const COMPILE_STACK: usize = 256 << 20;
-
-/// Runs `f` (differentiation and compilation) on a thread with a large
-/// stack ([`COMPILE_STACK`]), or here if no thread can be made, turning a
-/// panic into [`Error::Internal`].
-pub(crate) fn compiling<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
-    let slot = std::sync::Mutex::new(Some(f));
-    let take = || slot.lock().ok().and_then(|mut w| w.take());
-    let run = || match take() {
-        Some(f) => guard(f),
-        None => Err(Error::Internal("the compilation did not run".into())),
-    };
-    std::thread::scope(|s| {
-        let spawned =
-            std::thread::Builder::new().name("arrayad-compile".into()).stack_size(COMPILE_STACK).spawn_scoped(s, run);
-        match spawned {
-            Ok(handle) => {
-                handle.join().unwrap_or_else(|p| Err(Error::Internal(format!("panic: {}", panic_message(&*p)))))
-            }
-            Err(_) => run(),
-        }
-    })
-}
-
-/// Runs `f`, turning a panic (a bug in arrayad) into [`Error::Internal`].
-pub(crate) fn guard<T>(f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(payload) => Err(Error::Internal(format!("panic: {}", panic_message(&*payload)))),
-    }
-}
-
-/// The message of a panic payload.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
     }
 }
 

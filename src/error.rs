@@ -93,6 +93,7 @@ impl From<arrayad_codegen::CodegenError> for Error {
             C::Link(m) => Error::Io(format!("building the shared library failed: {m}")),
             C::Abi(m) => Error::Usage(format!("cannot export to C: {m}")),
             C::Target(m) => Error::Usage(format!("unsupported target: {m}")),
+            C::Unavailable(m) => Error::Usage(m.to_string()),
             other => Error::Internal(other.to_string()),
         }
     }

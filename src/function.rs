@@ -2,9 +2,10 @@
 //! Jacobian and Hessian on borrowed data.
 
 use crate::arg::{with_refs, Arg, Out};
-use crate::engine::{guard, Engine, Kind};
+use crate::driver::{Def, EngineRef};
+use crate::engine::Kind;
 use crate::error::Error;
-use crate::module::{derive_all, Def, Derived, Module};
+use crate::module::Module;
 use crate::results::{copy_into, ParamValues};
 use crate::shapes::{self, check_args, check_f64_like, leaf_infos, param_leaves, zeros, Site, Sizes};
 use arrayad_codegen::{ArgRef, ResultRef};
@@ -209,6 +210,11 @@ impl Function {
                 &[Kind::Hvp]
             }
         };
+        if entry == Entry::Jacobian {
+            // Both derivatives from one linearisation.
+            let both = [arrayad_ad::Which::Jvp, arrayad_ad::Which::VjpRows];
+            self.module.inner.derive_together(self.index, &self.active, &both)?;
+        }
         for k in kinds {
             self.engine(*k)?;
         }
@@ -231,102 +237,9 @@ impl Function {
 
     // ---- code -------------------------------------------------------------
 
-    /// The derivatives for this handle's active set.
-    fn derivatives(&self) -> DerivedRef<'_> {
-        let def = self.def();
-        if Arc::ptr_eq(&self.active, &def.default_active) || *self.active == *def.default_active {
-            DerivedRef::Default(&def.default)
-        } else {
-            DerivedRef::Other(def.derived_for(&self.active))
-        }
-    }
-
-    /// The prepared primal (its size checked first).
-    fn prepared(&self) -> Result<&arrayad_ir::Function, Error> {
-        let inner = &self.module.inner;
-        let def = self.def();
-        let p = def.primal.get_or_init(|| {
-            guard(|| {
-                arrayad_ad::check_size(&inner.program, def.id)?;
-                Ok(arrayad_ad::prepare(&inner.program, def.id))
-            })
-        });
-        p.as_ref().map_err(|e| e.clone())
-    }
-
-    /// Every derivative for this handle's active set, from one run of the
-    /// pipeline.
-    pub(crate) fn derived(&self) -> Result<(), Error> {
-        self.with_all(|_| Ok(()))
-    }
-
-    fn with_all<R>(&self, f: impl FnOnce(&arrayad_ad::Derivatives) -> Result<R, Error>) -> Result<R, Error> {
-        let d = self.derivatives();
-        let all = d.get().all.get_or_init(|| {
-            crate::engine::compiling(|| {
-                let primal = self.prepared().ok();
-                derive_all(&self.module.inner.program, self.def(), primal, &self.active, self.module.ad_options())
-            })
-        });
-        f(all.as_ref().map_err(|e| e.clone())?)
-    }
-
-    /// The IR of `kind` (`None`: the primal on the interpreter, which runs
-    /// the program as written). The primal alone is only prepared; a
-    /// derivative asked for alone is derived alone.
-    fn ir_of(&self, kind: Kind, derived: &Derived) -> Result<Option<arrayad_ir::Function>, Error> {
-        let inner = &self.module.inner;
-        if kind == Kind::Primal {
-            if inner.options.backend == crate::Backend::Interp {
-                return Ok(None);
-            }
-            return self.prepared().map(|p| Some(p.clone()));
-        }
-        let which = match kind {
-            Kind::Jvp => Some(arrayad_ad::Which::Jvp),
-            Kind::Vjp => Some(arrayad_ad::Which::Vjp),
-            Kind::VjpRows => Some(arrayad_ad::Which::VjpRows),
-            _ => None,
-        };
-        if let (Some(which), None) = (which, derived.all.get()) {
-            let one = derived.one[which as usize].get_or_init(|| {
-                let p = self.prepared()?;
-                guard(|| Ok(arrayad_ad::derive_one(p, &self.active, self.module.ad_options(), which)?))
-            });
-            return one.as_ref().map(|f| Some(f.clone())).map_err(|e| e.clone());
-        }
-        self.with_all(|d| match kind.of(d) {
-            Some(f) => Ok(Some(f.clone())),
-            None => {
-                let h = derived.hvp.get_or_init(|| guard(|| Ok(arrayad_ad::hvp(&d.primal, &d.vjp, &self.active)?)));
-                h.as_ref().map(|f| Some(f.clone())).map_err(|e| e.clone())
-            }
-        })
-    }
-
     /// The code of `kind`, built on first use.
     pub(crate) fn engine(&self, kind: Kind) -> Result<EngineRef<'_>, Error> {
-        let inner = &self.module.inner;
-        let build = |derived: &Derived| -> Result<Engine, Error> {
-            crate::engine::compiling(|| {
-                let ir = self.ir_of(kind, derived)?;
-                Engine::build(&inner.program, self.def().id, ir.as_ref(), &inner.options)
-            })
-        };
-        if kind == Kind::Primal {
-            let e = self.def().primal_code.get_or_init(|| build(&Derived::default()));
-            return e.as_ref().map(EngineRef::Borrowed).map_err(|e| e.clone());
-        }
-        match self.derivatives() {
-            DerivedRef::Default(d) => {
-                let e = d.code[kind as usize].get_or_init(|| build(d));
-                e.as_ref().map(EngineRef::Borrowed).map_err(|e| e.clone())
-            }
-            DerivedRef::Other(d) => {
-                d.code[kind as usize].get_or_init(|| build(&d)).as_ref().map_err(|e| e.clone())?;
-                Ok(EngineRef::Shared(d, kind))
-            }
-        }
+        self.module.inner.engine(self.index, &self.active, kind)
     }
 
     /// The loops of this function's reverse mode that checkpointing
@@ -340,18 +253,7 @@ impl Function {
     /// Errors: as for [`Function::grad`] when the function cannot be
     /// differentiated.
     pub fn checkpoint_warnings(&self) -> Result<Vec<crate::Warning>, Error> {
-        if !self.module.ad_options().checkpoint {
-            return Ok(Vec::new());
-        }
-        let loops = crate::engine::compiling(|| {
-            let primal = self.prepared()?;
-            guard(|| Ok(arrayad_ad::uncheckpointed_loops(primal, &self.active)?))
-        })?;
-        let file = &self.module.inner.program.file;
-        Ok(loops
-            .into_iter()
-            .map(|u| crate::Warning { file: file.clone(), line: u.loc.line, col: u.loc.col, message: u.reason })
-            .collect())
+        self.module.inner.checkpoint_warnings(self.index, &self.active)
     }
 
     // ---- calls ----------------------------------------------------------------
@@ -961,41 +863,6 @@ fn result_leaf_types<'t>(ty: &'t SrcType, out: &mut SmallVec<[&'t SrcType; 4]>) 
     match ty {
         SrcType::Tuple(ts) => ts.iter().for_each(|t| result_leaf_types(t, out)),
         _ => out.push(ty),
-    }
-}
-
-/// The derivatives of one active set: the default ones in the definition,
-/// or shared ones kept by the module for other sets.
-enum DerivedRef<'a> {
-    Default(&'a Derived),
-    Other(Arc<Derived>),
-}
-
-impl DerivedRef<'_> {
-    fn get(&self) -> &Derived {
-        match self {
-            DerivedRef::Default(d) => d,
-            DerivedRef::Other(d) => d,
-        }
-    }
-}
-
-/// Compiled code, borrowed from the definition or from a shared set.
-pub(crate) enum EngineRef<'a> {
-    Borrowed(&'a Engine),
-    Shared(Arc<Derived>, Kind),
-}
-
-impl EngineRef<'_> {
-    pub(crate) fn get(&self) -> &Engine {
-        match self {
-            EngineRef::Borrowed(e) => e,
-            EngineRef::Shared(d, k) => match d.code[*k as usize].get() {
-                Some(Ok(e)) => e,
-                // `Function::engine` built it before making this reference.
-                _ => unreachable!("an engine reference to code that was not built"),
-            },
-        }
     }
 }
 

@@ -108,6 +108,7 @@
 #![warn(missing_docs)]
 
 mod arg;
+pub mod driver;
 mod engine;
 mod error;
 mod function;
@@ -160,7 +161,7 @@ pub fn error_codes() -> impl Iterator<Item = (&'static str, &'static str)> {
 /// handler).
 #[doc(hidden)]
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    engine::panic_message(payload)
+    arrayad_ir::stack::panic_message(payload)
 }
 
 /// The Rust snippets of the book (`docs/src`) run as doctests

@@ -39,14 +39,7 @@ fn main() {
     // Differentiation and code generation recurse over the nesting of
     // blocks, which inlining bounds: the command runs on a thread with a
     // stack for that depth (only the pages used are touched).
-    let work = move || panic::catch_unwind(move || cli::run(argv));
-    let outcome = match std::thread::Builder::new().name("arrayad".into()).stack_size(STACK).spawn(work) {
-        Ok(handle) => handle.join().unwrap_or_else(Err),
-        Err(e) => {
-            eprintln!("arrayad: error: cannot start the compiler's thread: {e}");
-            std::process::exit(70);
-        }
-    };
+    let outcome = arrayad_ir::stack::on_big_stack("arrayad", STACK, move || cli::run(argv));
     let code = match outcome {
         Ok(code) => code,
         Err(payload) => {

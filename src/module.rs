@@ -1,13 +1,14 @@
 //! Compiled modules: [`Module`] (one source file) and its [`Options`].
 
-use crate::engine::{derive, guard, Backend, Engine, Kind};
+use crate::driver::{self, Def};
+use crate::engine::{Backend, Kind};
 use crate::error::Error;
 use crate::function::Function;
+use arrayad_ad::Which;
 use arrayad_codegen::TargetOptions;
 use arrayad_ir::{FuncId, Program};
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 /// How [`Module::compile_with`] compiles a source file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -93,45 +94,6 @@ pub(crate) struct Inner {
     pub defs: Vec<Def>,
 }
 
-/// One definition of a module and its lazily built code.
-pub(crate) struct Def {
-    /// Its id in the program.
-    pub id: FuncId,
-    /// Which IR params (flattened leaves) are differentiated by default
-    /// ([`Options::wrt`]).
-    pub default_active: Arc<[bool]>,
-    /// How its arguments are checked ([`crate::shapes::ArgPlan`]).
-    pub plan: crate::shapes::ArgPlan,
-    /// The names of its argument leaves ([`Function::arg_names`]).
-    pub arg_names: Arc<[String]>,
-    /// The prepared primal (its size checked first), shared by every
-    /// active set.
-    pub primal: OnceLock<Result<arrayad_ir::Function, Error>>,
-    /// The primal's code.
-    pub primal_code: OnceLock<Result<Engine, Error>>,
-    /// The derivatives for the default active set.
-    pub default: Derived,
-    /// The derivatives for other active sets ([`Function::with_wrt`]).
-    pub others: Mutex<HashMap<Arc<[bool]>, Arc<Derived>>>,
-}
-
-/// The derivatives of a definition for one set of active parameters.
-#[derive(Default)]
-pub(crate) struct Derived {
-    /// The IR of the primal, jvp, vjp and many-row vjp, from one run of the
-    /// pipeline on first use of any derivative.
-    pub all: OnceLock<Result<arrayad_ad::Derivatives, Error>>,
-    /// The jvp, vjp or many-row vjp alone (indexed by
-    /// [`arrayad_ad::Which`]), when asked for before `all` (a gradient needs
-    /// no jvp and no many-row vjp).
-    pub one: [OnceLock<Result<arrayad_ir::Function, Error>>; 3],
-    /// The jvp, vjp, many-row vjp and Hessian-vector product code, indexed
-    /// by [`Kind`] (the primal's slot unused: see [`Def::primal_code`]).
-    pub code: [OnceLock<Result<Engine, Error>>; 5],
-    /// The Hessian-vector product IR, from `all` on first use.
-    pub hvp: OnceLock<Result<arrayad_ir::Function, Error>>,
-}
-
 impl Module {
     /// Compiles `source` (the contents of a file called `file_name`, used
     /// in messages) for the Cranelift JIT with every parameter with `f64`
@@ -147,8 +109,8 @@ impl Module {
     /// Errors: [`Error::Compile`] with the diagnostics; [`Error::Usage`]
     /// for a `wrt` name that matches no parameter.
     pub fn compile_with(file_name: &str, source: &str, options: Options) -> Result<Module, Error> {
-        let program = guard(|| arrayad_frontend::compile(file_name, source).map_err(Error::from))?;
-        Module::from_program(program, options)
+        let program = driver::load(file_name, source)?;
+        Module::with_program(program, options)
     }
 
     /// Reads and compiles the `.arr` file at `path` (named as given in
@@ -166,24 +128,8 @@ impl Module {
     /// not UTF-8 is a compile error at its first bad byte); otherwise as
     /// [`Module::compile_with`].
     pub fn from_file_with(path: impl AsRef<Path>, options: Options) -> Result<Module, Error> {
-        let path = path.as_ref();
-        let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("cannot read {name}: {e}")))?;
-        match String::from_utf8(bytes) {
-            Ok(source) => Module::compile_with(&name, &source, options),
-            Err(e) => {
-                let at = e.utf8_error().valid_up_to();
-                let source = String::from_utf8_lossy(e.as_bytes()).into_owned();
-                let d = arrayad_frontend::Diagnostics::single(
-                    &name,
-                    &source,
-                    arrayad_frontend::codes::Code::NotUtf8,
-                    at..at + 1,
-                    "the file is not valid UTF-8",
-                );
-                Err(Error::from(d))
-            }
-        }
+        let (name, source) = driver::read_source(path.as_ref())?;
+        Module::compile_with(&name, &source, options)
     }
 
     /// Wraps an already compiled program.
@@ -191,35 +137,17 @@ impl Module {
     /// Errors: [`Error::Usage`] for a `wrt` name that matches no parameter
     /// of any definition.
     pub fn from_program(program: Program, options: Options) -> Result<Module, Error> {
-        let program = guard(|| Ok(arrayad_ad::expand_derivatives(&program)?))?;
-        if let Some(wrt) = &options.wrt {
-            for name in wrt {
-                let known = program.funcs.iter().any(|f| f.signature.params.iter().any(|p| &p.name == name));
-                if !known {
-                    return Err(Error::Usage(format!(
-                        "--wrt `{name}` matches no parameter of any definition in {}",
-                        program.file
-                    )));
-                }
-            }
-        }
+        Module::with_program(driver::expand(&program)?, options)
+    }
+
+    /// A module of `program`, whose derivative operators are expanded.
+    fn with_program(program: Program, options: Options) -> Result<Module, Error> {
+        driver::check_wrt(&program, None, options.wrt.as_deref())?;
         let defs = (0..program.funcs.len())
             .map(|i| {
                 let id = FuncId(i as u32);
                 let active = arrayad_ad::active_leaves(&program.func(id).signature, options.wrt.as_deref());
-                Def {
-                    id,
-                    plan: crate::shapes::ArgPlan::new(&program.func(id).signature),
-                    arg_names: crate::shapes::param_leaves(&program.func(id).signature)
-                        .into_iter()
-                        .map(|l| l.name)
-                        .collect(),
-                    default_active: active.into(),
-                    primal: OnceLock::new(),
-                    primal_code: OnceLock::new(),
-                    default: Derived::default(),
-                    others: Mutex::new(HashMap::new()),
-                }
+                Def::new(&program, id, active)
             })
             .collect();
         Ok(Module { inner: Arc::new(Inner { program: Arc::new(program), options, defs }) })
@@ -230,18 +158,7 @@ impl Module {
     ///
     /// Errors: [`Error::Usage`] naming the definitions there are.
     pub fn function(&self, name: &str) -> Result<Function, Error> {
-        match self.inner.program.find(name) {
-            Some(id) => Ok(self.function_at(id.0 as usize)),
-            None => {
-                let names: Vec<&str> =
-                    self.inner.program.definitions().map(|id| self.inner.program.func(id).name.as_str()).collect();
-                Err(Error::Usage(format!(
-                    "no definition `{name}` in {} (it defines: {})",
-                    self.inner.program.file,
-                    if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
-                )))
-            }
-        }
+        driver::find(&self.inner.program, name).map(|id| self.function_at(id.0 as usize))
     }
 
     fn function_at(&self, index: usize) -> Function {
@@ -271,42 +188,13 @@ impl Module {
     /// or of code generation).
     pub fn precompile(&self) -> Result<(), Error> {
         for f in self.functions() {
-            // Every derivative from one run of the pipeline.
-            f.derived()?;
+            // Every derivative from one linearisation.
+            self.inner.derive_together(f.index, &f.active, &[Which::Jvp, Which::Vjp, Which::VjpRows])?;
             for kind in Kind::ALL.into_iter().filter(|k| *k != Kind::Hvp) {
                 f.engine(kind)?;
             }
         }
         Ok(())
-    }
-
-    pub(crate) fn ad_options(&self) -> arrayad_ad::AdOptions {
-        arrayad_ad::AdOptions { checkpoint: self.inner.options.checkpoint }
-    }
-}
-
-impl Def {
-    /// The derivatives of the active set `active` (created on first use).
-    pub(crate) fn derived_for(&self, active: &Arc<[bool]>) -> Arc<Derived> {
-        // A poisoned lock only means another thread panicked while
-        // inserting; the map is still consistent.
-        let mut others = self.others.lock().unwrap_or_else(|p| p.into_inner());
-        others.entry(active.clone()).or_default().clone()
-    }
-}
-
-/// Every IR function of definition `id` with the IR params marked in
-/// `active` differentiated, from its prepared primal when there is one.
-pub(crate) fn derive_all(
-    program: &Program,
-    def: &Def,
-    primal: Option<&arrayad_ir::Function>,
-    active: &[bool],
-    opts: arrayad_ad::AdOptions,
-) -> Result<arrayad_ad::Derivatives, Error> {
-    match primal {
-        Some(p) => guard(|| Ok(arrayad_ad::derive_prepared(p.clone(), active, opts)?)),
-        None => derive(program, def.id, active, opts),
     }
 }
 

@@ -150,7 +150,7 @@ def innerpass(v: [m]f64, n: i64) -> f64 =
     });
     for name in ["passif", "swap", "innerpass"] {
         let fid = program.find(name).unwrap();
-        let vjp = arrayad_ad::vjp(&program, fid, &[true, false]).unwrap();
+        let vjp = common::ad::vjp(&program, fid, &[true, false]).unwrap();
         for (b, jit) in common::jits("moves.arr", std::slice::from_ref(&vjp)) {
             let start = std::time::Instant::now();
             let args = [v.clone(), arrayad_ir::Value::I64(m as i64), arrayad_ir::Value::F64(1.0)];
@@ -204,7 +204,7 @@ fn runtime_errors_are_the_same_on_every_backend() {
             args.as_array().unwrap().iter().zip(&ptypes).map(|(j, t)| common::json_value(j, *t)).collect();
         let reference = arrayad_ir::interp::run(&program, fid, &args).expect_err("fails");
         assert!(reference.message.starts_with("err.arr:"), "{}", reference.message);
-        let prim = arrayad_ad::prepare(&program, fid);
+        let prim = common::ad::prepare(&program, fid).unwrap();
         let optimised = arrayad_ir::Program { file: "err.arr".into(), funcs: vec![prim.clone()] };
         let opt = arrayad_ir::interp::run(&optimised, arrayad_ir::FuncId(0), &args).expect_err("fails");
         assert_eq!(opt, reference, "{src}");
@@ -239,8 +239,8 @@ fn nested_loops_differentiate_in_linear_time() {
     let program = arrayad_frontend::compile("deep.arr", &src).unwrap_or_else(|d| panic!("{}", d.render()));
     let fid = program.find("f").unwrap();
     let start = std::time::Instant::now();
-    arrayad_ad::vjp(&program, fid, &[true]).unwrap();
-    arrayad_ad::jvp(&program, fid, &[true]).unwrap();
+    common::ad::vjp(&program, fid, &[true]).unwrap();
+    common::ad::jvp(&program, fid, &[true]).unwrap();
     assert!(start.elapsed().as_secs_f64() < 10.0, "took {:?}", start.elapsed());
 }
 
@@ -255,7 +255,7 @@ fn inactive_loop_states_get_no_cotangents() {
 ";
     let program = arrayad_frontend::compile("act.arr", src).unwrap_or_else(|d| panic!("{}", d.render()));
     let fid = program.find("f").unwrap();
-    let vjp = arrayad_ad::vjp(&program, fid, &[true, false]).unwrap();
+    let vjp = common::ad::vjp(&program, fid, &[true, false]).unwrap();
     fn allocations_in_loops(b: &arrayad_ir::Block, inside: bool) -> usize {
         use arrayad_ir::{Expr, StmtKind};
         let mut n = 0;
@@ -302,9 +302,9 @@ fn checkpointed_gradients_equal_taped_gradients() {
         let args: Vec<arrayad_ir::Value> =
             case.args.as_array().unwrap().iter().zip(&ptypes).map(|(j, t)| common::json_value(j, *t)).collect();
         let active: Vec<bool> = ptypes.iter().map(|t| t.elem == Scalar::F64).collect();
-        let plain = arrayad_ad::derive(&program, fid, &active).unwrap();
+        let plain = common::ad::derive(&program, fid, &active).unwrap();
         let opts = arrayad_ad::AdOptions { checkpoint: true };
-        let cp = arrayad_ad::derive_with(&program, fid, &active, opts).unwrap();
+        let cp = common::ad::derive_with(&program, fid, &active, opts).unwrap();
         arrayad_ir::verify::verify_function(&cp.vjp, None)
             .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(&cp.vjp, None)));
         let reference = interp::run(&program, fid, &args).unwrap();

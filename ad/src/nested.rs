@@ -4,7 +4,7 @@
 //!
 //! Each stub becomes the forward or reverse derivative of its definition,
 //! with every f64 leaf of every parameter active, computed by the same
-//! pipeline as boundary derivatives ([`crate::prepare`], forward mode,
+//! pipeline as boundary derivatives ([`passes::prepare`], forward mode,
 //! unzipping). Stubs are expanded callees first (an iterative depth-first
 //! order of the call graph, a stub depending on its definition), so a
 //! definition that uses a derivative operator is differentiated with that
@@ -16,7 +16,7 @@
 //! Reverse mode of code that contains reverse-mode code (reverse over
 //! reverse) goes by forward columns (`reverse/by_columns.rs`).
 
-use crate::{forward, passes, prepare, reverse, AdError};
+use crate::{passes, reverse, AdError};
 use arrayad_ir::builder::Builder;
 use arrayad_ir::{Atom, Block, DiffOp, Expr, FuncId, Function, Program, Scalar, StmtKind, Type, VarId};
 
@@ -145,19 +145,13 @@ fn expand(p: &Program, op: DiffOp, of: FuncId, stub: &Function) -> Result<Functi
     let def = p.func(of);
     let active = crate::active_leaves(&def.signature, None);
     crate::check_size(p, of)?;
-    let prim = prepare(p, of);
+    let prim = passes::prepare(p, of);
     let n_params = prim.params.len();
     let n_results = prim.result_types.len();
     let mut g = match op {
-        DiffOp::Jvp => {
-            let j = forward::jvp_function(&prim, &active)?;
-            let mut g = j.func;
-            passes::dce::dce_assuming_safe(&mut g, &j.linear);
-            g
-        }
+        DiffOp::Jvp => crate::linearize(&prim, &active)?.func,
         DiffOp::Vjp | DiffOp::Grad => {
-            let mut j = forward::jvp_function(&prim, &active)?;
-            passes::dce::dce_assuming_safe(&mut j.func, &j.linear);
+            let j = crate::linearize(&prim, &active)?;
             if reverse::has_reverse_code(&prim) {
                 reverse::by_columns::vjp_function(&j, &prim, &stub.name)
             } else {

@@ -1,8 +1,16 @@
 //! Reverse and forward mode on hand-built IR, checked against finite
 //! differences with the reference interpreter.
 
+use arrayad_ad::{AdOptions, Which};
 use arrayad_ir::builder::Builder;
 use arrayad_ir::*;
+
+/// The derivative `which` of definition `id`, from its prepared primal.
+fn derived(p: &Program, id: FuncId, active: &[bool], which: Which) -> Function {
+    let primal = passes::prepare(p, id);
+    let mut d = arrayad_ad::derive(&primal, active, AdOptions::default(), &[which]).unwrap();
+    d.take(which).unwrap()
+}
 
 fn func(name: &str, params: &[(&str, Type)]) -> Function {
     let mut f = Function {
@@ -79,7 +87,7 @@ fn vjp_matches_finite_differences() {
     verify::verify_program(&p).unwrap();
     let x = vec![0.3, -1.2, 0.7, 2.0];
     let y = 0.4;
-    let vjp = arrayad_ad::vjp(&p, FuncId(0), &[true, true]).unwrap();
+    let vjp = derived(&p, FuncId(0), &[true, true], Which::Vjp);
     verify::verify_function(&vjp, None).unwrap_or_else(|e| panic!("{e}\n{}", printer::print_function(&vjp, None)));
     let vp = Program { file: "t.arr".into(), funcs: vec![vjp] };
     let args = [Value::Array(ArrayValue::f64(vec![4], x.clone()).unwrap()), Value::F64(y), Value::F64(1.0)];
@@ -99,7 +107,7 @@ fn vjp_matches_finite_differences() {
     let fd = (eval(&p, &x, y + h) - eval(&p, &x, y - h)) / (2.0 * h);
     assert!((fd - gy).abs() < 1e-6, "y: fd {fd} vjp {gy}");
 
-    let jvp = arrayad_ad::jvp(&p, FuncId(0), &[true, true]).unwrap();
+    let jvp = derived(&p, FuncId(0), &[true, true], Which::Jvp);
     verify::verify_function(&jvp, None).unwrap();
     let jp = Program { file: "t.arr".into(), funcs: vec![jvp] };
     let t = vec![0.5, -0.25, 1.0, 0.125];
@@ -118,14 +126,14 @@ fn vjp_matches_finite_differences() {
 #[test]
 fn print_vjp() {
     let p = sample();
-    let vjp = arrayad_ad::vjp(&p, FuncId(0), &[true, true]).unwrap();
+    let vjp = derived(&p, FuncId(0), &[true, true], Which::Vjp);
     println!("{}", printer::print_function(&vjp, None));
 }
 
 #[test]
 fn delta_program_prints_scale_and_index() {
     let p = sample();
-    let j = arrayad_ad::linearize(&p, FuncId(0), &[true, true]).unwrap();
+    let j = arrayad_ad::linearize(&arrayad_ir::passes::prepare(&p, FuncId(0)), &[true, true]).unwrap();
     let text = arrayad_ad::print_delta(&j);
     assert!(text.contains("Scale("), "{text}");
     assert!(text.contains("Index("), "{text}");
@@ -140,8 +148,8 @@ fn print_gmm() {
     let fid = p.find("gmm").unwrap();
     let active =
         arrayad_ad::active_leaves(&p.func(fid).signature, Some(&["alphas".into(), "means".into(), "icf".into()]));
-    let prim = arrayad_ad::prepare(&p, fid);
+    let prim = arrayad_ir::passes::prepare(&p, fid);
     println!("{}", printer::print_function(&prim, None));
-    let vjp = arrayad_ad::vjp(&p, fid, &active).unwrap();
+    let vjp = derived(&p, fid, &active, Which::Vjp);
     println!("{}", printer::print_function(&vjp, None));
 }

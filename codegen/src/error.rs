@@ -32,6 +32,10 @@ pub enum CodegenError {
         /// What went wrong.
         message: String,
     },
+    /// The backend is not part of this build (LLVM without the cargo
+    /// feature `llvm`): [`crate::NO_LLVM`].
+    #[error("{0}")]
+    Unavailable(&'static str),
     /// The host or target is not supported (e.g. not 64-bit).
     #[error("codegen: unsupported target: {0}")]
     Target(String),

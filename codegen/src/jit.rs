@@ -7,9 +7,6 @@ use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Type, V
 use arrayad_runtime::{Ctx, OwnedCtx};
 use smallvec::SmallVec;
 
-/// Per compiled function, in order: its entry address and its backend IR.
-pub(crate) type Entries = Vec<(*const u8, String)>;
-
 /// The machine-code signature of every compiled function.
 type RawFn = unsafe extern "C" fn(*mut Ctx, *const u64, *mut u64) -> i32;
 
@@ -22,13 +19,6 @@ struct JitFunction {
     text: String,
 }
 
-/// The executable memory of a module, per backend.
-enum Code {
-    Cranelift(#[allow(dead_code)] Box<crate::clif::jit::ClifCode>),
-    #[cfg(feature = "llvm")]
-    Llvm(#[allow(dead_code)] crate::llvm::jit::LlvmCode),
-}
-
 /// Functions compiled to machine code in this process, callable by name.
 ///
 /// The code is immutable once compiled; every call gets its own context
@@ -38,7 +28,7 @@ pub struct JitModule {
     // (Looked up by name linearly: a module holds a few functions, and
     // comparing a short name beats hashing it on every call.)
     funcs: Vec<(String, JitFunction)>,
-    _code: Code,
+    _code: crate::backend::JitCode,
     backend: Backend,
     /// The most bytes of arena and tape a call may hold (None: the
     /// runtime's default, [`OwnedCtx::default_limit`]).
@@ -96,19 +86,7 @@ impl JitModule {
                 });
             }
         }
-        let (code, compiled) = match backend {
-            Backend::Cranelift => {
-                let (code, c) = crate::clif::jit::compile(file, funcs)?;
-                (Code::Cranelift(Box::new(code)), c)
-            }
-            #[cfg(feature = "llvm")]
-            Backend::Llvm => {
-                let (code, c) = crate::llvm::jit::compile(options, file, funcs)?;
-                (Code::Llvm(code), c)
-            }
-            #[cfg(not(feature = "llvm"))]
-            Backend::Llvm => return Err(CodegenError::Target(crate::NO_LLVM.into())),
-        };
+        let (code, compiled) = crate::backend::generator(backend)?.compile_jit(options, file, funcs)?;
         let mut map = Vec::with_capacity(funcs.len());
         for (f, (ptr, text)) in funcs.iter().zip(compiled) {
             if ptr.is_null() {

@@ -32,6 +32,7 @@
 //! message template with `FILE:LINE:COL`, the offending values) and return
 //! its kind.
 
+mod backend;
 mod cabi;
 mod clif;
 mod error;
@@ -67,7 +68,7 @@ use arrayad_ir::{Function, Signature};
 ///   params;
 /// - `vjp_rows` (for `f_jacobian`): as `vjp`, but every cotangent, in and
 ///   out, has one more leading axis, the `R` rows
-///   (`arrayad_ad::vjp_rows`).
+///   (`arrayad_ad::Which::VjpRows`).
 #[derive(Clone, Debug)]
 pub struct ExportedFunction {
     /// The definition's name (the C name of the primal function).

@@ -16,11 +16,14 @@ pub enum Backend {
 impl Backend {
     /// The backends this build of arrayad has, Cranelift first.
     pub fn available() -> Vec<Backend> {
-        let mut v = vec![Backend::Cranelift];
-        if cfg!(feature = "llvm") {
-            v.push(Backend::Llvm);
-        }
-        v
+        [Backend::Cranelift, Backend::Llvm].into_iter().filter(|b| b.check_available().is_ok()).collect()
+    }
+
+    /// Whether this build has the backend.
+    ///
+    /// Errors: [`CodegenError::Unavailable`], saying how to get it.
+    pub fn check_available(self) -> Result<(), CodegenError> {
+        crate::backend::generator(self).map(|_| ())
     }
 
     /// Its name on the command line.

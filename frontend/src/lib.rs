@@ -58,7 +58,6 @@ pub use span::Span;
 use codes::Code;
 use diagnostics::Diagnostic;
 use span::LineIndex;
-use std::sync::Mutex;
 
 /// Parses and checks a whole file and lowers every definition to the IR
 /// (one function per definition, in source order).
@@ -108,37 +107,13 @@ fn guarded<T: Send>(
     source: &str,
     work: impl FnOnce() -> Result<T, Vec<Diagnostic>> + Send,
 ) -> Result<T, Diagnostics> {
-    let slot = Mutex::new(Some(work));
-    let take = || slot.lock().ok().and_then(|mut w| w.take());
-    let run = || take().map(|w| std::panic::catch_unwind(std::panic::AssertUnwindSafe(w)));
-    let outcome = std::thread::scope(|s| {
-        let spawned =
-            std::thread::Builder::new().name("arrayad-frontend".into()).stack_size(STACK_SIZE).spawn_scoped(s, run);
-        match spawned {
-            Ok(handle) => handle.join().ok().flatten(),
-            // No thread available: run here, on the caller's stack.
-            Err(_) => run(),
-        }
-    });
-    match outcome {
-        Some(Ok(Ok(value))) => Ok(value),
-        Some(Ok(Err(diags))) => Err(Diagnostics::new(file, source, diags)),
-        Some(Err(panic)) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(Diagnostics::new(
-                file,
-                source,
-                vec![Diagnostic::new(Code::Internal, Span::default(), format!("internal compiler error: {what}"))],
-            ))
-        }
-        None => Err(Diagnostics::new(
-            file,
-            source,
-            vec![Diagnostic::new(Code::Internal, Span::default(), "internal compiler error: the frontend did not run")],
-        )),
+    let internal = |what: String| {
+        let d = Diagnostic::new(Code::Internal, Span::default(), format!("internal compiler error: {what}"));
+        Diagnostics::new(file, source, vec![d])
+    };
+    match arrayad_ir::stack::on_big_stack("arrayad-frontend", STACK_SIZE, work) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(diags)) => Err(Diagnostics::new(file, source, diags)),
+        Err(panic) => Err(internal(arrayad_ir::stack::panic_message(&*panic))),
     }
 }

@@ -97,7 +97,7 @@ pub static EMPTY_EXTENTS_EXCUSED: std::sync::atomic::AtomicU64 = std::sync::atom
 fn empty_extents_differ(c: &Compiled, args: &[Value], jit: &Result<Vec<Value>, Error>) -> bool {
     let prog = c.jit.program();
     let Some(id) = prog.find("f") else { return false };
-    let prepared = arrayad_ad::prepare(prog, id);
+    let prepared = arrayad_ir::passes::prepare(prog, id);
     let p = arrayad_ir::Program { file: prog.file.clone(), funcs: vec![prepared] };
     let on_prepared = arrayad_ir::interp::run(&p, arrayad_ir::FuncId(0), args).map_err(Error::from);
     let excused = differ("primal", ("interpreter", &on_prepared), ("JIT", jit), values_eq(1e-12)).is_none();

@@ -16,6 +16,7 @@ pub mod printer;
 pub mod program;
 pub mod shape;
 pub mod size;
+pub mod stack;
 pub mod types;
 pub mod typing;
 pub mod value;

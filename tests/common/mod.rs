@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+#[path = "../support/ad.rs"]
+pub mod ad;
 pub mod generate;
 
 use arrayad_codegen::{Backend, JitModule, TargetOptions};
@@ -176,16 +178,14 @@ pub fn check_case(case: &Case) -> Vec<f64> {
     // Values: source program, optimised program, JIT.
     let reference =
         interp::run(&program, fid, &args).unwrap_or_else(|e| panic!("{}:{} interp: {e}", case.file, case.func));
-    let prim = arrayad_ad::prepare(&program, fid);
+    let prim = ad::prepare(&program, fid).unwrap();
     arrayad_ir::verify::verify_function(&prim, None).unwrap_or_else(|e| panic!("{e}"));
     let single = |f: arrayad_ir::Function| Program { file: case.file.clone(), funcs: vec![f] };
     let optimised = interp::run(&single(prim.clone()), FuncId(0), &args).unwrap();
     assert_values("optimised interp", case, &optimised, &reference, 1e-12);
 
-    let jvp =
-        arrayad_ad::jvp(&program, fid, &active).unwrap_or_else(|e| panic!("{}:{} jvp: {e}", case.file, case.func));
-    let vjp =
-        arrayad_ad::vjp(&program, fid, &active).unwrap_or_else(|e| panic!("{}:{} vjp: {e}", case.file, case.func));
+    let jvp = ad::jvp(&program, fid, &active).unwrap_or_else(|e| panic!("{}:{} jvp: {e}", case.file, case.func));
+    let vjp = ad::vjp(&program, fid, &active).unwrap_or_else(|e| panic!("{}:{} vjp: {e}", case.file, case.func));
     for f in [&jvp, &vjp] {
         arrayad_ir::verify::verify_function(f, None)
             .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(f, None)));
@@ -378,9 +378,9 @@ pub fn check_jacobian(case: &Case) -> usize {
         return 0;
     }
 
-    let vjp = arrayad_ad::vjp(&program, fid, &active).unwrap_or_else(|e| panic!("{what} vjp: {e}"));
-    let jvp = arrayad_ad::jvp(&program, fid, &active).unwrap_or_else(|e| panic!("{what} jvp: {e}"));
-    let rows_f = arrayad_ad::vjp_rows(&program, fid, &active).unwrap_or_else(|e| panic!("{what} vjp_rows: {e}"));
+    let vjp = ad::vjp(&program, fid, &active).unwrap_or_else(|e| panic!("{what} vjp: {e}"));
+    let jvp = ad::jvp(&program, fid, &active).unwrap_or_else(|e| panic!("{what} jvp: {e}"));
+    let rows_f = ad::vjp_rows(&program, fid, &active).unwrap_or_else(|e| panic!("{what} vjp_rows: {e}"));
     assert_eq!(rows_f.name, format!("{}_vjp_rows", case.func));
     arrayad_ir::verify::verify_function(&rows_f, None)
         .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(&rows_f, None)));

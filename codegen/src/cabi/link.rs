@@ -131,13 +131,7 @@ fn extra_c_flags() -> Vec<String> {
 
 /// The object code of `funcs` (symbol, IR) for `opts`.
 fn compile_object(opts: &LinkOptions, file: &str, funcs: &[(String, &Function)]) -> Result<Vec<u8>, CodegenError> {
-    match opts.backend {
-        Backend::Cranelift => crate::clif::object::compile_object(&opts.target, file, funcs),
-        #[cfg(feature = "llvm")]
-        Backend::Llvm => crate::llvm::object::compile_object(&opts.target, file, funcs),
-        #[cfg(not(feature = "llvm"))]
-        Backend::Llvm => Err(CodegenError::Target(crate::NO_LLVM.into())),
-    }
+    crate::backend::generator(opts.backend)?.compile_object(&opts.target, file, funcs)
 }
 
 /// Runs the C compiler (`cc`, for messages) as `command`; its output

@@ -1,8 +1,8 @@
 //! Cranelift JIT: machine code for IR functions in this process.
 
 use super::{define_functions, isa};
+use crate::backend::Entries;
 use crate::error::CodegenError;
-use crate::jit::Entries;
 use crate::target::TargetOptions;
 use arrayad_runtime::Callee;
 use cranelift_jit::{JITBuilder, JITModule};

@@ -23,6 +23,31 @@ use cranelift_module::{DataId, FuncId, Linkage, Module};
 use imports::Imports;
 use std::collections::HashMap;
 
+/// The Cranelift backend ([`crate::backend::CodegenBackend`]).
+pub(crate) struct Cranelift;
+
+impl crate::backend::CodegenBackend for Cranelift {
+    fn compile_jit(
+        &self,
+        _options: &TargetOptions,
+        file: &str,
+        funcs: &[arrayad_ir::Function],
+    ) -> std::result::Result<(crate::backend::JitCode, crate::backend::Entries), CodegenError> {
+        // Cranelift compiles for the host's features whatever CPU is named.
+        let (code, entries) = jit::compile(file, funcs)?;
+        Ok((Box::new(code), entries))
+    }
+
+    fn compile_object(
+        &self,
+        options: &TargetOptions,
+        file: &str,
+        funcs: &[(String, &arrayad_ir::Function)],
+    ) -> std::result::Result<Vec<u8>, CodegenError> {
+        object::compile_object(options, file, funcs)
+    }
+}
+
 /// The ISA for `target` (the host's when it names none; `opt_level=none`,
 /// see below); `pic` for shared-library objects.
 pub(crate) fn isa(target: &TargetOptions, pic: bool) -> Result<OwnedTargetIsa> {

@@ -3,8 +3,8 @@
 //! addresses in this process (the C library's resolve as usual).
 
 use super::{build_module, llvm_err, target_machine};
+use crate::backend::Entries;
 use crate::error::CodegenError;
-use crate::jit::Entries;
 use crate::target::TargetOptions;
 use arrayad_runtime::Callee;
 use inkwell::context::Context;

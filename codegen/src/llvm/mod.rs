@@ -29,6 +29,30 @@
 pub(crate) mod jit;
 pub(crate) mod object;
 
+/// The LLVM backend ([`crate::backend::CodegenBackend`]).
+pub(crate) struct Llvm;
+
+impl crate::backend::CodegenBackend for Llvm {
+    fn compile_jit(
+        &self,
+        options: &TargetOptions,
+        file: &str,
+        funcs: &[arrayad_ir::Function],
+    ) -> std::result::Result<(crate::backend::JitCode, crate::backend::Entries), CodegenError> {
+        let (code, entries) = jit::compile(options, file, funcs)?;
+        Ok((Box::new(code), entries))
+    }
+
+    fn compile_object(
+        &self,
+        options: &TargetOptions,
+        file: &str,
+        funcs: &[(String, &arrayad_ir::Function)],
+    ) -> std::result::Result<Vec<u8>, CodegenError> {
+        object::compile_object(options, file, funcs)
+    }
+}
+
 use crate::error::CodegenError;
 use crate::lower::emit::{Conv, Emitter, FloatCC, FloatOp, FloatUnary, IntCC, IntOp, Mem, Ty};
 use crate::lower::{self, Result};

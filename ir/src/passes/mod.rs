@@ -16,7 +16,17 @@ pub mod scalarize;
 pub mod simplify;
 pub mod unroll;
 
-use crate::program::Function;
+use crate::program::{FuncId, Function, Program};
+
+/// The primal of `func` ready for differentiation and code generation:
+/// every call inlined ([`inline::inline_all`]), then [`optimize`]d. Check
+/// its size first with [`inline::check_inlining`] (inlining a program
+/// that crosses the limits is refused there with a located error).
+pub fn prepare(program: &Program, func: FuncId) -> Function {
+    let mut f = inline::inline_all(program, func);
+    optimize(&mut f);
+    f
+}
 
 /// Simplify, fuse, CSE and DCE to a fixed point (a few rounds at most).
 /// Semantics, including every run-time error, are preserved.

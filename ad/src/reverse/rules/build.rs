@@ -1,0 +1,58 @@
+//! The reverse of a `build` (a `for` comprehension): a backward effect
+//! loop over the rows, each popping its residuals and running the body's
+//! Delta bindings backward into the row's cotangent view.
+
+use crate::reverse::*;
+
+impl Rev<'_> {
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::reverse) fn build_rule(
+        &mut self,
+        vars: &[VarId],
+        n: Atom,
+        index: VarId,
+        body: &Block,
+        loc: Loc,
+        fwd: &mut Vec<Stmt>,
+        chunk: &mut Vec<Stmt>,
+    ) -> Result<(), AdError> {
+        let ib = self.new_var("i", Type::I64);
+        let mut seeds = Vec::new();
+        for (k, v) in vars.iter().enumerate() {
+            if self.linear.contains(v) {
+                let c = self.ct[v];
+                seeds.push(Seed {
+                    target: body.results[k],
+                    value: Expr::Index { array: c, indices: vec![Atom::Var(ib)] },
+                    alias: true,
+                    live: None,
+                    owned: false,
+                });
+            }
+        }
+        let saved = std::mem::take(&mut self.pending);
+        self.for_depth += 1;
+        let body_result = self.block(body, true, &[index], &[(index, ib)], vec![], seeds);
+        self.for_depth -= 1;
+        let (fbody, bbody) = body_result?;
+        self.flush_pending(saved, chunk);
+        // The backward loop reads the rows of the result's cotangents.
+        for v in vars.iter().filter(|v| self.linear.contains(v)) {
+            self.need_live(*v, chunk);
+        }
+        let pvars: Vec<VarId> = vars.iter().copied().filter(|v| !self.linear.contains(v)).collect();
+        let presults: Vec<Atom> =
+            vars.iter().zip(&body.results).filter(|(v, _)| !self.linear.contains(v)).map(|(_, r)| *r).collect();
+        let fblock = Block { stmts: fbody, results: presults };
+        if !pvars.is_empty() {
+            fwd.push(Stmt { kind: StmtKind::Let { vars: pvars, expr: Expr::Build { n, index, body: fblock } }, loc });
+        } else if arrayad_ir::passes::dce::block_has_effect(&fblock) {
+            fwd.push(Stmt { kind: StmtKind::For { n, index, reverse: false, body: fblock }, loc });
+        }
+        chunk.push(Stmt {
+            kind: StmtKind::For { n, index: ib, reverse: true, body: Block { stmts: bbody, results: vec![] } },
+            loc,
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,7 @@
+//! The reverse-mode rule of each structured construct, one module per
+//! construct (as Futhark's `Rev.hs` dispatches to `Rev/Loop.hs`, ...).
+
+mod branch;
+mod build;
+mod loops;
+mod update;

@@ -1,0 +1,55 @@
+//! The code generators at module level: [`CodegenBackend`] turns a set of
+//! IR functions into JIT code or an object file, beside the lowering's
+//! per-instruction [`Emitter`](crate::lower::emit::Emitter) (as rustc's
+//! `CodegenBackend` sits beside its `BuilderMethods`). [`generator`] is the
+//! one place that knows which backends this build has: adding a backend
+//! is a variant of [`Backend`], an `Emitter` and an implementation of this
+//! trait.
+
+use crate::error::CodegenError;
+use crate::target::{Backend, TargetOptions};
+use arrayad_ir::Function;
+
+/// Per compiled function, in order: its entry address and its backend IR.
+pub(crate) type Entries = Vec<(*const u8, String)>;
+
+/// The owner of a JIT module's executable memory: dropping it frees the
+/// code ([`crate::JitModule`] drops it only when no call can run).
+pub(crate) type JitCode = Box<dyn std::any::Any>;
+
+/// A code generator for whole modules.
+pub(crate) trait CodegenBackend: Sync {
+    /// Compiles `funcs` (verified, call-free IR) into executable memory
+    /// for this machine (`options.cpu` and `options.fast_math` as the
+    /// backend honours them): the code's owner, and per function its entry
+    /// address and backend IR.
+    fn compile_jit(
+        &self,
+        options: &TargetOptions,
+        file: &str,
+        funcs: &[Function],
+    ) -> Result<(JitCode, Entries), CodegenError>;
+
+    /// The object file (ELF, position-independent, hidden symbols) of
+    /// `funcs`, each under its symbol name, for `options.triple`.
+    fn compile_object(
+        &self,
+        options: &TargetOptions,
+        file: &str,
+        funcs: &[(String, &Function)],
+    ) -> Result<Vec<u8>, CodegenError>;
+}
+
+/// The code generator of `backend`.
+///
+/// Errors: [`CodegenError::Unavailable`] for LLVM in a build without the
+/// `llvm` feature.
+pub(crate) fn generator(backend: Backend) -> Result<&'static dyn CodegenBackend, CodegenError> {
+    match backend {
+        Backend::Cranelift => Ok(&crate::clif::Cranelift),
+        #[cfg(feature = "llvm")]
+        Backend::Llvm => Ok(&crate::llvm::Llvm),
+        #[cfg(not(feature = "llvm"))]
+        Backend::Llvm => Err(CodegenError::Unavailable(crate::NO_LLVM)),
+    }
+}

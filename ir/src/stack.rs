@@ -1,0 +1,76 @@
+//! Work on a thread with a large stack.
+//!
+//! The compiler recurses over the nesting of the program (the frontend over
+//! expressions, differentiation and code generation over blocks, the
+//! evaluators over blocks and calls). Each of those bounds its depth and
+//! runs on a thread whose stack holds that depth whatever the caller's
+//! (a spawned Rust thread has 2 MiB): [`on_big_stack`] is the one place
+//! such a thread is made. Only the stack pages used are ever touched.
+
+use std::any::Any;
+use std::sync::Mutex;
+
+/// A caught panic: the payload `std::panic::catch_unwind` gives.
+pub type Panic = Box<dyn Any + Send>;
+
+/// Runs `f` on a new thread called `name` with a stack of `stack_size`
+/// bytes and returns its result, or the payload of its panic (a bug: the
+/// caller reports it with [`panic_message`], or resumes it). When no
+/// thread can be started, `f` runs on the calling thread instead.
+pub fn on_big_stack<R: Send>(name: &str, stack_size: usize, f: impl FnOnce() -> R + Send) -> Result<R, Panic> {
+    let slot = Mutex::new(Some(f));
+    // A poisoned lock only means a panic while the closure was taken.
+    let take = || slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let run = || take().map(|f| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    let outcome = std::thread::scope(|s| {
+        match std::thread::Builder::new().name(name.into()).stack_size(stack_size).spawn_scoped(s, run) {
+            Ok(handle) => handle.join().unwrap_or_else(|panic| Some(Err(panic))),
+            Err(_) => None,
+        }
+    });
+    match outcome {
+        Some(result) => result,
+        // The thread could not be started: `f` is still in the slot.
+        None => match run() {
+            Some(result) => result,
+            None => Err(Box::new("the work given to a big-stack thread did not run")),
+        },
+    }
+}
+
+/// The message of a panic payload (`&str` or `String`, else "unknown
+/// panic").
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_and_panic_come_back() {
+        assert_eq!(on_big_stack("t", 1 << 20, || 41 + 1).ok(), Some(42));
+        let p = on_big_stack("t", 1 << 20, || -> u32 { panic!("boom {}", 7) }).err().map(|p| panic_message(&*p));
+        assert_eq!(p.as_deref(), Some("boom 7"));
+    }
+
+    #[test]
+    fn deep_recursion_fits() {
+        fn depth(n: u64) -> u64 {
+            let pad = [n; 64];
+            if n == 0 {
+                0
+            } else {
+                1 + depth(std::hint::black_box(pad)[0] - 1)
+            }
+        }
+        assert_eq!(on_big_stack("deep", 256 << 20, || depth(100_000)).ok(), Some(100_000));
+    }
+}

@@ -1,0 +1,452 @@
+//! The compilation pipeline, in one place: source -> program (derivative
+//! operators expanded) -> prepared primal per definition -> derivatives ->
+//! code. [`crate::Module`] (and through it `arrayad run` and the Python
+//! package), `arrayad build` and `arrayad emit` all go through these
+//! functions, so every step has one implementation, one set of checks and
+//! one wording of its errors.
+//!
+//! - [`load`]: the frontend, then `arrayad_ad::expand_derivatives`.
+//! - [`prepare`]: the size check (`passes::inline::check_inlining`) and
+//!   `arrayad_ir::passes::prepare` (calls inlined, optimised).
+//! - [`derive`], [`hvp`]: the AD transformations on a prepared primal.
+//! - [`export`]: what a shared library needs of one definition.
+//!
+//! The command line is built on this module (it is public for such tools);
+//! a program that calls compiled functions wants [`crate::Module`].
+//!
+//! - `Def` and `Derived`: the lazy caches of a module (prepared primal,
+//!   derivatives per active set, compiled code per kind), filled on first
+//!   use by `Inner::engine`.
+//! - `compiling`: the big-stack runner that differentiation and code
+//!   generation run on; `guard`: panics (bugs) as [`Error::Internal`].
+
+use crate::engine::{Engine, Kind};
+use crate::error::{Error, Warning};
+use crate::module::Inner;
+use arrayad_ad::{AdOptions, Derivatives, Which};
+use arrayad_codegen::{Entry, ExportedFunction};
+use arrayad_ir::{passes, FuncId, Function, Program, Scalar, SrcType};
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+// ---- source to program ------------------------------------------------------
+
+/// Reads a source file; the name in messages is the path as given.
+///
+/// Errors: [`Error::Io`] when it cannot be read; a file that is not valid
+/// UTF-8 is an [`Error::Compile`] at its first invalid byte, rendered like
+/// every diagnostic (from the lossily decoded text).
+pub fn read_source(path: &Path) -> Result<(String, String), Error> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("cannot read {name}: {e}")))?;
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok((name, s)),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(e.as_bytes());
+            let bad = text.get(at..).and_then(|t| t.chars().next()).map_or(0, char::len_utf8);
+            let d = arrayad_frontend::Diagnostics::single(
+                &name,
+                &text,
+                arrayad_frontend::codes::Code::NotUtf8,
+                at..at + bad,
+                "the file is not valid UTF-8",
+            );
+            Err(d.into())
+        }
+    }
+}
+
+/// The program of `source` (a file called `name` in messages), its
+/// derivative operators expanded ([`expand`]).
+///
+/// Errors: [`Error::Compile`] with the diagnostics.
+pub fn load(name: &str, source: &str) -> Result<Program, Error> {
+    let program = guard(|| arrayad_frontend::compile(name, source).map_err(Error::from))?;
+    expand(&program)
+}
+
+/// `program` with each `grad`, `vjp` and `jvp` inside a definition turned
+/// into a definition of its own (`arrayad_ad::expand_derivatives`).
+pub fn expand(program: &Program) -> Result<Program, Error> {
+    compiling(|| Ok(arrayad_ad::expand_derivatives(program)?))
+}
+
+/// The definition called `name`.
+///
+/// Errors: [`Error::Usage`] naming the definitions there are.
+pub fn find(program: &Program, name: &str) -> Result<FuncId, Error> {
+    program.find(name).ok_or_else(|| {
+        let names: Vec<&str> = program.definitions().map(|id| program.func(id).name.as_str()).collect();
+        Error::Usage(format!(
+            "no definition `{name}` in {} (it defines: {})",
+            program.file,
+            if names.is_empty() { "nothing".into() } else { names.join(", ") }
+        ))
+    })
+}
+
+/// Checks that every `wrt` name is a parameter of one of `funcs` (`None`:
+/// of any definition).
+///
+/// Errors: [`Error::Usage`] for the first name that is none.
+pub fn check_wrt(program: &Program, funcs: Option<&[FuncId]>, wrt: Option<&[String]>) -> Result<(), Error> {
+    let has = |id: FuncId, name: &String| program.func(id).signature.params.iter().any(|p| &p.name == name);
+    for name in wrt.unwrap_or(&[]) {
+        let (known, which) = match funcs {
+            None => (program.definitions().any(|id| has(id, name)), format!("any definition in {}", program.file)),
+            Some(ids) => {
+                let names: Vec<&str> = ids.iter().map(|&id| program.func(id).name.as_str()).collect();
+                let which = match names.as_slice() {
+                    [one] => format!("`{one}`"),
+                    _ => format!("the definitions {}", names.join(", ")),
+                };
+                (ids.iter().any(|&id| has(id, name)), which)
+            }
+        };
+        if !known {
+            return Err(Error::Usage(format!("--wrt `{name}` matches no parameter of {which}")));
+        }
+    }
+    Ok(())
+}
+
+// ---- program to IR ----------------------------------------------------------
+
+/// The primal of definition `id` ready for differentiation and code
+/// generation (`arrayad_ir::passes::prepare`: calls inlined, optimised),
+/// its size checked first.
+///
+/// Errors: [`Error::Usage`] naming the call that crosses an inlining
+/// limit.
+pub fn prepare(program: &Program, id: FuncId) -> Result<Function, Error> {
+    compiling(|| {
+        passes::inline::check_inlining(program, id).map_err(|e| Error::Usage(e.located(program)))?;
+        Ok(passes::prepare(program, id))
+    })
+}
+
+/// Checks that the definitions `ids` stay within the compiler's limits
+/// each and, together, within those of one shared library, in time linear
+/// in the program.
+///
+/// Errors: [`Error::Usage`] naming the call that crosses a limit.
+pub fn check_sizes(program: &Program, ids: &[FuncId]) -> Result<(), Error> {
+    passes::inline::InlineCosts::new(program, ids).check_all(ids).map_err(|e| Error::Usage(e.located(program)))
+}
+
+/// The derivatives `wanted` of a prepared primal with the IR params marked
+/// in `active` differentiated, from one linearisation
+/// (`arrayad_ad::derive`).
+///
+/// Errors: [`Error::Usage`] for a derivative arrayad does not compute;
+/// [`Error::Internal`] for a bug.
+pub fn derive(primal: &Function, active: &[bool], opts: AdOptions, wanted: &[Which]) -> Result<Derivatives, Error> {
+    compiling(|| Ok(arrayad_ad::derive(primal, active, opts, wanted)?))
+}
+
+/// The Hessian-vector product of a prepared primal with one f64 result,
+/// from its vjp (`arrayad_ad::hvp`).
+///
+/// Errors: [`Error::Usage`] when the result is not one f64.
+pub fn hvp(primal: &Function, vjp: &Function, active: &[bool]) -> Result<Function, Error> {
+    compiling(|| Ok(arrayad_ad::hvp(primal, vjp, active)?))
+}
+
+/// The warnings of checkpointing for a prepared primal: one per loop its
+/// vjp leaves taped (`arrayad_ad::uncheckpointed_loops`), located in
+/// `file`.
+pub fn checkpoint_warnings(file: &str, primal: &Function, active: &[bool]) -> Result<Vec<Warning>, Error> {
+    let loops = compiling(|| Ok(arrayad_ad::uncheckpointed_loops(primal, active)?))?;
+    Ok(loops
+        .into_iter()
+        .map(|u| Warning { file: file.to_string(), line: u.loc.line, col: u.loc.col, message: u.reason })
+        .collect())
+}
+
+/// What `arrayad build` asks of each exported definition.
+pub struct ExportRequest<'a> {
+    /// The parameters differentiated (`None`: every one with f64 parts).
+    pub wrt: Option<&'a [String]>,
+    /// The C functions to define (`None`: every one the definition has).
+    pub entries: Option<&'a [Entry]>,
+    /// How reverse mode is compiled.
+    pub opts: AdOptions,
+}
+
+/// The IR a shared library needs of definition `id`: the prepared primal
+/// and the derivatives its entries need, from one linearisation; with the
+/// checkpointing warnings of its reverse mode.
+///
+/// Errors: as [`prepare`] and [`derive`].
+pub fn export(
+    program: &Program,
+    id: FuncId,
+    request: &ExportRequest<'_>,
+) -> Result<(ExportedFunction, Vec<Warning>), Error> {
+    let f = program.func(id);
+    let f64_result = f.signature.result == SrcType::Scalar(Scalar::F64);
+    let asked = |e: Entry| request.entries.is_none_or(|es| es.contains(&e));
+    let needed = |es: &[Entry]| es.iter().any(|e| asked(*e));
+    let hvp_wanted = f64_result && asked(Entry::Hvp);
+    let vjp_entry = needed(&[Entry::Vjp, Entry::Grad]);
+    let mut wanted = Vec::new();
+    if needed(&[Entry::Jvp, Entry::Jacobian]) {
+        wanted.push(Which::Jvp);
+    }
+    if vjp_entry || hvp_wanted {
+        wanted.push(Which::Vjp);
+    }
+    if asked(Entry::Jacobian) {
+        wanted.push(Which::VjpRows);
+    }
+    let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
+    let primal = prepare(program, id)?;
+    let warnings = if request.opts.checkpoint && (wanted.contains(&Which::Vjp) || wanted.contains(&Which::VjpRows)) {
+        checkpoint_warnings(&program.file, &primal, &leaves)?
+    } else {
+        Vec::new()
+    };
+    let mut d = derive(&primal, &leaves, request.opts, &wanted)?;
+    let hvp = match &d.vjp {
+        Some(v) if hvp_wanted => Some(hvp(&primal, v, &leaves)?),
+        _ => None,
+    };
+    let entries = request
+        .entries
+        .map(|es| es.iter().copied().filter(|e| f64_result || !matches!(e, Entry::Grad | Entry::Hvp)).collect());
+    // Without a `vjp` entry, the vjp derived for `hvp` alone is not
+    // exported as one.
+    let vjp = d.take(Which::Vjp).filter(|_| vjp_entry);
+    let export = ExportedFunction {
+        name: f.name.clone(),
+        signature: f.signature.clone(),
+        active: arrayad_ad::active_params(&f.signature, request.wrt),
+        entries,
+        primal,
+        jvp: d.take(Which::Jvp),
+        vjp,
+        vjp_rows: d.take(Which::VjpRows),
+        hvp,
+    };
+    Ok((export, warnings))
+}
+
+// ---- the caches of a module -------------------------------------------------
+
+/// One definition of a module and its lazily built IR and code.
+pub(crate) struct Def {
+    /// Its id in the program.
+    pub id: FuncId,
+    /// Which IR params (flattened leaves) are differentiated by default
+    /// ([`crate::Options::wrt`]).
+    pub default_active: Arc<[bool]>,
+    /// How its arguments are checked ([`crate::shapes::ArgPlan`]).
+    pub plan: crate::shapes::ArgPlan,
+    /// The names of its argument leaves ([`crate::Function::arg_names`]).
+    pub arg_names: Arc<[String]>,
+    /// The prepared primal ([`prepare`]), shared by every active set.
+    pub primal: OnceLock<Result<Function, Error>>,
+    /// The primal's code.
+    pub primal_code: OnceLock<Result<Engine, Error>>,
+    /// The derivatives for the default active set.
+    pub default: Derived,
+    /// The derivatives for other active sets ([`crate::Function::with_wrt`]).
+    pub others: Mutex<HashMap<Arc<[bool]>, Arc<Derived>>>,
+}
+
+/// The derivatives of a definition for one set of active parameters, each
+/// derived and compiled on first use.
+#[derive(Default)]
+pub(crate) struct Derived {
+    /// The jvp, vjp and many-row vjp IR, indexed by [`Which`]; those asked
+    /// for together ([`Inner::derive_together`]) come from one
+    /// linearisation.
+    pub ir: [OnceLock<Result<Function, Error>>; 3],
+    /// The Hessian-vector product IR, from the vjp.
+    pub hvp: OnceLock<Result<Function, Error>>,
+    /// The code of each [`Kind`] (the primal's slot unused: see
+    /// [`Def::primal_code`]).
+    pub code: [OnceLock<Result<Engine, Error>>; 5],
+}
+
+impl Def {
+    /// A definition of `program` with `default_active` differentiated.
+    pub(crate) fn new(program: &Program, id: FuncId, default_active: Vec<bool>) -> Def {
+        let sig = &program.func(id).signature;
+        Def {
+            id,
+            plan: crate::shapes::ArgPlan::new(sig),
+            arg_names: crate::shapes::param_leaves(sig).into_iter().map(|l| l.name).collect(),
+            default_active: default_active.into(),
+            primal: OnceLock::new(),
+            primal_code: OnceLock::new(),
+            default: Derived::default(),
+            others: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The derivatives of the active set `active`.
+    fn derived(&self, active: &Arc<[bool]>) -> DerivedRef<'_> {
+        if Arc::ptr_eq(active, &self.default_active) || **active == *self.default_active {
+            return DerivedRef::Default(&self.default);
+        }
+        // A poisoned lock only means another thread panicked while
+        // inserting; the map is still consistent.
+        let mut others = self.others.lock().unwrap_or_else(|p| p.into_inner());
+        DerivedRef::Other(others.entry(active.clone()).or_default().clone())
+    }
+}
+
+impl Inner {
+    fn ad_options(&self) -> AdOptions {
+        AdOptions { checkpoint: self.options.checkpoint }
+    }
+
+    /// The prepared primal of definition `index`.
+    pub(crate) fn prepared(&self, index: usize) -> Result<&Function, Error> {
+        let def = &self.defs[index];
+        def.primal.get_or_init(|| prepare(&self.program, def.id)).as_ref().map_err(Error::clone)
+    }
+
+    /// Derives the derivatives `wanted` of definition `index` for `active`
+    /// that are not derived yet, together (one linearisation).
+    pub(crate) fn derive_together(&self, index: usize, active: &Arc<[bool]>, wanted: &[Which]) -> Result<(), Error> {
+        let derived = self.defs[index].derived(active);
+        let d = derived.get();
+        let missing: Vec<Which> = wanted.iter().copied().filter(|w| d.ir[*w as usize].get().is_none()).collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let primal = self.prepared(index)?;
+        let mut all = derive(primal, active, self.ad_options(), &missing)?;
+        for w in missing {
+            if let Some(f) = all.take(w) {
+                // Another thread may have derived it meanwhile: the same IR.
+                let _ = d.ir[w as usize].set(Ok(f));
+            }
+        }
+        Ok(())
+    }
+
+    /// The IR of `kind` of definition `index` for `active` (`None`: the
+    /// primal on the interpreter, which runs the program as written).
+    fn ir(&self, index: usize, active: &Arc<[bool]>, kind: Kind, derived: &Derived) -> Result<Option<Function>, Error> {
+        let which = match kind {
+            Kind::Primal if self.options.backend == crate::Backend::Interp => return Ok(None),
+            Kind::Primal => return self.prepared(index).map(|p| Some(p.clone())),
+            Kind::Jvp => Which::Jvp,
+            Kind::Vjp | Kind::Hvp => Which::Vjp,
+            Kind::VjpRows => Which::VjpRows,
+        };
+        let one = derived.ir[which as usize].get_or_init(|| {
+            let primal = self.prepared(index)?;
+            let mut d = derive(primal, active, self.ad_options(), &[which])?;
+            d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
+        });
+        let f = one.as_ref().map_err(Error::clone)?;
+        if kind != Kind::Hvp {
+            return Ok(Some(f.clone()));
+        }
+        let h = derived.hvp.get_or_init(|| hvp(self.prepared(index)?, f, active));
+        h.as_ref().map(|f| Some(f.clone())).map_err(Error::clone)
+    }
+
+    /// The code of `kind` of definition `index` for `active`, built on
+    /// first use.
+    pub(crate) fn engine(&self, index: usize, active: &Arc<[bool]>, kind: Kind) -> Result<EngineRef<'_>, Error> {
+        let def = &self.defs[index];
+        let build = |derived: &Derived| -> Result<Engine, Error> {
+            compiling(|| {
+                let ir = self.ir(index, active, kind, derived)?;
+                Engine::build(&self.program, def.id, ir.as_ref(), &self.options)
+            })
+        };
+        if kind == Kind::Primal {
+            let e = def.primal_code.get_or_init(|| build(&Derived::default()));
+            return e.as_ref().map(EngineRef::Borrowed).map_err(Error::clone);
+        }
+        match def.derived(active) {
+            DerivedRef::Default(d) => {
+                let e = d.code[kind as usize].get_or_init(|| build(d));
+                e.as_ref().map(EngineRef::Borrowed).map_err(Error::clone)
+            }
+            DerivedRef::Other(d) => {
+                d.code[kind as usize].get_or_init(|| build(&d)).as_ref().map_err(Error::clone)?;
+                Ok(EngineRef::Shared(d, kind))
+            }
+        }
+    }
+
+    /// The checkpointing warnings of definition `index` for `active` (none
+    /// when the module does not checkpoint).
+    pub(crate) fn checkpoint_warnings(&self, index: usize, active: &[bool]) -> Result<Vec<Warning>, Error> {
+        if !self.options.checkpoint {
+            return Ok(Vec::new());
+        }
+        checkpoint_warnings(&self.program.file, self.prepared(index)?, active)
+    }
+}
+
+/// The derivatives of one active set: the default ones in the definition,
+/// or shared ones kept by the module for other sets.
+enum DerivedRef<'a> {
+    Default(&'a Derived),
+    Other(Arc<Derived>),
+}
+
+impl DerivedRef<'_> {
+    fn get(&self) -> &Derived {
+        match self {
+            DerivedRef::Default(d) => d,
+            DerivedRef::Other(d) => d,
+        }
+    }
+}
+
+/// Compiled code, borrowed from the definition or from a shared set.
+pub(crate) enum EngineRef<'a> {
+    Borrowed(&'a Engine),
+    Shared(Arc<Derived>, Kind),
+}
+
+impl EngineRef<'_> {
+    pub(crate) fn get(&self) -> &Engine {
+        match self {
+            EngineRef::Borrowed(e) => e,
+            EngineRef::Shared(d, k) => match d.code[*k as usize].get() {
+                Some(Ok(e)) => e,
+                // `Inner::engine` built it before making this reference.
+                _ => unreachable!("an engine reference to code that was not built"),
+            },
+        }
+    }
+}
+
+// ---- where the work runs ----------------------------------------------------
+
+/// The stack of the thread that compiles: differentiation and code
+/// generation recurse over the nesting of blocks, which inlining bounds
+/// (`arrayad_ir::passes::inline::MAX_INLINED_DEPTH`) but which may exceed
+/// what the caller's thread has (2 MiB for a spawned Rust thread). Only
+/// the pages used are ever touched.
+const COMPILE_STACK: usize = 256 << 20;
+
+/// Runs `f` (differentiation and compilation) on a thread with a large
+/// stack ([`COMPILE_STACK`], `arrayad_ir::stack::on_big_stack`), or here if
+/// no thread can be made, turning a panic into [`Error::Internal`].
+pub(crate) fn compiling<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
+    arrayad_ir::stack::on_big_stack("arrayad-compile", COMPILE_STACK, f).unwrap_or_else(|p| Err(internal_panic(p)))
+}
+
+/// Runs `f`, turning a panic (a bug in arrayad) into [`Error::Internal`].
+pub(crate) fn guard<T>(f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(internal_panic(p)))
+}
+
+/// A caught panic as an [`Error::Internal`].
+fn internal_panic(payload: arrayad_ir::stack::Panic) -> Error {
+    Error::Internal(format!("panic: {}", arrayad_ir::stack::panic_message(&*payload)))
+}
