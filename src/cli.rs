@@ -80,28 +80,12 @@ fn parse_entry(s: &str) -> Result<arrayad_codegen::Entry, String> {
     })
 }
 
-/// A memory size: bytes, or a number with a suffix K, M, G or T (powers of
-/// 1024).
+/// A memory limit ([`driver::parse_memory_size`]), positive.
 fn parse_memory_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (digits, shift) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let shift = match c.to_ascii_uppercase() {
-                'K' => 10,
-                'M' => 20,
-                'G' => 30,
-                'T' => 40,
-                _ => return Err(format!("`{s}`: the suffix must be K, M, G or T")),
-            };
-            (&t[..i], shift)
-        }
-        _ => (t, 0),
-    };
-    let n: u64 = digits.parse().map_err(|_| format!("`{s}` is not a size (bytes, or a number with K, M, G or T)"))?;
-    if n == 0 {
-        return Err("the memory limit must be positive".into());
+    match driver::parse_memory_size(s)? {
+        0 => Err("the memory limit must be positive".into()),
+        n => Ok(n),
     }
-    n.checked_mul(1u64 << shift).ok_or_else(|| format!("`{s}` is too large"))
 }
 
 /// Code generation options (LLVM).

@@ -234,6 +234,51 @@ pub fn export(
     Ok((export, warnings))
 }
 
+// ---- the environment ---------------------------------------------------------
+
+/// A memory size: bytes, or a number with a suffix K, M, G or T (powers of
+/// 1024), as `--max-memory`, `$ARRAYAD_MAX_MEMORY` and
+/// `$ARRAYAD_KEEP_MEMORY` take it.
+///
+/// Errors: the reason, quoting `s`.
+pub fn parse_memory_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let not_a_size = || format!("`{s}` is not a size (bytes, or a number with K, M, G or T)");
+    let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let shift = match &t[digits.len()..] {
+        "" => 0,
+        "k" | "K" => 10,
+        "m" | "M" => 20,
+        "g" | "G" => 30,
+        "t" | "T" => 40,
+        _ if digits.is_empty() => return Err(not_a_size()),
+        _ => return Err(format!("`{s}`: the suffix must be K, M, G or T")),
+    };
+    let n: u64 = digits.parse().map_err(|_| not_a_size())?;
+    n.checked_mul(1u64 << shift).ok_or_else(|| format!("`{s}` is too large"))
+}
+
+/// Checks the memory settings of the environment that compiled calls read
+/// (`$ARRAYAD_MAX_MEMORY`, positive, and `$ARRAYAD_KEEP_MEMORY`), so that a
+/// mistyped value is an error rather than silently the default.
+///
+/// Errors: [`Error::Usage`] naming the variable.
+pub fn check_memory_environment() -> Result<(), Error> {
+    for (var, positive) in [("ARRAYAD_MAX_MEMORY", true), ("ARRAYAD_KEEP_MEMORY", false)] {
+        let Some(value) = std::env::var_os(var) else { continue };
+        let value = value.to_string_lossy();
+        if value.is_empty() {
+            continue;
+        }
+        match parse_memory_size(&value) {
+            Ok(0) if positive => return Err(Error::Usage(format!("${var}: the memory limit must be positive"))),
+            Ok(_) => {}
+            Err(e) => return Err(Error::Usage(format!("${var}: {e}"))),
+        }
+    }
+    Ok(())
+}
+
 // ---- the caches of a module -------------------------------------------------
 
 /// One definition of a module and its lazily built IR and code.

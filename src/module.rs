@@ -143,6 +143,7 @@ impl Module {
     /// A module of `program`, whose derivative operators are expanded.
     fn with_program(program: Program, options: Options) -> Result<Module, Error> {
         driver::check_wrt(&program, None, options.wrt.as_deref())?;
+        driver::check_memory_environment()?;
         let defs = (0..program.funcs.len())
             .map(|i| {
                 let id = FuncId(i as u32);

@@ -309,3 +309,40 @@ int main(int argc, char **argv) {
     );
     assert!((grow as f64) < 1.25 * largest as f64, "peak RSS {grow} KB growing vs {largest} KB for the largest alone");
 }
+
+/// A malformed `$ARRAYAD_MAX_MEMORY` or `$ARRAYAD_KEEP_MEMORY` is a usage
+/// error (exit 2) naming the variable, not silently the default.
+#[test]
+fn malformed_memory_variables_are_usage_errors() {
+    let dir = scratch("limits", "env");
+    std::fs::write(dir.join("prog.arr"), PROGRAM).unwrap();
+    let run = |var: &str, value: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_arrayad"))
+            .args(["run", "prog.arr", "big", "--args", "[10]"])
+            .current_dir(&dir)
+            .env(var, value)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (var, value, says) in [
+        ("ARRAYAD_MAX_MEMORY", "2X", "the suffix must be K, M, G or T"),
+        ("ARRAYAD_MAX_MEMORY", "lots", "is not a size"),
+        ("ARRAYAD_MAX_MEMORY", "0", "must be positive"),
+        ("ARRAYAD_KEEP_MEMORY", "-1", "is not a size"),
+    ] {
+        let (code, _, stderr) = run(var, value);
+        assert_eq!(code, Some(2), "{var}={value}: {stderr}");
+        assert!(stderr.contains(&format!("${var}")) && stderr.contains(says), "{var}={value}: {stderr}");
+    }
+    // Well-formed values run (0 keeps nothing).
+    for (var, value) in [("ARRAYAD_MAX_MEMORY", "64M"), ("ARRAYAD_KEEP_MEMORY", "0")] {
+        let (code, stdout, stderr) = run(var, value);
+        assert_eq!(code, Some(0), "{var}={value}: {stderr}");
+        assert!(stdout.contains("\"value\""), "{stdout}");
+    }
+}
