@@ -217,6 +217,21 @@ impl Rev<'_> {
             return Ok((fwd, bwd));
         }
 
+        // A recomputable comprehension of scalars that the backward code
+        // reads only for its extent (a zero cotangent's shape) is not
+        // recomputed: its extent is its trip count.
+        let mut extents: HashMap<VarId, Vec<Atom>> = HashMap::new();
+        for v in &bound {
+            if let Some((Expr::Build { n, body, .. }, _)) = defs.get(v) {
+                if self.out.ty(*v).rank == 1 && body.results.len() == 1 && shape_only(&[], &bwd, *v) {
+                    extents.insert(*v, vec![*n]);
+                }
+            }
+        }
+        if !extents.is_empty() {
+            rewrite_shapes(&mut bwd, &extents);
+        }
+
         // Residuals: primal variables bound here that the backward code uses.
         let bound_set: HashSet<VarId> = bound.iter().copied().collect();
         let mut needed: HashSet<VarId> = HashSet::new();
@@ -263,7 +278,7 @@ impl Rev<'_> {
         }
         // An array the backward code reads only for its extents is not
         // taped (that would keep it alive): its extents are.
-        let mut shapes: HashMap<VarId, Vec<VarId>> = HashMap::new();
+        let mut shapes: HashMap<VarId, Vec<Atom>> = HashMap::new();
         let mut taped_slots = Vec::new();
         for v in taped {
             let ty = self.out.ty(v);
@@ -280,7 +295,7 @@ impl Rev<'_> {
                     dims.push(d);
                 }
                 taped_slots.extend(dims.iter().copied());
-                shapes.insert(v, dims);
+                shapes.insert(v, dims.into_iter().map(Atom::Var).collect());
             } else {
                 taped_slots.push(v);
             }

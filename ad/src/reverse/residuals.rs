@@ -77,20 +77,20 @@ pub(in crate::reverse) fn shape_only(pre: &[Stmt], stmts: &[Stmt], a: VarId) -> 
     all == shape
 }
 
-/// Replaces `dim a k` by the `k`-th variable of `shapes[a]` and
-/// `zeros_like a` by `zeros` of those variables, at any depth.
-pub(in crate::reverse) fn rewrite_shapes(stmts: &mut [Stmt], shapes: &HashMap<VarId, Vec<VarId>>) {
+/// Replaces `dim a k` by the `k`-th extent of `shapes[a]` and
+/// `zeros_like a` by `zeros` of those extents, at any depth.
+pub(in crate::reverse) fn rewrite_shapes(stmts: &mut [Stmt], shapes: &HashMap<VarId, Vec<Atom>>) {
     for s in stmts {
         match &mut s.kind {
             StmtKind::Let { expr, .. } => match expr {
                 Expr::Dim { array, axis } => {
                     if let Some(d) = shapes.get(array).and_then(|ds| ds.get(*axis as usize)) {
-                        *expr = Expr::Atom(Atom::Var(*d));
+                        *expr = Expr::Atom(*d);
                     }
                 }
                 Expr::ZerosLike(array) => {
                     if let Some(ds) = shapes.get(array) {
-                        *expr = Expr::Zeros(ds.iter().map(|d| Atom::Var(*d)).collect());
+                        *expr = Expr::Zeros(ds.clone());
                     }
                 }
                 Expr::Build { body, .. } | Expr::Loop { body, .. } => rewrite_shapes(&mut body.stmts, shapes),
