@@ -319,3 +319,72 @@ fn tape_rewind_past_the_stored_tape_is_reported_not_a_crash() {
     let e = arrayad_ir::interp::run(&p, FuncId(0), &[]).unwrap_err();
     assert_eq!(e.kind, ErrorKind::InvalidArgument, "{}", e.message);
 }
+
+/// An accumulator whose first use is a loop adding into each of its
+/// elements once is allocated without zero-filling and written by stores
+/// of `0.0 + v` (`lower/first_write.rs`): the values of zero-then-add bit
+/// for bit (`-0.0 + 0.0` is `+0.0`), whatever the arena held before. One
+/// whose loop covers fewer elements, adds under a branch or adds twice
+/// keeps its zeros.
+#[test]
+fn accumulators_written_first_by_a_loop_match_zero_then_add() {
+    let p = program1(&[F1], &[F1, F1, F1, F1], |b, ps| {
+        let x = ps[0];
+        let n = b.let_one("n", Expr::Dim { array: x, axis: 0 });
+        let zeros = |b: &mut Builder, n: Atom| b.let1("acc", Expr::Zeros(vec![n]), F1);
+        // Written first, by a reverse loop.
+        let first = zeros(b, n);
+        for_(b, n, true, |b, i| {
+            let e = idx(b, x, &[i]);
+            let e = b.binary(BinOp::Mul, e, Atom::F64(2.0));
+            b.stmt(StmtKind::AccAdd { acc: first, indices: vec![i], value: e });
+        });
+        // A loop over one element fewer: the last stays zero.
+        let short = zeros(b, n);
+        let m = b.binary(BinOp::Sub, n, Atom::I64(1));
+        for_(b, m, false, |b, i| {
+            let e = idx(b, x, &[i]);
+            b.stmt(StmtKind::AccAdd { acc: short, indices: vec![i], value: e });
+        });
+        // Under a branch: odd positions stay zero.
+        let branch = zeros(b, n);
+        for_(b, n, false, |b, i| {
+            let r = b.binary(BinOp::Rem, i, Atom::I64(2));
+            let even = b.binary(BinOp::Eq, r, Atom::I64(0));
+            let e = idx(b, x, &[i]);
+            b.begin_block();
+            b.stmt(StmtKind::AccAdd { acc: branch, indices: vec![i], value: e });
+            let then_branch = b.end_block(vec![]);
+            b.begin_block();
+            let else_branch = b.end_block(vec![]);
+            b.stmt(StmtKind::If { cond: even, then_branch, else_branch });
+        });
+        // Added into twice in one iteration.
+        let twice = zeros(b, n);
+        for_(b, n, false, |b, i| {
+            let e = idx(b, x, &[i]);
+            b.stmt(StmtKind::AccAdd { acc: twice, indices: vec![i], value: e });
+            b.stmt(StmtKind::AccAdd { acc: twice, indices: vec![i], value: Atom::F64(1.0) });
+        });
+        vec![v(first), v(short), v(branch), v(twice)]
+    });
+    let x = [1.5, -0.0, 0.0, -2.0, f64::INFINITY];
+    let r = run_both(&p, &[arr_f64(&[5], &x)]).unwrap();
+    assert_eq!(r[0], arr_f64(&[5], &[3.0, 0.0, 0.0, -4.0, f64::INFINITY]));
+    let first = r[0].f64_elements().unwrap();
+    assert_eq!(first[1].to_bits(), 0.0f64.to_bits(), "0.0 + -0.0 is +0.0");
+    assert_eq!(r[1], arr_f64(&[5], &[1.5, 0.0, 0.0, -2.0, 0.0]));
+    assert_eq!(r[2], arr_f64(&[5], &[1.5, 0.0, 0.0, 0.0, f64::INFINITY]));
+    assert_eq!(r[3], arr_f64(&[5], &[2.5, 1.0, 1.0, -1.0, f64::INFINITY]));
+    // Repeated calls reuse the kept arena, which holds the last call's
+    // arrays: the unzeroed accumulator never shows them.
+    let m = jit(&p);
+    for k in 0..4 {
+        let y: Vec<f64> = (0..1000).map(|i| (i * (k + 1)) as f64).collect();
+        let args = [arr_f64(&[1000], &y)];
+        let got = m.call("f", &args).unwrap();
+        let want = arrayad_ir::interp::run(&p, FuncId(0), &args).unwrap();
+        assert!(same_all(&got, &want), "call {k}");
+    }
+    assert_eq!(run_both(&p, &[arr_f64(&[0], &[])]).unwrap()[0], arr_f64(&[0], &[]));
+}

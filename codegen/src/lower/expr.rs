@@ -54,6 +54,13 @@ impl<E: Emitter> Lower<'_, E> {
                 let a = self.array(*v)?;
                 vec![Val::A(self.zeros(a.dims)?)]
             }
+            Expr::Zeros(dims) if matches!(vars, [v] if self.first_writes.unzeroed(*v)) => {
+                // Written by a loop before it is read (`first_write.rs`).
+                let vals = dims.iter().map(|d| self.scalar(d)).collect::<Result<Vec<_>>>()?;
+                let (count, ovf) = self.checked_product(&vals);
+                let ptr = self.alloc_elems(count, Scalar::F64, ovf)?;
+                vec![Val::A(Arr { ptr, dims: vals })]
+            }
             Expr::Zeros(dims) => {
                 // Literal extents of a small accumulator: zeroed by stores.
                 let literal: Option<i64> = dims.iter().try_fold(1i64, |n, d| match d {

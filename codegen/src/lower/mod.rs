@@ -13,6 +13,7 @@
 mod analysis;
 pub(crate) mod emit;
 mod expr;
+mod first_write;
 mod memory;
 mod stmt;
 
@@ -46,6 +47,8 @@ pub(crate) fn lower_function<E: Emitter>(b: &mut E, file: &str, f: &arrayad_ir::
         last_use: analysis::last_uses(f),
         blocks: analysis::BlockFacts::new(f),
         in_place: analysis::InPlace::new(f),
+        first_writes: first_write::FirstWrites::new(f),
+        writing_first: Vec::new(),
         in_bounds: Vec::new(),
         known: Known::new(),
         clock: 0,
@@ -234,6 +237,12 @@ pub(crate) struct Lower<'a, E: Emitter> {
     in_place: analysis::InPlace,
     /// What loop bodies allocate and keep ([`analysis::BlockFacts`]).
     blocks: analysis::BlockFacts,
+    /// Accumulators written before they are read
+    /// ([`first_write::FirstWrites`]).
+    first_writes: first_write::FirstWrites,
+    /// The accumulators whose add in the loop body being lowered is their
+    /// first write: stored, not added.
+    writing_first: Vec<VarId>,
     /// `(i, n)`: `0 <= i < n` holds here (counted-loop indices).
     in_bounds: Vec<(E::Value, E::Value)>,
     /// Sizes known equal and integers computed in enclosing scopes.

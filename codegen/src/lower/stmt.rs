@@ -203,7 +203,13 @@ impl<E: Emitter> Lower<'_, E> {
         if indices.len() == rank {
             let v = self.scalar(value)?;
             let addr = self.b.elem_addr(a.ptr, off, Scalar::F64);
-            let old = self.b.load(Ty::F64, addr, 0, Mem::Data);
+            // The first write of an accumulator that was not zero-filled:
+            // `0.0 + v`, the bits of adding into a zero.
+            let old = if self.writing_first.contains(&acc) {
+                self.b.fconst(0.0)
+            } else {
+                self.b.load(Ty::F64, addr, 0, Mem::Data)
+            };
             let new = self.b.float(FloatOp::Add, old, v);
             self.b.store(Ty::F64, new, addr, 0, Mem::Data);
             Ok(())
@@ -266,14 +272,20 @@ impl<E: Emitter> Lower<'_, E> {
         let zero = self.iconst(0);
         let releasing = u32::from(keep.is_some());
         self.releasing += releasing;
-        self.counted_loop(zero, n, reverse, &mut |l, i| {
+        // Accumulators this loop writes first (`first_write.rs`).
+        let outer = self.writing_first.len();
+        let first = self.first_writes.written_in(body).to_vec();
+        self.writing_first.extend(first);
+        let lowered = self.counted_loop(zero, n, reverse, &mut |l, i| {
             l.def(index, Val::S(i))?;
             l.stmts(&body.stmts)?;
             if let (Some(m), Some(keep)) = (&mark, &keep) {
                 l.arena_release_keeping(m, keep)?;
             }
             Ok(())
-        })?;
+        });
+        self.writing_first.truncate(outer);
+        lowered?;
         self.releasing -= releasing;
         Ok(())
     }

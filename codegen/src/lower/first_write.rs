@@ -1,0 +1,93 @@
+//! Accumulators written before they are read. The backward pass declares a
+//! cotangent as a zero-filled accumulator (`let acc = zeros [n]`) and then
+//! adds into it; often its first use is a loop `for i < n` whose body adds
+//! into `acc[i]` once, unconditionally, and mentions `acc` nowhere else.
+//! That loop writes every element before anything reads one, so the
+//! accumulator is allocated without zero-filling and that add is lowered
+//! as a store of `0.0 + v`: the same bits as adding `v` into a zero
+//! (`-0.0` included), without the memset and the load. The IR and the
+//! interpreter keep the zero-then-add semantics; only the lowering knows.
+
+use arrayad_ir::visit::{for_each_block, stmt_uses};
+use arrayad_ir::{Atom, Block, Expr, Function, StmtKind, VarId};
+use std::collections::{HashMap, HashSet};
+
+/// The accumulators of a function that are written first (module docs),
+/// and for each loop body the accumulators whose first write it is.
+#[derive(Default)]
+pub(crate) struct FirstWrites {
+    /// Accumulators allocated without zero-filling.
+    unzeroed: HashSet<VarId>,
+    /// Per loop body (by address; the IR outlives the lowering): the
+    /// accumulators whose one add in it is a store.
+    by_body: HashMap<*const Block, Vec<VarId>>,
+}
+
+impl FirstWrites {
+    /// The accumulators of `f` written first, in one walk over every block
+    /// (a block's statements are scanned for uses only while it has a
+    /// candidate accumulator not yet used).
+    pub(crate) fn new(f: &Function) -> FirstWrites {
+        let mut out = FirstWrites::default();
+        for_each_block(&f.body, &mut |b| out.block(b));
+        out
+    }
+
+    fn block(&mut self, b: &Block) {
+        // Candidates: rank-1 accumulators of this block not used yet, with
+        // their extent.
+        let mut candidates: HashMap<VarId, Atom> = HashMap::new();
+        for s in &b.stmts {
+            if !candidates.is_empty() {
+                let mut used = Vec::new();
+                stmt_uses(&s.kind, &mut |v| {
+                    if candidates.contains_key(&v) {
+                        used.push(v)
+                    }
+                });
+                used.sort_unstable();
+                used.dedup();
+                for acc in used {
+                    let Some(n) = candidates.remove(&acc) else { continue };
+                    if let StmtKind::For { n: trips, index, body, .. } = &s.kind {
+                        if *trips == n && writes_each_element_once(body, acc, *index) {
+                            self.unzeroed.insert(acc);
+                            self.by_body.entry(body as *const Block).or_default().push(acc);
+                        }
+                    }
+                }
+            }
+            if let StmtKind::Let { vars, expr: Expr::Zeros(dims) } = &s.kind {
+                if let ([acc], [n]) = (vars.as_slice(), dims.as_slice()) {
+                    candidates.insert(*acc, *n);
+                }
+            }
+        }
+    }
+
+    /// Whether the accumulator bound to `acc` needs no zero-filling.
+    pub(crate) fn unzeroed(&self, acc: VarId) -> bool {
+        self.unzeroed.contains(&acc)
+    }
+
+    /// The accumulators whose one add in the loop body `body` is their
+    /// first write (a store).
+    pub(crate) fn written_in(&self, body: &Block) -> &[VarId] {
+        self.by_body.get(&(body as *const Block)).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// True when `body` (a loop body over `index`) mentions `acc` exactly once,
+/// in a statement of its own top level `acc[index] += v` with `v` not
+/// `acc`.
+fn writes_each_element_once(body: &Block, acc: VarId, index: VarId) -> bool {
+    let mut mentions = 0usize;
+    for s in &body.stmts {
+        stmt_uses(&s.kind, &mut |v| mentions += usize::from(v == acc));
+    }
+    mentions == 1
+        && body.stmts.iter().any(|s| {
+            matches!(&s.kind, StmtKind::AccAdd { acc: a, indices, value }
+                if *a == acc && indices.as_slice() == [Atom::Var(index)] && *value != Atom::Var(acc))
+        })
+}
