@@ -270,6 +270,10 @@ pub fn check_memory_environment() -> Result<(), Error> {
         if value.is_empty() {
             continue;
         }
+        // The runtime reads the value as written: no spaces around it.
+        if value.trim() != value {
+            return Err(Error::Usage(format!("${var}: `{value}` has spaces around the size")));
+        }
         match parse_memory_size(&value) {
             Ok(0) if positive => return Err(Error::Usage(format!("${var}: the memory limit must be positive"))),
             Ok(_) => {}
@@ -481,9 +485,31 @@ const COMPILE_STACK: usize = 256 << 20;
 
 /// Runs `f` (differentiation and compilation) on a thread with a large
 /// stack ([`COMPILE_STACK`], `arrayad_ir::stack::on_big_stack`), or here if
-/// no thread can be made, turning a panic into [`Error::Internal`].
+/// no thread can be made, turning a panic into [`Error::Internal`]. A step
+/// already on such a thread (`Inner::engine` preparing and deriving before
+/// it compiles) runs where it is.
 pub(crate) fn compiling<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
-    arrayad_ir::stack::on_big_stack("arrayad-compile", COMPILE_STACK, f).unwrap_or_else(|p| Err(internal_panic(p)))
+    thread_local! {
+        static ON_COMPILE_STACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if ON_COMPILE_STACK.with(std::cell::Cell::get) {
+        return guard(f);
+    }
+    /// Clears the flag again when the work ends, panic or not (it matters
+    /// where no thread could be made and the work ran on the caller's).
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let was = self.0;
+            ON_COMPILE_STACK.with(|c| c.set(was));
+        }
+    }
+    let on_stack = move || {
+        let _reset = Reset(ON_COMPILE_STACK.with(|c| c.replace(true)));
+        f()
+    };
+    arrayad_ir::stack::on_big_stack("arrayad-compile", COMPILE_STACK, on_stack)
+        .unwrap_or_else(|p| Err(internal_panic(p)))
 }
 
 /// Runs `f`, turning a panic (a bug in arrayad) into [`Error::Internal`].

@@ -38,7 +38,8 @@ fn main() {
     remove_build_files_on_signals();
     // Differentiation and code generation recurse over the nesting of
     // blocks, which inlining bounds: the command runs on a thread with a
-    // stack for that depth (only the pages used are touched).
+    // stack for that depth (only the pages used are touched), or, if no
+    // thread can be started, here on the main thread's stack.
     let outcome = arrayad_ir::stack::on_big_stack("arrayad", STACK, move || cli::run(argv));
     let code = match outcome {
         Ok(code) => code,

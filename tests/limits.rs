@@ -334,6 +334,7 @@ fn malformed_memory_variables_are_usage_errors() {
         ("ARRAYAD_MAX_MEMORY", "lots", "is not a size"),
         ("ARRAYAD_MAX_MEMORY", "0", "must be positive"),
         ("ARRAYAD_KEEP_MEMORY", "-1", "is not a size"),
+        ("ARRAYAD_MAX_MEMORY", "64M ", "spaces"),
     ] {
         let (code, _, stderr) = run(var, value);
         assert_eq!(code, Some(2), "{var}={value}: {stderr}");

@@ -29,11 +29,11 @@ impl FirstWrites {
     /// candidate accumulator not yet used).
     pub(crate) fn new(f: &Function) -> FirstWrites {
         let mut out = FirstWrites::default();
-        for_each_block(&f.body, &mut |b| out.block(b));
+        for_each_block(&f.body, &mut |b| out.block(f, b));
         out
     }
 
-    fn block(&mut self, b: &Block) {
+    fn block(&mut self, f: &Function, b: &Block) {
         // Candidates: rank-1 accumulators of this block not used yet, with
         // their extent.
         let mut candidates: HashMap<VarId, Atom> = HashMap::new();
@@ -50,7 +50,14 @@ impl FirstWrites {
                 for acc in used {
                     let Some(n) = candidates.remove(&acc) else { continue };
                     if let StmtKind::For { n: trips, index, body, .. } = &s.kind {
-                        if *trips == n && writes_each_element_once(body, acc, *index) {
+                        // The extent and the index must be immutable: the
+                        // same atom then means the same value.
+                        let fixed = |a: &Atom| !matches!(a, Atom::Var(v) if f.var(*v).mutable);
+                        if *trips == n
+                            && fixed(&n)
+                            && !f.var(*index).mutable
+                            && writes_each_element_once(body, acc, *index)
+                        {
                             self.unzeroed.insert(acc);
                             self.by_body.entry(body as *const Block).or_default().push(acc);
                         }
