@@ -160,10 +160,12 @@ pub fn hvp(primal: &Function, vjp: &Function, active: &[bool]) -> Result<Functio
 /// `file`.
 pub fn checkpoint_warnings(file: &str, primal: &Function, active: &[bool]) -> Result<Vec<Warning>, Error> {
     let loops = compiling(|| Ok(arrayad_ad::uncheckpointed_loops(primal, active)?))?;
-    Ok(loops
-        .into_iter()
-        .map(|u| Warning { file: file.to_string(), line: u.loc.line, col: u.loc.col, message: u.reason })
-        .collect())
+    Ok(loops.into_iter().map(|u| warning(file, u)).collect())
+}
+
+/// A loop left taped as a warning located in `file`.
+fn warning(file: &str, u: arrayad_ad::Uncheckpointed) -> Warning {
+    Warning { file: file.to_string(), line: u.loc.line, col: u.loc.col, message: u.reason }
 }
 
 /// What `arrayad build` asks of each exported definition.
@@ -178,7 +180,7 @@ pub struct ExportRequest<'a> {
 
 /// The IR a shared library needs of definition `id`: the prepared primal
 /// and the derivatives its entries need, from one linearisation; with the
-/// checkpointing warnings of its reverse mode.
+/// checkpointing warnings of its reverse mode (from that derivation).
 ///
 /// Errors: as [`prepare`] and [`derive`].
 pub fn export(
@@ -204,12 +206,8 @@ pub fn export(
     }
     let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
     let primal = prepare(program, id)?;
-    let warnings = if request.opts.checkpoint && (wanted.contains(&Which::Vjp) || wanted.contains(&Which::VjpRows)) {
-        checkpoint_warnings(&program.file, &primal, &leaves)?
-    } else {
-        Vec::new()
-    };
     let mut d = derive(&primal, &leaves, request.opts, &wanted)?;
+    let warnings = std::mem::take(&mut d.uncheckpointed).into_iter().map(|u| warning(&program.file, u)).collect();
     let hvp = match &d.vjp {
         Some(v) if hvp_wanted => Some(hvp(&primal, v, &leaves)?),
         _ => None,

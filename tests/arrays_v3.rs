@@ -155,7 +155,7 @@ def fill(x: [n]f64) -> f64 =
     let x: Vec<f64> = (0..n).map(|i| (i % 7) as f64).collect();
     let program = arrayad_frontend::compile("fill.arr", src).unwrap_or_else(|d| panic!("{}", d.render()));
     let id = program.find("fill").unwrap();
-    let d = common::ad::derive(&program, id, &[true]).unwrap();
+    let d = common::ad::derive_all(&program, id, &[true]).unwrap();
     let arg = f64s(&x, &[n]);
     for (b, jit) in common::jits("fill.arr", &[d.primal.clone(), d.vjp.clone()]) {
         let (r, primal) = jit.call_with_memory(&d.primal.name, std::slice::from_ref(&arg));

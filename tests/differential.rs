@@ -302,7 +302,7 @@ fn checkpointed_gradients_equal_taped_gradients() {
         let args: Vec<arrayad_ir::Value> =
             case.args.as_array().unwrap().iter().zip(&ptypes).map(|(j, t)| common::json_value(j, *t)).collect();
         let active: Vec<bool> = ptypes.iter().map(|t| t.elem == Scalar::F64).collect();
-        let plain = common::ad::derive(&program, fid, &active).unwrap();
+        let plain = common::ad::derive_all(&program, fid, &active).unwrap();
         let opts = arrayad_ad::AdOptions { checkpoint: true };
         let cp = common::ad::derive_with(&program, fid, &active, opts).unwrap();
         arrayad_ir::verify::verify_function(&cp.vjp, None)

@@ -45,7 +45,7 @@ def f(x: f64, y: f64) -> f64 = grad(h1, (x, y)).0
     let program = arrayad_frontend::compile("retry.arr", src).unwrap();
     let program = arrayad_ad::expand_derivatives(&program).unwrap();
     let fid = program.find("f").unwrap();
-    let d = support::ad::derive(&program, fid, &[true, true]).unwrap();
+    let d = support::ad::derive_all(&program, fid, &[true, true]).unwrap();
     for func in [&d.jvp, &d.vjp, &d.vjp_rows] {
         arrayad_ir::verify::verify_function(func, None)
             .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(func, None)));

@@ -180,7 +180,7 @@ fn export_named(name: &str) -> Option<arrayad_codegen::ExportedFunction> {
     let id = arrayad_ir::FuncId(0);
     let f = program.func(id);
     let leaves = arrayad_ad::active_leaves(&f.signature, None);
-    let d = support::ad::derive(&program, id, &leaves).expect("derive");
+    let d = support::ad::derive_all(&program, id, &leaves).expect("derive");
     Some(arrayad_codegen::ExportedFunction {
         name: name.to_string(),
         signature: f.signature.clone(),

@@ -20,7 +20,7 @@ fn memory(src: &str, func: &str, args: &[Value]) -> Vec<(u64, u64)> {
     let id = program.find(func).unwrap();
     let mut active = vec![false; args.len()];
     active[0] = true;
-    let d = common::ad::derive(&program, id, &active).unwrap();
+    let d = common::ad::derive_all(&program, id, &active).unwrap();
     let mut out = Vec::new();
     for (b, jit) in common::jits("mem.arr", &[d.primal.clone(), d.vjp.clone()]) {
         let (r, primal) = jit.call_with_memory(&d.primal.name, args);
@@ -98,7 +98,7 @@ fn checkpointed_long_loops_keep_about_sqrt_n_states() {
     let t = 3000;
     let program = arrayad_frontend::compile("mem.arr", IT5).unwrap();
     let id = program.find("it5").unwrap();
-    let plain = common::ad::derive(&program, id, &[true, false]).unwrap();
+    let plain = common::ad::derive_all(&program, id, &[true, false]).unwrap();
     let cp = common::ad::derive_with(&program, id, &[true, false], arrayad_ad::AdOptions { checkpoint: true }).unwrap();
     let args = [vector(n), Value::I64(t), Value::F64(1.0)];
     for ((b, jp), (_, jc)) in common::jits("mem.arr", std::slice::from_ref(&plain.vjp))
@@ -140,7 +140,7 @@ fn rk4_tapes_its_state_per_step_and_checkpoints_in_sqrt_memory() {
     let n = 2000usize;
     let program = arrayad_frontend::compile("rk4.arr", RK4).unwrap();
     let id = program.find("ode_last").unwrap();
-    let plain = common::ad::derive(&program, id, &[true, false]).unwrap();
+    let plain = common::ad::derive_all(&program, id, &[true, false]).unwrap();
     let cp = common::ad::derive_with(&program, id, &[true, false], arrayad_ad::AdOptions { checkpoint: true }).unwrap();
     let array = (n * 8) as u64;
     let mut checkpointed_at = Vec::new();

@@ -117,6 +117,10 @@ pub struct Derivatives {
     pub vjp: Option<Function>,
     /// Reverse mode for many cotangent rows ([`Which::VjpRows`]).
     pub vjp_rows: Option<Function>,
+    /// With [`AdOptions::checkpoint`]: the loops reverse mode left taped,
+    /// as [`uncheckpointed_loops`] gives them (none when no reverse mode
+    /// was asked for, or when it runs by forward columns).
+    pub uncheckpointed: Vec<Uncheckpointed>,
 }
 
 impl Derivatives {
@@ -163,23 +167,33 @@ pub fn derive(primal: &Function, active: &[bool], opts: AdOptions, wanted: &[Whi
     let (vjp_name, rows_name) = (format!("{name}_vjp"), format!("{name}_vjp_rows"));
     // Reverse mode of reverse-mode code: by forward columns.
     let by_columns = reverse::has_reverse_code(primal);
-    let (vjp, vjp_rows) = match (want(Which::Vjp), want(Which::VjpRows)) {
+    let (vjp, vjp_rows, uncheckpointed) = match (want(Which::Vjp), want(Which::VjpRows)) {
         (true, true) if by_columns => {
             let (v, r) = reverse::by_columns::vjp_and_rows(&lin, primal, &vjp_name, &rows_name);
-            (Some(v), Some(r))
+            (Some(v), Some(r), Vec::new())
         }
         (true, true) => {
-            let (v, r) = reverse::vjp_and_rows(&lin, &vjp_name, &rows_name, opts.checkpoint)?;
-            (Some(v), Some(r))
+            let (v, r, taped) = reverse::vjp_and_rows(&lin, &vjp_name, &rows_name, opts.checkpoint)?;
+            (Some(v), Some(r), taped)
         }
-        (true, false) if by_columns => (Some(reverse::by_columns::vjp_function(&lin, primal, &vjp_name)), None),
-        (true, false) => (Some(reverse::vjp_function(&lin, &vjp_name, opts.checkpoint)?), None),
-        (false, true) if by_columns => (None, Some(reverse::by_columns::vjp_rows_function(&lin, primal, &rows_name))),
-        (false, true) => (None, Some(reverse::vjp_rows_function(&lin, &rows_name, opts.checkpoint)?)),
-        (false, false) => (None, None),
+        (true, false) if by_columns => {
+            (Some(reverse::by_columns::vjp_function(&lin, primal, &vjp_name)), None, Vec::new())
+        }
+        (true, false) => {
+            let (v, taped) = reverse::vjp_function(&lin, &vjp_name, opts.checkpoint)?;
+            (Some(v), None, taped)
+        }
+        (false, true) if by_columns => {
+            (None, Some(reverse::by_columns::vjp_rows_function(&lin, primal, &rows_name)), Vec::new())
+        }
+        (false, true) => {
+            let (r, taped) = reverse::vjp_rows_function(&lin, &rows_name, opts.checkpoint)?;
+            (None, Some(r), taped)
+        }
+        (false, false) => (None, None, Vec::new()),
     };
     let jvp = want(Which::Jvp).then_some(lin.func);
-    let mut out = Derivatives { jvp, vjp, vjp_rows };
+    let mut out = Derivatives { jvp, vjp, vjp_rows, uncheckpointed };
     for f in [&mut out.jvp, &mut out.vjp, &mut out.vjp_rows].into_iter().flatten() {
         passes::optimize(f);
     }

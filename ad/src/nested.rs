@@ -155,7 +155,7 @@ fn expand(p: &Program, op: DiffOp, of: FuncId, stub: &Function) -> Result<Functi
             if reverse::has_reverse_code(&prim) {
                 reverse::by_columns::vjp_function(&j, &prim, &stub.name)
             } else {
-                reverse::vjp_function(&j, &stub.name, false)?
+                reverse::vjp_function(&j, &stub.name, false)?.0
             }
         }
     };

@@ -176,6 +176,10 @@ pub fn uncheckpointed_loops(j: &JvpOutput) -> Result<Vec<crate::Uncheckpointed>,
     Ok(unzip(j, &j.func.name, true)?.uncheckpointed)
 }
 
+/// The loops a checkpointed unzipping left taped ([`uncheckpointed_loops`]),
+/// returned with the functions made from it.
+pub type Taped = Vec<crate::Uncheckpointed>;
+
 /// The vjp and the many-row vjp of a jvp (as [`vjp_function`] and
 /// [`vjp_rows_function`]), unzipping it once.
 pub fn vjp_and_rows(
@@ -183,17 +187,20 @@ pub fn vjp_and_rows(
     vjp_name: &str,
     rows_name: &str,
     checkpoint: bool,
-) -> Result<(Function, Function), AdError> {
-    let u = unzip(j, vjp_name, checkpoint)?;
+) -> Result<(Function, Function, Taped), AdError> {
+    let mut u = unzip(j, vjp_name, checkpoint)?;
+    let taped = std::mem::take(&mut u.uncheckpointed);
     let mut r = u.clone();
     r.out.name = rows_name.to_string();
-    Ok((assemble_vjp(u), assemble_rows(r)))
+    Ok((assemble_vjp(u), assemble_rows(r), taped))
 }
 
 /// Builds the vjp of a jvp: params = primal params ++ one cotangent per f64
 /// result; results = primal results ++ cotangents of the tangent params.
-pub fn vjp_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Function, AdError> {
-    Ok(assemble_vjp(unzip(j, name, checkpoint)?))
+pub fn vjp_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<(Function, Taped), AdError> {
+    let mut u = unzip(j, name, checkpoint)?;
+    let taped = std::mem::take(&mut u.uncheckpointed);
+    Ok((assemble_vjp(u), taped))
 }
 
 /// Builds the many-row vjp of a jvp: one forward pass, then one backward
@@ -207,8 +214,10 @@ pub fn vjp_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Funct
 /// `build row < R => { tape_rewind mark; ct_out = ct_rows[row]; backward }`:
 /// the backward pass pops what the forward pass pushed, and the rewind
 /// replays the tape for the next row. With no f64 result, `R` is 0.
-pub fn vjp_rows_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Function, AdError> {
-    Ok(assemble_rows(unzip(j, name, checkpoint)?))
+pub fn vjp_rows_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<(Function, Taped), AdError> {
+    let mut u = unzip(j, name, checkpoint)?;
+    let taped = std::mem::take(&mut u.uncheckpointed);
+    Ok((assemble_rows(u), taped))
 }
 
 /// How a loop runs: `n` times with an index, or while a condition holds.
