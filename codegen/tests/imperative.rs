@@ -324,11 +324,12 @@ fn tape_rewind_past_the_stored_tape_is_reported_not_a_crash() {
 /// elements once is allocated without zero-filling and written by stores
 /// of `0.0 + v` (`lower/first_write.rs`): the values of zero-then-add bit
 /// for bit (`-0.0 + 0.0` is `+0.0`), whatever the arena held before. One
-/// whose loop covers fewer elements, adds under a branch or adds twice
-/// keeps its zeros.
+/// whose loop covers fewer elements has the rest zero-filled; one that adds
+/// under a branch or adds twice keeps its zeros; `zeros_like` is written
+/// first as `zeros` is.
 #[test]
 fn accumulators_written_first_by_a_loop_match_zero_then_add() {
-    let p = program1(&[F1], &[F1, F1, F1, F1], |b, ps| {
+    let p = program1(&[F1], &[F1, F1, F1, F1, F1, F1], |b, ps| {
         let x = ps[0];
         let n = b.let_one("n", Expr::Dim { array: x, axis: 0 });
         let zeros = |b: &mut Builder, n: Atom| b.let1("acc", Expr::Zeros(vec![n]), F1);
@@ -366,10 +367,24 @@ fn accumulators_written_first_by_a_loop_match_zero_then_add() {
             b.stmt(StmtKind::AccAdd { acc: twice, indices: vec![i], value: e });
             b.stmt(StmtKind::AccAdd { acc: twice, indices: vec![i], value: Atom::F64(1.0) });
         });
-        vec![v(first), v(short), v(branch), v(twice)]
+        // The extent of an array, the count another variable of the same
+        // value, a negative count.
+        let like = b.let1("acc", Expr::ZerosLike(x), F1);
+        let n2 = b.let_one("n", Expr::Dim { array: x, axis: 0 });
+        for_(b, n2, true, |b, i| {
+            let e = idx(b, x, &[i]);
+            b.stmt(StmtKind::AccAdd { acc: like, indices: vec![i], value: e });
+        });
+        let none = zeros(b, n);
+        for_(b, Atom::I64(-3), false, |b, i| {
+            b.stmt(StmtKind::AccAdd { acc: none, indices: vec![i], value: Atom::F64(1.0) });
+        });
+        vec![v(first), v(short), v(branch), v(twice), v(like), v(none)]
     });
     let x = [1.5, -0.0, 0.0, -2.0, f64::INFINITY];
     let r = run_both(&p, &[arr_f64(&[5], &x)]).unwrap();
+    assert_eq!(r[4], arr_f64(&[5], &x));
+    assert_eq!(r[5], arr_f64(&[5], &[0.0; 5]));
     assert_eq!(r[0], arr_f64(&[5], &[3.0, 0.0, 0.0, -4.0, f64::INFINITY]));
     let first = r[0].f64_elements().unwrap();
     assert_eq!(first[1].to_bits(), 0.0f64.to_bits(), "0.0 + -0.0 is +0.0");
@@ -387,4 +402,19 @@ fn accumulators_written_first_by_a_loop_match_zero_then_add() {
         assert!(same_all(&got, &want), "call {k}");
     }
     assert_eq!(run_both(&p, &[arr_f64(&[0], &[])]).unwrap()[0], arr_f64(&[0], &[]));
+
+    // A count above the extent fails the bounds check at the extent, as
+    // the zero-then-add form does.
+    let p = program1(&[F1], &[F1], |b, ps| {
+        let x = ps[0];
+        let n = b.let_one("n", Expr::Dim { array: x, axis: 0 });
+        let acc = b.let1("acc", Expr::Zeros(vec![n]), F1);
+        let more = b.binary(BinOp::Add, n, Atom::I64(1));
+        for_(b, more, false, |b, i| {
+            b.stmt(StmtKind::AccAdd { acc, indices: vec![i], value: Atom::F64(1.0) });
+        });
+        vec![v(acc)]
+    });
+    let e = run_both(&p, &[arr_f64(&[3], &[1.0, 2.0, 3.0])]).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::IndexOutOfBounds, "{}", e.message);
 }

@@ -50,6 +50,13 @@ impl<E: Emitter> Lower<'_, E> {
                     message: "a call (calls must be inlined before code generation)".into(),
                 })
             }
+            Expr::ZerosLike(v) if matches!(vars, [acc] if self.first_writes.unzeroed(*acc)) => {
+                // Written by a loop before it is read (`first_write.rs`).
+                let a = self.array(*v)?;
+                let (count, ovf) = self.checked_product(&a.dims);
+                let ptr = self.alloc_elems(count, Scalar::F64, ovf)?;
+                vec![Val::A(Arr { ptr, dims: a.dims })]
+            }
             Expr::ZerosLike(v) => {
                 let a = self.array(*v)?;
                 vec![Val::A(self.zeros(a.dims)?)]

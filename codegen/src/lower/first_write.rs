@@ -1,5 +1,6 @@
 //! Accumulators written before they are read. The backward pass declares a
-//! cotangent as a zero-filled accumulator (`let acc = zeros [n]`) and then
+//! cotangent as a zero-filled accumulator (`let acc = zeros [n]`, or
+//! `zeros_like a` of a rank-1 array) and then
 //! adds into it; often its first use is a loop `for i < n` whose body adds
 //! into `acc[i]` once, unconditionally, and mentions `acc` nowhere else.
 //! That loop writes every element before anything reads one, so the
@@ -7,6 +8,14 @@
 //! as a store of `0.0 + v`: the same bits as adding `v` into a zero
 //! (`-0.0` included), without the memset and the load. The IR and the
 //! interpreter keep the zero-then-add semantics; only the lowering knows.
+//!
+//! The loop's count may be another variable than the accumulator's extent
+//! (the backward pass takes one from a primal array, the other from
+//! another array of the same size): equal values are then only known at
+//! run time, so the loop is preceded by a zero-fill of the elements it
+//! does not reach, `acc[clamp(count, 0, extent)..extent]`, which is empty
+//! when they are equal. A count above the extent fails the add's bounds
+//! check at index `extent`, as the zero-then-add form does.
 
 use arrayad_ir::visit::{for_each_block, stmt_uses};
 use arrayad_ir::{Atom, Block, Expr, Function, StmtKind, VarId};
@@ -20,7 +29,18 @@ pub(crate) struct FirstWrites {
     unzeroed: HashSet<VarId>,
     /// Per loop body (by address; the IR outlives the lowering): the
     /// accumulators whose one add in it is a store.
-    by_body: HashMap<*const Block, Vec<VarId>>,
+    by_body: HashMap<*const Block, Vec<FirstWrite>>,
+}
+
+/// An accumulator a loop writes first.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FirstWrite {
+    /// The accumulator.
+    pub(crate) acc: VarId,
+    /// Whether the loop's count is another atom than the accumulator's
+    /// extent: the elements from the count on are zero-filled before the
+    /// loop (module docs).
+    pub(crate) tail: bool,
 }
 
 impl FirstWrites {
@@ -36,7 +56,9 @@ impl FirstWrites {
     fn block(&mut self, f: &Function, b: &Block) {
         // Candidates: rank-1 accumulators of this block not used yet, with
         // their extent.
-        let mut candidates: HashMap<VarId, Atom> = HashMap::new();
+        // (`None`: `zeros_like` of a rank-1 array, whose extent is that
+        // array's.)
+        let mut candidates: HashMap<VarId, Option<Atom>> = HashMap::new();
         for s in &b.stmts {
             if !candidates.is_empty() {
                 let mut used = Vec::new();
@@ -53,21 +75,32 @@ impl FirstWrites {
                         // The extent and the index must be immutable: the
                         // same atom then means the same value.
                         let fixed = |a: &Atom| !matches!(a, Atom::Var(v) if f.var(*v).mutable);
-                        if *trips == n
-                            && fixed(&n)
+                        if fixed(trips)
+                            && n.as_ref().is_none_or(fixed)
                             && !f.var(*index).mutable
                             && writes_each_element_once(body, acc, *index)
                         {
                             self.unzeroed.insert(acc);
-                            self.by_body.entry(body as *const Block).or_default().push(acc);
+                            let first = FirstWrite { acc, tail: n.as_ref() != Some(trips) };
+                            self.by_body.entry(body as *const Block).or_default().push(first);
                         }
                     }
                 }
             }
-            if let StmtKind::Let { vars, expr: Expr::Zeros(dims) } = &s.kind {
-                if let ([acc], [n]) = (vars.as_slice(), dims.as_slice()) {
-                    candidates.insert(*acc, *n);
+            match &s.kind {
+                StmtKind::Let { vars, expr: Expr::Zeros(dims) } => {
+                    if let ([acc], [n]) = (vars.as_slice(), dims.as_slice()) {
+                        candidates.insert(*acc, Some(*n));
+                    }
                 }
+                StmtKind::Let { vars, expr: Expr::ZerosLike(like) } => {
+                    if let [acc] = vars.as_slice() {
+                        if f.ty(*like).rank == 1 {
+                            candidates.insert(*acc, None);
+                        }
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -79,7 +112,7 @@ impl FirstWrites {
 
     /// The accumulators whose one add in the loop body `body` is their
     /// first write (a store).
-    pub(crate) fn written_in(&self, body: &Block) -> &[VarId] {
+    pub(crate) fn written_in(&self, body: &Block) -> &[FirstWrite] {
         self.by_body.get(&(body as *const Block)).map_or(&[], Vec::as_slice)
     }
 }

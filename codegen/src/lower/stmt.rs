@@ -275,7 +275,12 @@ impl<E: Emitter> Lower<'_, E> {
         // Accumulators this loop writes first (`first_write.rs`).
         let outer = self.writing_first.len();
         let first = self.first_writes.written_in(body).to_vec();
-        self.writing_first.extend(first);
+        for w in &first {
+            if w.tail {
+                self.zero_tail(w.acc, n)?;
+            }
+        }
+        self.writing_first.extend(first.iter().map(|w| w.acc));
         let lowered = self.counted_loop(zero, n, reverse, &mut |l, i| {
             l.def(index, Val::S(i))?;
             l.stmts(&body.stmts)?;
@@ -288,6 +293,24 @@ impl<E: Emitter> Lower<'_, E> {
         lowered?;
         self.releasing -= releasing;
         Ok(())
+    }
+}
+
+impl<E: Emitter> Lower<'_, E> {
+    /// Zero-fills `acc[clamp(from, 0, extent)..extent]` of the rank-1
+    /// accumulator `acc`: the elements a loop of `from` iterations writing
+    /// it first does not reach (`first_write.rs`).
+    fn zero_tail(&mut self, acc: VarId, from: E::Value) -> Result<()> {
+        let a = self.array(acc)?;
+        let extent = a.dims[0];
+        let zero = self.iconst(0);
+        let start = self.b.int(IntOp::SMax, from, zero);
+        let start = self.b.int(IntOp::SMin, start, extent);
+        let dst = self.b.elem_addr(a.ptr, start, Scalar::F64);
+        let count = self.b.int(IntOp::Sub, extent, start);
+        let eight = self.iconst(8);
+        let bytes = self.b.int(IntOp::Mul, count, eight);
+        self.zero_bytes(dst, bytes)
     }
 }
 
