@@ -27,17 +27,19 @@ pub(crate) trait CodegenBackend: Sync {
         &self,
         options: &TargetOptions,
         file: &str,
-        funcs: &[Function],
+        funcs: &[&Function],
     ) -> Result<(JitCode, Entries), CodegenError>;
 
-    /// The object file (ELF, position-independent, hidden symbols) of
-    /// `funcs`, each under its symbol name, for `options.triple`.
+    /// The object files (ELF, position-independent, hidden symbols) of
+    /// `funcs`, each under its symbol name, for `options.triple`: one, or
+    /// one per code generator where a backend hands some functions to
+    /// another (LLVM's size budget, `llvm/mod.rs`).
     fn compile_object(
         &self,
         options: &TargetOptions,
         file: &str,
         funcs: &[(String, &Function)],
-    ) -> Result<Vec<u8>, CodegenError>;
+    ) -> Result<Vec<Vec<u8>>, CodegenError>;
 }
 
 /// The code generator of `backend`.

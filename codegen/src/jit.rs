@@ -86,7 +86,8 @@ impl JitModule {
                 });
             }
         }
-        let (code, compiled) = crate::backend::generator(backend)?.compile_jit(options, file, funcs)?;
+        let (code, compiled) =
+            crate::backend::generator(backend)?.compile_jit(options, file, &funcs.iter().collect::<Vec<_>>())?;
         let mut map = Vec::with_capacity(funcs.len());
         for (f, (ptr, text)) in funcs.iter().zip(compiled) {
             if ptr.is_null() {

@@ -129,8 +129,8 @@ fn extra_c_flags() -> Vec<String> {
     std::env::var("ARRAYAD_CFLAGS").map(|s| s.split_whitespace().map(str::to_string).collect()).unwrap_or_default()
 }
 
-/// The object code of `funcs` (symbol, IR) for `opts`.
-fn compile_object(opts: &LinkOptions, file: &str, funcs: &[(String, &Function)]) -> Result<Vec<u8>, CodegenError> {
+/// The object files of `funcs` (symbol, IR) for `opts`.
+fn compile_object(opts: &LinkOptions, file: &str, funcs: &[(String, &Function)]) -> Result<Vec<Vec<u8>>, CodegenError> {
     crate::backend::generator(opts.backend)?.compile_object(&opts.target, file, funcs)
 }
 
@@ -207,10 +207,15 @@ pub fn build_shared_library(
             funcs.push((internal_symbol(module, &e.name, "hvp"), h));
         }
     }
-    let obj = compile_object(opts, file, &funcs)?;
+    let code_objects = compile_object(opts, file, &funcs)?;
     let dir = TempDir::new()?;
     let d = &dir.0;
-    write(&d.join("arrayad_code.o"), &obj)?;
+    let mut code_paths = Vec::new();
+    for (k, obj) in code_objects.iter().enumerate() {
+        let path = d.join(format!("arrayad_code_{k}.o"));
+        write(&path, obj)?;
+        code_paths.push(path);
+    }
     write(&d.join(arrayad_runtime::RUNTIME_C_HEADER_NAME), arrayad_runtime::RUNTIME_C_HEADER.as_bytes())?;
     write(&d.join("arrayad_runtime.c"), arrayad_runtime::RUNTIME_C_SOURCE.as_bytes())?;
     write(&d.join("arrayad_abi.c"), arrayad_runtime::ABI_C_SOURCE.as_bytes())?;
@@ -247,7 +252,7 @@ pub fn build_shared_library(
     results.into_iter().collect::<Result<Vec<()>, _>>()?;
     let tmp_so = d.join("out.so");
     let mut link = Command::new(&cc);
-    link.arg("-shared").args(FLAGS).arg("-o").arg(&tmp_so).args(&objects).arg(d.join("arrayad_code.o"));
+    link.arg("-shared").args(FLAGS).arg("-o").arg(&tmp_so).args(&objects).args(&code_paths);
     link.arg("-lm").args(extra_c_flags());
     run_c_compiler(&cc, link)?;
     let so = std::fs::read(&tmp_so).map_err(|e| CodegenError::Link(format!("reading {}: {e}", tmp_so.display())))?;

@@ -31,7 +31,7 @@ impl crate::backend::CodegenBackend for Cranelift {
         &self,
         _options: &TargetOptions,
         file: &str,
-        funcs: &[arrayad_ir::Function],
+        funcs: &[&arrayad_ir::Function],
     ) -> std::result::Result<(crate::backend::JitCode, crate::backend::Entries), CodegenError> {
         // Cranelift compiles for the host's features whatever CPU is named.
         let (code, entries) = jit::compile(file, funcs)?;
@@ -43,8 +43,8 @@ impl crate::backend::CodegenBackend for Cranelift {
         options: &TargetOptions,
         file: &str,
         funcs: &[(String, &arrayad_ir::Function)],
-    ) -> std::result::Result<Vec<u8>, CodegenError> {
-        object::compile_object(options, file, funcs)
+    ) -> std::result::Result<Vec<Vec<u8>>, CodegenError> {
+        Ok(vec![object::compile_object(options, file, funcs)?])
     }
 }
 

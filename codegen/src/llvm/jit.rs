@@ -39,7 +39,7 @@ impl Drop for LlvmCode {
 pub(crate) fn compile(
     opts: &TargetOptions,
     file: &str,
-    funcs: &[arrayad_ir::Function],
+    funcs: &[&arrayad_ir::Function],
 ) -> Result<(LlvmCode, Entries), CodegenError> {
     let machine = target_machine(opts, false)?;
     let context = Box::new(Context::create());
@@ -48,7 +48,7 @@ pub(crate) fn compile(
     // that the three can live in one struct.
     let ctx: &'static Context = unsafe { &*(context.as_ref() as *const Context) };
     let syms: Vec<(String, &arrayad_ir::Function)> =
-        funcs.iter().enumerate().map(|(k, f)| (format!("arrayad_jit_{k}_{}", f.name), f)).collect();
+        funcs.iter().enumerate().map(|(k, f)| (format!("arrayad_jit_{k}_{}", f.name), *f)).collect();
     let built = build_module(ctx, &machine, opts, file, &syms, false)?;
     let engine = built
         .module

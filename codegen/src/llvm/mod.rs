@@ -25,6 +25,16 @@
 //!
 //! Variables are `alloca`s in the entry block; `mem2reg`/SROA turn them
 //! into SSA form.
+//!
+//! The size budget: LLVM's greedy register allocator takes time quadratic
+//! in the size of a straight-line function whose values stay live across
+//! many calls (the gradient of a chain of `sin`s: 1.0 s to build at 500
+//! lets, 7.1 s at 2,000, 45 s at 5,000, over 15 minutes at 30,000), so a
+//! function of more than [`MAX_STATEMENTS`] IR statements is handed to
+//! Cranelift, whose allocator stays near linear, and the module's other
+//! functions stay with LLVM (the JIT keeps both codes; a library links
+//! both objects). Both follow IEEE semantics, so the results are the same;
+//! `--fast-math` and the CPU choice do not apply to such a function.
 
 pub(crate) mod jit;
 pub(crate) mod object;
@@ -32,15 +42,44 @@ pub(crate) mod object;
 /// The LLVM backend ([`crate::backend::CodegenBackend`]).
 pub(crate) struct Llvm;
 
+/// The most IR statements (nested blocks included) of a function LLVM
+/// compiles; larger ones go to Cranelift (module docs). The largest
+/// functions of the GradBench evals have about 6,400.
+pub const MAX_STATEMENTS: usize = 10_000;
+
+/// Whether `f` is over the size budget (module docs).
+fn over_budget(f: &arrayad_ir::Function) -> bool {
+    let mut n = 0usize;
+    arrayad_ir::visit::for_each_block(&f.body, &mut |b| n += b.stmts.len());
+    n > MAX_STATEMENTS
+}
+
 impl crate::backend::CodegenBackend for Llvm {
     fn compile_jit(
         &self,
         options: &TargetOptions,
         file: &str,
-        funcs: &[arrayad_ir::Function],
+        funcs: &[&arrayad_ir::Function],
     ) -> std::result::Result<(crate::backend::JitCode, crate::backend::Entries), CodegenError> {
-        let (code, entries) = jit::compile(options, file, funcs)?;
-        Ok((Box::new(code), entries))
+        let (large, small): (Vec<usize>, Vec<usize>) = (0..funcs.len()).partition(|&k| over_budget(funcs[k]));
+        if large.is_empty() {
+            let (code, entries) = jit::compile(options, file, funcs)?;
+            return Ok((Box::new(code), entries));
+        }
+        let pick = |ks: &[usize]| ks.iter().map(|&k| funcs[k]).collect::<Vec<_>>();
+        let (clif_code, clif_entries) = crate::clif::Cranelift.compile_jit(options, file, &pick(&large))?;
+        let (llvm_code, llvm_entries) = if small.is_empty() {
+            (None, Vec::new())
+        } else {
+            let (code, entries) = jit::compile(options, file, &pick(&small))?;
+            (Some(code), entries)
+        };
+        // The entries in the order of `funcs`.
+        let mut entries = vec![(std::ptr::null(), String::new()); funcs.len()];
+        for (k, e) in large.iter().zip(clif_entries).chain(small.iter().zip(llvm_entries)) {
+            entries[*k] = e;
+        }
+        Ok((Box::new((clif_code, llvm_code)), entries))
     }
 
     fn compile_object(
@@ -48,8 +87,16 @@ impl crate::backend::CodegenBackend for Llvm {
         options: &TargetOptions,
         file: &str,
         funcs: &[(String, &arrayad_ir::Function)],
-    ) -> std::result::Result<Vec<u8>, CodegenError> {
-        object::compile_object(options, file, funcs)
+    ) -> std::result::Result<Vec<Vec<u8>>, CodegenError> {
+        let (large, small): (Vec<_>, Vec<_>) = funcs.iter().cloned().partition(|(_, f)| over_budget(f));
+        let mut objects = Vec::new();
+        if !small.is_empty() || large.is_empty() {
+            objects.push(object::compile_object(options, file, &small)?);
+        }
+        if !large.is_empty() {
+            objects.extend(crate::clif::Cranelift.compile_object(options, file, &large)?);
+        }
+        Ok(objects)
     }
 }
 
