@@ -1,7 +1,9 @@
 //! A comprehension that runs zero times keeps the row shape it would have
 //! had (`ir::shape::static_row_dims`): `for i < n => [x[i], 1.0]` is a
 //! `[0][2]` array for `n = 0`, on every backend and through the
-//! derivatives, so that a declared `[n][2]f64` result holds.
+//! derivatives, so that a declared `[n][2]f64` result holds. The
+//! interpreter runs the program as written (calls, branches, loops) and
+//! compiled code runs it inlined and simplified: both find the same shape.
 
 use arrayad::{Arg, Backend, Module, Options, Value};
 
@@ -13,6 +15,11 @@ def wide(x: [n]f64, k: [m]i64) -> [n][m + 1]f64 = for i < n => for j < m + 1 => 
 def through_let(x: [n]f64) -> [n][2]f64 = let y = for i < n => [x[i], x[i] * x[i]] in y
 def lits(x: [n]f64) -> [n][2][2]f64 = for i < n => [[x[i], 0.0], [0.0, x[i]]]
 def total(x: [n]f64) -> f64 = sum(flatten(for i < n => [x[i], 1.0]))
+def branches(z: [k]f64, x: [n]f64, y: f64) -> [k][n]f64 =
+  for j < k => if y > 0.0 then (for i < n => y) else (for i < n => f64(j))
+def kept(z: [k]f64, x: [n]f64) -> [k][n]f64 = for j < k => (loop s = x for i < 2 do 0.5 * s + sin(x))
+def twice(a: [n]f64) -> [n]f64 = a * 2.0
+def called(z: [k]f64, x: [n]f64) -> [k][n]f64 = for j < k => twice(x + x)
 ";
 
 fn backends() -> Vec<Backend> {
@@ -33,13 +40,19 @@ fn shape(v: &Value) -> Vec<usize> {
 #[test]
 fn zero_rows_keep_their_static_shape_on_every_backend() {
     let empty: [f64; 0] = [];
-    let cases: [(&str, Vec<Arg<'_>>, Vec<usize>); 6] = [
+    let three = [1.0, 2.0, 3.0];
+    let cases: [(&str, Vec<Arg<'_>>, Vec<usize>); 9] = [
         ("pairs", vec![Arg::Vector(&empty)], vec![0, 2]),
         ("rows", vec![Arg::Array { data: &empty, shape: &[0, 3] }], vec![0, 3]),
         ("nested", vec![Arg::Array { data: &empty, shape: &[0, 4] }], vec![0, 4, 3]),
         ("wide", vec![Arg::Vector(&empty), Arg::I64Array { data: &[7, 8], shape: &[2] }], vec![0, 3]),
         ("through_let", vec![Arg::Vector(&empty)], vec![0, 2]),
         ("lits", vec![Arg::Vector(&empty)], vec![0, 2, 2]),
+        // Through an `if` whose branches have the same extents, a loop
+        // that keeps its state's, and a call.
+        ("branches", vec![Arg::Vector(&empty), Arg::Vector(&three), Arg::F64(0.5)], vec![0, 3]),
+        ("kept", vec![Arg::Vector(&empty), Arg::Vector(&three)], vec![0, 3]),
+        ("called", vec![Arg::Vector(&empty), Arg::Vector(&three)], vec![0, 3]),
     ];
     for backend in backends() {
         let m = Module::compile_with("empty.arr", SOURCE, Options::backend(backend)).unwrap();

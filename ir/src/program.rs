@@ -432,7 +432,8 @@ pub enum Expr {
     /// [`ErrorKind::NegativeSize`]. When `n == 0`, array rows have the
     /// extents [`crate::shape::static_row_dims`] finds before the loop (a
     /// literal row, a nested comprehension over an outer count, a view of
-    /// an outer array), else extent 0 in every inner dimension.
+    /// an outer array, through branches, shape-keeping loops and calls),
+    /// else extent 0 in every inner dimension.
     Build { n: Atom, index: VarId, body: Block },
     /// `loop states = init for index < n do body`: `body.results` are the
     /// next states (same types); the value is the final states.

@@ -7,14 +7,16 @@
 //! rows from what the body computes *before* it depends on the index: a
 //! literal of `k` rows, a nested comprehension over a count fixed outside,
 //! an index or view into an array from outside, a reshape to fixed
-//! extents, and `+ - *` of such sizes. The interpreter and code generation
+//! extents, `+ - *` of such sizes, an `if` whose branches have the same
+//! such extents (or whose condition is a literal), and a counted loop whose
+//! body keeps the extents of its state. The interpreter and code generation
 //! evaluate those extents before the loop and use them when it runs zero
 //! times (the first row overrides them otherwise, so they are only ever a
 //! default). A row shape that depends on the index (`for i < n => x[i:]`)
 //! has no static form: such a comprehension keeps extent 0 in every inner
 //! dimension when it runs zero times, as [`Expr::Build`] documents.
 
-use crate::program::{Atom, BinOp, Block, Expr, Function, StmtKind, VarId};
+use crate::program::{Atom, BinOp, Block, Expr, Function, Program, StmtKind, VarId};
 use std::collections::HashMap;
 
 /// An extent computed from values that exist before a comprehension runs.
@@ -60,43 +62,63 @@ const DEPTH: u32 = 16;
 /// or `None` when some extent depends on the index or on values computed
 /// in the body (see the module docs). Scalar rows have no extents: `Some`
 /// of an empty list.
-pub fn static_row_dims(f: &Function, index: VarId, body: &Block, result: usize) -> Option<Vec<StaticDim>> {
+///
+/// `program`, where given, is the program `f` belongs to: the analysis then
+/// sees through calls (the callee's result extents in terms of the call's
+/// arguments), as it sees the same code once inlined.
+pub fn static_row_dims<'a>(
+    f: &'a Function,
+    program: Option<&'a Program>,
+    index: VarId,
+    body: &'a Block,
+    result: usize,
+) -> Option<Vec<StaticDim>> {
     let row = body.results.get(result)?;
     let rank = f.atom_ty(row).rank as usize;
     if rank == 0 {
         return Some(Vec::new());
     }
-    let mut scopes = vec![Scope::new(index, body)];
-    let dims = shape_of_atom(f, &mut scopes, row, DEPTH)?;
+    let mut scopes = vec![Scope::new(Some(index), body)];
+    let dims = shape_of_atom(Cx { f, program }, &mut scopes, row, DEPTH)?;
     (dims.len() == rank).then_some(dims)
 }
 
+/// The function analysed and its program (for calls).
+#[derive(Clone, Copy)]
+struct Cx<'a> {
+    f: &'a Function,
+    program: Option<&'a Program>,
+}
+
 /// The row shape of result `result` of `build index < 0 => body` in `f`
-/// for an evaluator: [`static_row_dims`] evaluated with the values of the
+/// (of `program`, where given) for an evaluator: [`static_row_dims`] evaluated with the values of the
 /// outer variables (`var`: an `i64`; `dim`: an array's extent), a negative
 /// extent (which a row cannot have) taken as 0, as compiled code does.
 /// `None` where the extents are not static or a lookup fails.
-pub fn eval_static_row_shape(
-    f: &Function,
+pub fn eval_static_row_shape<'a>(
+    f: &'a Function,
+    program: Option<&'a Program>,
     index: VarId,
-    body: &Block,
+    body: &'a Block,
     result: usize,
     var: &dyn Fn(VarId) -> Option<i64>,
     dim: &dyn Fn(VarId, u8) -> Option<i64>,
 ) -> Option<Vec<usize>> {
-    let dims = static_row_dims(f, index, body, result)?;
+    let dims = static_row_dims(f, program, index, body, result)?;
     dims.iter().map(|d| d.eval(var, dim).map(|x| usize::try_from(x).unwrap_or(0))).collect()
 }
 
-/// The index and the definitions of one comprehension body: each variable
-/// a `let` binds, with its expression and which of its values it is.
+/// The variables one block binds: the index of a comprehension or loop
+/// body, the states of a loop body (taken as outer variables while a
+/// loop's result is analysed: see [`shape_of_loop`]), and each variable a
+/// `let` binds, with its expression and which of its values it is.
 struct Scope<'a> {
-    index: VarId,
+    index: Option<VarId>,
     defs: HashMap<VarId, (&'a Expr, usize)>,
 }
 
 impl<'a> Scope<'a> {
-    fn new(index: VarId, body: &'a Block) -> Scope<'a> {
+    fn new(index: Option<VarId>, body: &'a Block) -> Scope<'a> {
         let mut defs = HashMap::new();
         for s in &body.stmts {
             if let StmtKind::Let { vars, expr } = &s.kind {
@@ -113,7 +135,7 @@ impl<'a> Scope<'a> {
 /// scope, `Ok(None)` outside every scope, `Err(())` as an index.
 fn lookup<'a>(scopes: &[Scope<'a>], v: VarId) -> Result<Option<(&'a Expr, usize)>, ()> {
     for s in scopes.iter().rev() {
-        if s.index == v {
+        if s.index == Some(v) {
             return Err(());
         }
         if let Some(d) = s.defs.get(&v) {
@@ -123,82 +145,194 @@ fn lookup<'a>(scopes: &[Scope<'a>], v: VarId) -> Result<Option<(&'a Expr, usize)
     Ok(None)
 }
 
+/// Whether `dims` mention one of `vars` (a variable bound inside what is
+/// analysed, which no extent outside it may name).
+fn mentions(dims: &[StaticDim], vars: &[VarId]) -> bool {
+    fn dim(d: &StaticDim, vars: &[VarId]) -> bool {
+        match d {
+            StaticDim::Lit(_) => false,
+            StaticDim::Var(v) | StaticDim::DimOf(v, _) => vars.contains(v),
+            StaticDim::Bin(_, a, b) => dim(a, vars) || dim(b, vars),
+        }
+    }
+    dims.iter().any(|d| dim(d, vars))
+}
+
+/// The static extents of result `k` of `if cond then a else b`: those of
+/// the branch a literal condition takes, else those both branches have.
+fn shape_of_if<'a>(
+    cx: Cx<'a>,
+    scopes: &mut Vec<Scope<'a>>,
+    (cond, then_branch, else_branch): (&Atom, &'a Block, &'a Block),
+    k: usize,
+    depth: u32,
+) -> Option<Vec<StaticDim>> {
+    let mut branch = |b: &'a Block| {
+        scopes.push(Scope::new(None, b));
+        let dims = b.results.get(k).and_then(|r| shape_of_atom(cx, scopes, r, depth));
+        scopes.pop();
+        dims
+    };
+    match cond {
+        Atom::Bool(true) => branch(then_branch),
+        Atom::Bool(false) => branch(else_branch),
+        _ => {
+            let a = branch(then_branch)?;
+            (branch(else_branch)? == a).then_some(a)
+        }
+    }
+}
+
+/// The static extents of result `k` of a call of `func` on `args`: the
+/// callee's result extents (in terms of its parameters) with the
+/// arguments' put in. Needs the program ([`Cx::program`]).
+fn shape_of_call<'a>(
+    cx: Cx<'a>,
+    scopes: &mut Vec<Scope<'a>>,
+    (func, args): (crate::program::FuncId, &'a [Atom]),
+    k: usize,
+    depth: u32,
+) -> Option<Vec<StaticDim>> {
+    let depth = depth.checked_sub(1)?;
+    let callee = cx.program?.funcs.get(func.0 as usize)?;
+    let result = callee.body.results.get(k)?;
+    let inner = Cx { f: callee, program: cx.program };
+    let dims = shape_of_atom(inner, &mut vec![Scope::new(None, &callee.body)], result, depth)?;
+    // Outside the callee's body only its parameters are bound.
+    let arg = |p: &VarId| callee.params.iter().position(|q| q == p).and_then(|i| args.get(i));
+    fn put<'a>(
+        cx: Cx<'a>,
+        scopes: &mut Vec<Scope<'a>>,
+        d: &StaticDim,
+        arg: &dyn Fn(&VarId) -> Option<&'a Atom>,
+        depth: u32,
+    ) -> Option<StaticDim> {
+        match d {
+            StaticDim::Lit(n) => Some(StaticDim::Lit(*n)),
+            StaticDim::Var(p) => size_of_atom(cx, scopes, arg(p)?, depth),
+            StaticDim::DimOf(p, axis) => shape_of_atom(cx, scopes, arg(p)?, depth)?.get(*axis as usize).cloned(),
+            StaticDim::Bin(op, a, b) => {
+                let (a, b) = (put(cx, scopes, a, arg, depth)?, put(cx, scopes, b, arg, depth)?);
+                Some(StaticDim::Bin(*op, Box::new(a), Box::new(b)))
+            }
+        }
+    }
+    dims.iter().map(|d| put(cx, scopes, d, &arg, depth)).collect()
+}
+
+/// The static extents of state `k` of `loop states = init for i < n do
+/// body` after the loop: those of its initial value when the body keeps
+/// them (its next state has the extents of the state, or the initial
+/// value's own), else none. The states are taken as outer variables while
+/// the body's extents are found, which only the comparison sees.
+fn shape_of_loop<'a>(
+    cx: Cx<'a>,
+    scopes: &mut Vec<Scope<'a>>,
+    (index, states, init, body): (VarId, &[VarId], &[Atom], &'a Block),
+    k: usize,
+    depth: u32,
+) -> Option<Vec<StaticDim>> {
+    let (state, start) = (*states.get(k)?, init.get(k)?);
+    let before = shape_of_atom(cx, scopes, start, depth)?;
+    scopes.push(Scope::new(Some(index), body));
+    let next = body.results.get(k).and_then(|r| shape_of_atom(cx, scopes, r, depth));
+    scopes.pop();
+    let next = next?;
+    let kept: Vec<StaticDim> = (0..cx.f.ty(state).rank).map(|axis| StaticDim::DimOf(state, axis)).collect();
+    (next == kept || (next == before && !mentions(&next, states))).then_some(before)
+}
+
 /// The value of an `i64` atom as a static extent.
-fn size_of_atom<'a>(f: &Function, scopes: &mut Vec<Scope<'a>>, a: &Atom, depth: u32) -> Option<StaticDim> {
+fn size_of_atom<'a>(cx: Cx<'a>, scopes: &mut Vec<Scope<'a>>, a: &Atom, depth: u32) -> Option<StaticDim> {
     match a {
         Atom::I64(n) => Some(StaticDim::Lit(*n)),
         Atom::Var(v) => match lookup(scopes, *v).ok()? {
             None => Some(StaticDim::Var(*v)),
-            Some((e, 0)) if depth > 0 => size_of_expr(f, scopes, e, depth - 1),
+            Some((e, 0)) if depth > 0 => size_of_expr(cx, scopes, e, depth - 1),
             Some(_) => None,
         },
         _ => None,
     }
 }
 
-fn size_of_expr<'a>(f: &Function, scopes: &mut Vec<Scope<'a>>, e: &'a Expr, depth: u32) -> Option<StaticDim> {
+fn size_of_expr<'a>(cx: Cx<'a>, scopes: &mut Vec<Scope<'a>>, e: &'a Expr, depth: u32) -> Option<StaticDim> {
     match e {
-        Expr::Atom(a) => size_of_atom(f, scopes, a, depth),
-        Expr::Dim { array, axis } => shape_of_var(f, scopes, *array, depth)?.get(*axis as usize).cloned(),
+        Expr::Atom(a) => size_of_atom(cx, scopes, a, depth),
+        Expr::Dim { array, axis } => shape_of_var(cx, scopes, *array, depth)?.get(*axis as usize).cloned(),
         Expr::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul), a, b) => {
-            let x = size_of_atom(f, scopes, a, depth)?;
-            let y = size_of_atom(f, scopes, b, depth)?;
+            let x = size_of_atom(cx, scopes, a, depth)?;
+            let y = size_of_atom(cx, scopes, b, depth)?;
             Some(StaticDim::Bin(*op, Box::new(x), Box::new(y)))
         }
         _ => None,
     }
 }
 
-fn shape_of_atom<'a>(f: &Function, scopes: &mut Vec<Scope<'a>>, a: &Atom, depth: u32) -> Option<Vec<StaticDim>> {
+fn shape_of_atom<'a>(cx: Cx<'a>, scopes: &mut Vec<Scope<'a>>, a: &Atom, depth: u32) -> Option<Vec<StaticDim>> {
     match a {
-        Atom::Var(v) if f.ty(*v).rank > 0 => shape_of_var(f, scopes, *v, depth),
+        Atom::Var(v) if cx.f.ty(*v).rank > 0 => shape_of_var(cx, scopes, *v, depth),
         _ => Some(Vec::new()),
     }
 }
 
 /// The static extents of every axis of array `v`.
-fn shape_of_var<'a>(f: &Function, scopes: &mut Vec<Scope<'a>>, v: VarId, depth: u32) -> Option<Vec<StaticDim>> {
+fn shape_of_var<'a>(cx: Cx<'a>, scopes: &mut Vec<Scope<'a>>, v: VarId, depth: u32) -> Option<Vec<StaticDim>> {
     match lookup(scopes, v).ok()? {
-        None => Some((0..f.ty(v).rank).map(|axis| StaticDim::DimOf(v, axis)).collect()),
-        Some((e, k)) if depth > 0 => shape_of_expr(f, scopes, e, k, depth - 1),
+        None => Some((0..cx.f.ty(v).rank).map(|axis| StaticDim::DimOf(v, axis)).collect()),
+        Some((e, k)) if depth > 0 => shape_of_expr(cx, scopes, e, k, depth - 1),
         Some(_) => None,
     }
 }
 
 /// The static extents of value `k` of `e`.
 fn shape_of_expr<'a>(
-    f: &Function,
+    cx: Cx<'a>,
     scopes: &mut Vec<Scope<'a>>,
     e: &'a Expr,
     k: usize,
     depth: u32,
 ) -> Option<Vec<StaticDim>> {
     if let Expr::Build { n, index, body } = e {
-        let n = size_of_atom(f, scopes, n, depth)?;
-        scopes.push(Scope::new(*index, body));
-        let row = body.results.get(k).and_then(|r| shape_of_atom(f, scopes, r, depth));
+        let n = size_of_atom(cx, scopes, n, depth)?;
+        scopes.push(Scope::new(Some(*index), body));
+        let row = body.results.get(k).and_then(|r| shape_of_atom(cx, scopes, r, depth));
         scopes.pop();
         let mut dims = vec![n];
         dims.extend(row?);
         return Some(dims);
     }
+    match e {
+        Expr::If { cond, then_branch, else_branch } => {
+            return shape_of_if(cx, scopes, (cond, then_branch, else_branch), k, depth)
+        }
+        Expr::Loop { index, states, init, body, .. } => {
+            if matches!(e, Expr::Loop { n: Atom::I64(c), .. } if *c <= 0) {
+                // No iteration: the initial state.
+                return init.get(k).and_then(|a| shape_of_atom(cx, scopes, a, depth));
+            }
+            return shape_of_loop(cx, scopes, (*index, states, init, body), k, depth);
+        }
+        Expr::Call { func, args } => return shape_of_call(cx, scopes, (*func, args), k, depth),
+        _ => {}
+    }
     if k > 0 {
         return None;
     }
     match e {
-        Expr::Atom(a) => shape_of_atom(f, scopes, a, depth),
+        Expr::Atom(a) => shape_of_atom(cx, scopes, a, depth),
         Expr::ArrayLit { elems, .. } => {
             let len = i64::try_from(elems.len()).ok()?;
             let mut dims = vec![StaticDim::Lit(len)];
-            dims.extend(shape_of_atom(f, scopes, elems.first()?, depth)?);
+            dims.extend(shape_of_atom(cx, scopes, elems.first()?, depth)?);
             Some(dims)
         }
         Expr::Index { array, indices } => {
-            let dims = shape_of_var(f, scopes, *array, depth)?;
+            let dims = shape_of_var(cx, scopes, *array, depth)?;
             dims.get(indices.len()..).map(<[StaticDim]>::to_vec)
         }
-        Expr::Reshape { dims, .. } => dims.iter().map(|d| size_of_atom(f, scopes, d, depth)).collect(),
-        Expr::Update { array, .. } => shape_of_var(f, scopes, *array, depth),
+        Expr::Reshape { dims, .. } => dims.iter().map(|d| size_of_atom(cx, scopes, d, depth)).collect(),
+        Expr::Update { array, .. } | Expr::ZerosLike(array) => shape_of_var(cx, scopes, *array, depth),
+        Expr::Zeros(dims) => dims.iter().map(|d| size_of_atom(cx, scopes, d, depth)).collect(),
         _ => None,
     }
 }

@@ -355,7 +355,7 @@ impl<'p, M: Mode> Evaluator<'p, M> {
                 for (k, r) in body.results.iter().enumerate() {
                     let mut st = Stacker::new(self.atom_ty(fr, r, loc)?, rows);
                     if n == 0 {
-                        st.row_shape = static_row_shape(fr, *index, body, k);
+                        st.row_shape = static_row_shape(self.program, fr, *index, body, k);
                     }
                     stackers.push(st);
                 }
@@ -523,7 +523,13 @@ impl<'p, M: Mode> Evaluator<'p, M> {
 /// The row shape of result `k` of `build index < 0 => body`, where it is
 /// known without running the body, as the interpreter and compiled code
 /// find it (`arrayad_ir::shape::eval_static_row_shape`).
-fn static_row_shape<D>(fr: &Frame<'_, D>, index: VarId, body: &Block, k: usize) -> Option<Vec<usize>> {
+fn static_row_shape<'p, D>(
+    program: &'p Program,
+    fr: &Frame<'p, D>,
+    index: VarId,
+    body: &'p Block,
+    k: usize,
+) -> Option<Vec<usize>> {
     let var = |v: VarId| match fr.env.get(v.index()) {
         Some(Some(DVal::I64(x))) => Some(*x),
         _ => None,
@@ -532,7 +538,7 @@ fn static_row_shape<D>(fr: &Frame<'_, D>, index: VarId, body: &Block, k: usize) 
         Some(Some(DVal::Arr(a))) => a.shape.get(axis as usize).and_then(|&d| i64::try_from(d).ok()),
         _ => None,
     };
-    arrayad_ir::shape::eval_static_row_shape(fr.func, index, body, k, &var, &dim)
+    arrayad_ir::shape::eval_static_row_shape(fr.func, Some(program), index, body, k, &var, &dim)
 }
 
 /// Collects the rows of an array literal or `for` body, checking that they

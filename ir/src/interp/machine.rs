@@ -576,7 +576,7 @@ impl<'p> Machine<'p> {
             Some(Some(Val::Arr(a))) => a.shape.get(axis as usize).and_then(|&d| i64::try_from(d).ok()),
             _ => None,
         };
-        crate::shape::eval_static_row_shape(fr.func, index, body, k, &var, &dim)
+        crate::shape::eval_static_row_shape(fr.func, Some(self.program), index, body, k, &var, &dim)
     }
 }
 
