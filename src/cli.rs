@@ -93,8 +93,9 @@ fn parse_memory_size(s: &str) -> Result<u64, String> {
 struct CodegenArgs {
     /// The CPU to generate code for (LLVM names, e.g. `x86-64-v3`,
     /// `skylake-avx512`, `neoverse-n1`, `generic` for a portable library);
-    /// default: this machine's CPU, or `generic` with --target. Only the
-    /// LLVM backend uses it.
+    /// default: this machine's CPU, or `generic` with --target. LLVM uses
+    /// it; Cranelift, which cannot select features by CPU name, compiles
+    /// for the architecture's baseline when any CPU but `native` is named.
     #[arg(long, value_name = "CPU")]
     target_cpu: Option<String>,
     /// LLVM backend only: allow reassociation of floating-point arithmetic

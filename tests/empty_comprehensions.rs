@@ -20,6 +20,9 @@ def branches(z: [k]f64, x: [n]f64, y: f64) -> [k][n]f64 =
 def kept(z: [k]f64, x: [n]f64) -> [k][n]f64 = for j < k => (loop s = x for i < 2 do 0.5 * s + sin(x))
 def twice(a: [n]f64) -> [n]f64 = a * 2.0
 def called(z: [k]f64, x: [n]f64) -> [k][n]f64 = for j < k => twice(x + x)
+def counted(z: [k]f64, x: [n]f64, t: i64) -> [k][n]f64 = for j < k => (loop s = x for i < t do s * 0.5)
+def literal(z: [k]f64, x: [n]f64, y: [m]f64) -> [k][n]f64 =
+  let c = true in for j < k => (if c then x * 2.0 else y)
 ";
 
 fn backends() -> Vec<Backend> {
@@ -41,7 +44,8 @@ fn shape(v: &Value) -> Vec<usize> {
 fn zero_rows_keep_their_static_shape_on_every_backend() {
     let empty: [f64; 0] = [];
     let three = [1.0, 2.0, 3.0];
-    let cases: [(&str, Vec<Arg<'_>>, Vec<usize>); 9] = [
+    let four = [1.0, 2.0, 3.0, 4.0];
+    let cases: [(&str, Vec<Arg<'_>>, Vec<usize>); 10] = [
         ("pairs", vec![Arg::Vector(&empty)], vec![0, 2]),
         ("rows", vec![Arg::Array { data: &empty, shape: &[0, 3] }], vec![0, 3]),
         ("nested", vec![Arg::Array { data: &empty, shape: &[0, 4] }], vec![0, 4, 3]),
@@ -53,6 +57,7 @@ fn zero_rows_keep_their_static_shape_on_every_backend() {
         ("branches", vec![Arg::Vector(&empty), Arg::Vector(&three), Arg::F64(0.5)], vec![0, 3]),
         ("kept", vec![Arg::Vector(&empty), Arg::Vector(&three)], vec![0, 3]),
         ("called", vec![Arg::Vector(&empty), Arg::Vector(&three)], vec![0, 3]),
+        ("literal", vec![Arg::Vector(&empty), Arg::Vector(&three), Arg::Vector(&four)], vec![0, 3]),
     ];
     for backend in backends() {
         let m = Module::compile_with("empty.arr", SOURCE, Options::backend(backend)).unwrap();
@@ -63,7 +68,7 @@ fn zero_rows_keep_their_static_shape_on_every_backend() {
             // The tangent has the value's shape, and the cotangent of an
             // empty result is the argument's (empty) shape.
             let tangents: Vec<Option<Arg<'_>>> =
-                args.iter().map(|a| Some(*a).filter(|a| !matches!(a, Arg::I64Array { .. }))).collect();
+                args.iter().map(|a| Some(*a).filter(|a| !matches!(a, Arg::I64Array { .. } | Arg::I64(_)))).collect();
             let jvp = f.jvp(args, &tangents).unwrap_or_else(|e| panic!("{backend:?} {name} jvp: {e}"));
             assert_eq!(shape(jvp.tangent[0].as_ref().unwrap()), *want, "{backend:?} {name} tangent");
             let ct = vec![0.0; 0];
@@ -76,6 +81,23 @@ fn zero_rows_keep_their_static_shape_on_every_backend() {
         let g = total.grad(&[Arg::Vector(&empty)]).unwrap();
         assert_eq!(g.value, 0.0);
         assert_eq!(g.gradient.f64s("x"), Some(&empty[..]));
+    }
+}
+
+/// A loop over a count known only at run time keeps its state's extents
+/// (compiled code cannot unroll it). Its tangent state takes its extents
+/// from the primal state, whose initial value is another argument than
+/// the tangent's (equal only at run time): the tangent keeps extent 0.
+#[test]
+fn a_loop_over_a_run_time_count_keeps_its_state_shape() {
+    let empty: [f64; 0] = [];
+    let three = [1.0, 2.0, 3.0];
+    for backend in backends() {
+        let m = Module::compile_with("empty.arr", SOURCE, Options::backend(backend)).unwrap();
+        let f = m.function("counted").unwrap();
+        let args = [Arg::Vector(&empty), Arg::Vector(&three), Arg::I64(5)];
+        let v = f.call(&args).unwrap_or_else(|e| panic!("{backend:?}: {e}"));
+        assert_eq!(shape(&v[0]), [0, 3], "{backend:?}");
     }
 }
 

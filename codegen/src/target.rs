@@ -48,7 +48,8 @@ pub struct TargetOptions {
     /// `skylake-avx512`, `x86-64-v3`, `neoverse-n1`, or `generic` for a
     /// portable library); `None` for the host's CPU when compiling for the
     /// host, `generic` otherwise. Cranelift compiles for the host's
-    /// features (or the baseline of another target) whatever is given here.
+    /// features when none is named (or `native`), else for the baseline of
+    /// the target's architecture (it cannot select features by CPU name).
     pub cpu: Option<String>,
     /// Allows the LLVM backend to reassociate floating-point arithmetic
     /// (reductions are vectorised and summed in a different order; results

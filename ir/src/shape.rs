@@ -8,8 +8,13 @@
 //! literal of `k` rows, a nested comprehension over a count fixed outside,
 //! an index or view into an array from outside, a reshape to fixed
 //! extents, `+ - *` of such sizes, an `if` whose branches have the same
-//! such extents (or whose condition is a literal), and a counted loop whose
-//! body keeps the extents of its state. The interpreter and code generation
+//! such extents (or whose condition is a literal, also through a `let`), a
+//! counted loop whose body keeps the extents of its state, `zeros` and
+//! `zeros_like`, and a call (the callee's result extents with the
+//! arguments' put in; the interpreter sees calls that compiled code sees
+//! inlined). Extents are compared by their form, which optimisation can
+//! change (a condition that only folds once a call is inlined), so the
+//! interpreter and compiled code can still differ in rare programs. The interpreter and code generation
 //! evaluate those extents before the loop and use them when it runs zero
 //! times (the first row overrides them otherwise, so they are only ever a
 //! default). A row shape that depends on the index (`for i < n => x[i:]`)
@@ -54,7 +59,8 @@ impl StaticDim {
 }
 
 /// How deep the analysis follows definitions (nested comprehensions,
-/// chains of views): it runs in constant time per comprehension.
+/// chains of views, calls): its time per comprehension is bounded
+/// independently of the program's size.
 const DEPTH: u32 = 16;
 
 /// The statically known extents of the rows of `build index < n => body`
@@ -109,9 +115,9 @@ pub fn eval_static_row_shape<'a>(
 }
 
 /// The variables one block binds: the index of a comprehension or loop
-/// body, the states of a loop body (taken as outer variables while a
-/// loop's result is analysed: see [`shape_of_loop`]), and each variable a
-/// `let` binds, with its expression and which of its values it is.
+/// body and each variable a `let` binds, with its expression and which of
+/// its values it is. (A loop's states are not in it: they read as outer
+/// variables while a loop's result is analysed, see [`shape_of_loop`].)
 struct Scope<'a> {
     index: Option<VarId>,
     defs: HashMap<VarId, (&'a Expr, usize)>,
@@ -145,19 +151,6 @@ fn lookup<'a>(scopes: &[Scope<'a>], v: VarId) -> Result<Option<(&'a Expr, usize)
     Ok(None)
 }
 
-/// Whether `dims` mention one of `vars` (a variable bound inside what is
-/// analysed, which no extent outside it may name).
-fn mentions(dims: &[StaticDim], vars: &[VarId]) -> bool {
-    fn dim(d: &StaticDim, vars: &[VarId]) -> bool {
-        match d {
-            StaticDim::Lit(_) => false,
-            StaticDim::Var(v) | StaticDim::DimOf(v, _) => vars.contains(v),
-            StaticDim::Bin(_, a, b) => dim(a, vars) || dim(b, vars),
-        }
-    }
-    dims.iter().any(|d| dim(d, vars))
-}
-
 /// The static extents of result `k` of `if cond then a else b`: those of
 /// the branch a literal condition takes, else those both branches have.
 fn shape_of_if<'a>(
@@ -167,15 +160,23 @@ fn shape_of_if<'a>(
     k: usize,
     depth: u32,
 ) -> Option<Vec<StaticDim>> {
+    let literal = match cond {
+        Atom::Var(v) => match lookup(scopes, *v) {
+            Ok(Some((Expr::Atom(Atom::Bool(b)), 0))) => Some(*b),
+            _ => None,
+        },
+        Atom::Bool(b) => Some(*b),
+        _ => None,
+    };
     let mut branch = |b: &'a Block| {
         scopes.push(Scope::new(None, b));
         let dims = b.results.get(k).and_then(|r| shape_of_atom(cx, scopes, r, depth));
         scopes.pop();
         dims
     };
-    match cond {
-        Atom::Bool(true) => branch(then_branch),
-        Atom::Bool(false) => branch(else_branch),
+    match literal {
+        Some(true) => branch(then_branch),
+        Some(false) => branch(else_branch),
         _ => {
             let a = branch(then_branch)?;
             (branch(else_branch)? == a).then_some(a)
@@ -222,9 +223,12 @@ fn shape_of_call<'a>(
 
 /// The static extents of state `k` of `loop states = init for i < n do
 /// body` after the loop: those of its initial value when the body keeps
-/// them (its next state has the extents of the state, or the initial
-/// value's own), else none. The states are taken as outer variables while
-/// the body's extents are found, which only the comparison sees.
+/// them, else none. By induction over the iterations: assuming every
+/// state has its initial value's extents, the next state `k` has them
+/// again, and so does every state its extents are taken from (a tangent
+/// state's extents are often the primal state's). The states read as
+/// outer variables while the body's extents are found; only this
+/// comparison sees them.
 fn shape_of_loop<'a>(
     cx: Cx<'a>,
     scopes: &mut Vec<Scope<'a>>,
@@ -232,14 +236,66 @@ fn shape_of_loop<'a>(
     k: usize,
     depth: u32,
 ) -> Option<Vec<StaticDim>> {
-    let (state, start) = (*states.get(k)?, init.get(k)?);
-    let before = shape_of_atom(cx, scopes, start, depth)?;
-    scopes.push(Scope::new(Some(index), body));
-    let next = body.results.get(k).and_then(|r| shape_of_atom(cx, scopes, r, depth));
-    scopes.pop();
-    let next = next?;
-    let kept: Vec<StaticDim> = (0..cx.f.ty(state).rank).map(|axis| StaticDim::DimOf(state, axis)).collect();
-    (next == kept || (next == before && !mentions(&next, states))).then_some(before)
+    let mut before: Vec<Option<Vec<StaticDim>>> = vec![None; states.len()];
+    let mut checked = vec![false; states.len()];
+    let mut todo = vec![k];
+    while let Some(j) = todo.pop() {
+        if std::mem::replace(checked.get_mut(j)?, true) {
+            continue;
+        }
+        if before[j].is_none() {
+            before[j] = Some(shape_of_atom(cx, scopes, init.get(j)?, depth)?);
+        }
+        scopes.push(Scope::new(Some(index), body));
+        let next = body.results.get(j).and_then(|r| shape_of_atom(cx, scopes, r, depth));
+        scopes.pop();
+        // The next extents with each state's extents replaced by its
+        // initial value's (the induction hypothesis).
+        fn put(d: &StaticDim, states: &[VarId], todo: &mut Vec<usize>) -> Option<StaticDim> {
+            Some(match d {
+                StaticDim::Lit(n) => StaticDim::Lit(*n),
+                StaticDim::Var(v) if states.contains(v) => return None,
+                StaticDim::Var(v) => StaticDim::Var(*v),
+                StaticDim::DimOf(v, axis) => match states.iter().position(|s| s == v) {
+                    Some(i) => {
+                        todo.push(i);
+                        StaticDim::DimOf(*v, *axis)
+                    }
+                    None => StaticDim::DimOf(*v, *axis),
+                },
+                StaticDim::Bin(op, a, b) => {
+                    StaticDim::Bin(*op, Box::new(put(a, states, todo)?), Box::new(put(b, states, todo)?))
+                }
+            })
+        }
+        let next: Vec<StaticDim> = next?.iter().map(|d| put(d, states, &mut todo)).collect::<Option<_>>()?;
+        // Initial extents of the states `next` names, then compare.
+        for &i in &todo {
+            if before.get(i)?.is_none() {
+                before[i] = Some(shape_of_atom(cx, scopes, init.get(i)?, depth)?);
+            }
+        }
+        let hypothesis = |d: &StaticDim| -> Option<StaticDim> {
+            fn go(d: &StaticDim, states: &[VarId], before: &[Option<Vec<StaticDim>>]) -> Option<StaticDim> {
+                Some(match d {
+                    StaticDim::DimOf(v, axis) => match states.iter().position(|s| s == v) {
+                        Some(i) => before[i].as_ref()?.get(*axis as usize)?.clone(),
+                        None => d.clone(),
+                    },
+                    StaticDim::Bin(op, a, b) => {
+                        StaticDim::Bin(*op, Box::new(go(a, states, before)?), Box::new(go(b, states, before)?))
+                    }
+                    _ => d.clone(),
+                })
+            }
+            go(d, states, &before)
+        };
+        let next: Vec<StaticDim> = next.iter().map(hypothesis).collect::<Option<_>>()?;
+        if Some(&next) != before[j].as_ref() {
+            return None;
+        }
+    }
+    before.swap_remove(k)
 }
 
 /// The value of an `i64` atom as a static extent.

@@ -94,6 +94,16 @@ fn isa_with(target: &TargetOptions, pic: bool, fast_regalloc: bool) -> Result<Ow
                 .finish(flags)
                 .map_err(|e| CodegenError::Target(e.to_string()))?
         }
+        // A CPU named for another machine (`--target-cpu generic` for a
+        // portable library): Cranelift cannot select features by LLVM CPU
+        // names, so it compiles for the architecture's baseline rather
+        // than this machine's features.
+        _ if target.cpu.as_deref().is_some_and(|c| c != "native") => {
+            cranelift_codegen::isa::lookup(target_lexicon::Triple::host())
+                .map_err(|e| CodegenError::Target(e.to_string()))?
+                .finish(flags)
+                .map_err(|e| CodegenError::Target(e.to_string()))?
+        }
         _ => cranelift_native::builder()
             .map_err(|e| CodegenError::Target(e.to_string()))?
             .finish(flags)

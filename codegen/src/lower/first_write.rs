@@ -15,7 +15,7 @@
 //! run time, so the loop is preceded by a zero-fill of the elements it
 //! does not reach, `acc[clamp(count, 0, extent)..extent]`, which is empty
 //! when they are equal. A count above the extent fails the add's bounds
-//! check at index `extent`, as the zero-then-add form does.
+//! check (at the first index out of range), as the zero-then-add form does.
 
 use arrayad_ir::visit::{for_each_block, stmt_uses};
 use arrayad_ir::{Atom, Block, Expr, Function, StmtKind, VarId};
