@@ -14,9 +14,10 @@
 //! arguments' put in; the interpreter sees calls that compiled code sees
 //! inlined). Extents are compared by their form, which optimisation can
 //! change (a condition that only folds once a call is inlined), so the
-//! interpreter and compiled code can still differ in rare programs. The interpreter and code generation
-//! evaluate those extents before the loop and use them when it runs zero
-//! times (the first row overrides them otherwise, so they are only ever a
+//! interpreter and compiled code can still differ in rare programs.
+//!
+//! The interpreter and code generation evaluate those extents before the
+//! loop and use them when it runs zero times (the first row overrides them otherwise, so they are only ever a
 //! default). A row shape that depends on the index (`for i < n => x[i:]`)
 //! has no static form: such a comprehension keeps extent 0 in every inner
 //! dimension when it runs zero times, as [`Expr::Build`] documents.
@@ -97,7 +98,8 @@ struct Cx<'a> {
 }
 
 /// The row shape of result `result` of `build index < 0 => body` in `f`
-/// (of `program`, where given) for an evaluator: [`static_row_dims`] evaluated with the values of the
+/// (of `program`, where given) for an evaluator: [`static_row_dims`]
+/// evaluated with the values of the
 /// outer variables (`var`: an `i64`; `dim`: an array's extent), a negative
 /// extent (which a row cannot have) taken as 0, as compiled code does.
 /// `None` where the extents are not static or a lookup fails.

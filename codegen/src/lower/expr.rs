@@ -53,9 +53,7 @@ impl<E: Emitter> Lower<'_, E> {
             Expr::ZerosLike(v) if matches!(vars, [acc] if self.first_writes.unzeroed(*acc)) => {
                 // Written by a loop before it is read (`first_write.rs`).
                 let a = self.array(*v)?;
-                let (count, ovf) = self.checked_product(&a.dims);
-                let ptr = self.alloc_elems(count, Scalar::F64, ovf)?;
-                vec![Val::A(Arr { ptr, dims: a.dims })]
+                vec![Val::A(self.alloc_f64(a.dims)?.0)]
             }
             Expr::ZerosLike(v) => {
                 let a = self.array(*v)?;
@@ -64,9 +62,7 @@ impl<E: Emitter> Lower<'_, E> {
             Expr::Zeros(dims) if matches!(vars, [v] if self.first_writes.unzeroed(*v)) => {
                 // Written by a loop before it is read (`first_write.rs`).
                 let vals = dims.iter().map(|d| self.scalar(d)).collect::<Result<Vec<_>>>()?;
-                let (count, ovf) = self.checked_product(&vals);
-                let ptr = self.alloc_elems(count, Scalar::F64, ovf)?;
-                vec![Val::A(Arr { ptr, dims: vals })]
+                vec![Val::A(self.alloc_f64(vals)?.0)]
             }
             Expr::Zeros(dims) => {
                 // Literal extents of a small accumulator: zeroed by stores.
@@ -826,12 +822,18 @@ impl<E: Emitter> Lower<'_, E> {
 
     /// A zero-filled `f64` array of extents `dims`.
     fn zeros(&mut self, dims: Vec<E::Value>) -> Result<Arr<E::Value>> {
+        let (a, count) = self.alloc_f64(dims)?;
+        self.zero_f64s(a.ptr, count)?;
+        Ok(a)
+    }
+
+    /// An `f64` array of extents `dims`, not initialised (an accumulator
+    /// its first loop writes whole: `first_write.rs`), and its element
+    /// count.
+    fn alloc_f64(&mut self, dims: Vec<E::Value>) -> Result<(Arr<E::Value>, E::Value)> {
         let (count, ovf) = self.checked_product(&dims);
         let ptr = self.alloc_elems(count, Scalar::F64, ovf)?;
-        let eight = self.iconst(8);
-        let bytes = self.b.int(IntOp::Mul, count, eight);
-        self.zero_bytes(ptr, bytes)?;
-        Ok(Arr { ptr, dims })
+        Ok((Arr { ptr, dims }, count))
     }
 
     fn pop(&mut self, t: Type) -> Result<Val<E::Value>> {

@@ -55,9 +55,8 @@ impl FirstWrites {
 
     fn block(&mut self, f: &Function, b: &Block) {
         // Candidates: rank-1 accumulators of this block not used yet, with
-        // their extent.
-        // (`None`: `zeros_like` of a rank-1 array, whose extent is that
-        // array's.)
+        // their extent (`None`: `zeros_like` of a rank-1 array, whose
+        // extent is that array's).
         let mut candidates: HashMap<VarId, Option<Atom>> = HashMap::new();
         for s in &b.stmts {
             if !candidates.is_empty() {

@@ -173,6 +173,13 @@ impl<E: Emitter> Lower<'_, E> {
         })
     }
 
+    /// Zero-fills `count` `f64` elements at `dst`.
+    pub(super) fn zero_f64s(&mut self, dst: E::Value, count: E::Value) -> Result<()> {
+        let eight = self.iconst(8);
+        let bytes = self.b.int(IntOp::Mul, count, eight);
+        self.zero_bytes(dst, bytes)
+    }
+
     /// Zero-fills `bytes` bytes at `dst` (`memset`).
     pub(super) fn zero_bytes(&mut self, dst: E::Value, bytes: E::Value) -> Result<()> {
         let z = self.b.iconst(Ty::I32, 0);

@@ -308,9 +308,7 @@ impl<E: Emitter> Lower<'_, E> {
         let start = self.b.int(IntOp::SMin, start, extent);
         let dst = self.b.elem_addr(a.ptr, start, Scalar::F64);
         let count = self.b.int(IntOp::Sub, extent, start);
-        let eight = self.iconst(8);
-        let bytes = self.b.int(IntOp::Mul, count, eight);
-        self.zero_bytes(dst, bytes)
+        self.zero_f64s(dst, count)
     }
 }
 
