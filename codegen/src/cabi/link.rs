@@ -38,10 +38,26 @@ pub fn remove_build_files() {
     let Ok(mut live) = LIVE.lock() else { return };
     for p in live.drain(..) {
         if p.is_dir() {
-            let _ = std::fs::remove_dir_all(&p);
+            remove_dir_racing_writers(&p);
         } else {
             let _ = std::fs::remove_file(&p);
         }
+    }
+}
+
+/// Removes the directory `dir` while C compilers of the interrupted build,
+/// which a signal sent to this process alone leaves running, may still be
+/// writing files into it: a file created between the removal of the
+/// entries and of the directory makes the removal fail, so it is retried
+/// (for at most about a second). Once the directory is gone, nothing can
+/// be created in it again.
+fn remove_dir_racing_writers(dir: &Path) {
+    for _ in 0..200 {
+        let _ = std::fs::remove_dir_all(dir);
+        if !dir.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 
@@ -57,13 +73,18 @@ impl TempDir {
                 .unwrap_or(0);
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             let p = base.join(format!("arrayad-build-{}-{n}-{nanos}", std::process::id()));
+            // Tracked before it exists, so that a signal arriving between
+            // the creation and the tracking cannot leave it behind.
+            track(&p);
             match std::fs::create_dir(&p) {
-                Ok(()) => {
-                    track(&p);
-                    return Ok(TempDir(p));
+                Ok(()) => return Ok(TempDir(p)),
+                Err(e) => {
+                    untrack(&p);
+                    if e.kind() == std::io::ErrorKind::AlreadyExists {
+                        continue;
+                    }
+                    return Err(CodegenError::Link(format!("creating a directory in {}: {e}", base.display())));
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(CodegenError::Link(format!("creating a directory in {}: {e}", base.display()))),
             }
         }
         Err(CodegenError::Link("could not create a temporary directory".into()))
