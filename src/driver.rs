@@ -25,6 +25,7 @@ use crate::error::{Error, Warning};
 use crate::module::Inner;
 use arrayad_ad::{AdOptions, Derivatives, Which};
 use arrayad_codegen::{Entry, ExportedFunction};
+use arrayad_ir::timing::time;
 use arrayad_ir::{passes, FuncId, Function, Program, Scalar, SrcType};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -64,8 +65,8 @@ pub fn read_source(path: &Path) -> Result<(String, String), Error> {
 ///
 /// Errors: [`Error::Compile`] with the diagnostics.
 pub fn load(name: &str, source: &str) -> Result<Program, Error> {
-    let program = guard(|| arrayad_frontend::compile(name, source).map_err(Error::from))?;
-    expand(&program)
+    let program = time("frontend", || guard(|| arrayad_frontend::compile(name, source).map_err(Error::from)))?;
+    time("expand derivatives", || expand(&program))
 }
 
 /// `program` with each `grad`, `vjp` and `jvp` inside a definition turned
@@ -123,8 +124,9 @@ pub fn check_wrt(program: &Program, funcs: Option<&[FuncId]>, wrt: Option<&[Stri
 /// limit.
 pub fn prepare(program: &Program, id: FuncId) -> Result<Function, Error> {
     compiling(|| {
-        passes::inline::check_inlining(program, id).map_err(|e| Error::Usage(e.located(program)))?;
-        Ok(passes::prepare(program, id))
+        time("check inlining", || passes::inline::check_inlining(program, id))
+            .map_err(|e| Error::Usage(e.located(program)))?;
+        Ok(time("prepare primal", || passes::prepare(program, id)))
     })
 }
 
@@ -144,7 +146,7 @@ pub fn check_sizes(program: &Program, ids: &[FuncId]) -> Result<(), Error> {
 /// Errors: [`Error::Usage`] for a derivative arrayad does not compute;
 /// [`Error::Internal`] for a bug.
 pub fn derive(primal: &Function, active: &[bool], opts: AdOptions, wanted: &[Which]) -> Result<Derivatives, Error> {
-    compiling(|| Ok(arrayad_ad::derive(primal, active, opts, wanted)?))
+    compiling(|| Ok(time("derive", || arrayad_ad::derive(primal, active, opts, wanted))?))
 }
 
 /// The Hessian-vector product of a prepared primal with one f64 result,

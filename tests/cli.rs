@@ -449,3 +449,24 @@ fn malformed_sources_never_crash() {
     let deep = format!("[{}1{}]", "[".repeat(10000), "]".repeat(10000));
     fails(&dir, &["run", "prog.arr", "inv", "--args", &deep], 2, &["ARGS"]);
 }
+
+#[test]
+fn time_passes_prints_the_time_of_each_phase_on_stderr() {
+    let dir = setup("time_passes");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_arrayad"))
+        .args(["run", "prog.arr", "f", "--args", "[[1, 2, 3], [0.5, -1, 2]]", "--grad"])
+        .current_dir(&dir)
+        .env("ARRAYAD_TIME_PASSES", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for phase in ["frontend", "prepare primal", "optimize `f`", "linearize", "derive", "Cranelift"] {
+        let line = stderr.lines().find(|l| l.starts_with(&format!("arrayad: time: {phase}: ")));
+        let seconds = line.and_then(|l| l.rsplit(": ").next()?.strip_suffix(" s")?.parse::<f64>().ok());
+        assert!(seconds.is_some_and(|s| s >= 0.0), "no time for {phase}: {stderr}");
+    }
+    // The value on stdout is unchanged.
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["gradient"].is_array(), "{v}");
+}

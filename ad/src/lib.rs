@@ -162,36 +162,40 @@ pub fn derive(primal: &Function, active: &[bool], opts: AdOptions, wanted: &[Whi
         return Ok(Derivatives::default());
     }
     let want = |w| wanted.contains(&w);
-    let lin = linearize(primal, active)?;
+    let lin = arrayad_ir::timing::time("linearize", || linearize(primal, active))?;
     let name = &primal.name;
     let (vjp_name, rows_name) = (format!("{name}_vjp"), format!("{name}_vjp_rows"));
     // Reverse mode of reverse-mode code: by forward columns.
     let by_columns = reverse::has_reverse_code(primal);
-    let (vjp, vjp_rows, uncheckpointed) = match (want(Which::Vjp), want(Which::VjpRows)) {
-        (true, true) if by_columns => {
-            let (v, r) = reverse::by_columns::vjp_and_rows(&lin, primal, &vjp_name, &rows_name);
-            (Some(v), Some(r), Vec::new())
-        }
-        (true, true) => {
-            let (v, r, taped) = reverse::vjp_and_rows(&lin, &vjp_name, &rows_name, opts.checkpoint)?;
-            (Some(v), Some(r), taped)
-        }
-        (true, false) if by_columns => {
-            (Some(reverse::by_columns::vjp_function(&lin, primal, &vjp_name)), None, Vec::new())
-        }
-        (true, false) => {
-            let (v, taped) = reverse::vjp_function(&lin, &vjp_name, opts.checkpoint)?;
-            (Some(v), None, taped)
-        }
-        (false, true) if by_columns => {
-            (None, Some(reverse::by_columns::vjp_rows_function(&lin, primal, &rows_name)), Vec::new())
-        }
-        (false, true) => {
-            let (r, taped) = reverse::vjp_rows_function(&lin, &rows_name, opts.checkpoint)?;
-            (None, Some(r), taped)
-        }
-        (false, false) => (None, None, Vec::new()),
+    type Unzipped = (Option<Function>, Option<Function>, Vec<Uncheckpointed>);
+    let unzip = || -> Result<Unzipped, AdError> {
+        Ok(match (want(Which::Vjp), want(Which::VjpRows)) {
+            (true, true) if by_columns => {
+                let (v, r) = reverse::by_columns::vjp_and_rows(&lin, primal, &vjp_name, &rows_name);
+                (Some(v), Some(r), Vec::new())
+            }
+            (true, true) => {
+                let (v, r, taped) = reverse::vjp_and_rows(&lin, &vjp_name, &rows_name, opts.checkpoint)?;
+                (Some(v), Some(r), taped)
+            }
+            (true, false) if by_columns => {
+                (Some(reverse::by_columns::vjp_function(&lin, primal, &vjp_name)), None, Vec::new())
+            }
+            (true, false) => {
+                let (v, taped) = reverse::vjp_function(&lin, &vjp_name, opts.checkpoint)?;
+                (Some(v), None, taped)
+            }
+            (false, true) if by_columns => {
+                (None, Some(reverse::by_columns::vjp_rows_function(&lin, primal, &rows_name)), Vec::new())
+            }
+            (false, true) => {
+                let (r, taped) = reverse::vjp_rows_function(&lin, &rows_name, opts.checkpoint)?;
+                (None, Some(r), taped)
+            }
+            (false, false) => (None, None, Vec::new()),
+        })
     };
+    let (vjp, vjp_rows, uncheckpointed) = arrayad_ir::timing::time("unzip and transpose", unzip)?;
     let jvp = want(Which::Jvp).then_some(lin.func);
     let mut out = Derivatives { jvp, vjp, vjp_rows, uncheckpointed };
     for f in [&mut out.jvp, &mut out.vjp, &mut out.vjp_rows].into_iter().flatten() {

@@ -17,6 +17,7 @@ pub mod program;
 pub mod shape;
 pub mod size;
 pub mod stack;
+pub mod timing;
 pub mod types;
 pub mod typing;
 pub mod value;

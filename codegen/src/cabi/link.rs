@@ -7,6 +7,7 @@ use super::wrappers::{internal_symbol, wrappers_sources, EXPORTS_PER_FILE, MODUL
 use crate::error::CodegenError;
 use crate::target::{parse_triple, Backend, TargetOptions};
 use crate::ExportedFunction;
+use arrayad_ir::timing::time;
 use arrayad_ir::Function;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -228,7 +229,7 @@ pub fn build_shared_library(
             funcs.push((internal_symbol(module, &e.name, "hvp"), h));
         }
     }
-    let code_objects = compile_object(opts, file, &funcs)?;
+    let code_objects = time("compile the code", || compile_object(opts, file, &funcs))?;
     let dir = TempDir::new()?;
     let d = &dir.0;
     let mut code_paths = Vec::new();
@@ -258,24 +259,26 @@ pub fn build_shared_library(
         c.arg("-c").args(FLAGS).arg("-o").arg(obj).arg(src).args(extra_c_flags());
         run_c_compiler(&cc, c)
     };
-    let results: Vec<Result<(), CodegenError>> = if sources.len() > 2 && cores > 1 {
-        std::thread::scope(|s| {
-            let handles: Vec<_> =
-                sources.iter().zip(&objects).map(|(src, obj)| s.spawn(move || compile(src, obj))).collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(CodegenError::Link("a compiler thread panicked".into()))))
-                .collect()
-        })
-    } else {
-        sources.iter().zip(&objects).map(|(src, obj)| compile(src, obj)).collect()
-    };
+    let results: Vec<Result<(), CodegenError>> = time("compile the runtime and the wrappers", || {
+        if sources.len() > 2 && cores > 1 {
+            std::thread::scope(|s| {
+                let handles: Vec<_> =
+                    sources.iter().zip(&objects).map(|(src, obj)| s.spawn(move || compile(src, obj))).collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err(CodegenError::Link("a compiler thread panicked".into()))))
+                    .collect()
+            })
+        } else {
+            sources.iter().zip(&objects).map(|(src, obj)| compile(src, obj)).collect()
+        }
+    });
     results.into_iter().collect::<Result<Vec<()>, _>>()?;
     let tmp_so = d.join("out.so");
     let mut link = Command::new(&cc);
     link.arg("-shared").args(FLAGS).arg("-o").arg(&tmp_so).args(&objects).args(&code_paths);
     link.arg("-lm").args(extra_c_flags());
-    run_c_compiler(&cc, link)?;
+    time("link", || run_c_compiler(&cc, link))?;
     let so = std::fs::read(&tmp_so).map_err(|e| CodegenError::Link(format!("reading {}: {e}", tmp_so.display())))?;
     replace_file(out_so, &so)?;
     replace_file(out_h, header.as_bytes())?;

@@ -11,6 +11,7 @@ use crate::error::CodegenError;
 use crate::lower::emit::{Conv, Emitter, FloatCC, FloatOp, FloatUnary, IntCC, IntOp, Mem, Ty};
 use crate::lower::{self, Result};
 use crate::target::{parse_triple, TargetOptions};
+use arrayad_ir::timing::time;
 use arrayad_ir::Scalar;
 use arrayad_runtime::Callee;
 use cranelift_codegen::ir::{
@@ -168,7 +169,7 @@ pub(crate) fn define_functions<M: Module>(
         ctx.func.name = UserFuncName::user(0, id.as_u32());
         {
             let mut e = ClifEmitter::new(m, &mut imports, &mut ctx.func, &mut fbc);
-            lower::lower_function(&mut e, file, f)?;
+            time("lower to Cranelift IR", || lower::lower_function(&mut e, file, f))?;
             e.finish();
         }
         let clif = keep_ir.then(|| ctx.func.clone());
@@ -188,7 +189,7 @@ pub(crate) fn define_functions<M: Module>(
             }
             let Some(fast) = fast_isa.as_deref() else { unreachable!("made above") };
             let mut ctrl = cranelift_codegen::control::ControlPlane::default();
-            let alignment = match ctx.compile(fast, &mut ctrl) {
+            let alignment = match time("Cranelift", || ctx.compile(fast, &mut ctrl)) {
                 Ok(code) => code.buffer.alignment as u64,
                 Err(e) => {
                     let msg = cranelift_codegen::print_errors::pretty_error(e.func, e.inner);
@@ -205,7 +206,7 @@ pub(crate) fn define_functions<M: Module>(
             m.define_function_bytes(id, alignment, code.buffer.data(), &relocs)
                 .map_err(|e| compile_error(&ctx.func, e))?;
         } else {
-            m.define_function(id, &mut ctx).map_err(|e| compile_error(&ctx.func, e))?;
+            time("Cranelift", || m.define_function(id, &mut ctx).map_err(|e| compile_error(&ctx.func, e)))?;
         }
         out.push(Defined { id, clif });
     }

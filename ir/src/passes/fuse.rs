@@ -15,10 +15,10 @@
 //! moves a producer that cannot fail ([`super::fallible`]).
 
 use super::fallible::Fallible;
+use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::program::{Atom, Block, Expr, Function, ReduceOp, Stmt, StmtKind, VarId};
 use crate::types::Scalar;
 use crate::visit::{use_counts, Subst};
-use std::collections::{HashMap, HashSet};
 
 /// Fuses loops in `f` in place.
 ///
@@ -28,6 +28,14 @@ use std::collections::{HashMap, HashSet};
 /// bodies each time (a producer's body, effect-free and infallible, may run
 /// before the consumer's first statements), not the growing body.
 pub fn fuse(f: &mut Function) {
+    // Without a build, nothing fuses: the analyses are skipped.
+    let mut builds = false;
+    crate::visit::for_each_block(&f.body, &mut |b| {
+        builds |= b.stmts.iter().any(|s| matches!(s.kind, StmtKind::Let { expr: Expr::Build { .. }, .. }));
+    });
+    if !builds {
+        return;
+    }
     let counts = use_counts(&f.body, f.vars.len());
     let fallible = super::fallible::analyse(f);
     let body = std::mem::take(&mut f.body);
@@ -39,7 +47,7 @@ pub fn fuse(f: &mut Function) {
 struct Out {
     /// The statements so far; a statement moved away leaves `None`.
     stmts: Vec<Option<Stmt>>,
-    /// The position of the statement binding each variable.
+    /// The position of the statement binding each variable a build binds.
     at: HashMap<VarId, usize>,
     /// The single-result builds whose bodies have no effect.
     pure: HashSet<VarId>,
@@ -47,7 +55,8 @@ struct Out {
 
 impl Out {
     fn push(&mut self, s: Stmt) {
-        if let StmtKind::Let { vars, .. } = &s.kind {
+        // Only builds are producers.
+        if let StmtKind::Let { vars, expr: Expr::Build { .. } } = &s.kind {
             for v in vars {
                 self.at.insert(*v, self.stmts.len());
             }

@@ -10,6 +10,7 @@ pub mod cse;
 pub mod dce;
 pub mod fallible;
 pub mod fuse;
+pub mod fuse_for;
 pub mod inline;
 pub mod licm;
 pub mod scalarize;
@@ -17,13 +18,14 @@ pub mod simplify;
 pub mod unroll;
 
 use crate::program::{FuncId, Function, Program};
+use crate::timing::time;
 
 /// The primal of `func` ready for differentiation and code generation:
 /// every call inlined ([`inline::inline_all`]), then [`optimize`]d. Check
 /// its size first with [`inline::check_inlining`] (inlining a program
 /// that crosses the limits is refused there with a located error).
 pub fn prepare(program: &Program, func: FuncId) -> Function {
-    let mut f = inline::inline_all(program, func);
+    let mut f = crate::timing::time("inline", || inline::inline_all(program, func));
     optimize(&mut f);
     f
 }
@@ -31,19 +33,29 @@ pub fn prepare(program: &Program, func: FuncId) -> Function {
 /// Simplify, fuse, CSE and DCE to a fixed point (a few rounds at most).
 /// Semantics, including every run-time error, are preserved.
 pub fn optimize(f: &mut Function) {
+    if crate::timing::enabled() {
+        let phase = format!("optimize `{}`", f.name);
+        time(&phase, || optimize_rounds(f));
+    } else {
+        optimize_rounds(f);
+    }
+}
+
+fn optimize_rounds(f: &mut Function) {
     for _ in 0..4 {
         // A round that changes nothing ends it: compared by a hash of the
         // function (a copy to compare with cost more than some passes).
-        let before = fingerprint(f);
-        accum::fold_accumulators(f);
-        simplify::simplify(f);
-        unroll::unroll(f);
-        scalarize::scalarize(f);
-        fuse::fuse(f);
-        licm::licm(f);
-        cse::cse(f);
-        dce::dce(f);
-        if fingerprint(f) == before {
+        let before = time("fingerprint", || fingerprint(f));
+        time("accum", || accum::fold_accumulators(f));
+        time("simplify", || simplify::simplify(f));
+        time("unroll", || unroll::unroll(f));
+        time("scalarize", || scalarize::scalarize(f));
+        time("fuse", || fuse::fuse(f));
+        time("fuse for", || fuse_for::fuse_for_loops(f));
+        time("licm", || licm::licm(f));
+        time("cse", || cse::cse(f));
+        time("dce", || dce::dce(f));
+        if time("fingerprint", || fingerprint(f)) == before {
             break;
         }
     }

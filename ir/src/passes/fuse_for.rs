@@ -1,0 +1,434 @@
+//! Fusion of adjacent `for` statements: the loops of a backward pass.
+//!
+//! Reverse mode turns each comprehension of the primal into one effect loop
+//! (`for rev i < n do ...`) that reads the cotangent of its result and adds
+//! into the cotangents of its operands, so a chain of comprehensions becomes
+//! a chain of loops, each streaming its arrays through memory once. Two
+//! adjacent loops `for i < n do B1; for i < n do B2` (same extent, same
+//! direction) become `for i < n do { B1; B2 }` when that changes the value
+//! of no location, not even by rounding.
+//!
+//! # Legality
+//!
+//! The loops' iterations interact only through the arrays and mutable
+//! variables bound outside them. For each array `A` accessed by both loops,
+//! at least once by a write (`A[..] += v`, `A[..] = 0`, or a use that may
+//! create a reference to it), every access's first index must be the loop
+//! index plus a literal offset: the first loop touches `A[k]` at iteration
+//! `k - c1`, the second at `k - c2`. Fused, the first loop's accesses to
+//! `A[k]` still precede the second's exactly when iteration `k - c1` runs no
+//! later than `k - c2`: `c2 >= c1` for a reverse loop, `c2 <= c1` for a
+//! forward one. Each loop's own accesses keep their order, so every
+//! location sees the same operations in the same order and the result is
+//! bitwise that of the unfused loops (no reassociation of sums). A mutable
+//! variable assigned by one loop must not be used by the other.
+//!
+//! Two different variables are assumed to name different arrays only when
+//! one of them cannot hold an accumulator (a parameter, the result of a
+//! `build`, a view of one: only accumulators are written) or is an
+//! accumulator no other variable refers to (bound by `zeros`/`zeros_like`
+//! and never copied, assigned, viewed, yielded or pushed). Loops that use
+//! the tape (push, pop, marks) are never fused, and at most one of the two
+//! may fail at run time, so the first error of the fused loop is the first
+//! error of the two ([`super::fallible`]).
+//!
+//! Linear in the size of the function: each loop is summarised once, and a
+//! fused loop's summary is the union of its parts'.
+
+use super::fallible::Fallible;
+use crate::fx::{FxHashMap, FxHashSet};
+use crate::program::{Atom, BinOp, Block, Expr, Function, Stmt, StmtKind, VarId};
+use crate::visit::{child_blocks, stmt_uses_shallow, Subst};
+
+/// Fuses adjacent compatible `for` statements of `f` in place.
+pub fn fuse_for_loops(f: &mut Function) {
+    if !has_candidates(&f.body) {
+        return;
+    }
+    let aliasing = Aliasing::analyse(f);
+    let fallible = super::fallible::analyse(f);
+    let body = std::mem::take(&mut f.body);
+    f.body = block(f, body, &aliasing, &fallible);
+}
+
+/// Whether any block has two adjacent `for` statements of equal extent and
+/// direction (the analyses are skipped otherwise).
+fn has_candidates(b: &Block) -> bool {
+    let mut found = false;
+    crate::visit::for_each_block(b, &mut |b| {
+        found |= b.stmts.windows(2).any(|w| match (&w[0].kind, &w[1].kind) {
+            (StmtKind::For { n: n1, reverse: r1, .. }, StmtKind::For { n: n2, reverse: r2, .. }) => {
+                n1 == n2 && r1 == r2
+            }
+            _ => false,
+        });
+    });
+    found
+}
+
+/// Where an array variable's storage comes from, for the aliasing test.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// Never an accumulator: a parameter, a `build`, an array literal, or a
+    /// view or copy of one. Nothing writes into it.
+    NotAccumulator,
+    /// A fresh accumulator: `zeros`/`zeros_like`, immutable.
+    FreshAccumulator,
+    /// Anything else (mutable variables, pops, results of loops and
+    /// branches, views of accumulators).
+    Unknown,
+}
+
+/// Which variables may refer to the same array.
+struct Aliasing {
+    origin: Vec<Origin>,
+    /// Variables used where a reference to them may be made: copies,
+    /// assignments, views, yields, pushes, loop initial values, calls.
+    referenced: Vec<bool>,
+}
+
+impl Aliasing {
+    fn analyse(f: &Function) -> Aliasing {
+        let mut a = Aliasing { origin: vec![Origin::Unknown; f.vars.len()], referenced: vec![false; f.vars.len()] };
+        for p in &f.params {
+            a.origin[p.index()] = Origin::NotAccumulator;
+        }
+        a.block(f, &f.body, true);
+        a
+    }
+
+    fn mark(&mut self, atom: &Atom) {
+        if let Atom::Var(v) = atom {
+            self.referenced[v.index()] = true;
+        }
+    }
+
+    fn block(&mut self, f: &Function, b: &Block, top: bool) {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Let { vars, expr } => {
+                    let of = |a: &Aliasing, v: VarId| match a.origin[v.index()] {
+                        Origin::NotAccumulator => Origin::NotAccumulator,
+                        _ => Origin::Unknown,
+                    };
+                    let origin = match expr {
+                        Expr::Build { .. } | Expr::ArrayLit { .. } => Origin::NotAccumulator,
+                        Expr::Zeros(_) | Expr::ZerosLike(_) => Origin::FreshAccumulator,
+                        Expr::Atom(Atom::Var(w)) => {
+                            self.referenced[w.index()] = true;
+                            of(self, *w)
+                        }
+                        Expr::Slice { array, .. } | Expr::Reshape { array, .. } => {
+                            self.referenced[array.index()] = true;
+                            of(self, *array)
+                        }
+                        Expr::Index { array, indices } if indices.len() < f.ty(*array).rank as usize => {
+                            self.referenced[array.index()] = true;
+                            of(self, *array)
+                        }
+                        Expr::Update { array, value, .. } => {
+                            self.referenced[array.index()] = true;
+                            self.mark(value);
+                            Origin::Unknown
+                        }
+                        Expr::Loop { init, .. } | Expr::While { init, .. } => {
+                            init.iter().for_each(|a| self.mark(a));
+                            Origin::Unknown
+                        }
+                        Expr::Call { args, .. } => {
+                            args.iter().for_each(|a| self.mark(a));
+                            Origin::Unknown
+                        }
+                        _ => Origin::Unknown,
+                    };
+                    if let Expr::ArrayLit { elems, .. } = expr {
+                        elems.iter().for_each(|a| self.mark(a));
+                    }
+                    for v in vars {
+                        self.origin[v.index()] = if f.var(*v).mutable { Origin::Unknown } else { origin };
+                    }
+                }
+                StmtKind::Assign { value, .. } => self.mark(value),
+                StmtKind::Push(value) => self.mark(value),
+                _ => {}
+            }
+            for nb in child_blocks(&s.kind) {
+                self.block(f, nb, false);
+            }
+        }
+        if !top {
+            b.results.iter().for_each(|a| self.mark(a));
+        }
+    }
+
+    /// Whether `u` and `w` (different variables) may name the same array.
+    fn may_alias(&self, u: VarId, w: VarId) -> bool {
+        let distinct = |v: VarId| match self.origin[v.index()] {
+            Origin::NotAccumulator => true,
+            Origin::FreshAccumulator => !self.referenced[v.index()],
+            Origin::Unknown => false,
+        };
+        !(distinct(u) || distinct(w))
+    }
+}
+
+/// One access to an array bound outside a loop: the literal offset of its
+/// first index from the loop index (`None`: any other index, or a use of
+/// the whole array), and whether it may write.
+#[derive(Clone, Copy)]
+struct Access {
+    offset: Option<i64>,
+    write: bool,
+}
+
+/// What a loop body does to the variables bound outside it.
+#[derive(Default)]
+struct Summary {
+    /// Accesses to outer arrays.
+    arrays: FxHashMap<VarId, Vec<Access>>,
+    /// Outer scalar variables read.
+    scalars: FxHashSet<VarId>,
+    /// Outer mutable variables assigned.
+    assigned: FxHashSet<VarId>,
+    /// Whether the body uses the tape.
+    tape: bool,
+}
+
+/// Summarises the body of `for index < n`.
+fn summarise(f: &Function, index: VarId, body: &Block) -> Summary {
+    let mut w = Walk { f, local: FxHashSet::default(), offsets: FxHashMap::default(), out: Summary::default() };
+    w.local.insert(index);
+    w.offsets.insert(index, 0);
+    w.block(body);
+    w.out
+}
+
+struct Walk<'f> {
+    f: &'f Function,
+    /// Variables bound inside the body so far.
+    local: FxHashSet<VarId>,
+    /// Local `i64`s that are the loop index plus a literal.
+    offsets: FxHashMap<VarId, i64>,
+    out: Summary,
+}
+
+impl Walk<'_> {
+    fn offset(&self, index: Option<&Atom>) -> Option<i64> {
+        match index {
+            Some(Atom::Var(v)) => self.offsets.get(v).copied(),
+            _ => None,
+        }
+    }
+
+    fn access(&mut self, array: VarId, offset: Option<i64>, write: bool) {
+        if !self.local.contains(&array) {
+            self.out.arrays.entry(array).or_default().push(Access { offset, write });
+        }
+    }
+
+    /// A use of `v` other than an element access: of an outer array, as a
+    /// write anywhere (it may be copied and written through the copy).
+    fn use_var(&mut self, v: VarId) {
+        if self.local.contains(&v) {
+            return;
+        }
+        if self.f.ty(v).rank > 0 {
+            self.access(v, None, true);
+        } else {
+            self.out.scalars.insert(v);
+        }
+    }
+
+    fn atom(&mut self, a: &Atom) {
+        if let Atom::Var(v) = a {
+            self.use_var(*v);
+        }
+    }
+
+    fn block(&mut self, b: &Block) {
+        for s in &b.stmts {
+            self.stmt(&s.kind);
+        }
+        b.results.iter().for_each(|a| self.atom(a));
+    }
+
+    fn stmt(&mut self, kind: &StmtKind) {
+        match kind {
+            StmtKind::AccAdd { acc, indices, value } => {
+                let off = self.offset(indices.first());
+                self.access(*acc, off, true);
+                indices.iter().for_each(|a| self.atom(a));
+                self.atom(value);
+            }
+            StmtKind::AccZero { acc, indices } => {
+                let off = self.offset(indices.first());
+                self.access(*acc, off, true);
+                indices.iter().for_each(|a| self.atom(a));
+            }
+            StmtKind::Assign { var, value } => {
+                if !self.local.contains(var) {
+                    self.out.assigned.insert(*var);
+                }
+                self.atom(value);
+            }
+            StmtKind::Push(_) | StmtKind::TapeRewind(_) => {
+                self.out.tape = true;
+                stmt_uses_shallow(kind, &mut |v| self.use_var(v));
+            }
+            StmtKind::Let { vars, expr } => {
+                match expr {
+                    Expr::Index { array, indices } => {
+                        // A row is a view: writable through it.
+                        let full = indices.len() == self.f.ty(*array).rank as usize;
+                        let off = self.offset(indices.first());
+                        self.access(*array, off, !full);
+                        indices.iter().for_each(|a| self.atom(a));
+                    }
+                    // Only the shape.
+                    Expr::Dim { .. } | Expr::ZerosLike(_) => {}
+                    Expr::Pop | Expr::TapeMark => self.out.tape = true,
+                    Expr::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+                        let lit = |x: &Atom| match x {
+                            Atom::I64(c) => Some(*c),
+                            _ => None,
+                        };
+                        let off = match (op, self.offset(Some(a)), self.offset(Some(b))) {
+                            (BinOp::Add, Some(o), None) => lit(b).and_then(|c| o.checked_add(c)),
+                            (BinOp::Add, None, Some(o)) => lit(a).and_then(|c| o.checked_add(c)),
+                            (BinOp::Sub, Some(o), None) => lit(b).and_then(|c| o.checked_sub(c)),
+                            _ => None,
+                        };
+                        if let (Some(off), [v]) = (off, vars.as_slice()) {
+                            self.offsets.insert(*v, off);
+                        }
+                        self.atom(a);
+                        self.atom(b);
+                    }
+                    _ => stmt_uses_shallow(kind, &mut |v| self.use_var(v)),
+                }
+                // Binders of nested blocks are local too.
+                let mut binders = Vec::new();
+                if let Expr::Build { index, .. } | Expr::Loop { index, .. } = expr {
+                    binders.push(*index);
+                }
+                if let Expr::Loop { states, .. } | Expr::While { states, .. } = expr {
+                    binders.extend(states.iter().copied());
+                }
+                self.local.extend(binders);
+                for nb in child_blocks(kind) {
+                    self.block(nb);
+                }
+                self.local.extend(vars.iter().copied());
+            }
+            StmtKind::For { index, .. } => {
+                stmt_uses_shallow(kind, &mut |v| self.use_var(v));
+                self.local.insert(*index);
+                for nb in child_blocks(kind) {
+                    self.block(nb);
+                }
+            }
+            StmtKind::If { .. } | StmtKind::CheckSize { .. } => {
+                stmt_uses_shallow(kind, &mut |v| self.use_var(v));
+                for nb in child_blocks(kind) {
+                    self.block(nb);
+                }
+            }
+        }
+    }
+}
+
+/// Pairs of arrays compared between two loops at most: beyond, the loops
+/// stay apart (keeps the pass linear on loops over very many arrays).
+const MAX_PAIRS: usize = 4096;
+
+/// Whether `second` may run fused after `first` (see the module docs).
+fn fusable(first: &Summary, second: &Summary, reverse: bool, aliasing: &Aliasing) -> bool {
+    if first.tape || second.tape {
+        return false;
+    }
+    let used = |s: &Summary, v: &VarId| s.scalars.contains(v) || s.assigned.contains(v) || s.arrays.contains_key(v);
+    if first.assigned.iter().any(|v| used(second, v)) || second.assigned.iter().any(|v| used(first, v)) {
+        return false;
+    }
+    if first.arrays.len().saturating_mul(second.arrays.len()) > MAX_PAIRS {
+        return false;
+    }
+    let writes = |a: &[Access]| a.iter().any(|x| x.write);
+    for (u, au) in &first.arrays {
+        for (w, aw) in &second.arrays {
+            if !writes(au) && !writes(aw) {
+                continue;
+            }
+            if u != w {
+                if aliasing.may_alias(*u, *w) {
+                    return false;
+                }
+                continue;
+            }
+            for x in au {
+                for y in aw.iter().filter(|y| x.write || y.write) {
+                    let ordered = match (x.offset, y.offset) {
+                        (Some(c1), Some(c2)) => {
+                            if reverse {
+                                c2 >= c1
+                            } else {
+                                c2 <= c1
+                            }
+                        }
+                        _ => false,
+                    };
+                    if !ordered {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
+impl Summary {
+    fn absorb(&mut self, other: Summary) {
+        for (v, a) in other.arrays {
+            self.arrays.entry(v).or_default().extend(a);
+        }
+        self.scalars.extend(other.scalars);
+        self.assigned.extend(other.assigned);
+        self.tape |= other.tape;
+    }
+}
+
+fn block(f: &Function, b: Block, aliasing: &Aliasing, fallible: &Fallible) -> Block {
+    let mut out: Vec<Stmt> = Vec::with_capacity(b.stmts.len());
+    // The summary and fallibility of the last statement of `out` when it
+    // is a `for`.
+    let mut last: Option<(Summary, bool)> = None;
+    for s in b.stmts {
+        let loc = s.loc;
+        let kind = super::inline::map_nested(s.kind, &mut |nb| block(f, nb, aliasing, fallible));
+        let StmtKind::For { n, index, reverse, body } = kind else {
+            out.push(Stmt { kind, loc });
+            last = None;
+            continue;
+        };
+        let summary = summarise(f, index, &body);
+        let fails = fallible.block(&body);
+        if let (
+            Some((prev, prev_fails)),
+            Some(Stmt { kind: StmtKind::For { n: pn, index: pi, reverse: pr, body: pb }, .. }),
+        ) = (last.as_mut(), out.last_mut())
+        {
+            if *pn == n && *pr == reverse && !(*prev_fails && fails) && fusable(prev, &summary, reverse, aliasing) {
+                let mut rename = Subst::default();
+                rename.map.insert(index, Atom::Var(*pi));
+                pb.stmts.extend(body.stmts.iter().map(|s| rename.stmt(s)));
+                prev.absorb(summary);
+                *prev_fails |= fails;
+                continue;
+            }
+        }
+        out.push(Stmt { kind: StmtKind::For { n, index, reverse, body }, loc });
+        last = Some((summary, fails));
+    }
+    Block { stmts: out, results: b.results }
+}

@@ -1,0 +1,124 @@
+//! Fusion of adjacent `for` loops (`passes::fuse_for`) on generated
+//! backward-pass-like programs: chains of loops that read and add into
+//! shared accumulators at offsets -1, 0 and +1 from the loop index, some of
+//! them through copies. The fused program must give bitwise the results of
+//! the unfused one under the reference interpreter, and the generator must
+//! produce programs where fusion happens as well as ones where it must not.
+
+use arrayad_ir::builder::Builder;
+use arrayad_ir::interp;
+use arrayad_ir::passes::fuse_for::fuse_for_loops;
+use arrayad_ir::program::*;
+use arrayad_ir::types::{Scalar, Type};
+use arrayad_ir::verify::verify_program;
+use arrayad_ir::{ArrayValue, Value};
+
+const F1: Type = Type { elem: Scalar::F64, rank: 1 };
+
+/// xorshift64*: a deterministic generator without dependencies.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn v(x: VarId) -> Atom {
+    Atom::Var(x)
+}
+
+/// A program of `x: [n]f64` returning four accumulators after a chain of
+/// 2 to 6 loops (one direction, sometimes another for one loop), each
+/// doing 1 to 4 guarded reads and additions at `i + c`, `c` in -1..=1.
+/// Accumulator 3 is a copy of accumulator 2 (the same array under two
+/// names) in some programs.
+fn program(rng: &mut Rng) -> Program {
+    let (mut f, ps) = Function::with_params("f", &[F1], &[F1, F1, F1, F1]);
+    let x = ps[0];
+    let mut b = Builder::new(&mut f);
+    let n = b.let_one("n", Expr::Dim { array: x, axis: 0 });
+    let mut accs: Vec<VarId> = (0..3).map(|k| b.let1(format!("a{k}"), Expr::ZerosLike(x), F1)).collect();
+    let alias = rng.below(3) == 0;
+    accs.push(if alias { b.let1("a3", Expr::Atom(v(accs[2])), F1) } else { b.let1("a3", Expr::ZerosLike(x), F1) });
+    let reverse = rng.below(2) == 0;
+    for _ in 0..2 + rng.below(5) {
+        let i = b.var("i", Type::I64);
+        b.begin_block();
+        let xi = b.let_one("xi", Expr::Index { array: x, indices: vec![v(i)] });
+        let mut value = xi;
+        for _ in 0..1 + rng.below(4) {
+            let c = rng.below(3) as i64 - 1;
+            let acc = accs[rng.below(4) as usize];
+            let j = b.binary(BinOp::Add, v(i), Atom::I64(c));
+            let ge = b.binary(BinOp::Ge, j, Atom::I64(0));
+            let lt = b.binary(BinOp::Lt, j, n);
+            let inside = b.binary(BinOp::And, ge, lt);
+            let read = rng.below(2) == 0;
+            if !read {
+                value = b.binary(BinOp::Mul, value, Atom::F64(1.0 + rng.below(7) as f64 / 8.0));
+            }
+            b.begin_block();
+            if read {
+                // A read, added to the running value, then an addition.
+                let t = b.let_one("t", Expr::Index { array: acc, indices: vec![j] });
+                let scaled = b.binary(BinOp::Mul, t, Atom::F64(0.75));
+                let sum = b.binary(BinOp::Add, scaled, value);
+                b.stmt(StmtKind::AccAdd { acc: accs[rng.below(4) as usize], indices: vec![v(i)], value: sum });
+            } else {
+                b.stmt(StmtKind::AccAdd { acc, indices: vec![j], value });
+            }
+            let then_branch = b.end_block(vec![]);
+            b.stmt(StmtKind::If { cond: inside, then_branch, else_branch: Block::default() });
+        }
+        let body = b.end_block(vec![]);
+        let reverse = if rng.below(8) == 0 { !reverse } else { reverse };
+        b.stmt(StmtKind::For { n, index: i, reverse, body });
+    }
+    f.body = b.finish(accs.iter().map(|a| v(*a)).collect());
+    let p = Program { file: "t.arr".into(), funcs: vec![f] };
+    verify_program(&p).expect("generated program verifies");
+    p
+}
+
+fn loops(b: &Block) -> usize {
+    b.stmts.iter().filter(|s| matches!(s.kind, StmtKind::For { .. })).count()
+}
+
+fn bits(values: &[Value]) -> Vec<Vec<u64>> {
+    values.iter().map(|v| v.f64_elements().expect("f64 results").iter().map(|x| x.to_bits()).collect()).collect()
+}
+
+#[test]
+fn fused_loops_give_bitwise_the_unfused_results() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut fused_programs, mut kept_apart) = (0, 0);
+    for case in 0..400 {
+        let p = program(&mut rng);
+        let mut q = p.clone();
+        fuse_for_loops(&mut q.funcs[0]);
+        verify_program(&q).unwrap_or_else(|e| panic!("case {case}: fused program fails to verify: {e:?}"));
+        let (before, after) = (loops(&p.funcs[0].body), loops(&q.funcs[0].body));
+        if after < before {
+            fused_programs += 1;
+        }
+        if after > 1 {
+            kept_apart += 1;
+        }
+        for n in [0usize, 1, 2, 7] {
+            let data: Vec<f64> = (0..n).map(|k| 0.3 + k as f64 * 1.37 + (case % 5) as f64 * 0.11).collect();
+            let args = [Value::Array(ArrayValue::f64(vec![n], data).expect("array"))];
+            let want = interp::run(&p, FuncId(0), &args).expect("unfused program runs");
+            let got = interp::run(&q, FuncId(0), &args).expect("fused program runs");
+            assert_eq!(bits(&got), bits(&want), "case {case}, n = {n}:\n{}", arrayad_ir::printer::print_program(&q));
+        }
+    }
+    assert!(fused_programs >= 100, "only {fused_programs} of 400 programs had loops fused");
+    assert!(kept_apart >= 100, "only {kept_apart} of 400 programs kept loops apart");
+}
