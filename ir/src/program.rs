@@ -493,7 +493,9 @@ pub enum StmtKind {
     /// handing the rest to `A`.
     AccZero { acc: VarId, indices: Vec<Atom> },
     /// Fails with [`ErrorKind::SizeMismatch`] unless the `i64`s `a == b`;
-    /// `what` describes the two sizes for the message.
+    /// `what` describes the two sizes for the message. `b` is the size
+    /// that decides (an elementwise operation's first operand's extent, a
+    /// declared size): `simplify` replaces later uses of `a` by `b`.
     CheckSize { a: Atom, b: Atom, what: String },
     /// Push a value (any type; arrays by reference) on the tape. The tape
     /// is a stack of stored entries with a top position: a push writes at

@@ -14,7 +14,11 @@
 //!   nested block are forgotten when it ends);
 //! - inside `build`/`loop`/`for` over `i < n`, `0 <= i < n`, so `a[i]` is in
 //!   bounds when `n` is known to equal `dim a 0` (likewise on every axis of
-//!   a multi-index);
+//!   a multi-index); in the branch where a comparison of `i` with a literal
+//!   proves `i >= 1` (the `else` of `i == 0`), `0 <= i - 1 < n` as well (a
+//!   recurrence `if i == 0 then x[0] else x[i] * y[i - 1]`); and index 0
+//!   is in bounds of an axis whose extent equals the bound of a loop whose
+//!   body is running;
 //! - a size is non-negative when it equals an extent, a loop index or a
 //!   non-negative literal;
 //! - the rows of a `build` are regular when each extent of the body's result
@@ -70,6 +74,9 @@ pub fn analyse(f: &Function) -> Fallible {
         undo: Vec::new(),
         depth: HashMap::new(),
         bound: HashMap::new(),
+        compare: HashMap::new(),
+        positive: HashSet::new(),
+        running: Vec::new(),
         accessed: HashMap::new(),
         accessed_log: Vec::new(),
         out: Fallible::default(),
@@ -112,8 +119,19 @@ struct Analysis<'f> {
     undo: Vec<(usize, usize, u32, bool, Option<i64>)>,
     /// The block depth at which each variable is bound (params: 0).
     depth: HashMap<VarId, u32>,
-    /// The bound `n` of each loop index.
+    /// The bound `n` of each loop index, and of each `i - 1` computed
+    /// where the loop index `i` is known to be at least 1: `0 <= v < n`.
     bound: HashMap<VarId, Atom>,
+    /// Comparisons of an `i64` with a literal: `c = i OP k`, as `(i, OP, k)`
+    /// with the variable on the left.
+    compare: HashMap<VarId, (VarId, BinOp, i64)>,
+    /// The loop indices known to be at least 1 here (in the branch of a
+    /// comparison that says so: the `else` of `i == 0`, the `then` of
+    /// `i > 0`, ...).
+    positive: HashSet<VarId>,
+    /// The bounds of the loops whose bodies are being analysed, innermost
+    /// last.
+    running: Vec<Atom>,
     /// The arrays accessed with each index tuple or slice bounds, in scope.
     accessed: HashMap<Access, Vec<VarId>>,
     /// The accesses recorded, in order (to forget those of a nested block).
@@ -235,6 +253,29 @@ impl Analysis<'_> {
         self.nonneg[k] = true;
     }
 
+    /// [`Self::block`] for the body of a loop over `0..n`: while it runs,
+    /// `n >= 1`, so index 0 is in bounds of an axis of extent `n`.
+    fn loop_body(&mut self, n: Atom, body: &Block, depth: u32) -> (bool, Vec<bool>) {
+        self.running.push(n);
+        let out = self.block(body, depth);
+        self.running.pop();
+        out
+    }
+
+    /// Whether axis `axis` of `array` has an extent that a running loop's
+    /// bound equals (so it is at least 1).
+    fn nonempty_axis(&mut self, array: VarId, axis: u8) -> bool {
+        let d = self.key(Key::Dim(array, axis));
+        let d = self.find(d);
+        for k in (0..self.running.len()).rev() {
+            let n = self.running[k];
+            if self.atom_key(&n).is_some_and(|nk| self.find(nk) == d) {
+                return true;
+            }
+        }
+        false
+    }
+
     /// A size that is certainly >= 0.
     fn nonneg_size(&mut self, n: &Atom) -> bool {
         match n {
@@ -301,12 +342,9 @@ impl Analysis<'_> {
             }
             StmtKind::For { n, index, body, .. } => {
                 self.enter_loop(*index, *n, depth + 1);
-                self.block(body, depth + 1).0
+                self.loop_body(*n, body, depth + 1).0
             }
-            StmtKind::If { then_branch, else_branch, .. } => {
-                let t = self.block(then_branch, depth + 1).0;
-                self.block(else_branch, depth + 1).0 || t
-            }
+            StmtKind::If { cond, then_branch, else_branch } => self.branches(cond, then_branch, else_branch, depth),
             StmtKind::TapeRewind(_) => true,
             StmtKind::Assign { .. } | StmtKind::AccAdd { .. } | StmtKind::AccZero { .. } | StmtKind::Push(_) => false,
         }
@@ -333,7 +371,8 @@ impl Analysis<'_> {
             Expr::Index { array, indices } => {
                 let by_bounds = indices.iter().enumerate().all(|(axis, i)| {
                     if let Atom::I64(k) = i {
-                        return self.lit_dim(*array, axis as u8).is_some_and(|d| 0 <= *k && *k < d);
+                        return self.lit_dim(*array, axis as u8).is_some_and(|d| 0 <= *k && *k < d)
+                            || (*k == 0 && self.nonempty_axis(*array, axis as u8));
                     }
                     let Atom::Var(i) = i else { return false };
                     let Some(n) = self.bound.get(i).copied() else { return false };
@@ -370,7 +409,7 @@ impl Analysis<'_> {
             }
             Expr::Build { n, index, body } => {
                 self.enter_loop(*index, *n, depth + 1);
-                let (fails, invariant) = self.block(body, depth + 1);
+                let (fails, invariant) = self.loop_body(*n, body, depth + 1);
                 // The rows of an array-valued build must have one shape.
                 let regular = body.results.iter().zip(&invariant).all(|(r, inv)| match r {
                     Atom::Var(v) if self.rank(*v) > 0 => *inv,
@@ -383,7 +422,7 @@ impl Analysis<'_> {
                 for s in states {
                     self.depth.insert(*s, depth + 1);
                 }
-                let (fails, _) = self.block(body, depth + 1);
+                let (fails, _) = self.loop_body(*n, body, depth + 1);
                 fails || !self.nonneg_size(n)
             }
             Expr::While { states, cond, body, .. } => {
@@ -393,11 +432,36 @@ impl Analysis<'_> {
                 let c = self.block(cond, depth + 1).0;
                 self.block(body, depth + 1).0 || c
             }
-            Expr::If { then_branch, else_branch, .. } => {
-                let t = self.block(then_branch, depth + 1).0;
-                self.block(else_branch, depth + 1).0 || t
-            }
+            Expr::If { cond, then_branch, else_branch } => self.branches(cond, then_branch, else_branch, depth),
         }
+    }
+
+    /// Analyses the branches of `if cond`; whether either may fail. A loop
+    /// index that `cond` (or its negation) proves at least 1 is known so in
+    /// that branch.
+    fn branches(&mut self, cond: &Atom, then_branch: &Block, else_branch: &Block, depth: u32) -> bool {
+        let (in_then, in_else) = match cond {
+            Atom::Var(c) => match self.compare.get(c) {
+                Some(&(i, op, k)) if self.bound.contains_key(&i) => match (op, k) {
+                    // i == 0: i >= 1 otherwise.
+                    (BinOp::Eq, 0) | (BinOp::Lt, 1) | (BinOp::Le, 0) => (None, Some(i)),
+                    (BinOp::Ne, 0) | (BinOp::Gt, 0) | (BinOp::Ge, 1) => (Some(i), None),
+                    _ => (None, None),
+                },
+                _ => (None, None),
+            },
+            _ => (None, None),
+        };
+        let branch = |a: &mut Self, b: &Block, positive: Option<VarId>| {
+            let added = positive.is_some_and(|i| a.positive.insert(i));
+            let fails = a.block(b, depth + 1).0;
+            if let (true, Some(i)) = (added, positive) {
+                a.positive.remove(&i);
+            }
+            fails
+        };
+        let t = branch(self, then_branch, in_then);
+        branch(self, else_branch, in_else) || t
     }
 
     /// Size equalities established by binding `vars` to `expr`.
@@ -413,6 +477,32 @@ impl Analysis<'_> {
             self.accessed_log.push(a);
         }
         match expr {
+            Expr::Binary(op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), a, b) => {
+                let flipped = match op {
+                    BinOp::Lt => BinOp::Gt,
+                    BinOp::Le => BinOp::Ge,
+                    BinOp::Gt => BinOp::Lt,
+                    BinOp::Ge => BinOp::Le,
+                    op => *op,
+                };
+                match (a, b) {
+                    (Atom::Var(i), Atom::I64(k)) => {
+                        self.compare.insert(v, (*i, *op, *k));
+                    }
+                    (Atom::I64(k), Atom::Var(i)) => {
+                        self.compare.insert(v, (*i, flipped, *k));
+                    }
+                    _ => {}
+                }
+            }
+            // i - 1 where the loop index i < n is at least 1: 0 <= v < n.
+            Expr::Binary(BinOp::Sub, Atom::Var(i), Atom::I64(1)) if self.positive.contains(i) => {
+                if let Some(n) = self.bound.get(i).copied() {
+                    self.bound.insert(v, n);
+                    let k = self.key(Key::Var(v));
+                    self.nonneg[k] = true;
+                }
+            }
             Expr::Dim { array, axis } => self.union_keys(Key::Var(v), Key::Dim(*array, *axis)),
             Expr::Atom(Atom::Var(x)) => {
                 for axis in 0..self.rank(v) {
@@ -488,6 +578,82 @@ mod tests {
         let k = f.new_var("k", Type::I64);
         f.params = vec![x, k];
         (f, x, k)
+    }
+
+    /// `x[0]` may fail outside a loop over `dim x 0` (after it) and in a
+    /// loop over another size, and cannot inside it (the body runs only
+    /// when the extent is at least 1); `x[1]` may.
+    #[test]
+    fn index_zero_is_safe_inside_a_loop_over_the_extent() {
+        let (mut f, x, k) = func();
+        let mut b = Builder::new(&mut f);
+        let n = b.let1("n", Expr::Dim { array: x, axis: 0 }, Type::I64);
+        let (i, j) = (b.var("i", Type::I64), b.var("j", Type::I64));
+        b.begin_block();
+        let first = b.let1("a", Expr::Index { array: x, indices: vec![Atom::I64(0)] }, Type::F64);
+        let second = b.let1("s", Expr::Index { array: x, indices: vec![Atom::I64(1)] }, Type::F64);
+        let body = b.end_block(vec![Atom::Var(first)]);
+        b.let1("y", Expr::Build { n: Atom::Var(n), index: i, body }, Type::array(Scalar::F64, 1));
+        b.begin_block();
+        let other = b.let1("t", Expr::Index { array: x, indices: vec![Atom::I64(0)] }, Type::F64);
+        let body = b.end_block(vec![Atom::Var(other)]);
+        b.let1("z", Expr::Build { n: Atom::Var(k), index: j, body }, Type::array(Scalar::F64, 1));
+        let outside = b.let1("o", Expr::Index { array: x, indices: vec![Atom::I64(0)] }, Type::F64);
+        f.body = b.finish(vec![Atom::Var(outside)]);
+        let a = analyse(&f);
+        let fails = |v: VarId| a.vars.contains(&v);
+        assert!(fails(outside), "x[0] where x may be empty");
+        assert!(!fails(first), "x[0] in a loop over dim x 0");
+        assert!(fails(second), "x[1]");
+        assert!(fails(other), "x[0] in a loop over another size");
+    }
+
+    /// `for i < n => if i == 0 then x[i - 1] else x[i - 1]` (and `i > 0`,
+    /// `0 < i`, `i != 1`): `i - 1` is in bounds in the branch where
+    /// `i >= 1`, not in the other, and `i - 2` in neither.
+    #[test]
+    fn the_previous_index_is_safe_where_the_index_is_at_least_one() {
+        for (op, lhs_var, lit, positive_in_then) in [
+            (BinOp::Eq, true, 0, Some(false)),
+            (BinOp::Gt, true, 0, Some(true)),
+            (BinOp::Lt, false, 0, Some(true)),
+            (BinOp::Ne, true, 1, None),
+        ] {
+            let (mut f, x, _) = func();
+            let mut b = Builder::new(&mut f);
+            let n = b.let1("n", Expr::Dim { array: x, axis: 0 }, Type::I64);
+            let i = b.var("i", Type::I64);
+            b.begin_block();
+            let (l, r) = if lhs_var { (Atom::Var(i), Atom::I64(lit)) } else { (Atom::I64(lit), Atom::Var(i)) };
+            let c = b.let1("c", Expr::Binary(op, l, r), Type::BOOL);
+            let branch = |b: &mut Builder, by: i64| {
+                b.begin_block();
+                let prev = b.binary(BinOp::Sub, Atom::Var(i), Atom::I64(by));
+                let e = b.let1("e", Expr::Index { array: x, indices: vec![prev] }, Type::F64);
+                (b.end_block(vec![Atom::Var(e)]), e)
+            };
+            let (then_branch, in_then) = branch(&mut b, 1);
+            let (else_branch, in_else) = branch(&mut b, 1);
+            let r = b.let1("r", Expr::If { cond: Atom::Var(c), then_branch, else_branch }, Type::F64);
+            let (two_back, by_two) = {
+                let (then_branch, e) = branch(&mut b, 2);
+                let (else_branch, _) = branch(&mut b, 2);
+                (b.let1("r2", Expr::If { cond: Atom::Var(c), then_branch, else_branch }, Type::F64), e)
+            };
+            let body = b.end_block(vec![Atom::Var(r)]);
+            let y = b.let1("y", Expr::Build { n: Atom::Var(n), index: i, body }, Type::array(Scalar::F64, 1));
+            f.body = b.finish(vec![Atom::Var(y)]);
+            let a = analyse(&f);
+            let fails = |v: VarId| a.vars.contains(&v);
+            let case = format!("{op:?} {lit} (variable on the left: {lhs_var})");
+            match positive_in_then {
+                Some(true) => assert!(!fails(in_then) && fails(in_else), "{case}"),
+                Some(false) => assert!(fails(in_then) && !fails(in_else), "{case}"),
+                // i != 1 holds for i = 0.
+                None => assert!(fails(in_then), "{case}"),
+            }
+            assert!(fails(by_two) && fails(two_back), "{case}: x[i - 2]");
+        }
     }
 
     #[test]

@@ -69,13 +69,11 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
     // after the check, so they end with the block.
     let mut learnt: Vec<VarId> = Vec::new();
     let mut learnt_dims: Vec<(VarId, u8)> = Vec::new();
-    // The sizes (i64 variables) bound in this block, by position.
-    let mut bound_here: crate::fx::FxHashMap<VarId, usize> = Default::default();
-    for (position, s) in b.stmts.into_iter().enumerate() {
+    // The sizes (i64 variables) bound in this block so far.
+    let mut bound_here: crate::fx::FxHashSet<VarId> = Default::default();
+    for s in b.stmts {
         if let StmtKind::Let { vars, .. } = &s.kind {
-            for v in vars.iter().filter(|v| f.ty(**v) == crate::Type::I64) {
-                bound_here.insert(*v, position);
-            }
+            bound_here.extend(vars.iter().filter(|v| f.ty(**v) == crate::Type::I64));
         }
         let s = Stmt { kind: subst.stmt_shallow(s.kind), loc: s.loc };
         let loc = s.loc;
@@ -193,21 +191,18 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
             // Once `x == c` is checked, later uses of `x` in this block (and
             // the blocks nested in it) are the literal.
             StmtKind::CheckSize { a, b, what } => {
-                // Once `x == y` is checked for two sizes, later uses of the
-                // one bound later in this block are the other (so that the
-                // loops over either have the same extent, for fusion).
+                // Once `x == y` is checked for two sizes, later uses of `x`
+                // (when this block binds it) are `y`, so that loops over
+                // either have one extent and fuse. `y` is the size that
+                // decides (the left operand's of an elementwise operation,
+                // the declared size of an argument): the one the
+                // interpreter's row shape of a comprehension that runs
+                // zero times takes too.
                 if let (Atom::Var(x), Atom::Var(y)) = (a, b) {
-                    let later = match (bound_here.get(&x), bound_here.get(&y)) {
-                        (Some(i), Some(j)) => Some(if i > j { (x, y) } else { (y, x) }),
-                        (Some(_), None) => Some((x, y)),
-                        (None, Some(_)) => Some((y, x)),
-                        (None, None) => None,
-                    };
-                    if let Some((x, y)) = later {
-                        if !f.var(x).mutable && !f.var(y).mutable && !subst.map.contains_key(&x) {
-                            subst.map.insert(x, Atom::Var(y));
-                            learnt.push(x);
-                        }
+                    if bound_here.contains(&x) && !f.var(x).mutable && !f.var(y).mutable && !subst.map.contains_key(&x)
+                    {
+                        subst.map.insert(x, Atom::Var(y));
+                        learnt.push(x);
                     }
                 }
                 if let (Atom::Var(x), Atom::I64(_)) | (Atom::I64(_), Atom::Var(x)) = (a, b) {
