@@ -122,3 +122,39 @@ fn fused_loops_give_bitwise_the_unfused_results() {
     assert!(fused_programs >= 100, "only {fused_programs} of 400 programs had loops fused");
     assert!(kept_apart >= 100, "only {kept_apart} of 400 programs kept loops apart");
 }
+
+/// `for i < m do { a[i] += x[i]; m := 1 }; for i < m do b[i] += 1.0` with a
+/// mutable count: the second loop runs once, so fusing would change `b`.
+#[test]
+fn loops_over_a_count_the_first_assigns_stay_apart() {
+    let (mut f, ps) = Function::with_params("f", &[F1], &[F1, F1]);
+    let x = ps[0];
+    let mut b = Builder::new(&mut f);
+    let n = b.let_one("n", Expr::Dim { array: x, axis: 0 });
+    let m = b.var("m", Type::I64);
+    b.func.vars[m.index()].mutable = true;
+    b.stmt(StmtKind::Let { vars: vec![m], expr: Expr::Atom(n) });
+    let a = b.let1("a", Expr::ZerosLike(x), F1);
+    let c = b.let1("c", Expr::ZerosLike(x), F1);
+    let (i, j) = (b.var("i", Type::I64), b.var("j", Type::I64));
+    b.begin_block();
+    let xi = b.let_one("xi", Expr::Index { array: x, indices: vec![v(i)] });
+    b.stmt(StmtKind::AccAdd { acc: a, indices: vec![v(i)], value: xi });
+    b.stmt(StmtKind::Assign { var: m, value: Atom::I64(1) });
+    let body = b.end_block(vec![]);
+    b.stmt(StmtKind::For { n: v(m), index: i, reverse: false, body });
+    b.begin_block();
+    b.stmt(StmtKind::AccAdd { acc: c, indices: vec![v(j)], value: Atom::F64(1.0) });
+    let body = b.end_block(vec![]);
+    b.stmt(StmtKind::For { n: v(m), index: j, reverse: false, body });
+    f.body = b.finish(vec![v(a), v(c)]);
+    let p = Program { file: "t.arr".into(), funcs: vec![f] };
+    verify_program(&p).expect("verifies");
+    let mut q = p.clone();
+    fuse_for_loops(&mut q.funcs[0]);
+    assert_eq!(loops(&q.funcs[0].body), 2, "{}", arrayad_ir::printer::print_program(&q));
+    let args = [Value::Array(ArrayValue::f64(vec![3], vec![1.0, 2.0, 3.0]).expect("array"))];
+    let got = interp::run(&q, FuncId(0), &args).expect("runs");
+    assert_eq!(bits(&got), bits(&interp::run(&p, FuncId(0), &args).expect("runs")));
+    assert_eq!(got[1].f64_elements(), Some(&[1.0, 0.0, 0.0][..]));
+}

@@ -21,7 +21,8 @@
 //! forward one. Each loop's own accesses keep their order, so every
 //! location sees the same operations in the same order and the result is
 //! bitwise that of the unfused loops (no reassociation of sums). A mutable
-//! variable assigned by one loop must not be used by the other.
+//! variable assigned by one loop must not be used by the other, nor be
+//! the loops' count.
 //!
 //! Two different variables are assumed to name different arrays only when
 //! one of them cannot hold an accumulator (a parameter, the result of a
@@ -418,7 +419,15 @@ fn block(f: &Function, b: Block, aliasing: &Aliasing, fallible: &Fallible) -> Bl
             Some(Stmt { kind: StmtKind::For { n: pn, index: pi, reverse: pr, body: pb }, .. }),
         ) = (last.as_mut(), out.last_mut())
         {
-            if *pn == n && *pr == reverse && !(*prev_fails && fails) && fusable(prev, &summary, reverse, aliasing) {
+            // (A count the first loop assigns would be read before it ran.)
+            let count_assigned =
+                n.as_var().is_some_and(|v| prev.assigned.contains(&v) || summary.assigned.contains(&v));
+            if *pn == n
+                && *pr == reverse
+                && !count_assigned
+                && !(*prev_fails && fails)
+                && fusable(prev, &summary, reverse, aliasing)
+            {
                 let mut rename = Subst::default();
                 rename.map.insert(index, Atom::Var(*pi));
                 pb.stmts.extend(body.stmts.iter().map(|s| rename.stmt(s)));
