@@ -12,7 +12,7 @@ use crate::visit::Subst;
 
 /// Runs CSE on `f` in place.
 pub fn cse(f: &mut Function) {
-    let mut c = Cse { unstable: FxHashSet::default(), table: FxHashMap::default(), subst: Subst::default() };
+    let mut c = Cse { unstable: FxHashSet::default(), table: FxHashMap::default(), subst: Subst::default(), depth: 0 };
     for (i, v) in f.vars.iter().enumerate() {
         if v.mutable {
             c.unstable.insert(VarId(i as u32));
@@ -58,6 +58,8 @@ struct Cse {
     /// The expressions available here and the variable holding each.
     table: FxHashMap<Key, VarId>,
     subst: Subst,
+    /// The nesting depth of the block being rewritten (0: the body).
+    depth: u32,
 }
 
 impl Cse {
@@ -106,21 +108,31 @@ impl Cse {
                     }
                     if vars.len() == 1 && !taints {
                         if let Some(k) = self.key(&expr) {
-                            if let Some(&prev) = self.table.get(&k) {
-                                self.subst.map.insert(vars[0], Atom::Var(prev));
-                                continue;
+                            match self.table.entry(k) {
+                                std::collections::hash_map::Entry::Occupied(prev) => {
+                                    self.subst.map.insert(vars[0], Atom::Var(*prev.get()));
+                                    continue;
+                                }
+                                std::collections::hash_map::Entry::Vacant(slot) => {
+                                    if self.depth > 0 {
+                                        added.push(slot.key().clone());
+                                    }
+                                    slot.insert(vars[0]);
+                                }
                             }
-                            self.table.insert(k.clone(), vars[0]);
-                            added.push(k);
                         }
                     }
                     out.push(Stmt { kind: StmtKind::Let { vars: vars.clone(), expr }, loc });
                     continue;
                 }
             }
+            self.depth += 1;
             let kind = crate::visit::rename_stmt_with(self, |c| &c.subst, &s.kind, &mut |c, nb| c.block(nb));
+            self.depth -= 1;
             out.push(Stmt { kind, loc });
         }
+        // The function body's table ends with the pass: only nested
+        // blocks forget their expressions (`added` is empty at depth 0).
         for k in added {
             self.table.remove(&k);
         }
