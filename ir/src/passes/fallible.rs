@@ -27,9 +27,9 @@
 //!   in bounds for every array whose extents on those axes equal `a`'s (a
 //!   tangent or a cotangent mirroring a primal access).
 
+use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::program::{Atom, BinOp, Block, Expr, Function, ReduceOp, StmtKind, VarId};
 use crate::types::Scalar;
-use std::collections::{HashMap, HashSet};
 
 /// The result of the analysis of one function.
 #[derive(Debug, Default, Clone)]
@@ -51,7 +51,7 @@ impl Fallible {
     }
 
     /// Marks the bindings of `vars` as infallible (the caller knows better).
-    pub fn assume_safe(&mut self, vars: &HashSet<VarId>) {
+    pub fn assume_safe(&mut self, vars: &std::collections::HashSet<VarId>) {
         self.vars.retain(|v| !vars.contains(v));
     }
 
@@ -65,19 +65,19 @@ impl Fallible {
 pub fn analyse(f: &Function) -> Fallible {
     let mut a = Analysis {
         f,
-        keys: HashMap::new(),
+        keys: HashMap::default(),
         parent: Vec::new(),
         size: Vec::new(),
         min_depth: Vec::new(),
         nonneg: Vec::new(),
         lit: Vec::new(),
         undo: Vec::new(),
-        depth: HashMap::new(),
-        bound: HashMap::new(),
-        compare: HashMap::new(),
-        positive: HashSet::new(),
+        depth: HashMap::default(),
+        bound: HashMap::default(),
+        compare: HashMap::default(),
+        positive: HashSet::default(),
         running: Vec::new(),
-        accessed: HashMap::new(),
+        accessed: HashMap::default(),
         accessed_log: Vec::new(),
         out: Fallible::default(),
     };

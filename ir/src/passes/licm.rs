@@ -15,9 +15,9 @@
 //! a preorder numbering, and a loop body is the interval of positions it
 //! spans, so "bound inside this loop" is two comparisons.
 
+use crate::fx::FxHashSet as HashSet;
 use crate::program::{Atom, BinOp, Block, Expr, Function, Stmt, StmtKind, VarId};
 use crate::types::Scalar;
-use std::collections::HashSet;
 
 /// Hoists the loop-invariant computations of every loop body of `f`.
 pub fn licm(f: &mut Function) {
@@ -129,7 +129,7 @@ impl Ctx {
     /// Removes from a loop body spanning the positions `range` the
     /// statements that may leave it, in order.
     fn hoist(&self, body: &mut Block, range: (u32, u32)) -> Vec<Stmt> {
-        let mut moved: HashSet<VarId> = HashSet::new();
+        let mut moved: HashSet<VarId> = HashSet::default();
         let invariant = |v: VarId, moved: &HashSet<VarId>| {
             if self.mutable.contains(&v) {
                 return false;

@@ -12,9 +12,9 @@
 //! succeeded (an index into a view runs after the view was taken, in
 //! bounds), so no run-time error is lost or added.
 
+use crate::fx::FxHashMap as HashMap;
 use crate::program::{Atom, BinOp, Block, Expr, Function, ReduceOp, Stmt, StmtKind, VarId};
 use crate::types::{Scalar, Type};
-use std::collections::HashMap;
 
 /// What is known of an array variable's binding.
 #[derive(Clone)]
@@ -29,7 +29,7 @@ enum Known {
 
 /// Replaces small arrays by scalars in `f` (module docs).
 pub fn scalarize(f: &mut Function) {
-    let mut known: HashMap<VarId, Known> = HashMap::new();
+    let mut known: HashMap<VarId, Known> = HashMap::default();
     let body = std::mem::take(&mut f.body);
     f.body = block(f, body, &mut known);
 }

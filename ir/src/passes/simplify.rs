@@ -4,9 +4,9 @@
 //! (`dim (build i < n => ..) 0` is `n`, `dim (zeros_like a) k` is
 //! `dim a k`), and size checks of a size against itself.
 
+use crate::fx::FxHashMap as HashMap;
 use crate::program::{Atom, BinOp, Block, Expr, Function, Stmt, StmtKind, UnOp, VarId};
 use crate::visit::Subst;
-use std::collections::HashMap;
 
 /// What is known of the extents of arrays from their bindings.
 #[derive(Default)]
