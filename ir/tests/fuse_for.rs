@@ -36,17 +36,28 @@ fn v(x: VarId) -> Atom {
 
 /// A program of `x: [n]f64` returning four accumulators after a chain of
 /// 2 to 6 loops (one direction, sometimes another for one loop), each
-/// doing 1 to 4 guarded reads and additions at `i + c`, `c` in -1..=1.
-/// Accumulator 3 is a copy of accumulator 2 (the same array under two
-/// names) in some programs.
+/// doing 1 to 4 guarded reads and additions at `i + c`, `c` in -1..=1, or
+/// at a literal `k + c` under `if i == k`.
+/// Accumulator 3 is accumulator 2 under another name (a copy, or a
+/// mutable variable) in some programs; accumulator 1 is copied after the
+/// loops.
 fn program(rng: &mut Rng) -> Program {
     let (mut f, ps) = Function::with_params("f", &[F1], &[F1, F1, F1, F1]);
     let x = ps[0];
     let mut b = Builder::new(&mut f);
     let n = b.let_one("n", Expr::Dim { array: x, axis: 0 });
     let mut accs: Vec<VarId> = (0..3).map(|k| b.let1(format!("a{k}"), Expr::ZerosLike(x), F1)).collect();
-    let alias = rng.below(3) == 0;
-    accs.push(if alias { b.let1("a3", Expr::Atom(v(accs[2])), F1) } else { b.let1("a3", Expr::ZerosLike(x), F1) });
+    accs.push(match rng.below(3) {
+        0 => b.let1("a3", Expr::Atom(v(accs[2])), F1),
+        1 => {
+            // A mutable variable naming accumulator 2.
+            let m = b.var("a3", F1);
+            b.func.vars[m.index()].mutable = true;
+            b.stmt(StmtKind::Let { vars: vec![m], expr: Expr::Atom(v(accs[2])) });
+            m
+        }
+        _ => b.let1("a3", Expr::ZerosLike(x), F1),
+    });
     let reverse = rng.below(2) == 0;
     for _ in 0..2 + rng.below(5) {
         let i = b.var("i", Type::I64);
@@ -56,10 +67,19 @@ fn program(rng: &mut Rng) -> Program {
         for _ in 0..1 + rng.below(4) {
             let c = rng.below(3) as i64 - 1;
             let acc = accs[rng.below(4) as usize];
-            let j = b.binary(BinOp::Add, v(i), Atom::I64(c));
-            let ge = b.binary(BinOp::Ge, j, Atom::I64(0));
-            let lt = b.binary(BinOp::Lt, j, n);
-            let inside = b.binary(BinOp::And, ge, lt);
+            let literal = rng.below(4) == 0;
+            let (j, inside) = if literal {
+                // `if i == k then acc[k + c]` with a literal index (in
+                // bounds: 1 <= k < n, c <= 0).
+                let k = 1 + rng.below(3) as i64;
+                let c = c.min(0);
+                (Atom::I64(k + c), b.binary(BinOp::Eq, v(i), Atom::I64(k)))
+            } else {
+                let j = b.binary(BinOp::Add, v(i), Atom::I64(c));
+                let ge = b.binary(BinOp::Ge, j, Atom::I64(0));
+                let lt = b.binary(BinOp::Lt, j, n);
+                (j, b.binary(BinOp::And, ge, lt))
+            };
             let read = rng.below(2) == 0;
             if !read {
                 value = b.binary(BinOp::Mul, value, Atom::F64(1.0 + rng.below(7) as f64 / 8.0));
@@ -75,13 +95,21 @@ fn program(rng: &mut Rng) -> Program {
                 b.stmt(StmtKind::AccAdd { acc, indices: vec![j], value });
             }
             let then_branch = b.end_block(vec![]);
-            b.stmt(StmtKind::If { cond: inside, then_branch, else_branch: Block::default() });
+            b.begin_block();
+            if literal && rng.below(2) == 0 {
+                // Where `i != k`: an addition at index 0 (no offset).
+                b.stmt(StmtKind::AccAdd { acc: accs[rng.below(4) as usize], indices: vec![Atom::I64(0)], value });
+            }
+            let else_branch = b.end_block(vec![]);
+            b.stmt(StmtKind::If { cond: inside, then_branch, else_branch });
         }
         let body = b.end_block(vec![]);
         let reverse = if rng.below(8) == 0 { !reverse } else { reverse };
         b.stmt(StmtKind::For { n, index: i, reverse, body });
     }
-    f.body = b.finish(accs.iter().map(|a| v(*a)).collect());
+    // A copy made after the loops (which they cannot see).
+    let copy = b.let1("copy", Expr::Atom(v(accs[1])), F1);
+    f.body = b.finish(vec![v(accs[0]), v(copy), v(accs[2]), v(accs[3])]);
     let p = Program { file: "t.arr".into(), funcs: vec![f] };
     verify_program(&p).expect("generated program verifies");
     p

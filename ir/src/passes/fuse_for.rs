@@ -14,7 +14,9 @@
 //! variables bound outside them. For each array `A` accessed by both loops,
 //! at least once by a write (`A[..] += v`, `A[..] = 0`, or a use that may
 //! create a reference to it), every access's first index must be the loop
-//! index plus a literal offset: the first loop touches `A[k]` at iteration
+//! index plus a literal offset (a literal `k` in the branch where
+//! `i == j` holds is the offset `k - j`: the derivative of `x[0]` under
+//! `if i == 0`): the first loop touches `A[k]` at iteration
 //! `k - c1`, the second at `k - c2`. Fused, the first loop's accesses to
 //! `A[k]` still precede the second's exactly when iteration `k - c1` runs no
 //! later than `k - c2`: `c2 >= c1` for a reverse loop, `c2 <= c1` for a
@@ -49,7 +51,7 @@ pub fn fuse_for_loops(f: &mut Function) {
     let aliasing = Aliasing::analyse(f);
     let fallible = super::fallible::analyse(f);
     let body = std::mem::take(&mut f.body);
-    f.body = block(f, body, &aliasing, &fallible);
+    f.body = block(f, body, 0, &aliasing, &fallible);
 }
 
 /// Whether any block has two adjacent `for` statements of equal extent and
@@ -83,29 +85,50 @@ enum Origin {
 /// Which variables may refer to the same array.
 struct Aliasing {
     origin: Vec<Origin>,
-    /// Variables used where a reference to them may be made: copies,
-    /// assignments, views, yields, pushes, loop initial values, calls.
-    referenced: Vec<bool>,
+    /// The nesting depth of the block binding each variable (0: the body).
+    depth: Vec<u32>,
+    /// For each variable, the position in its binding block of the first
+    /// statement (at any depth inside it) where a reference to it may be
+    /// made: a copy, an assignment, a view, a yield, a push, a loop's
+    /// initial value, a call (`usize::MAX`: none; the block's length: its
+    /// results).
+    first_reference: Vec<usize>,
+    /// The current statement's position at each depth of the walk.
+    path: Vec<usize>,
 }
 
 impl Aliasing {
     fn analyse(f: &Function) -> Aliasing {
-        let mut a = Aliasing { origin: vec![Origin::Unknown; f.vars.len()], referenced: vec![false; f.vars.len()] };
+        let n = f.vars.len();
+        let mut a = Aliasing {
+            origin: vec![Origin::Unknown; n],
+            depth: vec![0; n],
+            first_reference: vec![usize::MAX; n],
+            path: Vec::new(),
+        };
         for p in &f.params {
             a.origin[p.index()] = Origin::NotAccumulator;
         }
-        a.block(f, &f.body, true);
+        a.block(f, &f.body, 0);
         a
     }
 
     fn mark(&mut self, atom: &Atom) {
         if let Atom::Var(v) = atom {
-            self.referenced[v.index()] = true;
+            self.reference(*v);
         }
     }
 
-    fn block(&mut self, f: &Function, b: &Block, top: bool) {
-        for s in &b.stmts {
+    fn reference(&mut self, v: VarId) {
+        let at = self.path.get(self.depth[v.index()] as usize).copied().unwrap_or(0);
+        let first = &mut self.first_reference[v.index()];
+        *first = (*first).min(at);
+    }
+
+    fn block(&mut self, f: &Function, b: &Block, depth: u32) {
+        self.path.push(0);
+        for (position, s) in b.stmts.iter().enumerate() {
+            self.path[depth as usize] = position;
             match &s.kind {
                 StmtKind::Let { vars, expr } => {
                     let of = |a: &Aliasing, v: VarId| match a.origin[v.index()] {
@@ -116,19 +139,19 @@ impl Aliasing {
                         Expr::Build { .. } | Expr::ArrayLit { .. } => Origin::NotAccumulator,
                         Expr::Zeros(_) | Expr::ZerosLike(_) => Origin::FreshAccumulator,
                         Expr::Atom(Atom::Var(w)) => {
-                            self.referenced[w.index()] = true;
+                            self.reference(*w);
                             of(self, *w)
                         }
                         Expr::Slice { array, .. } | Expr::Reshape { array, .. } => {
-                            self.referenced[array.index()] = true;
+                            self.reference(*array);
                             of(self, *array)
                         }
                         Expr::Index { array, indices } if indices.len() < f.ty(*array).rank as usize => {
-                            self.referenced[array.index()] = true;
+                            self.reference(*array);
                             of(self, *array)
                         }
                         Expr::Update { array, value, .. } => {
-                            self.referenced[array.index()] = true;
+                            self.reference(*array);
                             self.mark(value);
                             Origin::Unknown
                         }
@@ -147,6 +170,7 @@ impl Aliasing {
                     }
                     for v in vars {
                         self.origin[v.index()] = if f.var(*v).mutable { Origin::Unknown } else { origin };
+                        self.depth[v.index()] = depth;
                     }
                 }
                 StmtKind::Assign { value, .. } => self.mark(value),
@@ -154,19 +178,30 @@ impl Aliasing {
                 _ => {}
             }
             for nb in child_blocks(&s.kind) {
-                self.block(f, nb, false);
+                self.block(f, nb, depth + 1);
             }
         }
-        if !top {
+        // The function's results are not references that a loop of it
+        // could see.
+        if depth > 0 {
+            self.path[depth as usize] = b.stmts.len();
             b.results.iter().for_each(|a| self.mark(a));
         }
+        self.path.pop();
     }
 
-    /// Whether `u` and `w` (different variables) may name the same array.
-    fn may_alias(&self, u: VarId, w: VarId) -> bool {
+    /// Whether `u` and `w` (different variables) may name the same array
+    /// during the statements up to position `until` of a block at `depth`
+    /// (two loops being fused, the later at `until`). A fresh accumulator
+    /// bound in that block and referenced only after `until` is a new
+    /// array each time the block runs, which nothing else names yet.
+    fn may_alias(&self, u: VarId, w: VarId, depth: u32, until: usize) -> bool {
         let distinct = |v: VarId| match self.origin[v.index()] {
             Origin::NotAccumulator => true,
-            Origin::FreshAccumulator => !self.referenced[v.index()],
+            Origin::FreshAccumulator => {
+                let first = self.first_reference[v.index()];
+                first == usize::MAX || (self.depth[v.index()] == depth && first > until)
+            }
             Origin::Unknown => false,
         };
         !(distinct(u) || distinct(w))
@@ -197,7 +232,14 @@ struct Summary {
 
 /// Summarises the body of `for index < n`.
 fn summarise(f: &Function, index: VarId, body: &Block) -> Summary {
-    let mut w = Walk { f, local: FxHashSet::default(), offsets: FxHashMap::default(), out: Summary::default() };
+    let mut w = Walk {
+        f,
+        local: FxHashSet::default(),
+        offsets: FxHashMap::default(),
+        tests: FxHashMap::default(),
+        index_is: None,
+        out: Summary::default(),
+    };
     w.local.insert(index);
     w.offsets.insert(index, 0);
     w.block(body);
@@ -210,13 +252,32 @@ struct Walk<'f> {
     local: FxHashSet<VarId>,
     /// Local `i64`s that are the loop index plus a literal.
     offsets: FxHashMap<VarId, i64>,
+    /// Local booleans `i + o == k` (the loop index `i`): the value of `i`
+    /// they test for, `k - o`.
+    tests: FxHashMap<VarId, i64>,
+    /// The value of the loop index, in the branch of such a test where it
+    /// holds: a literal index `k` there is the offset `k - value`.
+    index_is: Option<i64>,
     out: Summary,
 }
 
 impl Walk<'_> {
+    /// The branches of `if cond`: where `cond` tests the loop index for a
+    /// value, the `then` branch knows it.
+    fn branches(&mut self, cond: &Atom, then_branch: &Block, else_branch: &Block) {
+        let known = self.index_is;
+        if let Some(value) = cond.as_var().and_then(|c| self.tests.get(&c).copied()) {
+            self.index_is = Some(value);
+        }
+        self.block(then_branch);
+        self.index_is = known;
+        self.block(else_branch);
+    }
+
     fn offset(&self, index: Option<&Atom>) -> Option<i64> {
         match index {
             Some(Atom::Var(v)) => self.offsets.get(v).copied(),
+            Some(Atom::I64(k)) => self.index_is.and_then(|value| k.checked_sub(value)),
             _ => None,
         }
     }
@@ -288,6 +349,19 @@ impl Walk<'_> {
                     // Only the shape.
                     Expr::Dim { .. } | Expr::ZerosLike(_) => {}
                     Expr::Pop | Expr::TapeMark => self.out.tape = true,
+                    Expr::Binary(BinOp::Eq, a, b) => {
+                        let value = match (a, b) {
+                            (Atom::Var(x), Atom::I64(k)) | (Atom::I64(k), Atom::Var(x)) => {
+                                self.offsets.get(x).and_then(|o| k.checked_sub(*o))
+                            }
+                            _ => None,
+                        };
+                        if let (Some(value), [v]) = (value, vars.as_slice()) {
+                            self.tests.insert(*v, value);
+                        }
+                        self.atom(a);
+                        self.atom(b);
+                    }
                     Expr::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
                         let lit = |x: &Atom| match x {
                             Atom::I64(c) => Some(*c),
@@ -316,8 +390,12 @@ impl Walk<'_> {
                     binders.extend(states.iter().copied());
                 }
                 self.local.extend(binders);
-                for nb in child_blocks(kind) {
-                    self.block(nb);
+                if let Expr::If { cond, then_branch, else_branch } = expr {
+                    self.branches(cond, then_branch, else_branch);
+                } else {
+                    for nb in child_blocks(kind) {
+                        self.block(nb);
+                    }
                 }
                 self.local.extend(vars.iter().copied());
             }
@@ -328,12 +406,11 @@ impl Walk<'_> {
                     self.block(nb);
                 }
             }
-            StmtKind::If { .. } | StmtKind::CheckSize { .. } => {
-                stmt_uses_shallow(kind, &mut |v| self.use_var(v));
-                for nb in child_blocks(kind) {
-                    self.block(nb);
-                }
+            StmtKind::If { cond, then_branch, else_branch } => {
+                self.atom(cond);
+                self.branches(cond, then_branch, else_branch);
             }
+            StmtKind::CheckSize { .. } => stmt_uses_shallow(kind, &mut |v| self.use_var(v)),
         }
     }
 }
@@ -343,7 +420,7 @@ impl Walk<'_> {
 const MAX_PAIRS: usize = 4096;
 
 /// Whether `second` may run fused after `first` (see the module docs).
-fn fusable(first: &Summary, second: &Summary, reverse: bool, aliasing: &Aliasing) -> bool {
+fn fusable(first: &Summary, second: &Summary, reverse: bool, aliasing: &Aliasing, depth: u32, until: usize) -> bool {
     if first.tape || second.tape {
         return false;
     }
@@ -361,7 +438,7 @@ fn fusable(first: &Summary, second: &Summary, reverse: bool, aliasing: &Aliasing
                 continue;
             }
             if u != w {
-                if aliasing.may_alias(*u, *w) {
+                if aliasing.may_alias(*u, *w, depth, until) {
                     return false;
                 }
                 continue;
@@ -399,14 +476,14 @@ impl Summary {
     }
 }
 
-fn block(f: &Function, b: Block, aliasing: &Aliasing, fallible: &Fallible) -> Block {
+fn block(f: &Function, b: Block, depth: u32, aliasing: &Aliasing, fallible: &Fallible) -> Block {
     let mut out: Vec<Stmt> = Vec::with_capacity(b.stmts.len());
     // The summary and fallibility of the last statement of `out` when it
     // is a `for`.
     let mut last: Option<(Summary, bool)> = None;
-    for s in b.stmts {
+    for (position, s) in b.stmts.into_iter().enumerate() {
         let loc = s.loc;
-        let kind = super::inline::map_nested(s.kind, &mut |nb| block(f, nb, aliasing, fallible));
+        let kind = super::inline::map_nested(s.kind, &mut |nb| block(f, nb, depth + 1, aliasing, fallible));
         let StmtKind::For { n, index, reverse, body } = kind else {
             out.push(Stmt { kind, loc });
             last = None;
@@ -426,7 +503,7 @@ fn block(f: &Function, b: Block, aliasing: &Aliasing, fallible: &Fallible) -> Bl
                 && *pr == reverse
                 && !count_assigned
                 && !(*prev_fails && fails)
-                && fusable(prev, &summary, reverse, aliasing)
+                && fusable(prev, &summary, reverse, aliasing, depth, position)
             {
                 let mut rename = Subst::default();
                 rename.map.insert(index, Atom::Var(*pi));
