@@ -485,6 +485,9 @@ pub enum StmtKind {
     /// `acc[indices] += value`: a scalar when `indices.len() == rank(acc)`,
     /// otherwise an array of the remaining shape added elementwise. `acc`
     /// is an accumulator (from [`Expr::ZerosLike`], or a view of one).
+    /// Reverse mode adds only into positions of accesses that succeeded, so
+    /// the passes count it infallible (`passes::fallible`); the interpreter
+    /// and compiled code still check its indices.
     AccAdd { acc: VarId, indices: Vec<Atom>, value: Atom },
     /// `acc[indices] = 0`: an element when `indices.len() == rank(acc)`,
     /// otherwise a row (every element of it). `acc` is an accumulator (or a
@@ -495,7 +498,8 @@ pub enum StmtKind {
     /// Fails with [`ErrorKind::SizeMismatch`] unless the `i64`s `a == b`;
     /// `what` describes the two sizes for the message. `b` is the size
     /// that decides (an elementwise operation's first operand's extent, a
-    /// declared size): `simplify` replaces later uses of `a` by `b`.
+    /// declared size): `simplify` replaces later uses of `a` by `b` when
+    /// the check's block binds `a` and neither is mutable.
     CheckSize { a: Atom, b: Atom, what: String },
     /// Push a value (any type; arrays by reference) on the tape. The tape
     /// is a stack of stored entries with a top position: a push writes at

@@ -186,3 +186,39 @@ fn loops_over_a_count_the_first_assigns_stay_apart() {
     assert_eq!(bits(&got), bits(&interp::run(&p, FuncId(0), &args).expect("runs")));
     assert_eq!(got[1].f64_elements(), Some(&[1.0, 0.0, 0.0][..]));
 }
+
+/// `for i < n do m := zeros [i]; for j < n do out[j] += f64(dim m 0)`: the
+/// second loop reads only the shape of `m`, which the first assigns, so
+/// fusing would change `out`.
+#[test]
+fn a_loop_reading_the_shape_of_what_the_other_assigns_stays_apart() {
+    let (mut f, ps) = Function::with_params("f", &[F1], &[F1]);
+    let x = ps[0];
+    let mut b = Builder::new(&mut f);
+    let n = b.let_one("n", Expr::Dim { array: x, axis: 0 });
+    let m = b.var("m", F1);
+    b.func.vars[m.index()].mutable = true;
+    b.stmt(StmtKind::Let { vars: vec![m], expr: Expr::ZerosLike(x) });
+    let out = b.let1("out", Expr::ZerosLike(x), F1);
+    let (i, j) = (b.var("i", Type::I64), b.var("j", Type::I64));
+    b.begin_block();
+    let a = b.let_one("a", Expr::Zeros(vec![v(i)]));
+    b.stmt(StmtKind::Assign { var: m, value: a });
+    let body = b.end_block(vec![]);
+    b.stmt(StmtKind::For { n, index: i, reverse: false, body });
+    b.begin_block();
+    let d = b.let_one("d", Expr::Dim { array: m, axis: 0 });
+    let e = b.unary(UnOp::ToF64, d);
+    b.stmt(StmtKind::AccAdd { acc: out, indices: vec![v(j)], value: e });
+    let body = b.end_block(vec![]);
+    b.stmt(StmtKind::For { n, index: j, reverse: false, body });
+    f.body = b.finish(vec![v(out)]);
+    let p = Program { file: "t.arr".into(), funcs: vec![f] };
+    verify_program(&p).expect("verifies");
+    let mut q = p.clone();
+    fuse_for_loops(&mut q.funcs[0]);
+    assert_eq!(loops(&q.funcs[0].body), 2, "{}", arrayad_ir::printer::print_program(&q));
+    let args = [Value::Array(ArrayValue::f64(vec![3], vec![1.0, 2.0, 3.0]).expect("array"))];
+    let got = interp::run(&q, FuncId(0), &args).expect("runs");
+    assert_eq!(got[0].f64_elements(), Some(&[2.0, 2.0, 2.0][..]));
+}

@@ -125,9 +125,9 @@ struct Analysis<'f> {
     /// Comparisons of an `i64` with a literal: `c = i OP k`, as `(i, OP, k)`
     /// with the variable on the left.
     compare: HashMap<VarId, (VarId, BinOp, i64)>,
-    /// The loop indices known to be at least 1 here (in the branch of a
-    /// comparison that says so: the `else` of `i == 0`, the `then` of
-    /// `i > 0`, ...).
+    /// The variables bounded like loop indices (`0 <= v < n`, in `bound`)
+    /// known to be at least 1 here (in the branch of a comparison that says
+    /// so: the `else` of `i == 0`, the `then` of `i > 0`, ...).
     positive: HashSet<VarId>,
     /// The bounds of the loops whose bodies are being analysed, innermost
     /// last.

@@ -47,7 +47,8 @@ pub fn fuse(f: &mut Function) {
 struct Out {
     /// The statements so far; a statement moved away leaves `None`.
     stmts: Vec<Option<Stmt>>,
-    /// The position of the statement binding each variable a build binds.
+    /// The position of the statement binding each variable a build binds
+    /// (and of the loops that reductions fused into builds became).
     at: HashMap<VarId, usize>,
     /// The single-result builds whose bodies have no effect.
     pure: HashSet<VarId>,

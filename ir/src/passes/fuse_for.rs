@@ -27,13 +27,17 @@
 //! the loops' count.
 //!
 //! Two different variables are assumed to name different arrays only when
-//! one of them cannot hold an accumulator (a parameter, the result of a
-//! `build`, a view of one: only accumulators are written) or is an
-//! accumulator no other variable refers to (bound by `zeros`/`zeros_like`
-//! and never copied, assigned, viewed, yielded or pushed). Loops that use
-//! the tape (push, pop, marks) are never fused, and at most one of the two
-//! may fail at run time, so the first error of the fused loop is the first
-//! error of the two ([`super::fallible`]).
+//! one of them cannot hold an accumulator (an immutable parameter, the
+//! result of a `build`, a view of one: only accumulators are written) or
+//! is a fresh accumulator (bound by `zeros`/`zeros_like` in the block of
+//! the loops) that nothing refers to before the second loop (no copy,
+//! assignment, view, yield, push, loop initial value or call argument of
+//! it). Loops that use the tape (push, pop, marks) or call a function are
+//! never fused, and at most one of the two may fail at run time, so the
+//! first error of the fused loop is the first error of the two
+//! ([`super::fallible`]; accumulations count as infallible there, as they
+//! add into positions of accesses that already succeeded, the reverse
+//! mode's invariant).
 //!
 //! Linear in the size of the function: each loop is summarised once, and a
 //! fused loop's summary is the union of its parts'.
@@ -106,7 +110,7 @@ impl Aliasing {
             first_reference: vec![usize::MAX; n],
             path: Vec::new(),
         };
-        for p in &f.params {
+        for p in f.params.iter().filter(|p| !f.var(**p).mutable) {
             a.origin[p.index()] = Origin::NotAccumulator;
         }
         a.block(f, &f.body, 0);
@@ -222,11 +226,12 @@ struct Access {
 struct Summary {
     /// Accesses to outer arrays.
     arrays: FxHashMap<VarId, Vec<Access>>,
-    /// Outer scalar variables read.
+    /// Outer variables read other than by element: scalars, and arrays
+    /// whose shape is taken.
     scalars: FxHashSet<VarId>,
     /// Outer mutable variables assigned.
     assigned: FxHashSet<VarId>,
-    /// Whether the body uses the tape.
+    /// Whether the body uses the tape or calls a function.
     tape: bool,
 }
 
@@ -347,7 +352,17 @@ impl Walk<'_> {
                         indices.iter().for_each(|a| self.atom(a));
                     }
                     // Only the shape.
-                    Expr::Dim { .. } | Expr::ZerosLike(_) => {}
+                    // Only the shape: not an access to the elements, but a
+                    // use of the variable (which the other loop may assign).
+                    Expr::Dim { array, .. } | Expr::ZerosLike(array) => {
+                        if !self.local.contains(array) {
+                            self.out.scalars.insert(*array);
+                        }
+                    }
+                    Expr::Call { .. } => {
+                        self.out.tape = true;
+                        stmt_uses_shallow(kind, &mut |v| self.use_var(v));
+                    }
                     Expr::Pop | Expr::TapeMark => self.out.tape = true,
                     Expr::Binary(BinOp::Eq, a, b) => {
                         let value = match (a, b) {
