@@ -212,20 +212,75 @@ impl Aliasing {
     }
 }
 
-/// One access to an array bound outside a loop: the literal offset of its
-/// first index from the loop index (`None`: any other index, or a use of
-/// the whole array), and whether it may write.
-#[derive(Clone, Copy)]
-struct Access {
-    offset: Option<i64>,
-    write: bool,
+/// The offsets of a set of accesses to one array from the loop index:
+/// the range of those that are the index plus a literal, and whether any
+/// is not (another index, or a use of the whole array).
+#[derive(Clone, Copy, Default)]
+struct Offsets {
+    range: Option<(i64, i64)>,
+    unknown: bool,
+}
+
+impl Offsets {
+    fn any(&self) -> bool {
+        self.unknown || self.range.is_some()
+    }
+
+    fn add(&mut self, offset: Option<i64>) {
+        match offset {
+            None => self.unknown = true,
+            Some(c) => self.merge(Offsets { range: Some((c, c)), unknown: false }),
+        }
+    }
+
+    fn merge(&mut self, other: Offsets) {
+        self.unknown |= other.unknown;
+        self.range = match (self.range, other.range) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (r, None) | (None, r) => r,
+        };
+    }
+}
+
+/// A loop body's accesses to one array bound outside it: all of them, and
+/// those that may write. Every pair of an access of the first loop and
+/// one of the second, one of them writing, is ordered (the module docs)
+/// exactly when the ranges are: the pairwise test in constant time.
+#[derive(Clone, Copy, Default)]
+struct Accesses {
+    all: Offsets,
+    writes: Offsets,
+}
+
+impl Accesses {
+    fn merge(&mut self, other: Accesses) {
+        self.all.merge(other.all);
+        self.writes.merge(other.writes);
+    }
+}
+
+/// Whether every access in `first` precedes, in the fused loop, every
+/// access in `second` to the same location: reverse loops need the second
+/// loop's offsets at least the first's, forward loops at most.
+fn ordered(first: &Offsets, second: &Offsets, reverse: bool) -> bool {
+    match (first.any() && second.any(), first.unknown || second.unknown, first.range, second.range) {
+        (false, _, _, _) => true,
+        (true, false, Some((min1, max1)), Some((min2, max2))) => {
+            if reverse {
+                max1 <= min2
+            } else {
+                min1 >= max2
+            }
+        }
+        _ => false,
+    }
 }
 
 /// What a loop body does to the variables bound outside it.
 #[derive(Default)]
 struct Summary {
     /// Accesses to outer arrays.
-    arrays: FxHashMap<VarId, Vec<Access>>,
+    arrays: FxHashMap<VarId, Accesses>,
     /// Outer variables read other than by element: scalars, and arrays
     /// whose shape is taken.
     scalars: FxHashSet<VarId>,
@@ -289,7 +344,11 @@ impl Walk<'_> {
 
     fn access(&mut self, array: VarId, offset: Option<i64>, write: bool) {
         if !self.local.contains(&array) {
-            self.out.arrays.entry(array).or_default().push(Access { offset, write });
+            let a = self.out.arrays.entry(array).or_default();
+            a.all.add(offset);
+            if write {
+                a.writes.add(offset);
+            }
         }
     }
 
@@ -446,10 +505,9 @@ fn fusable(first: &Summary, second: &Summary, reverse: bool, aliasing: &Aliasing
     if first.arrays.len().saturating_mul(second.arrays.len()) > MAX_PAIRS {
         return false;
     }
-    let writes = |a: &[Access]| a.iter().any(|x| x.write);
     for (u, au) in &first.arrays {
         for (w, aw) in &second.arrays {
-            if !writes(au) && !writes(aw) {
+            if !au.writes.any() && !aw.writes.any() {
                 continue;
             }
             if u != w {
@@ -458,22 +516,8 @@ fn fusable(first: &Summary, second: &Summary, reverse: bool, aliasing: &Aliasing
                 }
                 continue;
             }
-            for x in au {
-                for y in aw.iter().filter(|y| x.write || y.write) {
-                    let ordered = match (x.offset, y.offset) {
-                        (Some(c1), Some(c2)) => {
-                            if reverse {
-                                c2 >= c1
-                            } else {
-                                c2 <= c1
-                            }
-                        }
-                        _ => false,
-                    };
-                    if !ordered {
-                        return false;
-                    }
-                }
+            if !ordered(&au.writes, &aw.all, reverse) || !ordered(&au.all, &aw.writes, reverse) {
+                return false;
             }
         }
     }
@@ -483,7 +527,7 @@ fn fusable(first: &Summary, second: &Summary, reverse: bool, aliasing: &Aliasing
 impl Summary {
     fn absorb(&mut self, other: Summary) {
         for (v, a) in other.arrays {
-            self.arrays.entry(v).or_default().extend(a);
+            self.arrays.entry(v).or_default().merge(a);
         }
         self.scalars.extend(other.scalars);
         self.assigned.extend(other.assigned);

@@ -25,7 +25,7 @@ use crate::timing::time;
 /// its size first with [`inline::check_inlining`] (inlining a program
 /// that crosses the limits is refused there with a located error).
 pub fn prepare(program: &Program, func: FuncId) -> Function {
-    let mut f = crate::timing::time("inline", || inline::inline_all(program, func));
+    let mut f = time("inline", || inline::inline_all(program, func));
     optimize(&mut f);
     f
 }
