@@ -5,34 +5,16 @@
 //! the unfused one under the reference interpreter, and the generator must
 //! produce programs where fusion happens as well as ones where it must not.
 
+mod common;
+
 use arrayad_ir::builder::Builder;
 use arrayad_ir::interp;
 use arrayad_ir::passes::fuse_for::fuse_for_loops;
 use arrayad_ir::program::*;
-use arrayad_ir::types::{Scalar, Type};
+use arrayad_ir::types::Type;
 use arrayad_ir::verify::verify_program;
 use arrayad_ir::{ArrayValue, Value};
-
-const F1: Type = Type { elem: Scalar::F64, rank: 1 };
-
-/// xorshift64*: a deterministic generator without dependencies.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn v(x: VarId) -> Atom {
-    Atom::Var(x)
-}
+use common::{bits, v, Rng, F1};
 
 /// A program of `x: [n]f64` returning four accumulators after a chain of
 /// 2 to 6 loops (one direction, sometimes another for one loop), each
@@ -117,10 +99,6 @@ fn program(rng: &mut Rng) -> Program {
 
 fn loops(b: &Block) -> usize {
     b.stmts.iter().filter(|s| matches!(s.kind, StmtKind::For { .. })).count()
-}
-
-fn bits(values: &[Value]) -> Vec<Vec<u64>> {
-    values.iter().map(|v| v.f64_elements().expect("f64 results").iter().map(|x| x.to_bits()).collect()).collect()
 }
 
 #[test]

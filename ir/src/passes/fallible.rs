@@ -9,9 +9,9 @@
 //! by block:
 //!
 //! - `n = dim a k`, `check_size a == b`, the first extent of a `build` (its
-//!   bound), the shapes of `zeros_like`, rows, slices and copies are
-//!   equalities between sizes (a union-find with an undo log, so facts of a
-//!   nested block are forgotten when it ends);
+//!   bound), the shapes of `zeros`, `zeros_like`, reshapes, rows, slices
+//!   and copies are equalities between sizes (a union-find with an undo
+//!   log, so facts of a nested block are forgotten when it ends);
 //! - inside `build`/`loop`/`for` over `i < n`, `0 <= i < n`, so `a[i]` is in
 //!   bounds when `n` is known to equal `dim a 0` (likewise on every axis of
 //!   a multi-index); in the branch where a comparison of `i` with a literal
@@ -518,7 +518,7 @@ impl Analysis<'_> {
                     self.union_keys(Key::Dim(v, axis), Key::Dim(*p, axis));
                 }
             }
-            Expr::Reshape { dims, .. } => {
+            Expr::Reshape { dims, .. } | Expr::Zeros(dims) => {
                 for (axis, d) in dims.iter().enumerate() {
                     if let Some(dk) = self.atom_key(d) {
                         let k = self.key(Key::Dim(v, axis as u8));

@@ -43,6 +43,7 @@
 //! fused loop's summary is the union of its parts'.
 
 use super::fallible::Fallible;
+use super::offsets::IndexOffsets;
 use crate::fx::{FxHashMap, FxHashSet};
 use crate::program::{Atom, BinOp, Block, Expr, Function, Stmt, StmtKind, VarId};
 use crate::visit::{child_blocks, stmt_uses_shallow, Subst};
@@ -292,16 +293,8 @@ struct Summary {
 
 /// Summarises the body of `for index < n`.
 fn summarise(f: &Function, index: VarId, body: &Block) -> Summary {
-    let mut w = Walk {
-        f,
-        local: FxHashSet::default(),
-        offsets: FxHashMap::default(),
-        tests: FxHashMap::default(),
-        index_is: None,
-        out: Summary::default(),
-    };
+    let mut w = Walk { f, local: FxHashSet::default(), offsets: IndexOffsets::new(index), out: Summary::default() };
     w.local.insert(index);
-    w.offsets.insert(index, 0);
     w.block(body);
     w.out
 }
@@ -310,14 +303,8 @@ struct Walk<'f> {
     f: &'f Function,
     /// Variables bound inside the body so far.
     local: FxHashSet<VarId>,
-    /// Local `i64`s that are the loop index plus a literal.
-    offsets: FxHashMap<VarId, i64>,
-    /// Local booleans `i + o == k` (the loop index `i`): the value of `i`
-    /// they test for, `k - o`.
-    tests: FxHashMap<VarId, i64>,
-    /// The value of the loop index, in the branch of such a test where it
-    /// holds: a literal index `k` there is the offset `k - value`.
-    index_is: Option<i64>,
+    /// The indices that are the loop index plus a literal.
+    offsets: IndexOffsets,
     out: Summary,
 }
 
@@ -325,21 +312,10 @@ impl Walk<'_> {
     /// The branches of `if cond`: where `cond` tests the loop index for a
     /// value, the `then` branch knows it.
     fn branches(&mut self, cond: &Atom, then_branch: &Block, else_branch: &Block) {
-        let known = self.index_is;
-        if let Some(value) = cond.as_var().and_then(|c| self.tests.get(&c).copied()) {
-            self.index_is = Some(value);
-        }
+        let known = self.offsets.enter_then(cond);
         self.block(then_branch);
-        self.index_is = known;
+        self.offsets.leave_then(known);
         self.block(else_branch);
-    }
-
-    fn offset(&self, index: Option<&Atom>) -> Option<i64> {
-        match index {
-            Some(Atom::Var(v)) => self.offsets.get(v).copied(),
-            Some(Atom::I64(k)) => self.index_is.and_then(|value| k.checked_sub(value)),
-            _ => None,
-        }
     }
 
     fn access(&mut self, array: VarId, offset: Option<i64>, write: bool) {
@@ -381,13 +357,13 @@ impl Walk<'_> {
     fn stmt(&mut self, kind: &StmtKind) {
         match kind {
             StmtKind::AccAdd { acc, indices, value } => {
-                let off = self.offset(indices.first());
+                let off = self.offsets.offset(indices.first());
                 self.access(*acc, off, true);
                 indices.iter().for_each(|a| self.atom(a));
                 self.atom(value);
             }
             StmtKind::AccZero { acc, indices } => {
-                let off = self.offset(indices.first());
+                let off = self.offsets.offset(indices.first());
                 self.access(*acc, off, true);
                 indices.iter().for_each(|a| self.atom(a));
             }
@@ -406,7 +382,7 @@ impl Walk<'_> {
                     Expr::Index { array, indices } => {
                         // A row is a view: writable through it.
                         let full = indices.len() == self.f.ty(*array).rank as usize;
-                        let off = self.offset(indices.first());
+                        let off = self.offsets.offset(indices.first());
                         self.access(*array, off, !full);
                         indices.iter().for_each(|a| self.atom(a));
                     }
@@ -423,33 +399,8 @@ impl Walk<'_> {
                         stmt_uses_shallow(kind, &mut |v| self.use_var(v));
                     }
                     Expr::Pop | Expr::TapeMark => self.out.tape = true,
-                    Expr::Binary(BinOp::Eq, a, b) => {
-                        let value = match (a, b) {
-                            (Atom::Var(x), Atom::I64(k)) | (Atom::I64(k), Atom::Var(x)) => {
-                                self.offsets.get(x).and_then(|o| k.checked_sub(*o))
-                            }
-                            _ => None,
-                        };
-                        if let (Some(value), [v]) = (value, vars.as_slice()) {
-                            self.tests.insert(*v, value);
-                        }
-                        self.atom(a);
-                        self.atom(b);
-                    }
-                    Expr::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
-                        let lit = |x: &Atom| match x {
-                            Atom::I64(c) => Some(*c),
-                            _ => None,
-                        };
-                        let off = match (op, self.offset(Some(a)), self.offset(Some(b))) {
-                            (BinOp::Add, Some(o), None) => lit(b).and_then(|c| o.checked_add(c)),
-                            (BinOp::Add, None, Some(o)) => lit(a).and_then(|c| o.checked_add(c)),
-                            (BinOp::Sub, Some(o), None) => lit(b).and_then(|c| o.checked_sub(c)),
-                            _ => None,
-                        };
-                        if let (Some(off), [v]) = (off, vars.as_slice()) {
-                            self.offsets.insert(*v, off);
-                        }
+                    Expr::Binary(BinOp::Eq | BinOp::Add | BinOp::Sub, a, b) => {
+                        self.offsets.bind(vars, expr);
                         self.atom(a);
                         self.atom(b);
                     }

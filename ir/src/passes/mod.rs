@@ -1,11 +1,12 @@
 //! Optimisation passes over the IR: inlining, simplification (copy
 //! propagation, constant folding, algebraic identities), common
-//! subexpression elimination, dead code elimination, loop fusion and
-//! loop-invariant code motion.
+//! subexpression elimination, dead code elimination, loop fusion, array
+//! contraction and loop-invariant code motion.
 //!
 //! [`optimize`] runs them in the order the AD output needs.
 
 pub mod accum;
+pub mod contract;
 pub mod cse;
 pub mod dce;
 pub mod fallible;
@@ -13,6 +14,7 @@ pub mod fuse;
 pub mod fuse_for;
 pub mod inline;
 pub mod licm;
+mod offsets;
 pub mod scalarize;
 pub mod simplify;
 pub mod unroll;
@@ -52,6 +54,7 @@ fn optimize_rounds(f: &mut Function) {
         time("scalarize", || scalarize::scalarize(f));
         time("fuse", || fuse::fuse(f));
         time("fuse for", || fuse_for::fuse_for_loops(f));
+        time("contract", || contract::contract_accumulators(f));
         time("licm", || licm::licm(f));
         time("cse", || cse::cse(f));
         time("dce", || dce::dce(f));
