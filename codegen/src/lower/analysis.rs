@@ -19,7 +19,12 @@ fn is_array(f: &Function, a: &Atom) -> bool {
 /// the tape then holds only the residuals, not every intermediate array).
 /// `None` (no release, arrays pushed by reference) when the body pushes
 /// arrays but allocates only conditionally or in nested loops: a loop
-/// state passed on unchanged and pushed costs O(1) by reference.
+/// state passed on unchanged and pushed costs O(1) by reference. Not so
+/// for a body that also pops ([`BlockFacts::survivors`]; this function,
+/// for blocks outside the walk, is conservative there): the backward pass
+/// of a checkpointed segment, which recomputes the segment (pushing) and
+/// runs its backward pass (popping) in one iteration, must release what
+/// the iteration allocated, or memory grows with the number of segments.
 pub(crate) fn survivors(f: &Function, body: &Block) -> Option<Vec<VarId>> {
     let mut pushed = false;
     let mut assigned: Vec<VarId> = Vec::new();
@@ -172,7 +177,7 @@ impl BlockFacts {
     /// [`survivors`] of `body`, a block of the function.
     pub(crate) fn survivors(&self, f: &Function, body: &Block) -> Option<Vec<VarId>> {
         match self.facts.get(&(body as *const Block)) {
-            Some(facts) if facts.pushed && !facts.allocates_here => None,
+            Some(facts) if facts.pushed && !facts.allocates_here && !facts.any_pop => None,
             Some(facts) => Some(facts.assigned.clone()),
             None => survivors(f, body),
         }
