@@ -120,6 +120,27 @@ impl Engine {
         })
     }
 
+    /// [`Engine::run`] offering buffers of the caller as the memory of the
+    /// array results (destination passing, compiled code only: the
+    /// interpreter ignores them): `dest` as for
+    /// [`arrayad_codegen::JitModule::call_with_dest`], built by
+    /// [`crate::results::destinations`] from `&mut` buffers, which no
+    /// argument can alias.
+    pub fn run_into<R>(
+        &self,
+        args: &[ArgRef<'_>],
+        dest: &[u64],
+        f: impl FnOnce(&[ResultRef<'_>]) -> R,
+    ) -> Result<R, Error> {
+        guard(|| match self {
+            // SAFETY: the buffers of `dest` come from exclusive borrows the
+            // caller holds over the call, distinct from the arguments'
+            // shared borrows and from each other.
+            Engine::Jit { module, name } => Ok(unsafe { module.call_with_dest(name, args, dest, f) }?),
+            Engine::Interp { .. } => self.run(args, f),
+        })
+    }
+
     /// [`Engine::run`] with the results copied into values.
     pub fn run_values(&self, args: &[ArgRef<'_>]) -> Result<Vec<Value>, Error> {
         self.run(args, |rs| rs.iter().map(ResultRef::to_value).collect())

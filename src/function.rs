@@ -299,7 +299,8 @@ impl Function {
     pub fn call_into(&self, args: &[Arg<'_>], outs: &mut [Out<'_>]) -> Result<(), Error> {
         with_refs(args, |refs| {
             self.check_fast(refs)?;
-            self.engine(Kind::Primal)?.get().run(refs, |rs| copy_into(self.name(), "result", rs, outs))?
+            let dest = crate::results::destinations(outs, &mut []);
+            self.engine(Kind::Primal)?.get().run_into(refs, &dest, |rs| copy_into(self.name(), "result", rs, outs))?
         })
     }
 
@@ -486,7 +487,8 @@ impl Function {
     ) -> Result<(), Error> {
         let n_results = leaf_infos("result", &self.signature().result).len();
         self.with_cotangents(args, cotangents, |full| {
-            self.engine(Kind::Vjp)?.get().run(full, |rs| {
+            let dest = crate::results::destinations(outs, cotangents_out);
+            self.engine(Kind::Vjp)?.get().run_into(full, &dest, |rs| {
                 if rs.len() < n_results {
                     return Err(Error::Internal(format!("the vjp of `{}` returned too few values", self.name())));
                 }
@@ -532,7 +534,10 @@ impl Function {
             self.check_fast(refs)?;
             let mut full: smallvec::SmallVec<[ArgRef<'_>; 8]> = refs.iter().copied().collect();
             full.push(ArgRef::F64(1.0));
-            self.engine(Kind::Vjp)?.get().run(&full, |rs| {
+            // The value (a scalar: no buffer), then the gradient.
+            let dest = crate::results::destinations(&mut [], gradient);
+            let dest: SmallVec<[u64; 16]> = [0, 0].into_iter().chain(dest).collect();
+            self.engine(Kind::Vjp)?.get().run_into(&full, &dest, |rs| {
                 let value = match rs.first() {
                     Some(ResultRef::F64(v)) => *v,
                     _ => return Err(Error::Internal(format!("the vjp of `{}` did not return an f64", self.name()))),
@@ -886,7 +891,9 @@ fn copy_f64s(func: &str, rs: &[ResultRef<'_>], outs: &mut [&mut [f64]]) -> Resul
                 src.len()
             )));
         }
-        out.copy_from_slice(src);
+        if !crate::results::in_place(src, out) {
+            out.copy_from_slice(src);
+        }
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use crate::arg::Out;
 use crate::error::Error;
 use arrayad_codegen::ResultRef;
 use arrayad_ir::Value;
+use smallvec::SmallVec;
 use std::ops::Index;
 use std::sync::Arc;
 
@@ -100,6 +101,35 @@ impl Index<usize> for ParamValues {
 
 /// Copies borrowed results (described as `what`: `result`) into caller
 /// outputs, one each, of matching type and length.
+/// The destination table of output buffers (for
+/// [`crate::engine::Engine::run_into`]): for each output in order, the
+/// address and size in bytes of an array buffer, or zeros for a scalar.
+pub(crate) fn destinations(outs: &mut [Out<'_>], more: &mut [&mut [f64]]) -> SmallVec<[u64; 16]> {
+    let mut table = SmallVec::new();
+    let mut offer = |ptr: *mut u8, bytes: usize| {
+        table.push(ptr as u64);
+        table.push(bytes as u64);
+    };
+    for out in outs.iter_mut() {
+        match out {
+            Out::F64s(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[f64]>(o)),
+            Out::I64s(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[i64]>(o)),
+            Out::Bools(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[bool]>(o)),
+            Out::F64(_) | Out::I64(_) | Out::Bool(_) => offer(std::ptr::null_mut(), 0),
+        }
+    }
+    for o in more.iter_mut() {
+        offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[f64]>(o));
+    }
+    table
+}
+
+/// Whether a result already lies in its output buffer (computed there by
+/// destination passing): nothing to copy.
+pub(crate) fn in_place<T>(data: &[T], out: &[T]) -> bool {
+    std::ptr::eq(data.as_ptr(), out.as_ptr())
+}
+
 pub(crate) fn copy_into(func: &str, what: &str, rs: &[ResultRef<'_>], outs: &mut [Out<'_>]) -> Result<(), Error> {
     if rs.len() != outs.len() {
         return Err(Error::InvalidArgument(format!(
@@ -124,15 +154,21 @@ pub(crate) fn copy_into(func: &str, what: &str, rs: &[ResultRef<'_>], outs: &mut
                 true
             }
             (ResultRef::F64s { data, .. }, Out::F64s(o)) if o.len() == data.len() => {
-                o.copy_from_slice(data);
+                if !in_place(data, o) {
+                    o.copy_from_slice(data);
+                }
                 true
             }
             (ResultRef::I64s { data, .. }, Out::I64s(o)) if o.len() == data.len() => {
-                o.copy_from_slice(data);
+                if !in_place(data, o) {
+                    o.copy_from_slice(data);
+                }
                 true
             }
             (ResultRef::Bools { data, .. }, Out::Bools(o)) if o.len() == data.len() => {
-                o.copy_from_slice(data);
+                if !in_place(data, o) {
+                    o.copy_from_slice(data);
+                }
                 true
             }
             _ => false,

@@ -347,3 +347,87 @@ fn malformed_memory_variables_are_usage_errors() {
         assert!(stdout.contains("\"value\""), "{stdout}");
     }
 }
+
+const DEST: &str = "\
+def scale(x: [p]f64) -> [p]f64 = for i < p => x[i] * 2.0 + 1.0
+def norm2(x: [p]f64) -> f64 = sum(x * x)
+def pair(x: [p]f64) -> ([p]f64, [p]f64) = let r = for i < p => x[i] + 1.0 in (r, r)
+def rev(x: [p]f64) -> [p]f64 = for i < p => x[p - 1 - i]
+";
+
+/// Destination passing: a shared library computes an array result that
+/// its definition allocates itself (a comprehension, the gradient's
+/// accumulator) directly in the caller's output, so a call whose results
+/// alone exceed the memory limit succeeds; an output that overlaps an
+/// input (a call in place) is computed in the arena and copied, so a
+/// permutation in place stays right, and a result returned twice reaches
+/// both outputs.
+#[test]
+fn results_are_computed_in_the_callers_buffers() {
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping the destination-passing test");
+        return;
+    }
+    for backend in compiled_backends() {
+        let dir = scratch("limits", &format!("dest_{backend}"));
+        std::fs::write(dir.join("dest.arr"), DEST).unwrap();
+        let out = arrayad(&dir, &["build", "dest.arr", "-o", "libdest.so", "--backend", backend]);
+        assert_eq!(out.code, 0, "{out:#?}");
+        let main = r#"#include <stdio.h>
+#include <stdlib.h>
+#include "libdest.h"
+int main(void) {
+    int64_t p = 400000, i, bad = 0; /* 3.2 MB per array, over the 1 MiB limit */
+    double *x = malloc(p * 8), *y = malloc(p * 8), *z = malloc(p * 8), v = 0;
+    double s[5] = {1, 2, 3, 4, 5};
+    for (i = 0; i < p; i++) x[i] = (double)i;
+    printf("scale %d\n", scale(p, x, y));
+    for (i = 0; i < p; i++) bad += y[i] != 2.0 * i + 1.0;
+    printf("norm2_grad %d\n", norm2_grad(p, x, &v, y));
+    for (i = 0; i < p; i++) bad += y[i] != 2.0 * i;
+    printf("pair %d\n", pair(p, x, y, z));
+    for (i = 0; i < p; i++) bad += y[i] != i + 1.0 || z[i] != i + 1.0;
+    printf("rev %d\n", rev(5, s, s));
+    printf("reversed %g %g %g\n", s[0], s[2], s[4]);
+    printf("in place %d\n", scale(p, x, x) != 0);
+    printf("wrong %lld\n", (long long)bad);
+    free(x); free(y); free(z);
+    return 0;
+}
+"#;
+        let got = run_c(&dir, main, "dest", &[("ARRAYAD_MAX_MEMORY", "1M")]);
+        assert_eq!(got, "scale 0\nnorm2_grad 0\npair 0\nrev 0\nreversed 5 3 1\nin place 1\nwrong 0\n", "{backend}");
+    }
+}
+
+/// Destination passing in the Rust API: the `_into` calls compute the
+/// results that a definition allocates itself in the caller's buffers, so
+/// they succeed where the results alone exceed the memory limit (the
+/// allocating calls fail there), with the same values.
+#[test]
+fn into_calls_compute_results_in_the_callers_buffers() {
+    use arrayad::{Arg, Out};
+    for backend in compiled_backends() {
+        let backend = if backend == "llvm" { Backend::Llvm } else { Backend::Cranelift };
+        let m = Module::compile_with("dest.arr", DEST, Options::backend(backend).with_max_memory(1 << 20)).unwrap();
+        let p = 400_000usize;
+        let x: Vec<f64> = (0..p).map(|i| i as f64).collect();
+        let mut y = vec![0.0; p];
+        let mut z = vec![0.0; p];
+        let scale = m.function("scale").unwrap();
+        scale.call_into(&[Arg::Vector(&x)], &mut [Out::F64s(&mut y)]).unwrap();
+        assert!(y.iter().enumerate().all(|(i, v)| *v == 2.0 * i as f64 + 1.0), "{backend:?}");
+        let err = scale.call(&[Arg::Vector(&x)]).unwrap_err();
+        assert_eq!(err.runtime_kind(), Some(ErrorKind::OutOfMemory), "{backend:?}: {err}");
+        let norm2 = m.function("norm2").unwrap();
+        let value = norm2.grad_into(&[Arg::Vector(&x)], &mut [&mut y]).unwrap();
+        assert!(y.iter().enumerate().all(|(i, v)| *v == 2.0 * i as f64), "{backend:?}");
+        assert_eq!(value, x.iter().map(|v| v * v).sum::<f64>());
+        let mut v = 0.0;
+        norm2.vjp_into(&[Arg::Vector(&x)], &[Some(Arg::F64(0.5))], &mut [Out::F64(&mut v)], &mut [&mut z]).unwrap();
+        assert!(z.iter().enumerate().all(|(i, g)| *g == i as f64), "{backend:?}");
+        let pair = m.function("pair").unwrap();
+        pair.call_into(&[Arg::Vector(&x)], &mut [Out::F64s(&mut y), Out::F64s(&mut z)]).unwrap();
+        assert!(y.iter().zip(&z).enumerate().all(|(i, (a, b))| *a == i as f64 + 1.0 && a == b), "{backend:?}");
+    }
+}

@@ -199,6 +199,29 @@ impl JitModule {
         args: &[ArgRef<'_>],
         f: impl FnOnce(&[ResultRef<'_>]) -> R,
     ) -> Result<R, RuntimeError> {
+        // SAFETY: no destinations.
+        unsafe { self.call_with_dest(name, args, &[], f) }
+    }
+
+    /// [`JitModule::call_with`], offering the caller's buffers as the
+    /// memory of the array results (destination passing: a result the
+    /// function allocates itself is then computed there, and its
+    /// [`ResultRef`] points into the buffer). `dest` holds, for result `i`,
+    /// `dest[2i]` the address of a buffer (0: none) and `dest[2i + 1]` its
+    /// size in bytes; a table of another length than twice the results is
+    /// ignored.
+    ///
+    /// # Safety
+    ///
+    /// Each buffer must be valid for writes of its size for the duration of
+    /// the call and overlap no argument and no other buffer.
+    pub unsafe fn call_with_dest<R>(
+        &self,
+        name: &str,
+        args: &[ArgRef<'_>],
+        dest: &[u64],
+        f: impl FnOnce(&[ResultRef<'_>]) -> R,
+    ) -> Result<R, RuntimeError> {
         let func = self
             .get(name)
             .ok_or_else(|| RuntimeError::new(ErrorKind::InvalidArgument, format!("no compiled function `{name}`")))?;
@@ -209,11 +232,16 @@ impl JitModule {
         let mut ctx = take_ctx();
         static DEFAULT_LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
         ctx.set_limit(self.max_memory.unwrap_or_else(|| *DEFAULT_LIMIT.get_or_init(OwnedCtx::default_limit)));
+        if !dest.is_empty() && dest.len() == 2 * func.results.len() {
+            ctx.set_dest(dest.as_ptr());
+        }
         // SAFETY: `slots` describes live argument memory borrowed from `args`
         // for the duration of the call (lengths checked against the shapes),
-        // `results` has one slot per result slot, and the code follows the
-        // internal convention.
+        // `results` has one slot per result slot, the buffers of `dest` are
+        // the caller's to offer, and the code follows the internal
+        // convention.
         let status = unsafe { (func.code)(ctx.as_ptr(), slots.as_ptr(), results.as_mut_ptr()) };
+        ctx.set_dest(std::ptr::null());
         let out = if status != 0 {
             Err(RuntimeError {
                 kind: ErrorKind::from_code(status).unwrap_or(ErrorKind::InvalidArgument),
@@ -221,7 +249,8 @@ impl JitModule {
             })
         } else {
             // SAFETY: the result slots point into the context's arena (alive
-            // until it is given back, after `f`) or into the arguments.
+            // until it is given back, after `f`), into the arguments or into
+            // the buffers of `dest`.
             unsafe { result_refs(name, &func.results, &results) }.map(|refs| f(&refs))
         };
         give_back_ctx(ctx);

@@ -27,6 +27,7 @@ typedef char arrayad_check_tape_end[(offsetof(arrayad_ctx, tape_end) == 32) ? 1 
 typedef char arrayad_check_tape_base[(offsetof(arrayad_ctx, tape_base) == 40) ? 1 : -1];
 typedef char arrayad_check_tape_top[(offsetof(arrayad_ctx, tape_top) == 48) ? 1 : -1];
 typedef char arrayad_check_err_kind[(offsetof(arrayad_ctx, err_kind) == 112) ? 1 : -1];
+typedef char arrayad_check_dest[(offsetof(arrayad_ctx, dest) == 384) ? 1 : -1];
 
 /* ---- Arena ------------------------------------------------------------- */
 
@@ -155,6 +156,7 @@ void arrayad_ctx_reset(arrayad_ctx *ctx) {
     ctx->err_kind = 0;
     clear_text(ctx);
     ctx->err_buf[0] = '\0';
+    ctx->dest = NULL;
 }
 
 arrayad_ctx *arrayad_ctx_new(void) {
@@ -706,7 +708,8 @@ static int overlap(const char *a, uint64_t na, const char *b, uint64_t nb) {
 /* Before the results are copied out in order: an array result that still
  * points into memory an earlier output overwrites (an input the caller also
  * passed as an output, in place) is first copied into the arena, so that
- * every output gets the value of the call. `bytes[j]` is output j's size in
+ * every output gets the value of the call. (An output its result was
+ * computed in, by destination passing, is not overwritten.) `bytes[j]` is output j's size in
  * bytes (0 for scalars), `dst[j]` where it is written. 0, or OutOfMemory. */
 static int32_t stage_aliased(arrayad_ctx *ctx, const arrayad_sig *sig, uint64_t *res, const char *const *dst,
                              const uint64_t *bytes) {
@@ -717,9 +720,13 @@ static int32_t stage_aliased(arrayad_ctx *ctx, const arrayad_sig *sig, uint64_t 
         const char *src = (const char *)(uintptr_t)res[k];
         size_t slot = k;
         k += 1 + (size_t)l->rank;
+        size_t ki = 0;
         if (l->rank == 0 || bytes[j] == 0) continue;
         for (i = 0; i < j; i++) {
-            if (overlap(dst[i], bytes[i] ? bytes[i] : 8, src, bytes[j])) {
+            /* an output its result was computed in is not written again */
+            int in_place = sig->out[i].rank > 0 && (const char *)(uintptr_t)res[ki] == dst[i];
+            ki += 1 + (size_t)sig->out[i].rank;
+            if (!in_place && overlap(dst[i], bytes[i] ? bytes[i] : 8, src, bytes[j])) {
                 void *copy = arrayad_alloc_slow(ctx, bytes[j]);
                 if (!copy) return ARRAYAD_ERR_OUT_OF_MEMORY;
                 memcpy(copy, src, (size_t)bytes[j]);
@@ -728,6 +735,50 @@ static int32_t stage_aliased(arrayad_ctx *ctx, const arrayad_sig *sig, uint64_t 
             }
         }
     }
+    return 0;
+}
+
+static int32_t count_of(arrayad_ctx *ctx, const arrayad_sig *sig, const arrayad_leaf *l,
+                        const int64_t *sizes, int64_t *count);
+
+/* Destination passing: a table offering each array output that overlaps
+ * no input and no other output as the memory its result may be computed
+ * in (`arrayad_ctx::dest`: its pointer and size in bytes per result), so
+ * that the result is not copied; *dest stays NULL when no output
+ * qualifies. Outputs scattered into a Jacobian (from sc->first) are not
+ * offered. An input passed as an output too (a call in place) keeps the
+ * copy through the arena. 0, or OutOfMemory. */
+static int32_t offer_destinations(arrayad_ctx *ctx, const arrayad_sig *sig, const int64_t *sizes,
+                                  const void *const *in, void *const *out, const uint64_t *out_bytes,
+                                  const row_scatter *sc, const uint64_t **dest) {
+    uint64_t *table = NULL;
+    int32_t i, j;
+    for (i = 0; i < sig->nout; i++) {
+        const arrayad_leaf *l = &sig->out[i];
+        int ok = l->rank > 0 && out_bytes[i] > 0 && !(sc && i >= sc->first);
+        for (j = 0; j < sig->nin && ok; j++) {
+            int64_t count;
+            int32_t st;
+            if (sig->in[j].rank == 0) continue;
+            st = count_of(ctx, sig, &sig->in[j], sizes, &count);
+            if (st != 0) return st;
+            ok = !overlap((const char *)in[j], (uint64_t)count * elem_size(sig->in[j].elem),
+                          (const char *)out[i], out_bytes[i]);
+        }
+        for (j = 0; j < sig->nout && ok; j++) {
+            uint64_t nb = sig->out[j].rank > 0 ? out_bytes[j] : elem_size(sig->out[j].elem);
+            if (j != i) ok = !overlap((const char *)out[j], nb, (const char *)out[i], out_bytes[i]);
+        }
+        if (!ok) continue;
+        if (!table) {
+            table = (uint64_t *)arrayad_alloc_slow(ctx, (uint64_t)sig->nout * 2 * sizeof(uint64_t));
+            if (!table) return ARRAYAD_ERR_OUT_OF_MEMORY;
+            memset(table, 0, (size_t)sig->nout * 2 * sizeof(uint64_t));
+        }
+        table[2 * i] = (uint64_t)(uintptr_t)out[i];
+        table[2 * i + 1] = out_bytes[i];
+    }
+    *dest = table;
     return 0;
 }
 
@@ -744,6 +795,7 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
     int32_t i, a, st = 0;
     size_t nin_slots = 0, nout_slots = 0, k;
     int64_t col = 0;
+    const uint64_t *dest = NULL;
 
     st = check_sizes(ctx, sig, sizes);
     if (st) return st;
@@ -811,8 +863,14 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
             out_bytes[i] = l->rank > 0 ? (uint64_t)count * elem_size(l->elem) : 0;
         }
     }
-    if (st == 0) st = fn(ctx, args, res);
-    /* check the shapes of the array results (nothing is written before) */
+    if (st == 0) st = offer_destinations(ctx, sig, sizes, in, out, out_bytes, sc, &dest);
+    if (st == 0) {
+        ctx->dest = dest;
+        st = fn(ctx, args, res);
+        ctx->dest = NULL;
+    }
+    /* check the shapes of the array results (nothing is written before,
+       unless computed in place in its output) */
     k = 0;
     for (i = 0; i < sig->nout && st == 0; i++) {
         const arrayad_leaf *l = &sig->out[i];
@@ -857,7 +915,7 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
                            (size_t)n * sizeof(double));
                 }
                 col += n;
-            } else if (count > 0) {
+            } else if (count > 0 && src != out[i]) {
                 memmove(out[i], src, (size_t)count * elem_size(l->elem));
             }
             k += 1 + (size_t)l->rank;

@@ -63,6 +63,10 @@ typedef struct arrayad_ctx {
     int32_t reserved;           /* 116 */
     char *err_text;             /* 120: a message composed at run time (heap), or NULL */
     char err_buf[ARRAYAD_ERR_BUF]; /* 128: its fallback when the heap is out */
+    const uint64_t *dest;       /* 384: where the array results of the call in
+                                   progress may be computed (destination passing),
+                                   or NULL: for result i, dest[2i] a caller's
+                                   buffer (or 0) and dest[2i + 1] its size in bytes */
 } arrayad_ctx;
 
 /* The memory limit of new contexts: $ARRAYAD_MAX_MEMORY (bytes, or with a

@@ -68,6 +68,11 @@ pub struct Ctx {
     pub err_text: *mut c_char,
     /// Its fallback when the heap is out.
     pub err_buf: [c_char; ERR_BUF],
+    /// Destinations of the array results of the call in progress, or null:
+    /// for result `i`, `dest[2i]` a buffer of the caller (or 0) and
+    /// `dest[2i + 1]` its size in bytes. A result of exactly that size may
+    /// be computed there rather than in the arena (destination passing).
+    pub dest: *const u64,
 }
 
 /// Byte offsets of the [`Ctx`] fields that generated code uses.
@@ -88,6 +93,8 @@ pub mod offsets {
     pub const TAPE_BASE: i32 = offset_of!(Ctx, tape_base) as i32;
     /// `tape_top`.
     pub const TAPE_TOP: i32 = offset_of!(Ctx, tape_top) as i32;
+    /// `dest`.
+    pub const DEST: i32 = offset_of!(Ctx, dest) as i32;
 }
 
 /// The C functions of the runtime.
@@ -327,6 +334,7 @@ impl OwnedCtx {
             reserved: 0,
             err_text: std::ptr::null_mut(),
             err_buf: [0; ERR_BUF],
+            dest: std::ptr::null(),
         });
         // SAFETY: a valid, exclusively owned context.
         unsafe { ffi::arrayad_ctx_init(&mut *b) };
@@ -365,6 +373,15 @@ impl OwnedCtx {
     /// that would need more fails with an out-of-memory error).
     pub fn set_limit(&mut self, bytes: u64) {
         self.0.limit = bytes;
+    }
+
+    /// Offers the buffers of `dest` (for result `i`, `dest[2i]` a pointer
+    /// and `dest[2i + 1]` its size in bytes, 0 where none) to the next
+    /// call as the memory of its array results ([`Ctx::dest`]); null
+    /// withdraws them. The caller keeps `dest` and the buffers alive and
+    /// unaliased by the call's arguments until it withdraws them.
+    pub fn set_dest(&mut self, dest: *const u64) {
+        self.0.dest = dest;
     }
 
     /// Bytes of arena chunks and tape this context holds (kept by
@@ -435,6 +452,7 @@ mod tests {
         assert_eq!(offsets::TAPE_BASE, 40);
         assert_eq!(offsets::TAPE_TOP, 48);
         assert_eq!(std::mem::offset_of!(Ctx, err_kind), 112);
+        assert_eq!(std::mem::offset_of!(Ctx, dest), 384);
     }
 
     #[test]

@@ -90,10 +90,63 @@ impl<E: Emitter> Lower<'_, E> {
         self.alloc_bytes(bytes)
     }
 
+    /// The memory of array result `result` (`size` bytes): the caller's
+    /// buffer for it when the context offers one (`arrayad_ctx::dest`, set
+    /// by the C ABI for outputs that overlap nothing) of exactly that size,
+    /// else the arena's ([`Self::alloc_bytes`]). The caller then finds the
+    /// result already in place and copies nothing.
+    fn alloc_result(&mut self, size: E::Value, result: usize) -> Result<E::Value> {
+        let ctx = self.ctx;
+        let table = self.b.load(Ty::Ptr, ctx, offsets::DEST, Mem::Ctx);
+        let null = self.b.iconst(Ty::Ptr, 0);
+        let offered = self.b.icmp(IntCC::Ne, table, null);
+        let dest = self.b.declare_var(Ty::Ptr);
+        let at = i32::try_from(16 * result).map_err(|_| self.malformed("too many results"))?;
+        self.if_else(
+            offered,
+            &mut |l| {
+                let p = l.b.load(Ty::Ptr, table, at, Mem::Slots);
+                let bytes = l.b.load(Ty::I64, table, at + 8, Mem::Slots);
+                let fits = l.b.icmp(IntCC::Eq, bytes, size);
+                let null = l.b.iconst(Ty::Ptr, 0);
+                let p = l.b.select(fits, p, null);
+                l.b.def_var(dest, p);
+                Ok(())
+            },
+            &mut |l| {
+                let null = l.b.iconst(Ty::Ptr, 0);
+                l.b.def_var(dest, null);
+                Ok(())
+            },
+        )?;
+        let p = self.b.use_var(dest);
+        let out = self.b.declare_var(Ty::Ptr);
+        let taken = self.b.icmp(IntCC::Ne, p, null);
+        self.if_else(
+            taken,
+            &mut |l| {
+                l.b.def_var(out, p);
+                Ok(())
+            },
+            &mut |l| {
+                let q = l.alloc_bytes(size)?;
+                l.b.def_var(out, q);
+                Ok(())
+            },
+        )?;
+        let p = self.b.use_var(out);
+        self.b.release_var(dest);
+        self.b.release_var(out);
+        Ok(p)
+    }
+
     /// Allocates `size` bytes (32-byte aligned) from the arena: inline bump
     /// when the current chunk has room, else `arrayad_alloc_slow`; returns
     /// from the function with OutOfMemory when that fails.
     pub(super) fn alloc_bytes(&mut self, size: E::Value) -> Result<E::Value> {
+        if let Some(result) = self.dest_next.take() {
+            return self.alloc_result(size, result);
+        }
         let ctx = self.ctx;
         let p = self.b.load(Ty::Ptr, ctx, offsets::ARENA_PTR, Mem::Ctx);
         let e = self.b.load(Ty::Ptr, ctx, offsets::ARENA_END, Mem::Ctx);

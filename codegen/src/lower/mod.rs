@@ -53,6 +53,8 @@ pub(crate) fn lower_function<E: Emitter>(b: &mut E, file: &str, f: &arrayad_ir::
         known: Known::new(),
         clock: 0,
         releasing: 0,
+        destinations: destinations(f),
+        dest_next: None,
     };
     // Arguments.
     let mut slot = 0i32;
@@ -254,6 +256,51 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// copied there (its memory is about to be released or moved), outside
     /// all of them it is pushed by reference (`Lower::tape_push_array`).
     releasing: u32,
+    /// The array results computed by an allocation of their own at the top
+    /// of the function, by variable, with their result index: the
+    /// allocation takes the caller's buffer when the context offers one of
+    /// the right size ([`destinations`]).
+    destinations: std::collections::HashMap<VarId, usize>,
+    /// The result index whose buffer the next allocation may take (set
+    /// while lowering the statement that binds a result of
+    /// `destinations`).
+    dest_next: Option<usize>,
+}
+
+/// Destination passing: the array results of `f` that a statement at the
+/// top of its body allocates itself, as its first allocation (a
+/// comprehension of scalars, `zeros`, `zeros_like`), with their result
+/// index (the first, for a result returned twice). Such a statement may
+/// compute the result directly in the caller's buffer
+/// (`arrayad_ctx::dest`, [`Lower::alloc_result`]); a result is never
+/// updated in place (it is live to the end), and the statement runs once.
+fn destinations(f: &arrayad_ir::Function) -> std::collections::HashMap<VarId, usize> {
+    let mut wanted = std::collections::HashMap::new();
+    for (i, r) in f.body.results.iter().enumerate() {
+        if let Atom::Var(v) = r {
+            if f.ty(*v).is_array() && !f.var(*v).mutable {
+                wanted.entry(*v).or_insert(i);
+            }
+        }
+    }
+    let mut out = std::collections::HashMap::new();
+    for s in &f.body.stmts {
+        if let StmtKind::Let { vars, expr } = &s.kind {
+            let own = match expr {
+                Expr::Build { body, .. } => {
+                    body.results.len() == 1 && body.results.iter().all(|a| f.atom_ty(a).is_scalar())
+                }
+                Expr::Zeros(_) | Expr::ZerosLike(_) => true,
+                _ => false,
+            };
+            if let ([v], true) = (vars.as_slice(), own) {
+                if let Some(i) = wanted.get(v) {
+                    out.insert(*v, *i);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A size as sizes are compared: a constant by its value (two `iconst`s

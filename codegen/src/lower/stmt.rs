@@ -148,7 +148,13 @@ impl<E: Emitter> Lower<'_, E> {
     fn stmt_kind(&mut self, kind: &StmtKind) -> Result<()> {
         match kind {
             StmtKind::Let { vars, expr } => {
-                let vals = self.expr(vars, expr)?;
+                self.dest_next = match vars.as_slice() {
+                    [v] => self.destinations.get(v).copied(),
+                    _ => None,
+                };
+                let vals = self.expr(vars, expr);
+                self.dest_next = None;
+                let vals = vals?;
                 if vals.len() != vars.len() {
                     return Err(self.malformed(format!("binding {} variables to {} values", vars.len(), vals.len())));
                 }

@@ -1,0 +1,116 @@
+/* What a call costs beside its arithmetic (bench/calls.sh): functions of
+ * bench/calls.arr built as a shared library, each called REPS times after
+ * a warm-up call, against the plain C loop computing the same thing.
+ * Prints, per case, the median time of arrayad and of C, their ratio, and
+ * arrayad's minor page faults per call (getrusage):
+ *
+ *   CASE  arrayad S s  C S s  ratio R  minflt/call F
+ *
+ * usage: calls_bench P_MAP P_SUM REPS */
+#define _POSIX_C_SOURCE 199309L
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "libcalls.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static long minflt(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
+static int64_t pm, ps;
+static double *x, *y, *z, value;
+static volatile double sink;
+
+/* case 0: scale, 1: dot2, 2: norm2_grad; C when c is set. */
+static int call(int which, int c) {
+    int64_t i;
+    int32_t rc = 0;
+    if (which == 0) {
+        if (c) {
+            for (i = 0; i < pm; i++) y[i] = x[i] * 2.0 + 1.0;
+        } else {
+            rc = scale(pm, x, y);
+        }
+    } else if (which == 1) {
+        if (c) {
+            double s = 0;
+            for (i = 0; i < ps; i++) s += x[i] * z[i];
+            value = s;
+        } else {
+            rc = dot2(ps, x, z, &value);
+        }
+        sink = value;
+    } else {
+        if (c) {
+            for (i = 0; i < pm; i++) y[i] = 2.0 * x[i];
+        } else {
+            rc = norm2_grad(pm, x, &value, y);
+        }
+    }
+    if (rc != 0) {
+        fprintf(stderr, "call failed (%d): %s\n", (int)rc, calls_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+static double median(int which, int c, long reps, double *faults) {
+    double *t = (double *)malloc((size_t)reps * sizeof *t), m;
+    long f0, r;
+    if (!t || call(which, c)) exit(1);
+    f0 = minflt();
+    for (r = 0; r < reps; r++) {
+        double t0 = now();
+        if (call(which, c)) exit(1);
+        t[r] = now() - t0;
+    }
+    *faults = (double)(minflt() - f0) / (double)reps;
+    qsort(t, (size_t)reps, sizeof *t, cmp);
+    m = t[reps / 2];
+    free(t);
+    return m;
+}
+
+int main(int argc, char **argv) {
+    const char *names[3] = {"map (scale)", "sum(x * z) (dot2)", "gradient (norm2_grad)"};
+    long reps;
+    int64_t i, n;
+    int w;
+    if (argc != 4) {
+        fprintf(stderr, "usage: calls_bench P_MAP P_SUM REPS\n");
+        return 2;
+    }
+    pm = atoll(argv[1]);
+    ps = atoll(argv[2]);
+    reps = atol(argv[3]);
+    n = pm > ps ? pm : ps;
+    x = (double *)malloc((size_t)n * sizeof *x);
+    y = (double *)malloc((size_t)n * sizeof *y);
+    z = (double *)malloc((size_t)n * sizeof *z);
+    if (!x || !y || !z || reps < 1) return 1;
+    for (i = 0; i < n; i++) {
+        x[i] = 1.0 + 1e-3 * (double)(i % 7);
+        z[i] = 0.5 - 1e-4 * (double)(i % 11);
+        y[i] = 0;
+    }
+    for (w = 0; w < 3; w++) {
+        double fa, fc, ta = median(w, 0, reps, &fa), tc = median(w, 1, reps, &fc);
+        printf("%-22s arrayad %.6g s  C %.6g s  ratio %.2f  minflt/call %.1f\n", names[w], ta, tc, ta / tc, fa);
+    }
+    return 0;
+}
