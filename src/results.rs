@@ -112,14 +112,14 @@ pub(crate) fn destinations(outs: &mut [Out<'_>], more: &mut [&mut [f64]]) -> Sma
     };
     for out in outs.iter_mut() {
         match out {
-            Out::F64s(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[f64]>(o)),
-            Out::I64s(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[i64]>(o)),
-            Out::Bools(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[bool]>(o)),
+            Out::F64s(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[f64]>(&**o)),
+            Out::I64s(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[i64]>(&**o)),
+            Out::Bools(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[bool]>(&**o)),
             Out::F64(_) | Out::I64(_) | Out::Bool(_) => offer(std::ptr::null_mut(), 0),
         }
     }
     for o in more.iter_mut() {
-        offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[f64]>(o));
+        offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[f64]>(&**o));
     }
     table
 }

@@ -30,7 +30,7 @@ fn when(b: &mut Builder, cond: Atom, body: impl FnOnce(&mut Builder)) {
 
 /// `0 <= j < n`.
 fn in_bounds(b: &mut Builder, j: Atom, n: Atom) -> Atom {
-    let ge = b.binary(BinOp::Ge, j.clone(), Atom::I64(0));
+    let ge = b.binary(BinOp::Ge, j, Atom::I64(0));
     let lt = b.binary(BinOp::Lt, j, n);
     b.binary(BinOp::And, ge, lt)
 }
@@ -48,7 +48,7 @@ fn program(rng: &mut Rng) -> Program {
     let count = 1 + rng.below(3) as usize;
     let accs: Vec<VarId> = (0..count)
         .map(|k| {
-            let expr = if rng.below(2) == 0 { Expr::ZerosLike(x) } else { Expr::Zeros(vec![n.clone()]) };
+            let expr = if rng.below(2) == 0 { Expr::ZerosLike(x) } else { Expr::Zeros(vec![n]) };
             b.let1(format!("a{k}"), expr, F1)
         })
         .collect();
@@ -68,8 +68,7 @@ fn program(rng: &mut Rng) -> Program {
             0..=2 => {
                 let c = [0, step, -step][rng.below(3) as usize];
                 let j = b.binary(BinOp::Add, v(i), Atom::I64(c));
-                let inside = in_bounds(&mut b, j.clone(), n.clone());
-                let value = value.clone();
+                let inside = in_bounds(&mut b, j, n);
                 when(&mut b, inside, |b| b.stmt(StmtKind::AccAdd { acc, indices: vec![j], value }));
             }
             // At a literal index under `if i == k`: `k` itself, or the
@@ -78,8 +77,6 @@ fn program(rng: &mut Rng) -> Program {
                 let k = 1 + rng.below(3) as i64;
                 let c = if rng.below(2) == 0 { 0 } else { step };
                 let test = b.binary(BinOp::Eq, v(i), Atom::I64(k));
-                let value = value.clone();
-                let n = n.clone();
                 when(&mut b, test, |b| {
                     let inside = in_bounds(b, Atom::I64(k + c), n);
                     when(b, inside, |b| b.stmt(StmtKind::AccAdd { acc, indices: vec![Atom::I64(k + c)], value }));
@@ -94,7 +91,6 @@ fn program(rng: &mut Rng) -> Program {
                     let sum = b.binary(BinOp::Add, scaled, value);
                     b.stmt(StmtKind::AccAdd { acc: out, indices: vec![v(i)], value: sum });
                 };
-                let value = value.clone();
                 if rng.below(5) != 0 {
                     read(&mut b, v(i), value);
                 } else if reverse {
@@ -109,14 +105,14 @@ fn program(rng: &mut Rng) -> Program {
                     b.stmt(StmtKind::If { cond: first, then_branch, else_branch });
                 } else {
                     let j = b.binary(BinOp::Add, v(i), Atom::I64(1));
-                    let inside = in_bounds(&mut b, j.clone(), n.clone());
+                    let inside = in_bounds(&mut b, j, n);
                     when(&mut b, inside, |b| read(b, j, value));
                 }
             }
         }
     }
     let body = b.end_block(vec![]);
-    b.stmt(StmtKind::For { n: n.clone(), index: i, reverse, body });
+    b.stmt(StmtKind::For { n, index: i, reverse, body });
     if rng.below(4) == 0 {
         // A second loop reading an accumulator.
         let acc = accs[rng.below(count as u64) as usize];
@@ -187,7 +183,7 @@ fn a_reverse_recurrence_accumulator_becomes_scalars() {
     let then_branch = b.end_block(vec![]);
     b.begin_block();
     let j = b.binary(BinOp::Sub, v(i), Atom::I64(1));
-    b.stmt(StmtKind::AccAdd { acc: a, indices: vec![j], value: xi.clone() });
+    b.stmt(StmtKind::AccAdd { acc: a, indices: vec![j], value: xi });
     let else_branch = b.end_block(vec![]);
     b.stmt(StmtKind::If { cond: first, then_branch, else_branch });
     let t = b.let_one("t", Expr::Index { array: a, indices: vec![v(i)] });
