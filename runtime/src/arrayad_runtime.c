@@ -709,8 +709,9 @@ static int overlap(const char *a, uint64_t na, const char *b, uint64_t nb) {
  * points into memory an earlier output overwrites (an input the caller also
  * passed as an output, in place) is first copied into the arena, so that
  * every output gets the value of the call. (An output its result was
- * computed in, by destination passing, is not overwritten.) `bytes[j]` is output j's size in
- * bytes (0 for scalars), `dst[j]` where it is written. 0, or OutOfMemory. */
+ * computed in, by destination passing, is not overwritten.) `bytes[j]` is
+ * output j's size in bytes (0 for scalars), `dst[j]` where it is written.
+ * 0, or OutOfMemory. */
 static int32_t stage_aliased(arrayad_ctx *ctx, const arrayad_sig *sig, uint64_t *res, const char *const *dst,
                              const uint64_t *bytes) {
     size_t k = 0;
