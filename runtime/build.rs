@@ -1,8 +1,14 @@
-//! Compiles the C runtime (`src/arrayad_runtime.c`) into the crate, for the JIT.
+//! Compiles the C runtime (`src/arrayad_runtime.c`) into the crate, for the
+//! JIT; and compiles it with `src/arrayad_abi.c` once more as objects of
+//! shared libraries for this machine, which `arrayad build` links instead
+//! of compiling them on every build (`SHARED_RUNTIME_OBJECTS`).
+
+use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo:rerun-if-changed=src/arrayad_runtime.c");
     println!("cargo:rerun-if-changed=src/arrayad_runtime.h");
+    println!("cargo:rerun-if-changed=src/arrayad_abi.c");
     cc::Build::new()
         .file("src/arrayad_runtime.c")
         .include("src")
@@ -11,6 +17,26 @@ fn main() {
         .opt_level(2)
         .warnings(true)
         .compile("arrayad_runtime");
+    // The flags of `codegen/src/cabi/link.rs` (`FLAGS`).
+    let objects = cc::Build::new()
+        .files(["src/arrayad_runtime.c", "src/arrayad_abi.c"])
+        .include("src")
+        .pic(true)
+        .opt_level(2)
+        .flag("-std=gnu99")
+        .flag("-ffp-contract=off")
+        .flag("-fvisibility=hidden")
+        .warnings(true)
+        .compile_intermediates();
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    for stem in ["arrayad_runtime", "arrayad_abi"] {
+        let object = objects
+            .iter()
+            .find(|o| o.file_stem().and_then(|s| s.to_str()).is_some_and(|s| s.ends_with(stem)))
+            .unwrap_or_else(|| panic!("no object of {stem}.c among {objects:?}"));
+        std::fs::copy(object, Path::new(&out).join(format!("shared_{stem}.o")))
+            .unwrap_or_else(|e| panic!("copying the object of {stem}.c: {e}"));
+    }
     // libm: the math functions the generated code calls.
     let target = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     if target != "windows" && target != "macos" {

@@ -24,6 +24,17 @@ pub const RUNTIME_C_HEADER: &str = include_str!("arrayad_runtime.h");
 /// The C source of the shared part of the C ABI wrappers of shared
 /// libraries (`arrayad_abi.c`): per-thread contexts and last errors.
 pub const ABI_C_SOURCE: &str = include_str!("arrayad_abi.c");
+/// `arrayad_runtime.c` and `arrayad_abi.c` compiled, when this crate was
+/// built, as objects of shared libraries for the machine it runs on (the
+/// flags of the library build: PIC, `-O2`, `-std=gnu99`,
+/// `-ffp-contract=off`, hidden visibility), as (file name, bytes): linked
+/// by `arrayad build` instead of compiling the sources when it uses the
+/// default C compiler for this machine with no extra flags.
+pub const SHARED_RUNTIME_OBJECTS: [(&str, &[u8]); 2] = [
+    ("arrayad_runtime.o", include_bytes!(concat!(env!("OUT_DIR"), "/shared_arrayad_runtime.o"))),
+    ("arrayad_abi.o", include_bytes!(concat!(env!("OUT_DIR"), "/shared_arrayad_abi.o"))),
+];
+
 /// The file name the source includes the header as.
 pub const RUNTIME_C_HEADER_NAME: &str = "arrayad_runtime.h";
 

@@ -239,19 +239,35 @@ pub fn build_shared_library(
         code_paths.push(path);
     }
     write(&d.join(arrayad_runtime::RUNTIME_C_HEADER_NAME), arrayad_runtime::RUNTIME_C_HEADER.as_bytes())?;
-    write(&d.join("arrayad_runtime.c"), arrayad_runtime::RUNTIME_C_SOURCE.as_bytes())?;
-    write(&d.join("arrayad_abi.c"), arrayad_runtime::ABI_C_SOURCE.as_bytes())?;
     write(&d.join(MODULE_HEADER_NAME), header.as_bytes())?;
+    let cc = opts.c_compiler()?;
+    // The runtime: its objects built with this program, for this machine's
+    // default compiler without extra flags, else compiled here.
+    let prebuilt = opts.cc.is_none()
+        && std::env::var_os("CC").is_none_or(|s| s.is_empty())
+        && extra_c_flags().is_empty()
+        && !opts.target.is_cross();
+    let mut sources = Vec::new();
+    let mut prebuilt_objects = Vec::new();
+    if prebuilt {
+        for (name, bytes) in arrayad_runtime::SHARED_RUNTIME_OBJECTS {
+            write(&d.join(name), bytes)?;
+            prebuilt_objects.push(d.join(name));
+        }
+    } else {
+        write(&d.join("arrayad_runtime.c"), arrayad_runtime::RUNTIME_C_SOURCE.as_bytes())?;
+        write(&d.join("arrayad_abi.c"), arrayad_runtime::ABI_C_SOURCE.as_bytes())?;
+        sources.extend([d.join("arrayad_abi.c"), d.join("arrayad_runtime.c")]);
+    }
     // Large modules: the wrappers in several files, compiled in parallel.
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let files = interfaces.len().div_ceil(EXPORTS_PER_FILE).clamp(1, cores.max(1));
-    let mut sources = vec![d.join("arrayad_abi.c"), d.join("arrayad_runtime.c")];
     for (k, text) in wrappers_sources(&interfaces, module, file, files).iter().enumerate() {
         let path = d.join(format!("arrayad_wrappers_{k}.c"));
         write(&path, text.as_bytes())?;
         sources.push(path);
     }
-    let cc = opts.c_compiler()?;
+    // (runtime/build.rs compiles the prebuilt runtime objects with these.)
     const FLAGS: [&str; 6] = ["-fPIC", "-O2", "-std=gnu99", "-ffp-contract=off", "-fvisibility=hidden", "-Wall"];
     let objects: Vec<PathBuf> = sources.iter().map(|s| s.with_extension("o")).collect();
     let compile = |src: &PathBuf, obj: &PathBuf| {
@@ -260,7 +276,7 @@ pub fn build_shared_library(
         run_c_compiler(&cc, c)
     };
     let results: Vec<Result<(), CodegenError>> = time("compile the runtime and the wrappers", || {
-        if sources.len() > 2 && cores > 1 {
+        if sources.len() > 1 && cores > 1 {
             std::thread::scope(|s| {
                 let handles: Vec<_> =
                     sources.iter().zip(&objects).map(|(src, obj)| s.spawn(move || compile(src, obj))).collect();
@@ -276,7 +292,7 @@ pub fn build_shared_library(
     results.into_iter().collect::<Result<Vec<()>, _>>()?;
     let tmp_so = d.join("out.so");
     let mut link = Command::new(&cc);
-    link.arg("-shared").args(FLAGS).arg("-o").arg(&tmp_so).args(&objects).args(&code_paths);
+    link.arg("-shared").args(FLAGS).arg("-o").arg(&tmp_so).args(&objects).args(&prebuilt_objects).args(&code_paths);
     link.arg("-lm").args(extra_c_flags());
     time("link", || run_c_compiler(&cc, link))?;
     let so = std::fs::read(&tmp_so).map_err(|e| CodegenError::Link(format!("reading {}: {e}", tmp_so.display())))?;
