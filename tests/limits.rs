@@ -353,11 +353,12 @@ def scale(x: [p]f64) -> [p]f64 = for i < p => x[i] * 2.0 + 1.0
 def norm2(x: [p]f64) -> f64 = sum(x * x)
 def pair(x: [p]f64) -> ([p]f64, [p]f64) = let r = for i < p => x[i] + 1.0 in (r, r)
 def rev(x: [p]f64) -> [p]f64 = for i < p => x[p - 1 - i]
+def rows(x: [p]f64) -> [p][2]f64 = for i < p => [x[i], 2.0 * x[i]]
 ";
 
 /// Destination passing: a shared library computes an array result that
-/// its definition allocates itself (a comprehension, the gradient's
-/// accumulator) directly in the caller's output, so a call whose results
+/// its definition allocates itself (a comprehension, of scalars or of rows,
+/// the gradient's accumulator) directly in the caller's output, so a call whose results
 /// alone exceed the memory limit succeeds; an output that overlaps an
 /// input (a call in place) is computed in the arena and copied, so a
 /// permutation in place stays right, and a result returned twice reaches
@@ -387,6 +388,12 @@ int main(void) {
     for (i = 0; i < p; i++) bad += y[i] != 2.0 * i;
     printf("pair %d\n", pair(p, x, y, z));
     for (i = 0; i < p; i++) bad += y[i] != i + 1.0 || z[i] != i + 1.0;
+    {
+        double *m = malloc(2 * p * 8);
+        printf("rows %d\n", rows(p, x, m));
+        for (i = 0; i < p; i++) bad += m[2 * i] != i || m[2 * i + 1] != 2.0 * i;
+        free(m);
+    }
     printf("rev %d\n", rev(5, s, s));
     printf("reversed %g %g %g\n", s[0], s[2], s[4]);
     printf("in place %d\n", scale(p, x, x) != 0);
@@ -396,7 +403,10 @@ int main(void) {
 }
 "#;
         let got = run_c(&dir, main, "dest", &[("ARRAYAD_MAX_MEMORY", "1M")]);
-        assert_eq!(got, "scale 0\nnorm2_grad 0\npair 0\nrev 0\nreversed 5 3 1\nin place 1\nwrong 0\n", "{backend}");
+        assert_eq!(
+            got, "scale 0\nnorm2_grad 0\npair 0\nrows 0\nrev 0\nreversed 5 3 1\nin place 1\nwrong 0\n",
+            "{backend}"
+        );
     }
 }
 

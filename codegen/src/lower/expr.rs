@@ -533,12 +533,16 @@ impl<E: Emitter> Lower<'_, E> {
     }
 
     fn build(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<Vec<Val<E::Value>>> {
+        // A result computed in the caller's buffer (`destinations`): its
+        // allocation below, before the body's, takes it.
+        let dest = self.dest_next.take();
         let n = self.scalar(n)?;
         self.check_size(n)?;
         let mut outs: Vec<BuildOut<E>> = Vec::new();
         for (k, r) in body.results.iter().enumerate() {
             let t = self.f.atom_ty(r);
             if t.is_scalar() {
+                self.dest_next = dest;
                 let ptr = self.alloc_elems(n, t.elem, None)?;
                 outs.push(BuildOut::Scalar { ptr, elem: t.elem });
             } else {
@@ -616,7 +620,9 @@ impl<E: Emitter> Lower<'_, E> {
                                     Some(o) => l.b.int(IntOp::Or, o, o2),
                                     None => o2,
                                 };
+                                l.dest_next = dest;
                                 let p = l.alloc_elems(total, *elem, Some(ovf))?;
+                                l.dest_next = None;
                                 l.b.def_var(*ptr, p);
                                 l.b.def_var(*row_count, rc);
                             }

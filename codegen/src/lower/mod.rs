@@ -268,9 +268,9 @@ pub(crate) struct Lower<'a, E: Emitter> {
 }
 
 /// Destination passing: the array results of `f` that a statement at the
-/// top of its body allocates itself, as its first allocation (a
-/// comprehension of scalars, `zeros`, `zeros_like`), with their result
-/// index (the first, for a result returned twice). Such a statement may
+/// top of its body allocates itself (a comprehension of one result,
+/// `zeros`, `zeros_like`), with their result index (the first, for a
+/// result returned twice). Such a statement may
 /// compute the result directly in the caller's buffer
 /// (`arrayad_ctx::dest`, [`Lower::alloc_result`]); a result is never
 /// updated in place (it is live to the end), and the statement runs once.
@@ -287,9 +287,7 @@ fn destinations(f: &arrayad_ir::Function) -> std::collections::HashMap<VarId, us
     for s in &f.body.stmts {
         if let StmtKind::Let { vars, expr } = &s.kind {
             let own = match expr {
-                Expr::Build { body, .. } => {
-                    body.results.len() == 1 && body.results.iter().all(|a| f.atom_ty(a).is_scalar())
-                }
+                Expr::Build { body, .. } => body.results.len() == 1,
                 Expr::Zeros(_) | Expr::ZerosLike(_) => true,
                 _ => false,
             };
