@@ -3,7 +3,7 @@
 //! shared libraries for this machine, which `arrayad build` links instead
 //! of compiling them on every build (`SHARED_RUNTIME_OBJECTS`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-changed=src/arrayad_runtime.c");
@@ -17,7 +17,28 @@ fn main() {
         .opt_level(2)
         .warnings(true)
         .compile("arrayad_runtime");
-    // The flags of `codegen/src/cabi/link.rs` (`FLAGS`).
+    // The flags of `codegen/src/cabi/link.rs` (`FLAGS`), and nothing else:
+    // with a compiler or flags from the environment (which `cc` would
+    // apply, e.g. `-march=native`), no objects are prebuilt and
+    // `arrayad build` compiles the sources as it would (empty files).
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let target = std::env::var("TARGET").unwrap_or_default();
+    let mut vars: Vec<String> = ["CC", "CFLAGS", "TARGET_CC", "TARGET_CFLAGS"].map(String::from).to_vec();
+    for t in [target.clone(), target.replace('-', "_")] {
+        vars.push(format!("CC_{t}"));
+        vars.push(format!("CFLAGS_{t}"));
+    }
+    let from_env = vars.iter().any(|v| {
+        println!("cargo:rerun-if-env-changed={v}");
+        std::env::var_os(v).is_some_and(|s| !s.is_empty())
+    });
+    if from_env {
+        for stem in ["arrayad_runtime", "arrayad_abi"] {
+            std::fs::write(out.join(format!("shared_{stem}.o")), b"").expect("writing an empty object file");
+        }
+        link_libm();
+        return;
+    }
     let objects = cc::Build::new()
         .files(["src/arrayad_runtime.c", "src/arrayad_abi.c"])
         .include("src")
@@ -28,16 +49,19 @@ fn main() {
         .flag("-fvisibility=hidden")
         .warnings(true)
         .compile_intermediates();
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     for stem in ["arrayad_runtime", "arrayad_abi"] {
         let object = objects
             .iter()
             .find(|o| o.file_stem().and_then(|s| s.to_str()).is_some_and(|s| s.ends_with(stem)))
             .unwrap_or_else(|| panic!("no object of {stem}.c among {objects:?}"));
-        std::fs::copy(object, Path::new(&out).join(format!("shared_{stem}.o")))
+        std::fs::copy(object, out.join(format!("shared_{stem}.o")))
             .unwrap_or_else(|e| panic!("copying the object of {stem}.c: {e}"));
     }
-    // libm: the math functions the generated code calls.
+    link_libm();
+}
+
+/// libm: the math functions the generated code calls.
+fn link_libm() {
     let target = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     if target != "windows" && target != "macos" {
         println!("cargo:rustc-link-lib=m");

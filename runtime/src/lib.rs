@@ -29,7 +29,9 @@ pub const ABI_C_SOURCE: &str = include_str!("arrayad_abi.c");
 /// flags of the library build: PIC, `-O2`, `-std=gnu99`,
 /// `-ffp-contract=off`, hidden visibility), as (file name, bytes): linked
 /// by `arrayad build` instead of compiling the sources when it uses the
-/// default C compiler for this machine with no extra flags.
+/// default C compiler for this machine with no extra flags. Empty when
+/// this crate was built with a C compiler or flags from the environment
+/// (`CC`, `CFLAGS`: they would be in the objects).
 pub const SHARED_RUNTIME_OBJECTS: [(&str, &[u8]); 2] = [
     ("arrayad_runtime.o", include_bytes!(concat!(env!("OUT_DIR"), "/shared_arrayad_runtime.o"))),
     ("arrayad_abi.o", include_bytes!(concat!(env!("OUT_DIR"), "/shared_arrayad_abi.o"))),

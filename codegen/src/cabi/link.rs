@@ -246,7 +246,8 @@ pub fn build_shared_library(
     let prebuilt = opts.cc.is_none()
         && std::env::var_os("CC").is_none_or(|s| s.is_empty())
         && extra_c_flags().is_empty()
-        && !opts.target.is_cross();
+        && !opts.target.is_cross()
+        && arrayad_runtime::SHARED_RUNTIME_OBJECTS.iter().all(|(_, bytes)| !bytes.is_empty());
     let mut sources = Vec::new();
     let mut prebuilt_objects = Vec::new();
     if prebuilt {
