@@ -23,7 +23,10 @@ fn main() {
     // `arrayad build` compiles the sources as it would (empty files).
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let target = std::env::var("TARGET").unwrap_or_default();
-    let mut vars: Vec<String> = ["CC", "CFLAGS", "TARGET_CC", "TARGET_CFLAGS"].map(String::from).to_vec();
+    let mut vars: Vec<String> =
+        ["CC", "CFLAGS", "TARGET_CC", "TARGET_CFLAGS", "HOST_CC", "HOST_CFLAGS", "CRATE_CC_NO_DEFAULTS"]
+            .map(String::from)
+            .to_vec();
     for t in [target.clone(), target.replace('-', "_")] {
         vars.push(format!("CC_{t}"));
         vars.push(format!("CFLAGS_{t}"));
@@ -42,12 +45,15 @@ fn main() {
     let objects = cc::Build::new()
         .files(["src/arrayad_runtime.c", "src/arrayad_abi.c"])
         .include("src")
-        .pic(true)
-        .opt_level(2)
+        .no_default_flags(true)
+        .inherit_rustflags(false)
+        .debug(false)
+        .flag("-fPIC")
+        .flag("-O2")
         .flag("-std=gnu99")
         .flag("-ffp-contract=off")
         .flag("-fvisibility=hidden")
-        .warnings(true)
+        .flag("-Wall")
         .compile_intermediates();
     for stem in ["arrayad_runtime", "arrayad_abi"] {
         let object = objects

@@ -129,7 +129,7 @@ impl Engine {
     pub fn run_into<R>(
         &self,
         args: &[ArgRef<'_>],
-        dest: &[u64],
+        dest: &[Option<arrayad_codegen::Dest>],
         f: impl FnOnce(&[ResultRef<'_>]) -> R,
     ) -> Result<R, Error> {
         guard(|| match self {

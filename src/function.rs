@@ -487,7 +487,12 @@ impl Function {
     ) -> Result<(), Error> {
         let n_results = leaf_infos("result", &self.signature().result).len();
         self.with_cotangents(args, cotangents, |full| {
-            let dest = crate::results::destinations(outs, cotangents_out);
+            // (Buffers offered by position: only when the counts are right.)
+            let dest = if outs.len() == n_results {
+                crate::results::destinations(outs, cotangents_out)
+            } else {
+                SmallVec::new()
+            };
             self.engine(Kind::Vjp)?.get().run_into(full, &dest, |rs| {
                 if rs.len() < n_results {
                     return Err(Error::Internal(format!("the vjp of `{}` returned too few values", self.name())));
@@ -536,7 +541,7 @@ impl Function {
             full.push(ArgRef::F64(1.0));
             // The value (a scalar: no buffer), then the gradient.
             let dest = crate::results::destinations(&mut [], gradient);
-            let dest: SmallVec<[u64; 16]> = [0, 0].into_iter().chain(dest).collect();
+            let dest: SmallVec<[Option<arrayad_codegen::Dest>; 8]> = [None].into_iter().chain(dest).collect();
             self.engine(Kind::Vjp)?.get().run_into(&full, &dest, |rs| {
                 let value = match rs.first() {
                     Some(ResultRef::F64(v)) => *v,

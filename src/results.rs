@@ -4,8 +4,8 @@
 
 use crate::arg::Out;
 use crate::error::Error;
-use arrayad_codegen::ResultRef;
-use arrayad_ir::Value;
+use arrayad_codegen::{Dest, ResultRef};
+use arrayad_ir::{Scalar, Value};
 use smallvec::SmallVec;
 use std::ops::Index;
 use std::sync::Arc;
@@ -99,28 +99,25 @@ impl Index<usize> for ParamValues {
     }
 }
 
-/// Copies borrowed results (described as `what`: `result`) into caller
-/// outputs, one each, of matching type and length.
-/// The destination table of output buffers (for
-/// [`crate::engine::Engine::run_into`]): for each output in order, the
-/// address and size in bytes of an array buffer, or zeros for a scalar.
-pub(crate) fn destinations(outs: &mut [Out<'_>], more: &mut [&mut [f64]]) -> SmallVec<[u64; 16]> {
-    let mut table = SmallVec::new();
-    let mut offer = |ptr: *mut u8, bytes: usize| {
-        table.push(ptr as u64);
-        table.push(bytes as u64);
-    };
-    for out in outs.iter_mut() {
-        match out {
-            Out::F64s(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[f64]>(&**o)),
-            Out::I64s(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[i64]>(&**o)),
-            Out::Bools(o) => offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[bool]>(&**o)),
-            Out::F64(_) | Out::I64(_) | Out::Bool(_) => offer(std::ptr::null_mut(), 0),
-        }
+/// The output buffers offered as the memory of the results (for
+/// [`crate::engine::Engine::run_into`]): for each output in order, an
+/// array buffer with its size and element type, or `None` for a scalar.
+/// The compiled function takes a buffer only for an array result of its
+/// element type and size.
+pub(crate) fn destinations(outs: &mut [Out<'_>], more: &mut [&mut [f64]]) -> SmallVec<[Option<Dest>; 8]> {
+    fn buffer<T>(o: &mut [T], elem: Scalar) -> Option<Dest> {
+        Some(Dest { ptr: o.as_mut_ptr().cast(), bytes: std::mem::size_of_val(o), elem })
     }
-    for o in more.iter_mut() {
-        offer(o.as_mut_ptr().cast(), std::mem::size_of_val::<[f64]>(&**o));
-    }
+    let mut table: SmallVec<[Option<Dest>; 8]> = outs
+        .iter_mut()
+        .map(|out| match out {
+            Out::F64s(o) => buffer(o, Scalar::F64),
+            Out::I64s(o) => buffer(o, Scalar::I64),
+            Out::Bools(o) => buffer(o, Scalar::Bool),
+            Out::F64(_) | Out::I64(_) | Out::Bool(_) => None,
+        })
+        .collect();
+    table.extend(more.iter_mut().map(|o| buffer(o, Scalar::F64)));
     table
 }
 
@@ -130,6 +127,9 @@ pub(crate) fn in_place<T>(data: &[T], out: &[T]) -> bool {
     std::ptr::eq(data.as_ptr(), out.as_ptr())
 }
 
+/// Copies borrowed results (described as `what`: `result`) into caller
+/// outputs, one each, of matching type and length (a result already in
+/// its output, by destination passing, is not copied).
 pub(crate) fn copy_into(func: &str, what: &str, rs: &[ResultRef<'_>], outs: &mut [Out<'_>]) -> Result<(), Error> {
     if rs.len() != outs.len() {
         return Err(Error::InvalidArgument(format!(

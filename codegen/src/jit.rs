@@ -206,10 +206,9 @@ impl JitModule {
     /// [`JitModule::call_with`], offering the caller's buffers as the
     /// memory of the array results (destination passing: a result the
     /// function allocates itself is then computed there, and its
-    /// [`ResultRef`] points into the buffer). `dest` holds, for result `i`,
-    /// `dest[2i]` the address of a buffer (0: none) and `dest[2i + 1]` its
-    /// size in bytes; a table of another length than twice the results is
-    /// ignored.
+    /// [`ResultRef`] points into the buffer). `dest` has one entry per
+    /// result, in order (another length offers nothing); a buffer is
+    /// offered only to an array result of its element type.
     ///
     /// # Safety
     ///
@@ -219,7 +218,7 @@ impl JitModule {
         &self,
         name: &str,
         args: &[ArgRef<'_>],
-        dest: &[u64],
+        dest: &[Option<Dest>],
         f: impl FnOnce(&[ResultRef<'_>]) -> R,
     ) -> Result<R, RuntimeError> {
         let func = self
@@ -232,8 +231,16 @@ impl JitModule {
         let mut ctx = take_ctx();
         static DEFAULT_LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
         ctx.set_limit(self.max_memory.unwrap_or_else(|| *DEFAULT_LIMIT.get_or_init(OwnedCtx::default_limit)));
-        if !dest.is_empty() && dest.len() == 2 * func.results.len() {
-            ctx.set_dest(dest.as_ptr());
+        // The context's table: for result `i`, a pointer and a byte count.
+        let mut table: SmallVec<[u64; 16]> = SmallVec::new();
+        if !dest.is_empty() && dest.len() == func.results.len() {
+            for (t, d) in func.results.iter().zip(dest) {
+                match d {
+                    Some(d) if t.is_array() && t.elem == d.elem => table.extend([d.ptr as u64, d.bytes as u64]),
+                    _ => table.extend([0, 0]),
+                }
+            }
+            ctx.set_dest(table.as_ptr());
         }
         // SAFETY: `slots` describes live argument memory borrowed from `args`
         // for the duration of the call (lengths checked against the shapes),
@@ -266,6 +273,19 @@ impl JitModule {
     pub fn result_types(&self, name: &str) -> Option<&[Type]> {
         self.get(name).map(|f| f.results.as_slice())
     }
+}
+
+/// A caller's buffer offered to [`JitModule::call_with_dest`] as the
+/// memory of an array result: its address, its size in bytes and its
+/// element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dest {
+    /// The first byte of the buffer.
+    pub ptr: *mut u8,
+    /// Its size in bytes.
+    pub bytes: usize,
+    /// The type of its elements.
+    pub elem: Scalar,
 }
 
 /// A borrowed argument of [`JitModule::call_with`]: a scalar, or an

@@ -46,7 +46,7 @@ pub use cabi::abi::{reserved_c_symbol, Entry};
 pub use cabi::header::c_header;
 pub use cabi::link::{build_shared_library, remove_build_files, LinkOptions};
 pub use error::CodegenError;
-pub use jit::{ArgRef, JitModule, ResultRef};
+pub use jit::{ArgRef, Dest, JitModule, ResultRef};
 pub use target::{Backend, TargetOptions};
 
 /// What a build without the `llvm` feature says when asked for LLVM.

@@ -114,6 +114,7 @@ fn block(f: &mut Function, b: Block, uses: &[u32], fallible: &Fallible) -> Block
     for (position, s) in stmts.iter().enumerate() {
         let StmtKind::For { index, reverse, body, .. } = &s.kind else { continue };
         let mut scan = Scan {
+            f,
             fallible,
             candidates: &candidates,
             offsets: IndexOffsets::new(*index),
@@ -162,6 +163,7 @@ fn block(f: &mut Function, b: Block, uses: &[u32], fallible: &Fallible) -> Block
 
 /// Finds the uses of candidates in a loop body, through its `if`s.
 struct Scan<'a> {
+    f: &'a Function,
     fallible: &'a Fallible,
     candidates: &'a FxHashMap<VarId, usize>,
     offsets: IndexOffsets,
@@ -225,7 +227,7 @@ impl Scan<'_> {
                 // uses and the accumulator as it is.
                 stmt_uses_shallow(kind, &mut |v| self.other_use(v));
                 if let StmtKind::Let { vars, expr } = kind {
-                    self.offsets.bind(vars, expr);
+                    self.offsets.bind(self.f, vars, expr);
                 }
             }
         }
@@ -336,7 +338,7 @@ impl Rewrite<'_> {
             }
             kind => {
                 if let StmtKind::Let { vars, expr } = &kind {
-                    self.offsets.bind(vars, expr);
+                    self.offsets.bind(self.f, vars, expr);
                 }
                 kind
             }

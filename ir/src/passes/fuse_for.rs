@@ -400,7 +400,7 @@ impl Walk<'_> {
                     }
                     Expr::Pop | Expr::TapeMark => self.out.tape = true,
                     Expr::Binary(BinOp::Eq | BinOp::Add | BinOp::Sub, a, b) => {
-                        self.offsets.bind(vars, expr);
+                        self.offsets.bind(self.f, vars, expr);
                         self.atom(a);
                         self.atom(b);
                     }

@@ -3,7 +3,7 @@
 //! [`super::contract`]).
 
 use crate::fx::FxHashMap;
-use crate::program::{Atom, BinOp, Expr, VarId};
+use crate::program::{Atom, BinOp, Expr, Function, VarId};
 
 /// What a walk of a loop body knows about its `i64` bindings relative to
 /// the loop index `i`: `v = i + c` for a literal `c` (the offset of `v`),
@@ -33,10 +33,14 @@ impl IndexOffsets {
         }
     }
 
-    /// Records what `let vars = expr` says: an offset (`i + c`, `c + i`,
-    /// `i - c`) or a test of the index for a value (`i + o == k`).
-    pub(super) fn bind(&mut self, vars: &[VarId], expr: &Expr) {
+    /// Records what `let vars = expr` of `f` says: an offset (`i + c`,
+    /// `c + i`, `i - c`) or a test of the index for a value (`i + o ==
+    /// k`). A mutable variable says nothing (it may be assigned later).
+    pub(super) fn bind(&mut self, f: &Function, vars: &[VarId], expr: &Expr) {
         let [v] = vars else { return };
+        if f.var(*v).mutable {
+            return;
+        }
         let lit = |x: &Atom| match x {
             Atom::I64(c) => Some(*c),
             _ => None,
