@@ -436,6 +436,12 @@ fn into_calls_compute_results_in_the_callers_buffers() {
         let mut v = 0.0;
         norm2.vjp_into(&[Arg::Vector(&x)], &[Some(Arg::F64(0.5))], &mut [Out::F64(&mut v)], &mut [&mut z]).unwrap();
         assert!(z.iter().enumerate().all(|(i, g)| *g == i as f64), "{backend:?}");
+        // A buffer of another element type (of the same size) is not
+        // offered: the call reports the mismatch and leaves it as it was.
+        let mut wrong = [false; 8];
+        let err = scale.call_into(&[Arg::Vector(&[1.0])], &mut [Out::Bools(&mut wrong)]).unwrap_err();
+        assert!(matches!(err, arrayad::Error::InvalidArgument(_)), "{backend:?}: {err}");
+        assert_eq!(wrong, [false; 8], "{backend:?}");
         let pair = m.function("pair").unwrap();
         pair.call_into(&[Arg::Vector(&x)], &mut [Out::F64s(&mut y), Out::F64s(&mut z)]).unwrap();
         assert!(y.iter().zip(&z).enumerate().all(|(i, (a, b))| *a == i as f64 + 1.0 && a == b), "{backend:?}");
