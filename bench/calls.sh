@@ -28,16 +28,8 @@ while [ "$#" -gt 0 ]; do
     esac
 done
 cc="${CC:-cc}"
-backends="${ARRAYAD_BACKENDS:-}"
-if [ -z "$backends" ]; then
-    if [ -x /usr/lib/llvm-19/bin/llvm-config ]; then backends="cranelift llvm"; else backends="cranelift"; fi
-fi
-bin="${ARRAYAD:-$root/target/release/arrayad}"
-if [ -z "${ARRAYAD:-}" ]; then
-    features=()
-    case " $backends " in *" llvm "*) features=(--features llvm) ;; esac
-    (cd "$root" && LLVM_SYS_191_PREFIX="${LLVM_SYS_191_PREFIX:-/usr/lib/llvm-19}" cargo build --release --quiet "${features[@]}")
-fi
+. "$script_dir/lib.sh"
+bench_setup "$root"
 mkdir -p "$out"
 echo "# bench/calls.sh: map p=$pmap, sum p=$psum, $reps calls each ($(date -u +%F), $(nproc) cores)"
 for b in $backends; do

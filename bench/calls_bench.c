@@ -8,23 +8,17 @@
  *
  * usage: calls_bench P_MAP P_SUM REPS */
 #define _POSIX_C_SOURCE 199309L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
 #include "libcalls.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+static const char *prog = "calls_bench";
+#include "bench_common.h"
 
 static long minflt(void) {
     struct rusage u;
@@ -75,12 +69,12 @@ static double median(int which, int c, long reps, double *faults) {
     if (!t || call(which, c)) exit(1);
     f0 = minflt();
     for (r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         if (call(which, c)) exit(1);
-        t[r] = now() - t0;
+        t[r] = bench_now() - t0;
     }
     *faults = (double)(minflt() - f0) / (double)reps;
-    qsort(t, (size_t)reps, sizeof *t, cmp);
+    qsort(t, (size_t)reps, sizeof *t, bench_cmp_double);
     m = t[reps / 2];
     free(t);
     return m;

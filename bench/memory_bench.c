@@ -20,16 +20,8 @@
 
 #include "libode.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+static const char *prog = "memory_bench";
+#include "bench_common.h"
 
 static long minflt(void) {
     struct rusage u;
@@ -61,12 +53,12 @@ static int measure(int which, long reps, double *median) {
     if (!t || call(which)) return 1;
     f0 = minflt();
     for (r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         if (call(which)) return 1;
-        t[r] = now() - t0;
+        t[r] = bench_now() - t0;
     }
     f1 = minflt();
-    qsort(t, (size_t)reps, sizeof *t, cmp);
+    qsort(t, (size_t)reps, sizeof *t, bench_cmp_double);
     *median = t[reps / 2];
     printf("%-9s median %.6g s  minflt/call %.1f  maxrss %.1f MB\n", which == 0 ? "primal" : "gradient", *median,
            (double)(f1 - f0) / (double)reps, maxrss_mb());

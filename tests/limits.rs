@@ -202,6 +202,17 @@ fn run_c(dir: &Path, main: &str, lib: &str, env: &[(&str, &str)]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Builds `lib{name}.so` from `source` (as `{name}.arr`) with `backend` in
+/// the scratch directory `dir`, which it returns.
+fn build_library(dir: &str, name: &str, source: &str, backend: &str) -> std::path::PathBuf {
+    let dir = scratch("limits", dir);
+    std::fs::write(dir.join(format!("{name}.arr")), source).unwrap();
+    let (src, lib) = (format!("{name}.arr"), format!("lib{name}.so"));
+    let out = arrayad(&dir, &["build", &src, "-o", &lib, "--backend", backend]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    dir
+}
+
 #[test]
 fn libraries_take_the_limit_from_the_environment_and_release_memory() {
     if !have("cc") {
@@ -209,10 +220,7 @@ fn libraries_take_the_limit_from_the_environment_and_release_memory() {
         return;
     }
     for backend in compiled_backends() {
-        let dir = scratch("limits", &format!("lib_{backend}"));
-        std::fs::write(dir.join("prog.arr"), PROGRAM).unwrap();
-        let out = arrayad(&dir, &["build", "prog.arr", "-o", "libprog.so", "--backend", backend]);
-        assert_eq!(out.code, 0, "{out:#?}");
+        let dir = build_library(&format!("lib_{backend}"), "prog", PROGRAM, backend);
         let main = "#include <stdio.h>\n#include \"libprog.h\"\n\
              int main(void) {\n\
                double v = 0;\n\
@@ -357,9 +365,9 @@ def rows(x: [p]f64) -> [p][2]f64 = for i < p => [x[i], 2.0 * x[i]]
 ";
 
 /// Destination passing: a shared library computes an array result that
-/// its definition allocates itself (a comprehension, of scalars or of rows,
-/// the gradient's accumulator) directly in the caller's output, so a call whose results
-/// alone exceed the memory limit succeeds; an output that overlaps an
+/// its definition allocates itself (a comprehension, of scalars or of
+/// rows, the gradient's accumulator) directly in the caller's output, so a
+/// call whose results alone exceed the memory limit succeeds; an output that overlaps an
 /// input (a call in place) is computed in the arena and copied, so a
 /// permutation in place stays right, and a result returned twice reaches
 /// both outputs.
@@ -370,10 +378,7 @@ fn results_are_computed_in_the_callers_buffers() {
         return;
     }
     for backend in compiled_backends() {
-        let dir = scratch("limits", &format!("dest_{backend}"));
-        std::fs::write(dir.join("dest.arr"), DEST).unwrap();
-        let out = arrayad(&dir, &["build", "dest.arr", "-o", "libdest.so", "--backend", backend]);
-        assert_eq!(out.code, 0, "{out:#?}");
+        let dir = build_library(&format!("dest_{backend}"), "dest", DEST, backend);
         let main = r#"#include <stdio.h>
 #include <stdlib.h>
 #include "libdest.h"

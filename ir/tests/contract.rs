@@ -16,7 +16,7 @@ use arrayad_ir::program::*;
 use arrayad_ir::types::Type;
 use arrayad_ir::verify::verify_program;
 use arrayad_ir::{ArrayValue, Value};
-use common::{bits, v, Rng, F1};
+use common::{assert_same_results, bits, v, Rng, F1};
 
 /// `if cond then { body }` as a statement.
 fn when(b: &mut Builder, cond: Atom, body: impl FnOnce(&mut Builder)) {
@@ -152,13 +152,7 @@ fn contracted_accumulators_give_bitwise_the_original_results() {
         if after > 1 {
             kept += 1;
         }
-        for n in [0usize, 1, 2, 3, 7] {
-            let data: Vec<f64> = (0..n).map(|k| 0.3 + k as f64 * 1.37 + (case % 5) as f64 * 0.11).collect();
-            let args = [Value::Array(ArrayValue::f64(vec![n], data).expect("array"))];
-            let want = interp::run(&p, FuncId(0), &args).expect("original program runs");
-            let got = interp::run(&q, FuncId(0), &args).expect("contracted program runs");
-            assert_eq!(bits(&got), bits(&want), "case {case}, n = {n}:\n{}", arrayad_ir::printer::print_program(&q));
-        }
+        assert_same_results(&p, &q, case, &[0, 1, 2, 3, 7], "contracted");
     }
     assert!(contracted >= 100, "only {contracted} of 400 programs had accumulators contracted");
     assert!(kept >= 100, "only {kept} of 400 programs kept an accumulator");

@@ -14,7 +14,7 @@ use arrayad_ir::program::*;
 use arrayad_ir::types::Type;
 use arrayad_ir::verify::verify_program;
 use arrayad_ir::{ArrayValue, Value};
-use common::{bits, v, Rng, F1};
+use common::{assert_same_results, bits, v, Rng, F1};
 
 /// A program of `x: [n]f64` returning four accumulators after a chain of
 /// 2 to 6 loops (one direction, sometimes another for one loop), each
@@ -117,13 +117,7 @@ fn fused_loops_give_bitwise_the_unfused_results() {
         if after > 1 {
             kept_apart += 1;
         }
-        for n in [0usize, 1, 2, 7] {
-            let data: Vec<f64> = (0..n).map(|k| 0.3 + k as f64 * 1.37 + (case % 5) as f64 * 0.11).collect();
-            let args = [Value::Array(ArrayValue::f64(vec![n], data).expect("array"))];
-            let want = interp::run(&p, FuncId(0), &args).expect("unfused program runs");
-            let got = interp::run(&q, FuncId(0), &args).expect("fused program runs");
-            assert_eq!(bits(&got), bits(&want), "case {case}, n = {n}:\n{}", arrayad_ir::printer::print_program(&q));
-        }
+        assert_same_results(&p, &q, case, &[0, 1, 2, 7], "fused");
     }
     assert!(fused_programs >= 100, "only {fused_programs} of 400 programs had loops fused");
     assert!(kept_apart >= 100, "only {kept_apart} of 400 programs kept loops apart");

@@ -2,9 +2,9 @@
 
 #![allow(dead_code)]
 
-use arrayad_ir::program::{Atom, VarId};
+use arrayad_ir::program::{Atom, FuncId, Program, VarId};
 use arrayad_ir::types::{Scalar, Type};
-use arrayad_ir::Value;
+use arrayad_ir::{interp, ArrayValue, Value};
 
 /// `[n]f64`.
 pub const F1: Type = Type { elem: Scalar::F64, rank: 1 };
@@ -31,4 +31,17 @@ pub fn v(x: VarId) -> Atom {
 /// The bits of every element of `f64` results, to compare them exactly.
 pub fn bits(values: &[Value]) -> Vec<Vec<u64>> {
     values.iter().map(|v| v.f64_elements().expect("f64 results").iter().map(|x| x.to_bits()).collect()).collect()
+}
+
+/// Asserts that `after` (a pass's output) gives bitwise the results of
+/// `before` under the interpreter, for `x: [n]f64` at each `n` of `sizes`
+/// (generated case `case`; `what` names the transformed program).
+pub fn assert_same_results(before: &Program, after: &Program, case: usize, sizes: &[usize], what: &str) {
+    for &n in sizes {
+        let data: Vec<f64> = (0..n).map(|k| 0.3 + k as f64 * 1.37 + (case % 5) as f64 * 0.11).collect();
+        let args = [Value::Array(ArrayValue::f64(vec![n], data).expect("array"))];
+        let want = interp::run(before, FuncId(0), &args).expect("original program runs");
+        let got = interp::run(after, FuncId(0), &args).unwrap_or_else(|e| panic!("{what} program fails: {e:?}"));
+        assert_eq!(bits(&got), bits(&want), "case {case}, n = {n}:\n{}", arrayad_ir::printer::print_program(after));
+    }
 }
