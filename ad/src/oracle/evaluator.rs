@@ -505,7 +505,7 @@ impl<'p, M: Mode> Evaluator<'p, M> {
             (Store::F64 { x, d }, _) => {
                 let (xs, ds) = (&x[r.clone()], &d[r]);
                 let value = match op {
-                    ReduceOp::Sum => Some(ops::sum_f64(xs.iter().copied())),
+                    ReduceOp::Sum => Some(ops::sum_f64(xs)),
                     ReduceOp::Max => ops::maximum(xs.iter().copied()),
                     ReduceOp::Min => ops::minimum(xs.iter().copied()),
                 };

@@ -80,7 +80,11 @@ impl Rev<'_> {
                         }],
                         results: vec![],
                     };
-                    self.push(out, StmtKind::For { n, index: j, reverse: false, body });
+                    // Its iterations are independent; run backwards, like
+                    // the backward loop of a comprehension summed here, the
+                    // two fuse (`fuse_for`) and the broadcast cotangent
+                    // contracts to a scalar (`contract`).
+                    self.push(out, StmtKind::For { n, index: j, reverse: true, body });
                 }
             }
             Expr::ArrayLit { elems, elem_ty } => {

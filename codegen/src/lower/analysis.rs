@@ -58,6 +58,11 @@ pub(crate) struct BlockFacts {
     /// blocks included): a checkpointed loop recomputing its segments.
     /// Pushes may then overwrite the slots of arrays popped earlier.
     pub(crate) interleaved_tape: bool,
+    /// `s = sum y` computed together with `y = build i < n => r` as one
+    /// loop, without the array ([`fused_sum_candidates`]; `y` maps to `s`):
+    /// those whose body allocates nothing (a fused build nested in it does
+    /// not count).
+    fused_sums: HashMap<VarId, VarId>,
 }
 
 /// True for a statement that allocates an array from the arena.
@@ -101,6 +106,8 @@ impl BlockFacts {
             open: Vec<(*const Block, Facts, HashSet<VarId>)>,
             done: HashMap<*const Block, Facts>,
             interleaved: bool,
+            candidates: HashMap<VarId, VarId>,
+            fused: HashMap<VarId, VarId>,
         }
         impl Walk<'_> {
             fn block(&mut self, b: &Block) {
@@ -122,7 +129,8 @@ impl BlockFacts {
                                 Expr::While { states, .. } => states.iter().for_each(|v| bind(*v)),
                                 _ => {}
                             }
-                            if allocating(&s.kind) {
+                            // A build's allocation is decided after its body.
+                            if allocating(&s.kind) && !matches!(expr, Expr::Build { .. }) {
                                 self.open[d].1.allocates = true;
                                 self.open[d].1.allocates_here = true;
                             }
@@ -154,6 +162,21 @@ impl BlockFacts {
                     for nb in arrayad_ir::visit::child_blocks(&s.kind) {
                         self.block(nb);
                     }
+                    if let StmtKind::Let { vars, expr: Expr::Build { body, .. } } = &s.kind {
+                        let fused = match (vars.as_slice(), self.done.get(&(body as *const Block))) {
+                            ([y], Some(facts)) if !facts.allocates => self.candidates.remove(y).map(|s| (*y, s)),
+                            _ => None,
+                        };
+                        match fused {
+                            Some((y, s)) => {
+                                self.fused.insert(y, s);
+                            }
+                            None => {
+                                self.open[d].1.allocates = true;
+                                self.open[d].1.allocates_here = true;
+                            }
+                        }
+                    }
                 }
                 if let Some((key, facts, _)) = self.open.pop() {
                     if facts.any_push && facts.any_pop && !self.open.is_empty() {
@@ -169,9 +192,23 @@ impl BlockFacts {
                 }
             }
         }
-        let mut w = Walk { f, bound_at: HashMap::new(), open: Vec::new(), done: HashMap::new(), interleaved: false };
+        let mut w = Walk {
+            f,
+            bound_at: HashMap::new(),
+            open: Vec::new(),
+            done: HashMap::new(),
+            interleaved: false,
+            candidates: fused_sum_candidates(f),
+            fused: HashMap::new(),
+        };
         w.block(&f.body);
-        BlockFacts { facts: w.done, interleaved_tape: w.interleaved }
+        BlockFacts { facts: w.done, interleaved_tape: w.interleaved, fused_sums: w.fused }
+    }
+
+    /// The variable of `sum y` when the build binding `y` is computed as
+    /// that sum, without the array.
+    pub(crate) fn fused_sum(&self, y: VarId) -> Option<VarId> {
+        self.fused_sums.get(&y).copied()
     }
 
     /// [`survivors`] of `body`, a block of the function.
@@ -198,6 +235,41 @@ impl BlockFacts {
             None => allocates(body),
         }
     }
+}
+
+/// The pairs `y = build i < n => r` (one `f64` result) and `s = sum y` in
+/// one block, where the sum is `y`'s only use and neither is mutable: `y`
+/// maps to `s`. Code generation may compute `s` where `y` is bound, as one
+/// loop over `r` adding in the order of `sum` (`Lower::sum_lanes`): the
+/// body runs in the same order and place as the build's, and nothing
+/// between the two statements can read `s`.
+fn fused_sum_candidates(f: &Function) -> HashMap<VarId, VarId> {
+    let counts = arrayad_ir::visit::use_counts(&f.body, f.vars.len());
+    let mut out = HashMap::new();
+    for_each_block(&f.body, &mut |b| {
+        let mut builds = HashSet::new();
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Let { vars, expr: Expr::Build { body, .. } } => {
+                    if let ([y], [r]) = (vars.as_slice(), body.results.as_slice()) {
+                        let t = f.atom_ty(r);
+                        if t.is_scalar() && t.elem == arrayad_ir::Scalar::F64 && !f.var(*y).mutable {
+                            builds.insert(*y);
+                        }
+                    }
+                }
+                StmtKind::Let { vars, expr: Expr::Reduce { op: arrayad_ir::ReduceOp::Sum, array } } => {
+                    if let [s] = vars.as_slice() {
+                        if builds.contains(array) && counts[array.index()] == 1 && !f.var(*s).mutable {
+                            out.insert(*array, *s);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    });
+    out
 }
 
 /// True when running `body` may allocate from the arena.

@@ -419,6 +419,9 @@ impl<E: Emitter> Lower<'_, E> {
             return Err(self.malformed("reduction of an array of rank other than 1"));
         }
         let n = a.dims[0];
+        if (op, t.elem) == (ReduceOp::Sum, Scalar::F64) {
+            return self.sum_f64_array(a.ptr, n);
+        }
         let acc = self.b.declare_var(Ty::of(t.elem));
         let start = match op {
             ReduceOp::Sum => {
@@ -499,7 +502,7 @@ impl<E: Emitter> Lower<'_, E> {
     }
 
     /// Checks a trip count: negative is an error.
-    fn check_size(&mut self, n: E::Value) -> Result<()> {
+    pub(super) fn check_size(&mut self, n: E::Value) -> Result<()> {
         let ok = self.icmp_imm(IntCC::Sge, n, 0);
         self.check(ok, Fault::NegativeSize, &[n])
     }

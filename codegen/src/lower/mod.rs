@@ -16,6 +16,7 @@ mod expr;
 mod first_write;
 mod memory;
 mod stmt;
+mod sum;
 
 use crate::error::CodegenError;
 use arrayad_ir::{Atom, Expr, Fault, Loc, Scalar, StmtKind, VarId};

@@ -3,7 +3,7 @@
 use super::emit::{Conv, Emitter, FloatOp, IntCC, IntOp, Mem, Ty};
 use super::memory::PushItem;
 use super::{Lower, Result, Val};
-use arrayad_ir::{Atom, Block, Fault, Scalar, Stmt, StmtKind, VarId};
+use arrayad_ir::{Atom, Block, Expr, Fault, Scalar, Stmt, StmtKind, VarId};
 
 impl<E: Emitter> Lower<'_, E> {
     pub(super) fn stmts(&mut self, stmts: &[Stmt]) -> Result<()> {
@@ -147,6 +147,17 @@ impl<E: Emitter> Lower<'_, E> {
 
     fn stmt_kind(&mut self, kind: &StmtKind) -> Result<()> {
         match kind {
+            // `s = sum y` of a build `y` used only there: computed where `y`
+            // is bound, without the array (`sum.rs`).
+            StmtKind::Let { vars, expr: Expr::Build { n, index, body } }
+                if vars.len() == 1 && self.blocks.fused_sum(vars[0]).is_some() =>
+            {
+                let v = self.fused_sum(n, *index, body)?;
+                if let Some(s) = self.blocks.fused_sum(vars[0]) {
+                    self.def(s, Val::S(v))?;
+                }
+            }
+            StmtKind::Let { expr: Expr::Reduce { array, .. }, .. } if self.blocks.fused_sum(*array).is_some() => {}
             StmtKind::Let { vars, expr } => {
                 self.dest_next = match vars.as_slice() {
                     [v] => self.destinations.get(v).copied(),

@@ -517,7 +517,7 @@ impl<'p> Machine<'p> {
         let data = arr.buf.data.borrow();
         let range = arr.off..arr.off + arr.len();
         let r = match (&*data, op) {
-            (Data::F64(v), ReduceOp::Sum) => Some(Prim::F64(ops::sum_f64(v[range].iter().copied()))),
+            (Data::F64(v), ReduceOp::Sum) => Some(Prim::F64(ops::sum_f64(&v[range]))),
             (Data::I64(v), ReduceOp::Sum) => Some(Prim::I64(ops::sum_i64(v[range].iter().copied()))),
             (Data::F64(v), ReduceOp::Max) => ops::maximum(v[range].iter().copied()).map(Prim::F64),
             (Data::F64(v), ReduceOp::Min) => ops::minimum(v[range].iter().copied()).map(Prim::F64),

@@ -298,9 +298,39 @@ fn ill_typed_binary(op: BinOp, a: Prim) -> OpError {
     OpError::IllTyped(format!("{} of {}", op.name(), a.elem()))
 }
 
-/// `sum` of `f64`s: a left fold from `0.0` (0 for none).
-pub fn sum_f64(xs: impl IntoIterator<Item = f64>) -> f64 {
-    xs.into_iter().fold(0.0, |s, x| s + x)
+/// The number of partial sums of an `f64` `sum` ([`sum_f64`]).
+pub const SUM_LANES: usize = 8;
+
+/// `sum` of `f64`s in the language's fixed order (docs/src/reference,
+/// "Order of summation"): with `m = 8 * (n / 8)`, element `i < m` is added
+/// into partial sum `i % 8` (each a left fold from `0.0` in index order),
+/// the partials are combined as `((p0 + p4) + (p2 + p6)) + ((p1 + p5) +
+/// (p3 + p7))` ([`combine_partial_sums`]; `0.0` when `m = 0`), and the elements from `m` on are added
+/// to that from left to right. Fewer than eight elements are summed left
+/// to right from `0.0`; the eight partial sums are independent
+/// (vectorisable) chains, and every backend computes exactly this.
+pub fn sum_f64(xs: &[f64]) -> f64 {
+    let m = xs.len() / SUM_LANES * SUM_LANES;
+    let mut partial = [0.0; SUM_LANES];
+    for (i, x) in xs[..m].iter().enumerate() {
+        partial[i % SUM_LANES] += x;
+    }
+    let head = if m == 0 { 0.0 } else { combine_partial_sums(partial) };
+    xs[m..].iter().fold(head, |s, x| s + x)
+}
+
+/// The fixed tree that combines the partial sums of [`sum_f64`], halving:
+/// `((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7))`, the order in which
+/// a vector of partial sums is reduced by adding its halves.
+pub fn combine_partial_sums(mut p: [f64; SUM_LANES]) -> f64 {
+    let mut len = SUM_LANES;
+    while len > 1 {
+        len /= 2;
+        for k in 0..len {
+            p[k] += p[k + len];
+        }
+    }
+    p[0]
 }
 
 /// `sum` of `i64`s, wrapping (0 for none).

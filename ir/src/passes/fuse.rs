@@ -1,14 +1,18 @@
 //! Loop fusion, so that `sum(for ...)`, `dot` and chains of elementwise
 //! operations run as single loops without temporary arrays:
 //!
-//! - reduction fusion: `y = build i < n => r; s = sum y` (y used once)
-//!   becomes `s = loop acc = 0 for i < n do acc + r`;
+//! - reduction fusion of integers: `y = build i < n => r; s = sum y` (y
+//!   used once, `i64`) becomes `s = loop acc = 0 for i < n do acc + r`.
+//!   An `f64` sum adds in partial sums ([`crate::interp::ops::sum_f64`]),
+//!   which no sequential loop of the IR expresses: it stays a `sum` of a
+//!   `build`, and code generation computes the two as one loop without the
+//!   array;
 //! - map fusion: `y = build j < n => r1` (y used once) read as `y[i]` at the
 //!   top of the body of `z = build i < n => ...` (the same `n`) moves the
 //!   producer's body into the consumer's.
 //!
-//! Both keep the order of floating-point operations (sums stay sequential
-//! from index 0), so results are bit for bit those of the unfused program.
+//! Both keep the order of floating-point operations, so results are bit
+//! for bit those of the unfused program.
 //! Both keep every run-time error and the order in which they would occur:
 //! the fused reduction takes the producer's place, and map fusion (which
 //! runs the producer's body later, interleaved with the consumer's) only
@@ -72,13 +76,14 @@ fn block(f: &mut Function, b: Block, counts: &[u32], fallible: &Fallible) -> Blo
         let loc = s.loc;
         let kind = crate::passes::inline::map_nested(s.kind, &mut |nb| block(f, nb, counts, fallible));
         match kind {
-            StmtKind::Let { vars, expr: Expr::Reduce { op: ReduceOp::Sum, array } } if counts[array.index()] == 1 => {
+            StmtKind::Let { vars, expr: Expr::Reduce { op: ReduceOp::Sum, array } }
+                if counts[array.index()] == 1 && f.ty(array).elem != Scalar::F64 =>
+            {
                 if let Some(pos) = producer(&out, array) {
                     let Some(prod) = out.stmts[pos].take() else { unreachable!("producer() returns a statement") };
                     if let StmtKind::Let { expr: Expr::Build { n, index, body }, .. } = prod.kind {
-                        let elem = f.ty(array).elem;
                         let acc = f.new_var("acc", f.ty(vars[0]));
-                        let zero = if elem == Scalar::F64 { Atom::F64(0.0) } else { Atom::I64(0) };
+                        let zero = Atom::I64(0);
                         let mut body = body;
                         let r = body.results[0];
                         let next = f.new_var("acc", f.ty(vars[0]));

@@ -6,6 +6,7 @@
 //! [`optimize`] runs them in the order the AD output needs.
 
 pub mod accum;
+pub mod broadcast;
 pub mod contract;
 pub mod cse;
 pub mod dce;
@@ -50,6 +51,7 @@ fn optimize_rounds(f: &mut Function) {
         let before = time("fingerprint", || fingerprint(f));
         time("accum", || accum::fold_accumulators(f));
         time("simplify", || simplify::simplify(f));
+        time("broadcast", || broadcast::forward_broadcasts(f));
         time("unroll", || unroll::unroll(f));
         time("scalarize", || scalarize::scalarize(f));
         time("fuse", || fuse::fuse(f));

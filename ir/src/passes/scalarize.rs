@@ -66,8 +66,9 @@ fn block(f: &mut Function, b: Block, known: &mut HashMap<VarId, Known>) -> Block
 }
 
 /// A reduction of literal elements as a chain of scalar operations, in the
-/// order of the reduction's definition (a sum folds from zero, `maximum`
-/// and `minimum` from the first element), appended to `out`; `None` for
+/// order of the reduction's definition (an `f64` sum in partial sums
+/// ([`sum_f64_chain`]), an `i64` sum folds from zero, `maximum` and
+/// `minimum` from the first element), appended to `out`; `None` for
 /// `maximum`/`minimum` of no elements (an error the reduction reports).
 fn reduce_chain(f: &mut Function, op: ReduceOp, elems: &[Atom], loc: crate::Loc, out: &mut Vec<Stmt>) -> Option<Atom> {
     let ty = match elems.first() {
@@ -79,6 +80,7 @@ fn reduce_chain(f: &mut Function, op: ReduceOp, elems: &[Atom], loc: crate::Loc,
         return None;
     }
     let (start, rest, bop) = match op {
+        ReduceOp::Sum if ty.elem == Scalar::F64 => return Some(sum_f64_chain(f, elems, loc, out)),
         ReduceOp::Sum => {
             let zero = if ty.elem == Scalar::F64 { Atom::F64(0.0) } else { Atom::I64(0) };
             (zero, elems, BinOp::Add)
@@ -93,6 +95,37 @@ fn reduce_chain(f: &mut Function, op: ReduceOp, elems: &[Atom], loc: crate::Loc,
         acc = Atom::Var(v);
     }
     Some(acc)
+}
+
+/// The `f64` sum of `elems` in the order of [`crate::interp::ops::sum_f64`]:
+/// of the first `m = 8 * (k / 8)`, element `i` added into partial `i % 8`
+/// (a fold from `0.0`), the partials combined in the fixed tree
+/// ([`crate::interp::ops::combine_partial_sums`]), then the
+/// rest added one by one (to `0.0` when `m = 0`).
+fn sum_f64_chain(f: &mut Function, elems: &[Atom], loc: crate::Loc, out: &mut Vec<Stmt>) -> Atom {
+    use crate::interp::ops::SUM_LANES;
+    let mut add = |f: &mut Function, a: Atom, b: Atom| {
+        let v = f.new_var("sum", Type::F64);
+        out.push(Stmt { kind: StmtKind::Let { vars: vec![v], expr: Expr::Binary(BinOp::Add, a, b) }, loc });
+        Atom::Var(v)
+    };
+    let m = elems.len() / SUM_LANES * SUM_LANES;
+    let mut acc = Atom::F64(0.0);
+    if m > 0 {
+        let mut level: Vec<Atom> = vec![Atom::F64(0.0); SUM_LANES];
+        for (i, e) in elems[..m].iter().enumerate() {
+            level[i % SUM_LANES] = add(f, level[i % SUM_LANES], *e);
+        }
+        while level.len() > 1 {
+            let half = level.len() / 2;
+            level = (0..half).map(|k| add(f, level[k], level[k + half])).collect();
+        }
+        acc = level[0];
+    }
+    for e in &elems[m..] {
+        acc = add(f, acc, *e);
+    }
+    acc
 }
 
 /// Records what the binding `v = e` tells about `v`.

@@ -1,0 +1,206 @@
+//! Lowering of `f64` sums in the language's order of summation
+//! (`arrayad_ir::interp::ops::sum_f64`): of the first `8 * (n / 8)`
+//! elements, element `i` goes into partial sum `i % 8`, the partials are
+//! combined in a fixed tree, and the last `n % 8` elements are added one by
+//! one. The eight partials are independent chains of additions, so the sum
+//! runs at the throughput of the adds, not their latency, and LLVM's SLP
+//! vectoriser turns the unrolled loop into vector code, with results
+//! bitwise equal to the interpreter's on every backend. A sum of fewer than
+//! eight elements is the plain left-to-right sum.
+//!
+//! A `sum` of an array reads it; a `sum` of a comprehension used only there
+//! (`analysis::BlockFacts::fused_sum`) runs the comprehension's body in
+//! the loop, without the array.
+
+use super::emit::{Emitter, FloatOp, IntCC, IntOp, Mem, Ty};
+use super::{Lower, Result, Val};
+use arrayad_ir::interp::ops::SUM_LANES;
+use arrayad_ir::{Atom, Block, Expr, Scalar, StmtKind, VarId};
+
+/// The value of element `i` of a sum, lowered at the current point.
+type Element<'a, L, V> = dyn FnMut(&mut L, V) -> Result<V> + 'a;
+
+/// At most this many statements, none with a block, make a body that is
+/// lowered once per partial sum (unrolled); larger bodies are lowered once.
+const UNROLL_MAX_STMTS: usize = 16;
+
+impl<E: Emitter> Lower<'_, E> {
+    /// The sum of the `f64` array elements `ptr[0..n]`.
+    pub(super) fn sum_f64_array(&mut self, ptr: E::Value, n: E::Value) -> Result<E::Value> {
+        self.sum_lanes(n, true, &mut |l, i| Ok(l.load_elem(ptr, i, Scalar::F64)), &[])
+    }
+
+    /// `sum(build index < n => body)` as one loop: the body's errors and
+    /// effects happen in the order of the build's iterations.
+    pub(super) fn fused_sum(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<E::Value> {
+        let n = self.scalar(n)?;
+        self.check_size(n)?;
+        let r = match body.results.as_slice() {
+            [r] => *r,
+            _ => return Err(self.malformed("a summed build with other than one result")),
+        };
+        let unroll = body.stmts.len() <= UNROLL_MAX_STMTS
+            && body.stmts.iter().all(|s| {
+                matches!(
+                    &s.kind,
+                    StmtKind::Let {
+                        expr: Expr::Atom(_)
+                            | Expr::Unary(..)
+                            | Expr::Binary(..)
+                            | Expr::Index { .. }
+                            | Expr::Dim { .. },
+                        ..
+                    }
+                )
+            });
+        // The variables a copy of the body binds (at any depth), unbound
+        // before the next.
+        let mut bound = vec![index];
+        arrayad_ir::visit::block_binds(body, &mut |v| bound.push(v));
+        self.sum_lanes(
+            n,
+            unroll,
+            &mut |l, i| {
+                l.def(index, Val::S(i))?;
+                l.stmts(&body.stmts)?;
+                l.scalar(&r)
+            },
+            &bound,
+        )
+    }
+
+    /// The sum of `elem(i)` for `0 <= i < n` (`n >= 0`) in the order of
+    /// `sum`: the first `m = 8 * (n / 8)` elements into eight partial sums,
+    /// combined in the fixed tree, then the last `n - m` added one by one.
+    /// With `unroll`, the partials are eight variables and each block of
+    /// eight elements is eight copies of `elem`; otherwise one loop adds
+    /// element `i` into partial `i & 7` of a stack slot. `unbind` are the IR
+    /// variables `elem` binds, freed after each copy.
+    fn sum_lanes(
+        &mut self,
+        n: E::Value,
+        unroll: bool,
+        elem: &mut Element<'_, Self, E::Value>,
+        unbind: &[VarId],
+    ) -> Result<E::Value> {
+        let shift = self.iconst(SUM_LANES.trailing_zeros() as i64);
+        let blocks = self.b.int(IntOp::SShr, n, shift);
+        let m = self.b.int(IntOp::Shl, blocks, shift);
+        let acc = self.b.declare_var(Ty::F64);
+        let any = self.icmp_imm(IntCC::Sgt, blocks, 0);
+        self.if_else(
+            any,
+            &mut |l| {
+                let partials = l.partial_sums(n, blocks, m, unroll, elem, unbind)?;
+                let s = l.combine_partials(partials);
+                l.b.def_var(acc, s);
+                Ok(())
+            },
+            &mut |l| {
+                let zero = l.b.fconst(0.0);
+                l.b.def_var(acc, zero);
+                Ok(())
+            },
+        )?;
+        self.counted_loop(m, n, false, &mut |l, i| {
+            let x = elem(l, i)?;
+            l.unbind(unbind);
+            let s = l.b.use_var(acc);
+            let s = l.b.float(FloatOp::Add, s, x);
+            l.b.def_var(acc, s);
+            Ok(())
+        })?;
+        let s = self.b.use_var(acc);
+        self.b.release_var(acc);
+        Ok(s)
+    }
+
+    /// The eight partial sums of the elements `0..m` (`m = 8 * blocks <=
+    /// n`).
+    fn partial_sums(
+        &mut self,
+        n: E::Value,
+        blocks: E::Value,
+        m: E::Value,
+        unroll: bool,
+        elem: &mut Element<'_, Self, E::Value>,
+        unbind: &[VarId],
+    ) -> Result<Vec<E::Value>> {
+        let zero = self.b.fconst(0.0);
+        let first = self.iconst(0);
+        if !unroll {
+            let slot = self.b.stack_slot(8 * SUM_LANES as u32);
+            for k in 0..SUM_LANES {
+                self.b.store(Ty::F64, zero, slot, 8 * k as i32, Mem::Stack);
+            }
+            let mask = self.iconst(SUM_LANES as i64 - 1);
+            self.counted_loop(first, m, false, &mut |l, i| {
+                l.in_bounds.push((i, n));
+                let x = elem(l, i);
+                l.in_bounds.pop();
+                let x = x?;
+                l.unbind(unbind);
+                let lane = l.b.int(IntOp::And, i, mask);
+                let addr = l.b.elem_addr(slot, lane, Scalar::F64);
+                let s = l.b.load(Ty::F64, addr, 0, Mem::Stack);
+                let s = l.b.float(FloatOp::Add, s, x);
+                l.b.store(Ty::F64, s, addr, 0, Mem::Stack);
+                Ok(())
+            })?;
+            return Ok((0..SUM_LANES).map(|k| self.b.load(Ty::F64, slot, 8 * k as i32, Mem::Stack)).collect());
+        }
+        let partials: Vec<E::Var> = (0..SUM_LANES)
+            .map(|_| {
+                let v = self.b.declare_var(Ty::F64);
+                self.b.def_var(v, zero);
+                v
+            })
+            .collect();
+        let shift = self.iconst(SUM_LANES.trailing_zeros() as i64);
+        self.counted_loop(first, blocks, false, &mut |l, j| {
+            let base = l.b.int(IntOp::Shl, j, shift);
+            for (k, p) in partials.iter().enumerate() {
+                let i = if k == 0 { base } else { l.add_imm(base, k as i64) };
+                // 8j + k < m <= n.
+                l.in_bounds.push((i, n));
+                let x = elem(l, i);
+                l.in_bounds.pop();
+                let x = x?;
+                l.unbind(unbind);
+                let s = l.b.use_var(*p);
+                let s = l.b.float(FloatOp::Add, s, x);
+                l.b.def_var(*p, s);
+            }
+            Ok(())
+        })?;
+        Ok(partials
+            .into_iter()
+            .map(|p| {
+                let s = self.b.use_var(p);
+                self.b.release_var(p);
+                s
+            })
+            .collect())
+    }
+
+    /// `((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7))`
+    /// (`ops::combine_partial_sums`).
+    fn combine_partials(&mut self, mut level: Vec<E::Value>) -> E::Value {
+        while level.len() > 1 {
+            let half = level.len() / 2;
+            level = (0..half).map(|k| self.b.float(FloatOp::Add, level[k], level[k + half])).collect();
+        }
+        level[0]
+    }
+
+    /// Forgets the bindings of `vars` (a body lowered once more binds them
+    /// again).
+    fn unbind(&mut self, vars: &[VarId]) {
+        for v in vars {
+            self.release_ir_var(*v);
+            if let Some(slot) = self.vars.get_mut(v.index()) {
+                *slot = None;
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The order of summation (docs/src/reference/builtins.md, "Order of
+//! summation"): every `f64` sum, materialised or fused with the
+//! comprehension it sums, small body or large, nested, of matrix columns,
+//! of a literal array, inside a loop, in derivatives too, gives the same
+//! bits on the interpreter and on every backend, and those bits are the
+//! ones the definition gives, computed here independently.
+
+use arrayad::{Arg, Backend, Module, Options, Value};
+
+const SOURCE: &str = "\
+def whole(x: [n]f64) -> f64 = sum(x)
+def dot2(x: [n]f64, z: [n]f64) -> f64 = dot(x, z)
+def branchy(x: [n]f64, z: [n]f64) -> f64 =
+  sum(for i < n => if x[i] > 0.0 then x[i] * z[i] else z[i] - x[i] * 3.0)
+def nested(x: [n]f64, z: [n]f64) -> f64 = sum(for i < n => x[i] * sum(for j < n => x[j] * z[i]))
+def columns(x: [n]f64, z: [n]f64) -> [2]f64 = sum(for i < n => [x[i], z[i] * x[i]])
+def literal(x: [n]f64, z: [n]f64) -> f64 =
+  sum([x[0], 1e16, z[0], -1e16, x[0], 1.0, z[0], 3.0, x[0], 2.0, z[0]])
+def looped(x: [n]f64, z: [n]f64) -> f64 =
+  loop s = 0.0 for k < 3 do s + sum(for i < n => x[i] * z[i] * f64(k + 1))
+";
+
+fn backends() -> Vec<Backend> {
+    let mut out = vec![Backend::Interp, Backend::Cranelift];
+    if cfg!(feature = "llvm") {
+        out.push(Backend::Llvm);
+    }
+    out
+}
+
+/// The definition, written out: the first `8 * (n / 8)` terms in eight
+/// partial sums, combined by halving, then the rest left to right.
+fn spec_sum(xs: &[f64]) -> f64 {
+    let m = xs.len() / 8 * 8;
+    let mut p = [0.0f64; 8];
+    for i in 0..m {
+        p[i % 8] += xs[i];
+    }
+    let mut s = if m == 0 { 0.0 } else { ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7])) };
+    for x in &xs[m..] {
+        s += x;
+    }
+    s
+}
+
+/// Values of widely spread magnitudes and both signs, so that the order
+/// of the additions shows in the result.
+fn data(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let mant = (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            let exp = ((s >> 3) % 17) as i32 - 8;
+            mant * 10f64.powi(exp)
+        })
+        .collect()
+}
+
+fn scalar(v: &[Value]) -> f64 {
+    match v {
+        [Value::F64(x)] => *x,
+        other => panic!("not one f64: {other:?}"),
+    }
+}
+
+fn bits(v: &Value) -> Vec<u64> {
+    match v {
+        Value::F64(x) => vec![x.to_bits()],
+        other => other.f64_elements().expect("f64 data").iter().map(|x| x.to_bits()).collect(),
+    }
+}
+
+#[test]
+fn sums_follow_the_defined_order_on_every_backend() {
+    let modules: Vec<(Backend, Module)> = backends()
+        .into_iter()
+        .map(|b| (b, Module::compile_with("sums.arr", SOURCE, Options::backend(b)).expect("compiles")))
+        .collect();
+    let mut order_showed = 0;
+    for n in [0usize, 1, 2, 7, 8, 9, 15, 16, 17, 23, 64, 100, 1001] {
+        let x = data(n, n as u64 + 1);
+        let z = data(n, n as u64 + 1000);
+        let args = [Arg::Vector(&x), Arg::Vector(&z)];
+        // The value each definition must give, from the definition.
+        let products: Vec<f64> = x.iter().zip(&z).map(|(a, b)| a * b).collect();
+        let branch_terms: Vec<f64> =
+            x.iter().zip(&z).map(|(a, b)| if *a > 0.0 { a * b } else { b - a * 3.0 }).collect();
+        let nested_terms: Vec<f64> =
+            (0..n).map(|i| x[i] * spec_sum(&x.iter().map(|xj| xj * z[i]).collect::<Vec<_>>())).collect();
+        let looped = (0..3)
+            .fold(0.0, |s, k| s + spec_sum(&x.iter().zip(&z).map(|(a, b)| a * b * (k + 1) as f64).collect::<Vec<_>>()));
+        let mut expected = vec![
+            ("whole", spec_sum(&x)),
+            ("dot2", spec_sum(&products)),
+            ("branchy", spec_sum(&branch_terms)),
+            ("nested", spec_sum(&nested_terms)),
+            ("looped", looped),
+        ];
+        if n > 0 {
+            let lit = [x[0], 1e16, z[0], -1e16, x[0], 1.0, z[0], 3.0, x[0], 2.0, z[0]];
+            expected.push(("literal", spec_sum(&lit)));
+        }
+        for terms in [&x, &products, &branch_terms] {
+            let sequential: f64 = terms.iter().fold(0.0, |s, p| s + p);
+            order_showed += usize::from(sequential.to_bits() != spec_sum(terms).to_bits());
+        }
+        let column_want = [spec_sum(&x), spec_sum(&products)];
+        for (b, m) in &modules {
+            for (name, want) in &expected {
+                let f = m.function(name).unwrap();
+                let args: &[Arg] = if *name == "whole" { &args[..1] } else { &args };
+                let got = scalar(&f.call(args).unwrap_or_else(|e| panic!("{name} {b:?} n={n}: {e}")));
+                assert_eq!(got.to_bits(), want.to_bits(), "{name} on {b:?}, n = {n}: {got} against {want}");
+            }
+            let got = m.function("columns").unwrap().call(&args).unwrap();
+            let got: Vec<f64> = got[0].f64_elements().unwrap().to_vec();
+            // z[i] * x[i] is the same product as x[i] * z[i].
+            assert_eq!(
+                got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                column_want.map(f64::to_bits),
+                "columns on {b:?}, n = {n}"
+            );
+        }
+        // Derivatives: the gradient and a jvp of every definition, bit for
+        // bit the interpreter's on every backend.
+        let t1 = data(n, 7);
+        let t2 = data(n, 8);
+        for name in ["whole", "dot2", "branchy", "nested", "literal", "looped"] {
+            if name == "literal" && n == 0 {
+                continue;
+            }
+            let args: &[Arg] = if name == "whole" { &args[..1] } else { &args };
+            let tans = [Some(Arg::Vector(&t1)), Some(Arg::Vector(&t2))];
+            let tans = &tans[..args.len()];
+            let mut reference: Option<(Vec<Vec<u64>>, Vec<u64>)> = None;
+            for (b, m) in &modules {
+                let f = m.function(name).unwrap();
+                let g = f.grad(args).unwrap_or_else(|e| panic!("{name} grad {b:?} n={n}: {e}"));
+                let mut grads: Vec<Vec<u64>> = g.gradient.iter().map(|(_, v)| bits(v.unwrap())).collect();
+                grads.push(vec![g.value.to_bits()]);
+                let j = f.jvp(args, tans).unwrap_or_else(|e| panic!("{name} jvp {b:?} n={n}: {e}"));
+                let tangent = bits(j.tangent[0].as_ref().unwrap());
+                match &reference {
+                    None => reference = Some((grads, tangent)),
+                    Some((rg, rt)) => {
+                        assert_eq!(&grads, rg, "{name} gradient on {b:?}, n = {n}");
+                        assert_eq!(&tangent, rt, "{name} tangent on {b:?}, n = {n}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(order_showed >= 8, "the data shows the order of summation in only {order_showed} sums");
+}
