@@ -22,7 +22,7 @@ type Element<'a, L, V> = dyn FnMut(&mut L, V) -> Result<V> + 'a;
 
 /// At most this many statements, none with a block, make a body that is
 /// lowered once per partial sum (unrolled); larger bodies are lowered once.
-const UNROLL_MAX_STMTS: usize = 16;
+const UNROLL_MAX_STMTS: usize = 8;
 
 impl<E: Emitter> Lower<'_, E> {
     /// The sum of the `f64` array elements `ptr[0..n]`.
