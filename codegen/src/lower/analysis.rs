@@ -163,18 +163,18 @@ impl BlockFacts {
                         self.block(nb);
                     }
                     if let StmtKind::Let { vars, expr: Expr::Build { body, .. } } = &s.kind {
-                        let fused = match (vars.as_slice(), self.done.get(&(body as *const Block))) {
-                            ([y], Some(facts)) if !facts.allocates => self.candidates.remove(y).map(|s| (*y, s)),
-                            _ => None,
-                        };
-                        match fused {
-                            Some((y, s)) => {
-                                self.fused.insert(y, s);
+                        // Fused when every result is summed and the body
+                        // allocates nothing.
+                        let quiet = self.done.get(&(body as *const Block)).is_some_and(|facts| !facts.allocates);
+                        if quiet && vars.iter().all(|y| self.candidates.contains_key(y)) {
+                            for y in vars {
+                                if let Some(s) = self.candidates.remove(y) {
+                                    self.fused.insert(*y, s);
+                                }
                             }
-                            None => {
-                                self.open[d].1.allocates = true;
-                                self.open[d].1.allocates_here = true;
-                            }
+                        } else {
+                            self.open[d].1.allocates = true;
+                            self.open[d].1.allocates_here = true;
                         }
                     }
                 }
@@ -237,12 +237,17 @@ impl BlockFacts {
     }
 }
 
-/// The pairs `y = build i < n => r` (one `f64` result) and `s = sum y` in
-/// one block, where the sum is `y`'s only use and neither is mutable: `y`
-/// maps to `s`. Code generation may compute `s` where `y` is bound, as one
-/// loop over `r` adding in the order of `sum` (`Lower::sum_lanes`): the
-/// body runs in the same order and place as the build's, and nothing
-/// between the two statements can read `s`.
+/// The most results of one build that are summed in one fused loop (a
+/// forward pass sums a value and its tangent).
+const MAX_FUSED_SUMS: usize = 4;
+
+/// The pairs `y = build i < n => r` (an `f64` result of a build of at
+/// most [`MAX_FUSED_SUMS`]) and `s = sum y` in one block, where the sum is
+/// `y`'s only use and neither is mutable: `y` maps to `s`. When every
+/// result of the build is such a `y`, code generation may compute the sums
+/// where the build is, as one loop over its body adding in the order of
+/// `sum` (`Lower::sum_lanes`): the body runs in the same order and place
+/// as the build's, and nothing between the statements can read a sum.
 fn fused_sum_candidates(f: &Function) -> HashMap<VarId, VarId> {
     let counts = arrayad_ir::visit::use_counts(&f.body, f.vars.len());
     let mut out = HashMap::new();
@@ -250,8 +255,8 @@ fn fused_sum_candidates(f: &Function) -> HashMap<VarId, VarId> {
         let mut builds = HashSet::new();
         for s in &b.stmts {
             match &s.kind {
-                StmtKind::Let { vars, expr: Expr::Build { body, .. } } => {
-                    if let ([y], [r]) = (vars.as_slice(), body.results.as_slice()) {
+                StmtKind::Let { vars, expr: Expr::Build { body, .. } } if vars.len() <= MAX_FUSED_SUMS => {
+                    for (y, r) in vars.iter().zip(&body.results) {
                         let t = f.atom_ty(r);
                         if t.is_scalar() && t.elem == arrayad_ir::Scalar::F64 && !f.var(*y).mutable {
                             builds.insert(*y);

@@ -150,11 +150,13 @@ impl<E: Emitter> Lower<'_, E> {
             // `s = sum y` of a build `y` used only there: computed where `y`
             // is bound, without the array (`sum.rs`).
             StmtKind::Let { vars, expr: Expr::Build { n, index, body } }
-                if vars.len() == 1 && self.blocks.fused_sum(vars[0]).is_some() =>
+                if !vars.is_empty() && vars.iter().all(|y| self.blocks.fused_sum(*y).is_some()) =>
             {
-                let v = self.fused_sum(n, *index, body)?;
-                if let Some(s) = self.blocks.fused_sum(vars[0]) {
-                    self.def(s, Val::S(v))?;
+                let sums = self.fused_sums(n, *index, body)?;
+                for (y, v) in vars.iter().zip(sums) {
+                    if let Some(s) = self.blocks.fused_sum(*y) {
+                        self.def(s, Val::S(v))?;
+                    }
                 }
             }
             StmtKind::Let { expr: Expr::Reduce { array, .. }, .. } if self.blocks.fused_sum(*array).is_some() => {}

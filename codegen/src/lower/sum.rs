@@ -9,37 +9,39 @@
 //! eight elements is the plain left-to-right sum.
 //!
 //! A `sum` of an array reads it; a `sum` of a comprehension used only there
-//! (`analysis::BlockFacts::fused_sum`) runs the comprehension's body in
-//! the loop, without the array.
+//! (`analysis::BlockFacts::fused_sum`; all the results of a build, each
+//! summed: a value and its tangent) runs the comprehension's body in the
+//! loop, without the arrays.
 
 use super::emit::{Emitter, FloatOp, IntCC, IntOp, Mem, Ty};
 use super::{Lower, Result, Val};
 use arrayad_ir::interp::ops::SUM_LANES;
 use arrayad_ir::{Atom, Block, Expr, Scalar, StmtKind, VarId};
 
-/// The value of element `i` of a sum, lowered at the current point.
-type Element<'a, L, V> = dyn FnMut(&mut L, V) -> Result<V> + 'a;
+/// The values of element `i` of one or more sums (one per sum), lowered
+/// at the current point.
+type Elements<'a, L, V> = dyn FnMut(&mut L, V) -> Result<Vec<V>> + 'a;
 
-/// At most this many statements, none with a block, make a body that is
-/// lowered once per partial sum (unrolled); larger bodies are lowered once.
+/// At most this many statements per sum, none with a block, make a body
+/// that is lowered once per partial sum (unrolled); larger bodies are
+/// lowered once.
 const UNROLL_MAX_STMTS: usize = 8;
 
 impl<E: Emitter> Lower<'_, E> {
     /// The sum of the `f64` array elements `ptr[0..n]`.
     pub(super) fn sum_f64_array(&mut self, ptr: E::Value, n: E::Value) -> Result<E::Value> {
-        self.sum_lanes(n, true, &mut |l, i| Ok(l.load_elem(ptr, i, Scalar::F64)), &[])
+        let sums = self.sum_lanes(n, 1, true, &mut |l, i| Ok(vec![l.load_elem(ptr, i, Scalar::F64)]), &[])?;
+        Ok(sums[0])
     }
 
-    /// `sum(build index < n => body)` as one loop: the body's errors and
-    /// effects happen in the order of the build's iterations.
-    pub(super) fn fused_sum(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<E::Value> {
+    /// The sums of every result of `build index < n => body` (scalar
+    /// `f64`s), as one loop: the body's errors and effects happen in the
+    /// order of the build's iterations.
+    pub(super) fn fused_sums(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<Vec<E::Value>> {
         let n = self.scalar(n)?;
         self.check_size(n)?;
-        let r = match body.results.as_slice() {
-            [r] => *r,
-            _ => return Err(self.malformed("a summed build with other than one result")),
-        };
-        let unroll = body.stmts.len() <= UNROLL_MAX_STMTS
+        let width = body.results.len();
+        let unroll = body.stmts.len() <= UNROLL_MAX_STMTS * width
             && body.stmts.iter().all(|s| {
                 matches!(
                     &s.kind,
@@ -59,97 +61,136 @@ impl<E: Emitter> Lower<'_, E> {
         arrayad_ir::visit::block_binds(body, &mut |v| bound.push(v));
         self.sum_lanes(
             n,
+            width,
             unroll,
             &mut |l, i| {
                 l.def(index, Val::S(i))?;
                 l.stmts(&body.stmts)?;
-                l.scalar(&r)
+                body.results.iter().map(|r| l.scalar(r)).collect()
             },
             &bound,
         )
     }
 
-    /// The sum of `elem(i)` for `0 <= i < n` (`n >= 0`) in the order of
-    /// `sum`: the first `m = 8 * (n / 8)` elements into eight partial sums,
-    /// combined in the fixed tree, then the last `n - m` added one by one.
-    /// With `unroll`, the partials are eight variables and each block of
-    /// eight elements is eight copies of `elem`; otherwise one loop adds
-    /// element `i` into partial `i & 7` of a stack slot. `unbind` are the IR
-    /// variables `elem` binds, freed after each copy.
+    /// The `width` sums of the values `elem(i)` for `0 <= i < n` (`n >=
+    /// 0`), each in the order of `sum`: the first `m = 8 * (n / 8)`
+    /// elements into eight partial sums, combined in the fixed tree, then
+    /// the last `n - m` added one by one. With `unroll`, the partials are
+    /// variables and each block of eight elements is eight copies of
+    /// `elem`; otherwise one loop adds element `i` into partial `i & 7` of
+    /// a stack slot. `unbind` are the IR variables `elem` binds, freed
+    /// after each copy.
     fn sum_lanes(
         &mut self,
         n: E::Value,
+        width: usize,
         unroll: bool,
-        elem: &mut Element<'_, Self, E::Value>,
+        elem: &mut Elements<'_, Self, E::Value>,
         unbind: &[VarId],
-    ) -> Result<E::Value> {
-        let shift = self.iconst(SUM_LANES.trailing_zeros() as i64);
-        let blocks = self.b.int(IntOp::SShr, n, shift);
-        let m = self.b.int(IntOp::Shl, blocks, shift);
-        let acc = self.b.declare_var(Ty::F64);
-        let any = self.icmp_imm(IntCC::Sgt, blocks, 0);
-        self.if_else(
-            any,
-            &mut |l| {
-                let partials = l.partial_sums(n, blocks, m, unroll, elem, unbind)?;
-                let s = l.combine_partials(partials);
-                l.b.def_var(acc, s);
-                Ok(())
-            },
-            &mut |l| {
-                let zero = l.b.fconst(0.0);
-                l.b.def_var(acc, zero);
-                Ok(())
-            },
-        )?;
+    ) -> Result<Vec<E::Value>> {
+        let accs: Vec<E::Var> = (0..width).map(|_| self.b.declare_var(Ty::F64)).collect();
+        let mut head = |l: &mut Self, blocks: E::Value, m: E::Value| -> Result<()> {
+            let partials = l.partial_sums(n, blocks, m, width, unroll, elem, unbind)?;
+            for (acc, p) in accs.iter().zip(partials.chunks(SUM_LANES)) {
+                let s = l.combine_partials(p.to_vec());
+                l.b.def_var(*acc, s);
+            }
+            Ok(())
+        };
+        let zeros = |l: &mut Self| {
+            let zero = l.b.fconst(0.0);
+            accs.iter().for_each(|acc| l.b.def_var(*acc, zero));
+        };
+        // A size known when compiling (the rows of a `[4][4]f64`) decides
+        // which parts run without a test.
+        let size = self.known.size(n);
+        let m = if matches!(size, super::Size::Const(c) if c < SUM_LANES as i64) {
+            zeros(self);
+            self.iconst(0)
+        } else {
+            let shift = self.iconst(SUM_LANES.trailing_zeros() as i64);
+            let blocks = self.b.int(IntOp::SShr, n, shift);
+            let m = self.b.int(IntOp::Shl, blocks, shift);
+            if matches!(size, super::Size::Const(_)) {
+                head(self, blocks, m)?;
+            } else {
+                let any = self.icmp_imm(IntCC::Sgt, blocks, 0);
+                self.if_else(any, &mut |l| head(l, blocks, m), &mut |l| {
+                    zeros(l);
+                    Ok(())
+                })?;
+            }
+            m
+        };
         self.counted_loop(m, n, false, &mut |l, i| {
-            let x = elem(l, i)?;
+            let xs = l.element(elem, i, width)?;
             l.unbind(unbind);
-            let s = l.b.use_var(acc);
-            let s = l.b.float(FloatOp::Add, s, x);
-            l.b.def_var(acc, s);
+            for (acc, x) in accs.iter().zip(xs) {
+                let s = l.b.use_var(*acc);
+                let s = l.b.float(FloatOp::Add, s, x);
+                l.b.def_var(*acc, s);
+            }
             Ok(())
         })?;
-        let s = self.b.use_var(acc);
-        self.b.release_var(acc);
-        Ok(s)
+        Ok(accs
+            .into_iter()
+            .map(|acc| {
+                let s = self.b.use_var(acc);
+                self.b.release_var(acc);
+                s
+            })
+            .collect())
+    }
+
+    /// `elem(i)`, checked to give `width` values.
+    fn element(&mut self, elem: &mut Elements<'_, Self, E::Value>, i: E::Value, width: usize) -> Result<Vec<E::Value>> {
+        let xs = elem(self, i)?;
+        if xs.len() != width {
+            return Err(self.malformed("a summed element of the wrong width"));
+        }
+        Ok(xs)
     }
 
     /// The eight partial sums of the elements `0..m` (`m = 8 * blocks <=
-    /// n`).
+    /// n`) of each of the `width` sums, sum by sum.
+    #[allow(clippy::too_many_arguments)]
     fn partial_sums(
         &mut self,
         n: E::Value,
         blocks: E::Value,
         m: E::Value,
+        width: usize,
         unroll: bool,
-        elem: &mut Element<'_, Self, E::Value>,
+        elem: &mut Elements<'_, Self, E::Value>,
         unbind: &[VarId],
     ) -> Result<Vec<E::Value>> {
         let zero = self.b.fconst(0.0);
         let first = self.iconst(0);
         if !unroll {
-            let slot = self.b.stack_slot(8 * SUM_LANES as u32);
-            for k in 0..SUM_LANES {
+            let slot = self.b.stack_slot((8 * SUM_LANES * width) as u32);
+            for k in 0..SUM_LANES * width {
                 self.b.store(Ty::F64, zero, slot, 8 * k as i32, Mem::Stack);
             }
             let mask = self.iconst(SUM_LANES as i64 - 1);
             self.counted_loop(first, m, false, &mut |l, i| {
                 l.in_bounds.push((i, n));
-                let x = elem(l, i);
+                let xs = l.element(elem, i, width);
                 l.in_bounds.pop();
-                let x = x?;
+                let xs = xs?;
                 l.unbind(unbind);
                 let lane = l.b.int(IntOp::And, i, mask);
-                let addr = l.b.elem_addr(slot, lane, Scalar::F64);
-                let s = l.b.load(Ty::F64, addr, 0, Mem::Stack);
-                let s = l.b.float(FloatOp::Add, s, x);
-                l.b.store(Ty::F64, s, addr, 0, Mem::Stack);
+                for (q, x) in xs.into_iter().enumerate() {
+                    let base = l.b.elem_addr(slot, lane, Scalar::F64);
+                    let off = (8 * SUM_LANES * q) as i32;
+                    let s = l.b.load(Ty::F64, base, off, Mem::Stack);
+                    let s = l.b.float(FloatOp::Add, s, x);
+                    l.b.store(Ty::F64, s, base, off, Mem::Stack);
+                }
                 Ok(())
             })?;
-            return Ok((0..SUM_LANES).map(|k| self.b.load(Ty::F64, slot, 8 * k as i32, Mem::Stack)).collect());
+            return Ok((0..SUM_LANES * width).map(|k| self.b.load(Ty::F64, slot, 8 * k as i32, Mem::Stack)).collect());
         }
-        let partials: Vec<E::Var> = (0..SUM_LANES)
+        let partials: Vec<E::Var> = (0..SUM_LANES * width)
             .map(|_| {
                 let v = self.b.declare_var(Ty::F64);
                 self.b.def_var(v, zero);
@@ -159,17 +200,20 @@ impl<E: Emitter> Lower<'_, E> {
         let shift = self.iconst(SUM_LANES.trailing_zeros() as i64);
         self.counted_loop(first, blocks, false, &mut |l, j| {
             let base = l.b.int(IntOp::Shl, j, shift);
-            for (k, p) in partials.iter().enumerate() {
+            for k in 0..SUM_LANES {
                 let i = if k == 0 { base } else { l.add_imm(base, k as i64) };
                 // 8j + k < m <= n.
                 l.in_bounds.push((i, n));
-                let x = elem(l, i);
+                let xs = l.element(elem, i, width);
                 l.in_bounds.pop();
-                let x = x?;
+                let xs = xs?;
                 l.unbind(unbind);
-                let s = l.b.use_var(*p);
-                let s = l.b.float(FloatOp::Add, s, x);
-                l.b.def_var(*p, s);
+                for (q, x) in xs.into_iter().enumerate() {
+                    let p = partials[q * SUM_LANES + k];
+                    let s = l.b.use_var(p);
+                    let s = l.b.float(FloatOp::Add, s, x);
+                    l.b.def_var(p, s);
+                }
             }
             Ok(())
         })?;
