@@ -14,7 +14,7 @@ use arrayad_ir::passes::broadcast::forward_broadcasts;
 use arrayad_ir::program::*;
 use arrayad_ir::types::Type;
 use arrayad_ir::verify::verify_program;
-use common::{assert_same_results, v, F1};
+use common::{assert_same_results, v, when, F1};
 
 #[derive(Clone, Copy, Debug)]
 struct Shape {
@@ -60,13 +60,10 @@ fn program(s: Shape) -> Program {
     let out = b.let1("out", Expr::ZerosLike(x), F1);
     let positive = b.binary(BinOp::Gt, n, Atom::I64(0));
     if s.early_read {
-        b.begin_block();
-        let r = b.let_one("r", Expr::Index { array: a, indices: vec![Atom::I64(0)] });
-        b.stmt(StmtKind::AccAdd { acc: out, indices: vec![Atom::I64(0)], value: r });
-        let then_branch = b.end_block(vec![]);
-        b.begin_block();
-        let else_branch = b.end_block(vec![]);
-        b.stmt(StmtKind::If { cond: positive, then_branch, else_branch });
+        when(&mut b, positive, |b| {
+            let r = b.let_one("r", Expr::Index { array: a, indices: vec![Atom::I64(0)] });
+            b.stmt(StmtKind::AccAdd { acc: out, indices: vec![Atom::I64(0)], value: r });
+        });
     }
     let count = match s.count {
         0 => n,
@@ -90,12 +87,9 @@ fn program(s: Shape) -> Program {
         fill(&mut b);
     }
     if s.second_write {
-        b.begin_block();
-        b.stmt(StmtKind::AccAdd { acc: a, indices: vec![Atom::I64(0)], value: Atom::F64(1.0) });
-        let then_branch = b.end_block(vec![]);
-        b.begin_block();
-        let else_branch = b.end_block(vec![]);
-        b.stmt(StmtKind::If { cond: positive, then_branch, else_branch });
+        when(&mut b, positive, |b| {
+            b.stmt(StmtKind::AccAdd { acc: a, indices: vec![Atom::I64(0)], value: Atom::F64(1.0) });
+        });
     }
     let i = b.var("i", Type::I64);
     b.begin_block();

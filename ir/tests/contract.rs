@@ -16,17 +16,7 @@ use arrayad_ir::program::*;
 use arrayad_ir::types::Type;
 use arrayad_ir::verify::verify_program;
 use arrayad_ir::{ArrayValue, Value};
-use common::{assert_same_results, bits, v, Rng, F1};
-
-/// `if cond then { body }` as a statement.
-fn when(b: &mut Builder, cond: Atom, body: impl FnOnce(&mut Builder)) {
-    b.begin_block();
-    body(b);
-    let then_branch = b.end_block(vec![]);
-    b.begin_block();
-    let else_branch = b.end_block(vec![]);
-    b.stmt(StmtKind::If { cond, then_branch, else_branch });
-}
+use common::{assert_same_results, bits, v, when, Rng, F1};
 
 /// `0 <= j < n`.
 fn in_bounds(b: &mut Builder, j: Atom, n: Atom) -> Atom {

@@ -132,14 +132,7 @@ impl<E: Emitter> Lower<'_, E> {
             }
             Ok(())
         })?;
-        Ok(accs
-            .into_iter()
-            .map(|acc| {
-                let s = self.b.use_var(acc);
-                self.b.release_var(acc);
-                s
-            })
-            .collect())
+        Ok(self.take_vars(accs))
     }
 
     /// `elem(i)`, checked to give `width` values.
@@ -217,14 +210,7 @@ impl<E: Emitter> Lower<'_, E> {
             }
             Ok(())
         })?;
-        Ok(partials
-            .into_iter()
-            .map(|p| {
-                let s = self.b.use_var(p);
-                self.b.release_var(p);
-                s
-            })
-            .collect())
+        Ok(self.take_vars(partials))
     }
 
     /// `((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7))`
@@ -235,6 +221,17 @@ impl<E: Emitter> Lower<'_, E> {
             level = (0..half).map(|k| self.b.float(FloatOp::Add, level[k], level[k + half])).collect();
         }
         level[0]
+    }
+
+    /// The values of the emitter variables `vars`, which are released.
+    fn take_vars(&mut self, vars: Vec<E::Var>) -> Vec<E::Value> {
+        vars.into_iter()
+            .map(|v| {
+                let s = self.b.use_var(v);
+                self.b.release_var(v);
+                s
+            })
+            .collect()
     }
 
     /// Forgets the bindings of `vars` (a body lowered once more binds them

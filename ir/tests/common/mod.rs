@@ -2,7 +2,8 @@
 
 #![allow(dead_code)]
 
-use arrayad_ir::program::{Atom, FuncId, Program, VarId};
+use arrayad_ir::builder::Builder;
+use arrayad_ir::program::{Atom, FuncId, Program, StmtKind, VarId};
 use arrayad_ir::types::{Scalar, Type};
 use arrayad_ir::{interp, ArrayValue, Value};
 
@@ -22,6 +23,16 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+}
+
+/// `if cond then { body }` as a statement.
+pub fn when(b: &mut Builder, cond: Atom, body: impl FnOnce(&mut Builder)) {
+    b.begin_block();
+    body(b);
+    let then_branch = b.end_block(vec![]);
+    b.begin_block();
+    let else_branch = b.end_block(vec![]);
+    b.stmt(StmtKind::If { cond, then_branch, else_branch });
 }
 
 pub fn v(x: VarId) -> Atom {
