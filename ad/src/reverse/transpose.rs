@@ -80,10 +80,11 @@ impl Rev<'_> {
                         }],
                         results: vec![],
                     };
-                    // Its iterations are independent; run backwards, like
-                    // the backward loop of a comprehension summed here, the
-                    // two fuse (`fuse_for`) and the broadcast cotangent
-                    // contracts to a scalar (`contract`).
+                    // Its iterations are independent. `passes::broadcast`
+                    // turns the reads of the cotangent into `0.0 + g`; where
+                    // it cannot, the loop runs backwards like the backward
+                    // loop of a comprehension summed here, so that the two
+                    // fuse (`fuse_for`) and the array contracts (`contract`).
                     self.push(out, StmtKind::For { n, index: j, reverse: true, body });
                 }
             }

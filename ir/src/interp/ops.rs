@@ -305,10 +305,11 @@ pub const SUM_LANES: usize = 8;
 /// "Order of summation"): with `m = 8 * (n / 8)`, element `i < m` is added
 /// into partial sum `i % 8` (each a left fold from `0.0` in index order),
 /// the partials are combined as `((p0 + p4) + (p2 + p6)) + ((p1 + p5) +
-/// (p3 + p7))` ([`combine_partial_sums`]; `0.0` when `m = 0`), and the elements from `m` on are added
-/// to that from left to right. Fewer than eight elements are summed left
-/// to right from `0.0`; the eight partial sums are independent
-/// (vectorisable) chains, and every backend computes exactly this.
+/// (p3 + p7))` ([`combine_partial_sums`]; `0.0` when `m = 0`), and the
+/// elements from `m` on are added to that from left to right. Fewer than
+/// eight elements are summed left to right from `0.0`; the eight partial
+/// sums are independent (vectorisable) chains, and every backend computes
+/// exactly this.
 pub fn sum_f64(xs: &[f64]) -> f64 {
     let m = xs.len() / SUM_LANES * SUM_LANES;
     let mut partial = [0.0; SUM_LANES];
