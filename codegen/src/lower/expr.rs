@@ -424,8 +424,9 @@ impl<E: Emitter> Lower<'_, E> {
         }
         let acc = self.b.declare_var(Ty::of(t.elem));
         let start = match op {
+            // An `i64` sum (wrapping: any order gives the same result).
             ReduceOp::Sum => {
-                let z = if t.elem == Scalar::F64 { self.b.fconst(0.0) } else { self.iconst(0) };
+                let z = self.iconst(0);
                 self.b.def_var(acc, z);
                 self.iconst(0)
             }
@@ -447,7 +448,6 @@ impl<E: Emitter> Lower<'_, E> {
             let x = l.load_elem(a.ptr, i, elem);
             let s = l.b.use_var(acc);
             let r = match (op, elem) {
-                (ReduceOp::Sum, Scalar::F64) => l.b.float(FloatOp::Add, s, x),
                 (ReduceOp::Sum, _) => l.b.int(IntOp::Add, s, x),
                 (ReduceOp::Max, _) => l.min_max_f64(true, s, x),
                 (ReduceOp::Min, _) => l.min_max_f64(false, s, x),

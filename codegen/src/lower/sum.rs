@@ -126,9 +126,7 @@ impl<E: Emitter> Lower<'_, E> {
             let xs = l.element(elem, i, width)?;
             l.unbind(unbind);
             for (acc, x) in accs.iter().zip(xs) {
-                let s = l.b.use_var(*acc);
-                let s = l.b.float(FloatOp::Add, s, x);
-                l.b.def_var(*acc, s);
+                l.add_to_var(*acc, x);
             }
             Ok(())
         })?;
@@ -172,8 +170,8 @@ impl<E: Emitter> Lower<'_, E> {
                 let xs = xs?;
                 l.unbind(unbind);
                 let lane = l.b.int(IntOp::And, i, mask);
+                let base = l.b.elem_addr(slot, lane, Scalar::F64);
                 for (q, x) in xs.into_iter().enumerate() {
-                    let base = l.b.elem_addr(slot, lane, Scalar::F64);
                     let off = (8 * SUM_LANES * q) as i32;
                     let s = l.b.load(Ty::F64, base, off, Mem::Stack);
                     let s = l.b.float(FloatOp::Add, s, x);
@@ -202,10 +200,7 @@ impl<E: Emitter> Lower<'_, E> {
                 let xs = xs?;
                 l.unbind(unbind);
                 for (q, x) in xs.into_iter().enumerate() {
-                    let p = partials[q * SUM_LANES + k];
-                    let s = l.b.use_var(p);
-                    let s = l.b.float(FloatOp::Add, s, x);
-                    l.b.def_var(p, s);
+                    l.add_to_var(partials[q * SUM_LANES + k], x);
                 }
             }
             Ok(())
@@ -221,6 +216,13 @@ impl<E: Emitter> Lower<'_, E> {
             level = (0..half).map(|k| self.b.float(FloatOp::Add, level[k], level[k + half])).collect();
         }
         level[0]
+    }
+
+    /// `var += x` (`f64`).
+    fn add_to_var(&mut self, var: E::Var, x: E::Value) {
+        let s = self.b.use_var(var);
+        let s = self.b.float(FloatOp::Add, s, x);
+        self.b.def_var(var, s);
     }
 
     /// The values of the emitter variables `vars`, which are released.

@@ -110,8 +110,8 @@ impl Walk<'_> {
     /// Whether `n` is the extent of candidate `c`, bound to `a`.
     fn is_extent(&self, c: &Candidate, a: VarId, n: &Atom) -> bool {
         let cn = self.canon(*n);
-        let known = self.extents.get(&a).into_iter().chain(c.fill.as_ref().map(|(m, _)| m));
-        if known.into_iter().any(|e| self.canon(*e) == cn) {
+        let mut known = self.extents.get(&a).into_iter().chain(c.fill.as_ref().map(|(m, _)| m));
+        if known.any(|e| self.canon(*e) == cn) {
             return true;
         }
         match n {
