@@ -13,7 +13,7 @@
 //! summed: a value and its tangent) runs the comprehension's body in the
 //! loop, without the arrays.
 
-use super::emit::{Emitter, FloatOp, IntCC, IntOp, Mem, Ty};
+use super::emit::{Emitter, FloatOp, IntCC, IntOp, Ty};
 use super::{Lower, Result, Val};
 use arrayad_ir::interp::ops::SUM_LANES;
 use arrayad_ir::{Atom, Block, Expr, Scalar, StmtKind, VarId};
@@ -77,8 +77,8 @@ impl<E: Emitter> Lower<'_, E> {
     /// elements into eight partial sums, combined in the fixed tree, then
     /// the last `n - m` added one by one. With `unroll`, the partials are
     /// variables and each block of eight elements is eight copies of
-    /// `elem`; otherwise one loop adds element `i` into partial `i & 7` of
-    /// a stack slot. `unbind` are the IR variables `elem` binds, freed
+    /// `elem`; otherwise one loop over the elements adds each into the
+    /// partial of its lane (`partial_sums`). `unbind` are the IR variables `elem` binds, freed
     /// after each copy.
     fn sum_lanes(
         &mut self,
@@ -157,30 +157,6 @@ impl<E: Emitter> Lower<'_, E> {
     ) -> Result<Vec<E::Value>> {
         let zero = self.b.fconst(0.0);
         let first = self.iconst(0);
-        if !unroll {
-            let slot = self.b.stack_slot((8 * SUM_LANES * width) as u32);
-            for k in 0..SUM_LANES * width {
-                self.b.store(Ty::F64, zero, slot, 8 * k as i32, Mem::Stack);
-            }
-            let mask = self.iconst(SUM_LANES as i64 - 1);
-            self.counted_loop(first, m, false, &mut |l, i| {
-                l.in_bounds.push((i, n));
-                let xs = l.element(elem, i, width);
-                l.in_bounds.pop();
-                let xs = xs?;
-                l.unbind(unbind);
-                let lane = l.b.int(IntOp::And, i, mask);
-                let base = l.b.elem_addr(slot, lane, Scalar::F64);
-                for (q, x) in xs.into_iter().enumerate() {
-                    let off = (8 * SUM_LANES * q) as i32;
-                    let s = l.b.load(Ty::F64, base, off, Mem::Stack);
-                    let s = l.b.float(FloatOp::Add, s, x);
-                    l.b.store(Ty::F64, s, base, off, Mem::Stack);
-                }
-                Ok(())
-            })?;
-            return Ok((0..SUM_LANES * width).map(|k| self.b.load(Ty::F64, slot, 8 * k as i32, Mem::Stack)).collect());
-        }
         let partials: Vec<E::Var> = (0..SUM_LANES * width)
             .map(|_| {
                 let v = self.b.declare_var(Ty::F64);
@@ -188,6 +164,30 @@ impl<E: Emitter> Lower<'_, E> {
                 v
             })
             .collect();
+        if !unroll {
+            // One copy of the body. The partials rotate: element `i` is
+            // added to the first of each sum's eight, which then moves to
+            // the end, so the first is always lane `i % 8`, and after a
+            // multiple of eight elements every partial is back in place.
+            self.counted_loop(first, m, false, &mut |l, i| {
+                l.in_bounds.push((i, n));
+                let xs = l.element(elem, i, width);
+                l.in_bounds.pop();
+                let xs = xs?;
+                l.unbind(unbind);
+                for (lanes, x) in partials.chunks(SUM_LANES).zip(xs) {
+                    let s = l.b.use_var(lanes[0]);
+                    let added = l.b.float(FloatOp::Add, s, x);
+                    for k in 1..SUM_LANES {
+                        let next = l.b.use_var(lanes[k]);
+                        l.b.def_var(lanes[k - 1], next);
+                    }
+                    l.b.def_var(lanes[SUM_LANES - 1], added);
+                }
+                Ok(())
+            })?;
+            return Ok(self.take_vars(partials));
+        }
         let shift = self.iconst(SUM_LANES.trailing_zeros() as i64);
         self.counted_loop(first, blocks, false, &mut |l, j| {
             let base = l.b.int(IntOp::Shl, j, shift);
