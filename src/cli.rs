@@ -237,6 +237,10 @@ enum Stage {
     /// backward pass per cotangent row (tape rewound in between).
     #[value(name = "vjp_rows")]
     VjpRows,
+    /// The vector forward-mode IR of forward-mode Jacobians: the primal
+    /// once, the tangents of several directions (lanes) side by side.
+    #[value(name = "jvp_lanes")]
+    JvpLanes,
     /// The linearised program: the Delta bindings of reverse mode.
     Delta,
     /// Cranelift IR of the primal, jvp and vjp.
@@ -701,6 +705,7 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
             Stage::Jvp => out.push_str(&print_function(&derive(Which::Jvp)?, None)),
             Stage::Vjp => out.push_str(&print_function(&derive(Which::Vjp)?, None)),
             Stage::VjpRows => out.push_str(&print_function(&derive(Which::VjpRows)?, None)),
+            Stage::JvpLanes => out.push_str(&print_function(&derive(Which::JvpLanes)?, None)),
             Stage::Delta => {
                 let lin = arrayad_ad::linearize(&primal, &active).map_err(Error::from)?;
                 let mut ids: Vec<_> = lin.linear.iter().copied().collect();

@@ -196,9 +196,17 @@ pub fn export(
     let needed = |es: &[Entry]| es.iter().any(|e| asked(*e));
     let hvp_wanted = f64_result && asked(Entry::Hvp);
     let vjp_entry = needed(&[Entry::Vjp, Entry::Grad]);
+    let primal = prepare(program, id)?;
+    // The forward-mode Jacobian and `f_jvp_many` by the vector jvp when
+    // there is one, else by the jvp.
+    let many = needed(&[Entry::Jacobian, Entry::JvpMany]);
+    let lanes = many && arrayad_ad::has_vector_forward(&primal);
     let mut wanted = Vec::new();
-    if needed(&[Entry::Jvp, Entry::Jacobian]) {
+    if asked(Entry::Jvp) || (many && !lanes) {
         wanted.push(Which::Jvp);
+    }
+    if lanes {
+        wanted.push(Which::JvpLanes);
     }
     if vjp_entry || hvp_wanted {
         wanted.push(Which::Vjp);
@@ -207,7 +215,6 @@ pub fn export(
         wanted.push(Which::VjpRows);
     }
     let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
-    let primal = prepare(program, id)?;
     let mut d = derive(&primal, &leaves, request.opts, &wanted)?;
     let warnings = std::mem::take(&mut d.uncheckpointed).into_iter().map(|u| warning(&program.file, u)).collect();
     let hvp = match &d.vjp {
@@ -229,6 +236,7 @@ pub fn export(
         jvp: d.take(Which::Jvp),
         vjp,
         vjp_rows: d.take(Which::VjpRows),
+        jvp_lanes: d.take(Which::JvpLanes),
         hvp,
     };
     Ok((export, warnings))
@@ -310,15 +318,15 @@ pub(crate) struct Def {
 /// derived and compiled on first use.
 #[derive(Default)]
 pub(crate) struct Derived {
-    /// The jvp, vjp and many-row vjp IR, indexed by [`Which`]; those asked
+    /// The jvp, vjp, many-row vjp and vector jvp IR, indexed by [`Which`]; those asked
     /// for together ([`Inner::derive_together`]) come from one
     /// linearisation.
-    pub ir: [OnceLock<Result<Function, Error>>; 3],
+    pub ir: [OnceLock<Result<Function, Error>>; 4],
     /// The Hessian-vector product IR, from the vjp.
     pub hvp: OnceLock<Result<Function, Error>>,
     /// The code of each [`Kind`] (the primal's slot unused: see
     /// [`Def::primal_code`]).
-    pub code: [OnceLock<Result<Engine, Error>>; 5],
+    pub code: [OnceLock<Result<Engine, Error>>; 6],
 }
 
 impl Def {
@@ -360,6 +368,12 @@ impl Inner {
         def.primal.get_or_init(|| prepare(&self.program, def.id)).as_ref().map_err(Error::clone)
     }
 
+    /// True when definition `index` has a vector forward mode
+    /// ([`Kind::JvpLanes`]; `arrayad_ad::has_vector_forward`).
+    pub(crate) fn has_lanes(&self, index: usize) -> Result<bool, Error> {
+        Ok(arrayad_ad::has_vector_forward(self.prepared(index)?))
+    }
+
     /// Derives the derivatives `wanted` of definition `index` for `active`
     /// that are not derived yet, together (one linearisation).
     pub(crate) fn derive_together(&self, index: usize, active: &Arc<[bool]>, wanted: &[Which]) -> Result<(), Error> {
@@ -389,6 +403,7 @@ impl Inner {
             Kind::Jvp => Which::Jvp,
             Kind::Vjp | Kind::Hvp => Which::Vjp,
             Kind::VjpRows => Which::VjpRows,
+            Kind::JvpLanes => Which::JvpLanes,
         };
         let one = derived.ir[which as usize].get_or_init(|| {
             let primal = self.prepared(index)?;

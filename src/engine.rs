@@ -51,11 +51,15 @@ pub(crate) enum Kind {
     /// Forward over reverse (one f64 result): params ++ tangents -> value ++
     /// gradient ++ Hessian-vector product (`arrayad_ad::hvp`).
     Hvp = 4,
+    /// Vector forward mode: params ++ [`arrayad_ad::JVP_LANES`] sets of
+    /// tangents -> results ++ that many sets of tangents
+    /// (`arrayad_ad::jvp_lanes`).
+    JvpLanes = 5,
 }
 
 impl Kind {
     /// Every kind, in index order.
-    pub const ALL: [Kind; 5] = [Kind::Primal, Kind::Jvp, Kind::Vjp, Kind::VjpRows, Kind::Hvp];
+    pub const ALL: [Kind; 6] = [Kind::Primal, Kind::Jvp, Kind::Vjp, Kind::VjpRows, Kind::Hvp, Kind::JvpLanes];
 
     /// A word for messages.
     pub fn describe(self) -> &'static str {
@@ -65,6 +69,7 @@ impl Kind {
             Kind::Vjp => "vjp",
             Kind::VjpRows => "many-row vjp",
             Kind::Hvp => "Hessian-vector product",
+            Kind::JvpLanes => "vector jvp",
         }
     }
 }
@@ -157,7 +162,7 @@ impl Engine {
 }
 
 /// A copy of a borrowed argument as a value (for the interpreter).
-fn to_value(a: &ArgRef<'_>) -> Value {
+pub(crate) fn to_value(a: &ArgRef<'_>) -> Value {
     let arr = |shape: &[usize], data: ArrayData| Value::Array(ArrayValue { shape: shape.to_vec(), data });
     match *a {
         ArgRef::F64(x) => Value::F64(x),

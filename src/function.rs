@@ -3,7 +3,7 @@
 
 use crate::arg::{with_refs, Arg, Out};
 use crate::driver::{Def, EngineRef};
-use crate::engine::Kind;
+use crate::engine::{to_value, Kind};
 use crate::error::Error;
 use crate::module::Module;
 use crate::results::{copy_into, ParamValues};
@@ -46,6 +46,17 @@ pub struct Jvp {
     /// One entry per result leaf: its tangent (same shape, `f64`), or
     /// `None` for a leaf without `f64` elements.
     pub tangent: Vec<Option<Value>>,
+}
+
+/// The value of a function and its tangents in many directions
+/// ([`Function::jvp_many`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JvpMany {
+    /// The result leaves.
+    pub value: Vec<Value>,
+    /// For each direction, one entry per result leaf: its tangent (same
+    /// shape, `f64`), or `None` for a leaf without `f64` elements.
+    pub tangents: Vec<Vec<Option<Value>>>,
 }
 
 /// The value of a function and the cotangent of its arguments
@@ -188,8 +199,9 @@ impl Function {
     }
 
     /// Differentiates and compiles the code `entry` calls now instead of at
-    /// its first call (a gradient: the vjp; a Jacobian: the many-row vjp,
-    /// the jvp and the primal), so that the first call costs only the
+    /// its first call (a gradient: the vjp; a jvp: the jvp and the vector
+    /// jvp of [`Function::jvp_many`]; a Jacobian: the many-row vjp, the
+    /// vector jvp (or the jvp) and the primal), so that the first call costs only the
     /// arithmetic. Other entry points compile on their first use.
     ///
     /// Errors: as the first call of `entry` would report them at compile
@@ -198,22 +210,32 @@ impl Function {
     pub fn precompile(&self, entry: Entry) -> Result<(), Error> {
         let kinds: &[Kind] = match entry {
             Entry::Value => &[Kind::Primal],
+            // `jvp` and `jvp_many`.
+            Entry::Jvp if self.has_lanes()? => &[Kind::Jvp, Kind::JvpLanes],
             Entry::Jvp => &[Kind::Jvp],
             Entry::Vjp => &[Kind::Vjp],
             Entry::Grad => {
                 self.need_f64_result("the gradient")?;
                 &[Kind::Vjp]
             }
+            Entry::Jacobian if self.has_lanes()? => &[Kind::Primal, Kind::JvpLanes, Kind::VjpRows],
             Entry::Jacobian => &[Kind::Primal, Kind::Jvp, Kind::VjpRows],
             Entry::Hvp => {
                 self.need_f64_result("the Hessian")?;
                 &[Kind::Hvp]
             }
         };
-        if entry == Entry::Jacobian {
-            // Both derivatives from one linearisation.
-            let both = [arrayad_ad::Which::Jvp, arrayad_ad::Which::VjpRows];
-            self.module.inner.derive_together(self.index, &self.active, &both)?;
+        // The derivatives of the entry from one linearisation.
+        use arrayad_ad::Which;
+        let lanes = self.has_lanes()?;
+        let together: &[Which] = match entry {
+            Entry::Jacobian if lanes => &[Which::JvpLanes, Which::VjpRows],
+            Entry::Jacobian => &[Which::Jvp, Which::VjpRows],
+            Entry::Jvp if lanes => &[Which::Jvp, Which::JvpLanes],
+            _ => &[],
+        };
+        if !together.is_empty() {
+            self.module.inner.derive_together(self.index, &self.active, together)?;
         }
         for k in kinds {
             self.engine(*k)?;
@@ -321,6 +343,47 @@ impl Function {
         let tangent =
             result_types.iter().map(|t| if t.elem == Scalar::F64 { tangents_out.next() } else { None }).collect();
         Ok(Jvp { value: out, tangent })
+    }
+
+    /// Forward mode in many directions: the value once and its tangent in
+    /// each direction of `directions` (each as the `tangents` of
+    /// [`Function::jvp`]). With a vector forward mode (every function whose
+    /// body runs no `grad` or `vjp`) one pass computes the primal once and
+    /// the tangents of [`arrayad_ad::JVP_LANES`] directions, their
+    /// arithmetic side by side; each tangent is bitwise what
+    /// [`Function::jvp`] returns for its direction.
+    ///
+    /// Errors: as [`Function::jvp`], for the first direction that is
+    /// wrong; with no direction, as [`Function::call`].
+    pub fn jvp_many(&self, args: &[Arg<'_>], directions: &[Vec<Option<Arg<'_>>>]) -> Result<JvpMany, Error> {
+        let n_args = param_leaves(self.signature()).len();
+        let mut dirs: Vec<Vec<Value>> = Vec::with_capacity(directions.len());
+        for d in directions {
+            dirs.push(self.with_tangents(args, d, |full| Ok(full[n_args..].iter().map(to_value).collect()))?);
+        }
+        if dirs.is_empty() {
+            return Ok(JvpMany { value: self.call(args)?, tangents: Vec::new() });
+        }
+        let result_types = self.signature().result.leaves();
+        let mut tangents = Vec::with_capacity(dirs.len());
+        let value = with_refs(args, |refs| {
+            self.jvp_directions(
+                refs,
+                dirs.len(),
+                |d| Ok(std::mem::take(&mut dirs[d])),
+                |_, ts| {
+                    let mut next = ts.iter();
+                    tangents.push(
+                        result_types
+                            .iter()
+                            .map(|t| (t.elem == Scalar::F64).then(|| next.next().cloned()).flatten())
+                            .collect(),
+                    );
+                    Ok(())
+                },
+            )
+        })?;
+        Ok(JvpMany { value, tangents })
     }
 
     /// Checks `args` and `tangents` and calls `f` with the arguments
@@ -634,22 +697,75 @@ impl Function {
             let value = self.jacobian_rows(refs, result_shapes, param_shapes, rows, &mut data)?;
             return Ok(Jacobian { value, rows, cols, data });
         }
-        let value = self.call(args)?;
         if total == 0 {
+            let value = self.call(args)?;
             return Ok(Jacobian { value, rows, cols, data });
         }
-        // Forward mode: one jvp per column, with a one-hot tangent.
+        // Forward mode: the tangents of one-hot directions, one per column,
+        // several per pass when there is a vector forward mode.
+        let units: Vec<(usize, usize)> = unit_positions(param_shapes).collect();
         let mut buf = Vec::new();
-        for (c, (leaf, elem)) in unit_positions(param_shapes).enumerate() {
-            let ts = one_hot(param_shapes, leaf, elem);
-            let targs: Vec<Option<Arg<'_>>> = ts.iter().map(|t| t.as_ref().map(Arg::Value)).collect();
-            let j = self.jvp(args, &targs)?;
-            flatten_f64(&j.tangent, result_shapes, &mut buf)?;
-            for (r, &x) in buf.iter().enumerate() {
-                data[r * cols + c] = x;
-            }
-        }
+        let value = self.jvp_directions(
+            refs,
+            units.len(),
+            |c| Ok(one_hot(param_shapes, units[c].0, units[c].1).into_iter().flatten().collect()),
+            |c, tangents| {
+                flatten_f64_leaves(tangents, result_shapes, &mut buf)?;
+                for (r, &x) in buf.iter().enumerate() {
+                    data[r * cols + c] = x;
+                }
+                Ok(())
+            },
+        )?;
         Ok(Jacobian { value, rows, cols, data })
+    }
+
+    /// True when this function has a vector forward mode
+    /// ([`Kind::JvpLanes`]): its body runs no reverse mode inside.
+    fn has_lanes(&self) -> Result<bool, Error> {
+        self.module.inner.has_lanes(self.index)
+    }
+
+    /// Forward mode in `n` directions from one set of checked arguments
+    /// `refs`: `direction(d)` gives direction `d` (one `f64` value per
+    /// active argument leaf, shaped like it), `sink(d, tangents)` receives
+    /// its tangents (one per `f64` result leaf). With a vector forward mode
+    /// the directions go [`arrayad_ad::JVP_LANES`] to a pass (the last
+    /// pass padded with zero directions), else one jvp each. Returns the
+    /// value (`n` must be at least 1).
+    fn jvp_directions(
+        &self,
+        refs: &[ArgRef<'_>],
+        n: usize,
+        mut direction: impl FnMut(usize) -> Result<Vec<Value>, Error>,
+        mut sink: impl FnMut(usize, &[Value]) -> Result<(), Error>,
+    ) -> Result<Vec<Value>, Error> {
+        let n_results = self.signature().result.leaves().len();
+        let n_tangents = self.signature().result.leaves().iter().filter(|t| t.elem == Scalar::F64).count();
+        let (kind, lanes) = if self.has_lanes()? { (Kind::JvpLanes, arrayad_ad::JVP_LANES) } else { (Kind::Jvp, 1) };
+        let engine = self.engine(kind)?;
+        let mut value = None;
+        let mut first = 0;
+        while first < n {
+            let block: Vec<Vec<Value>> = (first..n.min(first + lanes)).map(&mut direction).collect::<Result<_, _>>()?;
+            let padding: Vec<Value> = match block.len() < lanes {
+                true => block[0].iter().map(|t| zeros(ArgRef::of(t).shape())).collect(),
+                false => Vec::new(),
+            };
+            let mut full: Vec<ArgRef<'_>> = refs.to_vec();
+            for l in 0..lanes {
+                full.extend(block.get(l).unwrap_or(&padding).iter().map(ArgRef::of));
+            }
+            let mut out = engine.get().run_values(&full)?;
+            self.check_result_count(out.len(), lanes * n_tangents, kind)?;
+            let tangents = out.split_off(n_results);
+            for l in 0..block.len() {
+                sink(first + l, &tangents[l * n_tangents..(l + 1) * n_tangents])?;
+            }
+            value.get_or_insert(out);
+            first += lanes;
+        }
+        value.ok_or_else(|| Error::Internal("forward mode in no direction".into()))
     }
 
     /// The reverse-mode Jacobian into `data` (`rows` x cols, row-major) by
@@ -950,6 +1066,24 @@ fn flatten_f64(values: &[Option<Value>], shapes: &[Option<&[usize]>], out: &mut 
                 Some(e) if e.len() == n => out.extend_from_slice(e),
                 _ => return Err(Error::Internal("a derivative has the wrong shape".into())),
             }
+        }
+    }
+    Ok(())
+}
+
+/// The f64 elements of `values`, the tangents of the leaves where
+/// `shapes` is `Some` (one value each, in order), concatenated; as
+/// [`flatten_f64`].
+fn flatten_f64_leaves(values: &[Value], shapes: &[Option<&[usize]>], out: &mut Vec<f64>) -> Result<(), Error> {
+    out.clear();
+    let wrong = || Error::Internal("a derivative has the wrong shape".into());
+    if shapes.iter().flatten().count() != values.len() {
+        return Err(wrong());
+    }
+    for (v, s) in values.iter().zip(shapes.iter().flatten()) {
+        match v.f64_elements() {
+            Some(e) if e.len() == s.iter().product::<usize>() => out.extend_from_slice(e),
+            _ => return Err(wrong()),
         }
     }
     Ok(())

@@ -124,7 +124,7 @@ pub use arg::{Arg, Out};
 pub use arrayad_frontend::DiagnosticItem;
 pub use engine::Backend;
 pub use error::{Diagnostics, Error, Warning};
-pub use function::{Entry, Function, Grad, Hvp, Jacobian, Jvp, Vjp};
+pub use function::{Entry, Function, Grad, Hvp, Jacobian, Jvp, JvpMany, Vjp};
 pub use module::{Module, Options};
 #[cfg(feature = "ndarray")]
 pub use ndarray_support::{ndarray_view, Element};

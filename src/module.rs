@@ -181,8 +181,8 @@ impl Module {
         &self.inner.options
     }
 
-    /// Differentiates and compiles the primal, jvp, vjp and many-row vjp
-    /// (for [`Function::jacobian`]) of every definition now, for the default
+    /// Differentiates and compiles the primal, jvp, vjp, vector jvp and
+    /// many-row vjp (for [`Function::jacobian`]) of every definition now, for the default
     /// active parameters, instead of at their first call.
     ///
     /// Errors: the first failure ([`Error::Internal`] for a bug of the AD
@@ -190,8 +190,11 @@ impl Module {
     pub fn precompile(&self) -> Result<(), Error> {
         for f in self.functions() {
             // Every derivative from one linearisation.
-            self.inner.derive_together(f.index, &f.active, &[Which::Jvp, Which::Vjp, Which::VjpRows])?;
-            for kind in Kind::ALL.into_iter().filter(|k| *k != Kind::Hvp) {
+            let lanes = self.inner.has_lanes(f.index)?;
+            let mut wanted = vec![Which::Jvp, Which::Vjp, Which::VjpRows];
+            wanted.extend(lanes.then_some(Which::JvpLanes));
+            self.inner.derive_together(f.index, &f.active, &wanted)?;
+            for kind in Kind::ALL.into_iter().filter(|k| *k != Kind::Hvp && (lanes || *k != Kind::JvpLanes)) {
                 f.engine(kind)?;
             }
         }

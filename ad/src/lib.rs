@@ -21,6 +21,7 @@
 
 mod delta_print;
 mod forward;
+mod lanes;
 mod nested;
 pub mod oracle;
 mod reverse;
@@ -28,6 +29,7 @@ mod rules;
 
 pub use delta_print::print_delta;
 pub use forward::JvpOutput;
+pub use lanes::{jvp_lanes, JVP_LANES};
 pub use nested::expand_derivatives;
 
 use arrayad_ir::passes;
@@ -105,6 +107,20 @@ pub enum Which {
     /// ([`arrayad_ir::Expr::TapeMark`], [`arrayad_ir::StmtKind::TapeRewind`]).
     /// With no f64 result, `R` is 0.
     VjpRows,
+    /// Vector forward mode ([`jvp_lanes`]): one pass computes the primal
+    /// once and the tangents of [`JVP_LANES`] directions: params = primal
+    /// params ++ for each lane, one tangent per active param with f64
+    /// elements; results = primal results ++ for each lane, one tangent per
+    /// f64 result (lane-major). Lane `l`'s tangents are bitwise what
+    /// [`Which::Jvp`] returns for lane `l`'s directions. Only for a primal
+    /// without reverse mode inside ([`has_vector_forward`]).
+    JvpLanes,
+}
+
+/// True when the prepared primal has a vector forward mode
+/// ([`Which::JvpLanes`]): it runs no reverse mode inside.
+pub fn has_vector_forward(primal: &Function) -> bool {
+    !reverse::has_reverse_code(primal)
 }
 
 /// The derivatives [`derive`] was asked for, each optimised and named
@@ -117,6 +133,8 @@ pub struct Derivatives {
     pub vjp: Option<Function>,
     /// Reverse mode for many cotangent rows ([`Which::VjpRows`]).
     pub vjp_rows: Option<Function>,
+    /// Vector forward mode ([`Which::JvpLanes`]).
+    pub jvp_lanes: Option<Function>,
     /// With [`AdOptions::checkpoint`]: the loops reverse mode left taped,
     /// as [`uncheckpointed_loops`] gives them (none when no reverse mode
     /// was asked for, or when it runs by forward columns).
@@ -130,6 +148,7 @@ impl Derivatives {
             Which::Jvp => self.jvp.take(),
             Which::Vjp => self.vjp.take(),
             Which::VjpRows => self.vjp_rows.take(),
+            Which::JvpLanes => self.jvp_lanes.take(),
         }
     }
 }
@@ -196,9 +215,13 @@ pub fn derive(primal: &Function, active: &[bool], opts: AdOptions, wanted: &[Whi
         })
     };
     let (vjp, vjp_rows, uncheckpointed) = arrayad_ir::timing::time("unzip and transpose", unzip)?;
+    let jvp_lanes = match want(Which::JvpLanes) {
+        true => Some(arrayad_ir::timing::time("vector forward mode", || jvp_lanes(&lin, JVP_LANES))?),
+        false => None,
+    };
     let jvp = want(Which::Jvp).then_some(lin.func);
-    let mut out = Derivatives { jvp, vjp, vjp_rows, uncheckpointed };
-    for f in [&mut out.jvp, &mut out.vjp, &mut out.vjp_rows].into_iter().flatten() {
+    let mut out = Derivatives { jvp, vjp, vjp_rows, jvp_lanes, uncheckpointed };
+    for f in [&mut out.jvp, &mut out.vjp, &mut out.vjp_rows, &mut out.jvp_lanes].into_iter().flatten() {
         passes::optimize(f);
     }
     Ok(out)

@@ -356,8 +356,9 @@ fn one_hot_like(shapes: &[Value], pos: usize) -> Vec<Value> {
 /// The dense Jacobian of `case` (rows: f64 result elements, columns: f64
 /// elements of the f64 parameters) three ways: from the many-row vjp
 /// (`vjp_rows`, interpreter and JIT, which must agree), from one vjp per
-/// one-hot cotangent row and from one jvp per one-hot tangent column. Returns
-/// the number of rows (0: nothing to compare).
+/// one-hot cotangent row and from one jvp per one-hot tangent column; and
+/// the vector jvp against the jvp ([`check_jvp_lanes`]). Returns the number
+/// of rows (0: nothing to compare).
 pub fn check_jacobian(case: &Case) -> usize {
     let what = format!("{}:{}", case.file, case.func);
     let program = arrayad_frontend::compile(&case.file, &case.source)
@@ -451,5 +452,93 @@ pub fn check_jacobian(case: &Case) -> usize {
             assert!(close(x, *y, 1e-9), "{what}: J[{r}][{c}]: vjp_rows {x}, jvp {y}");
         }
     }
+    check_jvp_lanes(case, &program, fid, &active, &args, &active_args, &jvp);
     rows
+}
+
+/// The vector jvp of `case` (`arrayad_ad::jvp_lanes`: one pass, the
+/// tangents of `JVP_LANES` directions) on the interpreter and every JIT:
+/// each lane's tangents are bitwise those of the single `jvp` for that
+/// lane's direction, and the primal results bitwise the jvp's, for blocks
+/// of one-hot columns (the last padded with zero directions) and for dense
+/// directions.
+fn check_jvp_lanes(
+    case: &Case,
+    program: &Program,
+    fid: FuncId,
+    active: &[bool],
+    args: &[Value],
+    active_args: &[Value],
+    jvp: &arrayad_ir::Function,
+) {
+    let what = format!("{}:{}", case.file, case.func);
+    let lanes_f =
+        ad::one(program, fid, active, arrayad_ad::Which::JvpLanes).unwrap_or_else(|e| panic!("{what} jvp_lanes: {e}"));
+    arrayad_ir::verify::verify_function(&lanes_f, None)
+        .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(&lanes_f, None)));
+    let k = arrayad_ad::JVP_LANES;
+    let single = |f: &arrayad_ir::Function| Program { file: case.file.clone(), funcs: vec![f.clone()] };
+    let jits = jits(&case.file, std::slice::from_ref(&lanes_f));
+    let cols: usize = active_args.iter().map(|v| if let Value::Array(a) = v { a.data.len() } else { 1 }).sum();
+    // Directions: the one-hot columns, then a dense pseudo-random one.
+    let mut rng = Rng(case.source.len() as u64 ^ 0x5eed);
+    let dense: Vec<Value> = active_args
+        .iter()
+        .map(|v| match v {
+            Value::Array(a) => Value::Array(ArrayValue {
+                shape: a.shape.clone(),
+                data: ArrayData::F64((0..a.data.len()).map(|_| rng.unit() - 0.5).collect()),
+            }),
+            _ => Value::F64(rng.unit() - 0.5),
+        })
+        .collect();
+    let mut directions: Vec<Vec<Value>> = (0..cols).map(|c| one_hot_like(active_args, c)).collect();
+    directions.push(dense);
+    let zero: Vec<Value> = one_hot_like(active_args, usize::MAX);
+    for block in directions.chunks(k) {
+        let mut largs = args.to_vec();
+        for l in 0..k {
+            largs.extend(block.get(l).unwrap_or(&zero).iter().cloned());
+        }
+        let by_interp = interp::run(&single(&lanes_f), FuncId(0), &largs)
+            .unwrap_or_else(|e| panic!("{what} jvp_lanes interp: {e}"));
+        for (b, jit) in &jits {
+            let by_jit = jit.call(&lanes_f.name, &largs).unwrap_or_else(|e| panic!("{what} jvp_lanes {b:?}: {e}"));
+            assert_bitwise(&format!("{what}: jvp_lanes {b:?} vs interp"), &by_jit, &by_interp);
+        }
+        for (l, dir) in block.iter().enumerate() {
+            let mut jargs = args.to_vec();
+            jargs.extend(dir.iter().cloned());
+            let out = interp::run(&single(jvp), FuncId(0), &jargs).unwrap_or_else(|e| panic!("{what} jvp: {e}"));
+            let n_t = (by_interp.len() - out.len()) / (k - 1);
+            let n_p = out.len() - n_t;
+            assert_eq!(by_interp.len(), n_p + k * n_t, "{what}: jvp_lanes result count");
+            assert_bitwise(&format!("{what}: jvp_lanes primal"), &by_interp[..n_p], &out[..n_p]);
+            let lane = &by_interp[n_p + l * n_t..n_p + (l + 1) * n_t];
+            assert_bitwise(&format!("{what}: jvp_lanes lane {l} vs jvp"), lane, &out[n_p..]);
+        }
+    }
+}
+
+/// Asserts `a` and `b` hold the same values bit for bit (NaNs included).
+fn assert_bitwise(what: &str, a: &[Value], b: &[Value]) {
+    let bits = |vs: &[Value]| -> Vec<u64> {
+        vs.iter()
+            .flat_map(|v| match v {
+                Value::F64(x) => vec![x.to_bits()],
+                Value::I64(x) => vec![*x as u64],
+                Value::Bool(x) => vec![*x as u64],
+                Value::Array(arr) => match &arr.data {
+                    ArrayData::F64(d) => d.iter().map(|x| x.to_bits()).collect(),
+                    ArrayData::I64(d) => d.iter().map(|x| *x as u64).collect(),
+                    ArrayData::Bool(d) => d.iter().map(|x| *x as u64).collect(),
+                },
+            })
+            .collect()
+    };
+    let shapes = |vs: &[Value]| -> Vec<Vec<usize>> {
+        vs.iter().map(|v| if let Value::Array(a) = v { a.shape.clone() } else { Vec::new() }).collect()
+    };
+    assert_eq!(shapes(a), shapes(b), "{what}: shapes");
+    assert_eq!(bits(a), bits(b), "{what}: values differ\n{a:?}\n{b:?}");
 }

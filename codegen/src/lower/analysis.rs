@@ -238,8 +238,9 @@ impl BlockFacts {
 }
 
 /// The most results of one build that are summed in one fused loop (a
-/// forward pass sums a value and its tangent).
-const MAX_FUSED_SUMS: usize = 4;
+/// forward pass sums a value and its tangent, a vector forward pass a value
+/// and the tangent of each lane).
+const MAX_FUSED_SUMS: usize = 16;
 
 /// The pairs `y = build i < n => r` (an `f64` result of a build of at
 /// most [`MAX_FUSED_SUMS`]) and `s = sum y` in one block, where the sum is

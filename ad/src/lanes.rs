@@ -1,0 +1,259 @@
+//! Vector forward mode: one pass that carries several tangents (lanes)
+//! beside one primal computation.
+//!
+//! The input is a linearisation ([`crate::linearize`]): a jvp whose
+//! linear (tangent) variables are marked. Primal statements never read a
+//! tangent, and control flow (loop counts, branch conditions, while
+//! conditions) depends only on primal values, so the tangent statements
+//! can be replicated once per lane with every linear variable renamed,
+//! while the primal statements stay as they are:
+//!
+//! - a `let` that binds linear variables becomes `lanes` lets, one per
+//!   lane, next to each other (the same operation on consecutive lanes, so
+//!   that a vectoriser packs them);
+//! - a comprehension, loop or branch with tangent results (or states)
+//!   stays one construct whose linear results (states) are replicated in
+//!   place; its body is transformed the same way, so the primal of every
+//!   iteration is computed once for all lanes;
+//! - assignments of mutable tangents and additions into tangent
+//!   accumulators are replicated.
+//!
+//! Lane `l` of the result computes exactly the statements the jvp computes
+//! for the tangents of lane `l`, so its values are bitwise those of a jvp
+//! call with those tangents. This is the "vmap over tangents" of vector
+//! forward mode (Griewank and Walther, *Evaluating Derivatives*, 2nd ed.,
+//! section 3.1, the vector mode), done at compile time for a fixed number
+//! of lanes.
+//!
+//! Reverse-mode code inside the primal (tape pushes and pops of a `grad`
+//! or `vjp` operator) is not replicated: tangents pushed on the tape would
+//! need their pops reordered lane by lane. Such a definition has no
+//! vector forward mode ([`AdError::Unsupported`]); callers fall back to one
+//! jvp per direction.
+
+use crate::forward::JvpOutput;
+use crate::AdError;
+use arrayad_ir::visit::Subst;
+use arrayad_ir::{Atom, Block, Expr, Function, Stmt, StmtKind, VarId};
+use std::collections::HashSet;
+
+/// The number of lanes of the vector forward mode that the compiler
+/// builds for forward-mode Jacobians (`NAME_jvp_lanes`): four doubles fill
+/// one 256-bit vector register.
+pub const JVP_LANES: usize = 8;
+
+/// The vector forward mode of a linearisation with `lanes` tangents per
+/// pass (module docs), named `NAME_lanes` after the jvp `NAME`.
+///
+/// The result has params = primal params ++ for each lane `l` in
+/// `0..lanes`, the jvp's tangent params (lane-major: lane 0's tangents of
+/// every active param, then lane 1's, ...), and results = primal results
+/// ++ for each lane the jvp's tangent results (lane-major). It is not
+/// optimised.
+///
+/// Errors: [`AdError::Unsupported`] for a primal that runs reverse mode
+/// inside (module docs); [`AdError::Internal`] for `lanes == 0` or a jvp
+/// that breaks an invariant.
+pub fn jvp_lanes(lin: &JvpOutput, lanes: usize) -> Result<Function, AdError> {
+    if lanes == 0 {
+        return Err(AdError::new("vector forward mode with no lane"));
+    }
+    let jvp = &lin.func;
+    let mut f = jvp.clone();
+    f.name = format!("{}_lanes", jvp.name);
+    let mut t = Lanes { linear: &lin.linear, subst: vec![Subst::default(); lanes] };
+    let (primal_params, tangent_params) = jvp.params.split_at(lin.n_primal_params);
+    let mut params = primal_params.to_vec();
+    for l in 0..lanes {
+        for p in tangent_params {
+            params.push(t.bind(&mut f, l, *p));
+        }
+    }
+    let body = t.block(&mut f, &jvp.body)?;
+    let (primal_results, tangent_results) = body.results.split_at(lin.n_primal_results);
+    let (primal_types, tangent_types) = jvp.result_types.split_at(lin.n_primal_results);
+    let mut results = primal_results.to_vec();
+    let mut result_types = primal_types.to_vec();
+    for l in 0..lanes {
+        results.extend(tangent_results.iter().map(|r| t.subst[l].atom(r)));
+        result_types.extend_from_slice(tangent_types);
+    }
+    f.params = params;
+    f.result_types = result_types;
+    f.body = Block { stmts: body.stmts, results };
+    Ok(f)
+}
+
+/// The replication in progress: the renaming of each lane (lane 0 keeps
+/// the jvp's variables).
+struct Lanes<'a> {
+    linear: &'a HashSet<VarId>,
+    subst: Vec<Subst>,
+}
+
+impl Lanes<'_> {
+    fn lanes(&self) -> usize {
+        self.subst.len()
+    }
+
+    fn is_linear(&self, v: VarId) -> bool {
+        self.linear.contains(&v)
+    }
+
+    /// Lane `l`'s copy of the linear variable `v` bound here: `v` itself
+    /// in lane 0, a fresh variable like it in the others.
+    fn bind(&mut self, f: &mut Function, l: usize, v: VarId) -> VarId {
+        if l == 0 {
+            return v;
+        }
+        let mut info = f.var(v).clone();
+        info.name = format!("{}_{l}", info.name);
+        let nv = VarId(f.vars.len() as u32);
+        f.vars.push(info);
+        self.subst[l].map.insert(v, Atom::Var(nv));
+        nv
+    }
+
+    /// The binders `vars` with each linear one replicated in place (its
+    /// lanes next to each other), and for each position of `vars` whether
+    /// it is linear.
+    fn bind_all(&mut self, f: &mut Function, vars: &[VarId]) -> (Vec<VarId>, Vec<bool>) {
+        let mut out = Vec::with_capacity(vars.len());
+        let mut linear = Vec::with_capacity(vars.len());
+        for v in vars {
+            let lin = self.is_linear(*v);
+            linear.push(lin);
+            if lin {
+                for l in 0..self.lanes() {
+                    out.push(self.bind(f, l, *v));
+                }
+            } else {
+                out.push(*v);
+            }
+        }
+        (out, linear)
+    }
+
+    /// `atoms` (a block's results, a loop's initial states) with the atom
+    /// at each linear position replicated in place, lane by lane.
+    fn expand(&self, atoms: &[Atom], linear: &[bool]) -> Vec<Atom> {
+        let mut out = Vec::with_capacity(atoms.len());
+        for (a, &lin) in atoms.iter().zip(linear) {
+            if lin {
+                out.extend(self.subst.iter().map(|s| s.atom(a)));
+            } else {
+                out.push(*a);
+            }
+        }
+        out
+    }
+
+    /// A nested block, transformed, its results expanded where `linear`.
+    fn nested(&mut self, f: &mut Function, b: &Block, linear: &[bool]) -> Result<Block, AdError> {
+        if b.results.len() != linear.len() {
+            return Err(AdError::new("vector forward mode: a block's results do not match its binders"));
+        }
+        let inner = self.block(f, b)?;
+        Ok(Block { stmts: inner.stmts, results: self.expand(&b.results, linear) })
+    }
+
+    /// The statements of `b` transformed; its results as they are (lane 0).
+    fn block(&mut self, f: &mut Function, b: &Block) -> Result<Block, AdError> {
+        let mut stmts = Vec::with_capacity(b.stmts.len());
+        for s in &b.stmts {
+            self.stmt(f, s, &mut stmts)?;
+        }
+        Ok(Block { stmts, results: b.results.clone() })
+    }
+
+    /// `s` copied once per lane, each lane's copy renamed (binders first).
+    fn replicate(&mut self, f: &mut Function, s: &Stmt, binders: &[VarId], out: &mut Vec<Stmt>) {
+        for l in 0..self.lanes() {
+            for v in binders {
+                self.bind(f, l, *v);
+            }
+            out.push(self.subst[l].stmt(s));
+        }
+    }
+
+    fn stmt(&mut self, f: &mut Function, s: &Stmt, out: &mut Vec<Stmt>) -> Result<(), AdError> {
+        let loc = s.loc;
+        let kind = match &s.kind {
+            StmtKind::Let { vars, expr } => match expr {
+                Expr::Build { n, index, body } => {
+                    let (vs, linear) = self.bind_all(f, vars);
+                    let body = self.nested(f, body, &linear)?;
+                    StmtKind::Let { vars: vs, expr: Expr::Build { n: *n, index: *index, body } }
+                }
+                Expr::Loop { n, index, states, init, body } => {
+                    let (vs, linear) = self.bind_all(f, vars);
+                    let (st, st_linear) = self.bind_all(f, states);
+                    if linear != st_linear {
+                        return Err(AdError::new("vector forward mode: a loop's states do not match its results"));
+                    }
+                    let init = self.expand(init, &linear);
+                    let body = self.nested(f, body, &linear)?;
+                    StmtKind::Let { vars: vs, expr: Expr::Loop { n: *n, index: *index, states: st, init, body } }
+                }
+                Expr::While { states, init, cond, body } => {
+                    let (vs, linear) = self.bind_all(f, vars);
+                    let (st, st_linear) = self.bind_all(f, states);
+                    if linear != st_linear {
+                        return Err(AdError::new("vector forward mode: a loop's states do not match its results"));
+                    }
+                    let init = self.expand(init, &linear);
+                    let cond = self.nested(f, cond, &vec![false; cond.results.len()])?;
+                    let body = self.nested(f, body, &linear)?;
+                    StmtKind::Let { vars: vs, expr: Expr::While { states: st, init, cond, body } }
+                }
+                Expr::If { cond, then_branch, else_branch } => {
+                    let (vs, linear) = self.bind_all(f, vars);
+                    let t = self.nested(f, then_branch, &linear)?;
+                    let e = self.nested(f, else_branch, &linear)?;
+                    StmtKind::Let { vars: vs, expr: Expr::If { cond: *cond, then_branch: t, else_branch: e } }
+                }
+                Expr::Pop | Expr::TapeMark => return Err(reverse_code()),
+                _ if vars.iter().any(|v| self.is_linear(*v)) => {
+                    if !vars.iter().all(|v| self.is_linear(*v)) {
+                        return Err(AdError::new("vector forward mode: a let binds primal and tangent values"));
+                    }
+                    self.replicate(f, s, vars, out);
+                    return Ok(());
+                }
+                // A primal statement (it may read a tangent's shape: lane
+                // 0's is every lane's).
+                _ => s.kind.clone(),
+            },
+            StmtKind::Assign { var, .. } | StmtKind::AccAdd { acc: var, .. } | StmtKind::AccZero { acc: var, .. }
+                if self.is_linear(*var) =>
+            {
+                self.replicate(f, s, &[], out);
+                return Ok(());
+            }
+            StmtKind::Assign { .. }
+            | StmtKind::AccAdd { .. }
+            | StmtKind::AccZero { .. }
+            | StmtKind::CheckSize { .. } => s.kind.clone(),
+            StmtKind::Push(_) | StmtKind::TapeRewind(_) => return Err(reverse_code()),
+            StmtKind::For { n, index, reverse, body } => {
+                let body = self.nested(f, body, &[])?;
+                StmtKind::For { n: *n, index: *index, reverse: *reverse, body }
+            }
+            StmtKind::If { cond, then_branch, else_branch } => {
+                let t = self.nested(f, then_branch, &[])?;
+                let e = self.nested(f, else_branch, &[])?;
+                StmtKind::If { cond: *cond, then_branch: t, else_branch: e }
+            }
+        };
+        out.push(Stmt { kind, loc });
+        Ok(())
+    }
+}
+
+fn reverse_code() -> AdError {
+    AdError::Unsupported(
+        "vector forward mode of a definition that runs reverse mode inside (a `grad` or `vjp`) is not \
+         compiled; its Jacobian is computed one jvp per column"
+            .into(),
+    )
+}
