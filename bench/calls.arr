@@ -10,3 +10,12 @@ def dot2(x: [p]f64, z: [p]f64) -> f64 = sum(x * z)
 
 // A gradient as large as its input.
 def norm2(x: [p]f64) -> f64 = sum(x * x)
+
+// A Jacobian with many more rows than columns (forward mode, several
+// columns per pass of the vector jvp): seven damped oscillators, 28
+// parameters, one residual per sample (samples in microseconds, `i64`, so
+// that only `p` is differentiated).
+def fit(p: [28]f64, us: [m]i64) -> [m]f64 =
+  for i < m =>
+    let t = f64(us[i]) * 1e-6
+    in sum(for j < 7 => p[4 * j] * exp(-p[4 * j + 1] * t) * cos(p[4 * j + 2] * t + p[4 * j + 3]))

@@ -6,6 +6,11 @@
  *
  *   CASE  arrayad S s  C S s  ratio R  minflt/call F
  *
+ * and for the Jacobian of `fit` (28 columns, P_MAP / 32 rows), its time
+ * against arrayad's own primal call:
+ *
+ *   jacobian ...  primal S s  ratio R
+ *
  * usage: calls_bench P_MAP P_SUM REPS */
 #define _POSIX_C_SOURCE 199309L
 #include <math.h>
@@ -26,11 +31,13 @@ static long minflt(void) {
     return u.ru_minflt;
 }
 
-static int64_t pm, ps;
-static double *x, *y, *z, value;
+static int64_t pm, ps, pf;
+static double *x, *y, *z, *jac, value, params[28];
+static int64_t *us;
 static volatile double sink;
 
-/* case 0: scale, 1: dot2, 2: norm2_grad; C when c is set. */
+/* case 0: scale, 1: dot2, 2: norm2_grad (C when c is set); 3: fit_jacobian
+   (fit when c is set). */
 static int call(int which, int c) {
     int64_t i;
     int32_t rc = 0;
@@ -49,12 +56,14 @@ static int call(int which, int c) {
             rc = dot2(ps, x, z, &value);
         }
         sink = value;
-    } else {
+    } else if (which == 2) {
         if (c) {
             for (i = 0; i < pm; i++) y[i] = 2.0 * x[i];
         } else {
             rc = norm2_grad(pm, x, &value, y);
         }
+    } else {
+        rc = c ? fit(pf, params, us, y) : fit_jacobian(pf, params, us, y, jac);
     }
     if (rc != 0) {
         fprintf(stderr, "call failed (%d): %s\n", (int)rc, calls_last_error());
@@ -96,7 +105,12 @@ int main(int argc, char **argv) {
     x = (double *)malloc((size_t)n * sizeof *x);
     y = (double *)malloc((size_t)n * sizeof *y);
     z = (double *)malloc((size_t)n * sizeof *z);
-    if (!x || !y || !z || reps < 1) return 1;
+    pf = pm / 32;
+    jac = (double *)malloc((size_t)(pf > 0 ? pf : 1) * 28 * sizeof *jac);
+    us = (int64_t *)malloc((size_t)(pf > 0 ? pf : 1) * sizeof *us);
+    if (!x || !y || !z || !jac || !us || reps < 1) return 1;
+    for (i = 0; i < 28; i++) params[i] = 0.1 + 0.05 * (double)i;
+    for (i = 0; i < pf; i++) us[i] = 7 * i;
     for (i = 0; i < n; i++) {
         x[i] = 1.0 + 1e-3 * (double)(i % 7);
         z[i] = 0.5 - 1e-4 * (double)(i % 11);
@@ -105,6 +119,11 @@ int main(int argc, char **argv) {
     for (w = 0; w < 3; w++) {
         double fa, fc, ta = median(w, 0, reps, &fa), tc = median(w, 1, reps, &fc);
         printf("%-22s arrayad %.6g s  C %.6g s  ratio %.2f  minflt/call %.1f\n", names[w], ta, tc, ta / tc, fa);
+    }
+    {
+        double fa, fc, ta = median(3, 0, reps, &fa), tc = median(3, 1, reps, &fc);
+        printf("jacobian (fit, %lld x 28) arrayad %.6g s  primal %.6g s  ratio %.2f\n", (long long)pf, ta, tc,
+               ta / tc);
     }
     return 0;
 }

@@ -190,6 +190,7 @@ fn export_named(name: &str) -> Option<arrayad_codegen::ExportedFunction> {
         jvp: Some(d.jvp),
         vjp: Some(d.vjp),
         vjp_rows: Some(d.vjp_rows),
+        jvp_lanes: None,
         hvp: None,
     })
 }

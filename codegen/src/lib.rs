@@ -80,7 +80,7 @@ pub struct ExportedFunction {
     /// The C functions to define (`arrayad build --entries`); `None`: every
     /// one the IR functions below allow. An entry needs: `Value` the
     /// primal; `Jvp` `jvp`; `Vjp` and `Grad` `vjp` (and `Grad` a result
-    /// that is one `f64`); `Jacobian` the primal, `jvp` and `vjp_rows`;
+    /// that is one `f64`); `Jacobian` the primal, `jvp` or `jvp_lanes`, and `vjp_rows`;
     /// `Hvp` `hvp`. Asking for one without what it needs is an
     /// [`CodegenError::Abi`].
     pub entries: Option<Vec<Entry>>,
@@ -92,6 +92,12 @@ pub struct ExportedFunction {
     pub vjp: Option<Function>,
     /// Reverse mode for many cotangent rows after one forward pass.
     pub vjp_rows: Option<Function>,
+    /// Vector forward mode for the forward-mode Jacobian: params = primal
+    /// params ++ `L` sets (lanes) of the jvp's tangents, results = primal
+    /// results ++ `L` sets of the jvp's tangent results, lane-major
+    /// (`arrayad_ad::jvp_lanes`). With it `f_jacobian` computes `L`
+    /// columns per pass; without it, one jvp per column.
+    pub jvp_lanes: Option<Function>,
     /// For a definition whose result is one f64 (and only then), the
     /// Hessian-vector product for `f_hvp` (without it, the library has no
     /// `f_hvp`): params = primal params ++ one

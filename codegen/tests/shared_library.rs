@@ -137,6 +137,7 @@ fn export_f() -> ExportedFunction {
         jvp: Some(jvp),
         vjp: Some(vjp),
         vjp_rows: Some(vjp_rows),
+        jvp_lanes: None,
         hvp: None,
     }
 }
@@ -193,6 +194,7 @@ fn export_h() -> ExportedFunction {
         jvp: Some(jvp),
         vjp: Some(vjp),
         vjp_rows: Some(vjp_rows),
+        jvp_lanes: None,
         hvp: None,
     }
 }
@@ -218,6 +220,7 @@ fn export_e() -> ExportedFunction {
         jvp: Some(jvp),
         vjp: Some(vjp),
         vjp_rows: Some(vjp_rows),
+        jvp_lanes: None,
         hvp: None,
     }
 }

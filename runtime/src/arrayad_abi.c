@@ -159,3 +159,10 @@ int32_t arrayad_abi_jacobian(const arrayad_jac_desc *d, const int64_t *sizes, co
     if (!ctx) return ARRAYAD_ERR_OUT_OF_MEMORY;
     return finish(ctx, arrayad_jacobian(ctx, d, sizes, in, out, jac));
 }
+
+int32_t arrayad_abi_jvp_many(const arrayad_jac_desc *d, const int64_t *sizes, const void *const *in,
+                             void *const *out, int64_t k) {
+    arrayad_ctx *ctx = begin();
+    if (!ctx) return ARRAYAD_ERR_OUT_OF_MEMORY;
+    return finish(ctx, arrayad_jvp_many(ctx, d, sizes, in, out, k));
+}

@@ -962,10 +962,10 @@ static int64_t count_add(int64_t a, int64_t b) {
     return a + b > ARRAYAD_MAX_COUNT ? ARRAYAD_MAX_COUNT + 1 : a + b;
 }
 
-/* An allocation of a Jacobian's own tables failed: its error (recorded by
- * the allocator, or none for malloc) again, at the definition and naming
- * the Jacobian. */
-static int32_t jacobian_oom(arrayad_ctx *ctx, const arrayad_sig *ps) {
+/* An allocation of a Jacobian's (or a many-direction jvp's) own tables
+ * failed: its error (recorded by the allocator, or none for malloc) again,
+ * at the definition and naming the entry point `ps->fname` + `suffix`. */
+static int32_t entry_oom(arrayad_ctx *ctx, const arrayad_sig *ps, const char *suffix) {
     char buf[256];
     const char *rest = buf;
     const char *prefix = "out of memory: ";
@@ -973,8 +973,109 @@ static int32_t jacobian_oom(arrayad_ctx *ctx, const arrayad_sig *ps) {
     if (ctx->err_kind == ARRAYAD_ERR_OUT_OF_MEMORY) arrayad_format_error(ctx, buf, sizeof buf);
     if (strncmp(buf, prefix, strlen(prefix)) == 0) rest = buf + strlen(prefix);
     if (!rest[0]) rest = "its working memory";
-    return arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY, "%sout of memory: %s_jacobian: %s", AT(ps),
-                             ps->fname, rest);
+    return arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY, "%sout of memory: %s%s: %s", AT(ps), ps->fname, suffix,
+                             rest);
+}
+
+static int32_t jacobian_oom(arrayad_ctx *ctx, const arrayad_sig *ps) { return entry_oom(ctx, ps, "_jacobian"); }
+
+/* The range of `count` elements of 8 bytes from `p` for k directions, in
+   bytes (count, k <= 2^56 and count * k checked by the caller). */
+static uint64_t directions_bytes(int64_t count, int64_t k) { return (uint64_t)count * (uint64_t)k * 8; }
+
+int32_t arrayad_jvp_many(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int64_t *sizes,
+                         const void *const *in, void *const *out, int64_t k) {
+    const arrayad_sig *ps = d->primal_sig;
+    int32_t np = ps->nin, nr = ps->nout, lanes = d->lanes > 0 ? d->lanes : 1, i, j, l;
+    int64_t *act_count, *res_count, first, cols = 0, rows = 0, off;
+    const void **in2;
+    void **out2;
+    double *zero, *scratch;
+    char *mark_ptr, *mark_end;
+    arrayad_chunk *mark_cur;
+    int32_t st = check_sizes(ctx, ps, sizes);
+    if (st) return st;
+    if (k < 0 || k > ARRAYAD_MAX_COUNT)
+        return arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                                 "%sinvalid argument: %s_jvp_many: the number of directions k = %lld is %s", AT(ps),
+                                 ps->fname, (long long)k, k < 0 ? "negative" : "too large");
+    if (k == 0) return arrayad_invoke(ctx, d->primal, ps, sizes, in, out);
+    act_count = (int64_t *)arena_zeroed(ctx, (uint64_t)d->nact + 1, sizeof(int64_t));
+    res_count = (int64_t *)arena_zeroed(ctx, (uint64_t)d->nres + 1, sizeof(int64_t));
+    in2 = (const void **)arena_zeroed(ctx, (uint64_t)np + (uint64_t)d->nact * (uint64_t)lanes + 1, sizeof(void *));
+    out2 = (void **)arena_zeroed(ctx, (uint64_t)nr + (uint64_t)d->nres * (uint64_t)lanes + 1, sizeof(void *));
+    if (!act_count || !res_count || !in2 || !out2) return entry_oom(ctx, ps, "_jvp_many");
+    /* The tangents of every direction, one after another per leaf: counted,
+       not null, and overlapping no other buffer (later calls read them). */
+    for (i = 0; i < d->nact + d->nres; i++) {
+        int is_in = i < d->nact;
+        const arrayad_leaf *leaf = is_in ? &ps->in[d->act[i]] : &ps->out[d->res[i - d->nact]];
+        const arrayad_leaf *tleaf = is_in ? &d->jvp_sig->in[np + i] : &d->jvp_sig->out[nr + i - d->nact];
+        int64_t *count = is_in ? &act_count[i] : &res_count[i - d->nact];
+        const void *base = is_in ? in[np + i] : out[nr + i - d->nact];
+        st = count_of(ctx, ps, leaf, sizes, count);
+        if (st) return st;
+        if (*count > 0 && k > ARRAYAD_MAX_COUNT / *count)
+            return arrayad_fail_text(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+                                     "%sout of memory: %s_jvp_many: %lld directions of `%s` (%lld elements each) are "
+                                     "more than can be addressed",
+                                     AT(ps), ps->fname, (long long)k, tleaf->name, (long long)*count);
+        if (*count > 0 && !base)
+            return arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT, "%sinvalid argument: %s_jvp_many: null pointer for `%s`",
+                                     AT(ps), ps->fname, tleaf->name);
+        if (is_in)
+            cols += *count;
+        else
+            rows += *count;
+    }
+    for (i = 0; i < d->nres; i++) {
+        uint64_t nb = directions_bytes(res_count[i], k);
+        const char *t = (const char *)out[nr + i];
+        for (j = 0; j < np + d->nact && st == 0; j++) {
+            int64_t n = 1;
+            const arrayad_leaf *leaf = j < np ? &ps->in[j] : &ps->in[d->act[j - np]];
+            if (leaf->rank == 0 && j < np) continue; /* scalars are the wrapper's copies */
+            if (leaf->rank > 0) st = count_of(ctx, ps, leaf, sizes, &n);
+            if (st == 0 && overlap((const char *)in[j], j < np ? (uint64_t)n * elem_size(leaf->elem) : directions_bytes(n, k),
+                                   t, nb))
+                st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                                       "%sinvalid argument: %s_jvp_many: the output `%s` overlaps the input `%s`", AT(ps),
+                                       ps->fname, d->jvp_sig->out[nr + i].name,
+                                       j < np ? ps->in[j].name : d->jvp_sig->in[j].name);
+        }
+        if (st) return st;
+    }
+    /* Zero tangents for the lanes past the last direction, and somewhere
+       for their results. */
+    zero = (double *)arena_zeroed(ctx, (uint64_t)cols + 1, sizeof(double));
+    scratch = (double *)arena_zeroed(ctx, (uint64_t)rows * (uint64_t)lanes + 1, sizeof(double));
+    if (!zero || !scratch) return entry_oom(ctx, ps, "_jvp_many");
+    for (i = 0; i < np; i++) in2[i] = in[i];
+    for (i = 0; i < nr; i++) out2[i] = out[i];
+    mark_ptr = ctx->arena_ptr;
+    mark_end = ctx->arena_end;
+    mark_cur = ctx->arena_cur;
+    for (first = 0; first < k && st == 0; first += lanes) {
+        for (l = 0; l < lanes; l++) {
+            int64_t dir = first + l;
+            for (i = 0, off = 0; i < d->nact; i++) {
+                in2[np + l * d->nact + i] =
+                    dir < k ? (const void *)((const double *)in[np + i] + dir * act_count[i]) : (const void *)(zero + off);
+                off += act_count[i];
+            }
+            for (i = 0, off = 0; i < d->nres; i++) {
+                out2[nr + l * d->nres + i] =
+                    dir < k ? (void *)((double *)out[nr + i] + dir * res_count[i]) : (void *)(scratch + l * rows + off);
+                off += res_count[i];
+            }
+        }
+        ctx->arena_ptr = mark_ptr;
+        ctx->arena_end = mark_end;
+        ctx->arena_cur = mark_cur;
+        ctx->tape_ptr = ctx->tape_top = ctx->tape_base;
+        st = arrayad_invoke(ctx, d->jvp, d->jvp_sig, sizes, in2, out2);
+    }
+    return st;
 }
 
 int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int64_t *sizes,
@@ -988,6 +1089,7 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
     char *vals = NULL;
     int32_t i, st;
     int32_t np = ps->nin, nr = ps->nout;
+    int32_t lanes = d->lanes > 0 ? d->lanes : 1, l;
     char *mark_ptr, *mark_end;
     arrayad_chunk *mark_cur;
 
@@ -995,8 +1097,10 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
     if (st) return st;
     act_count = (int64_t *)arena_zeroed(ctx, (uint64_t)d->nact + 1, sizeof(int64_t));
     res_count = (int64_t *)arena_zeroed(ctx, (uint64_t)d->nres + 1, sizeof(int64_t));
-    in2 = (const void **)arena_zeroed(ctx, (uint64_t)(np + d->nact + d->nres) + 1, sizeof(void *));
-    out2 = (void **)arena_zeroed(ctx, (uint64_t)(nr + d->nact + d->nres) + 1, sizeof(void *));
+    in2 = (const void **)arena_zeroed(ctx, (uint64_t)np + (uint64_t)d->nact * (uint64_t)lanes + (uint64_t)d->nres + 1,
+                                      sizeof(void *));
+    out2 = (void **)arena_zeroed(ctx, (uint64_t)nr + (uint64_t)d->nact + (uint64_t)d->nres * (uint64_t)lanes + 1,
+                                 sizeof(void *));
     if (!act_count || !res_count || !in2 || !out2) return jacobian_oom(ctx, ps);
     /* The columns: the active inputs, each checked (at most 2^56 elements). */
     for (i = 0; i < d->nact && st == 0; i++) {
@@ -1072,8 +1176,9 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
         goto done;
     }
     {
-        /* forward mode: the primal, then one jvp per column with a one-hot
-           tangent. An output may also be an input (in place), and the
+        /* forward mode: the primal, then one jvp call per `lanes` columns,
+           lane l's tangents one-hot at column c + l (all zero past the
+           last column). An output may also be an input (in place), and the
            inputs are read by every call: the calls write the values to
            `vals` (and the Jacobian to `jout`, a copy when jac overlaps an
            input); the caller's buffers are written at the end. */
@@ -1099,8 +1204,9 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
         }
         /* vbytes <= the outputs' bytes (each < 2^59) */
         vals = (char *)arena_zeroed(ctx, vbytes + 8, 1);
-        unit = (double *)arena_zeroed(ctx, (uint64_t)cols, sizeof(double));
-        tout = (double *)arena_zeroed(ctx, (uint64_t)rows, sizeof(double));
+        /* cols, rows <= 2^56 and lanes < 2^31: no overflow */
+        unit = (double *)arena_zeroed(ctx, (uint64_t)cols * (uint64_t)lanes, sizeof(double));
+        tout = (double *)arena_zeroed(ctx, (uint64_t)rows * (uint64_t)lanes, sizeof(double));
         if (!vals || !unit || !tout) {
             if (jout != jac) free(jout);
             return jacobian_oom(ctx, ps);
@@ -1116,25 +1222,32 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
         mark_ptr = ctx->arena_ptr;
         mark_end = ctx->arena_end;
         mark_cur = ctx->arena_cur;
-        off = 0;
-        for (i = 0; i < d->nact; i++) {
-            in2[np + i] = unit + off;
-            off += act_count[i];
+        for (l = 0; l < lanes; l++) {
+            off = 0;
+            for (i = 0; i < d->nact; i++) {
+                in2[np + l * d->nact + i] = unit + l * cols + off;
+                off += act_count[i];
+            }
+            off = 0;
+            for (i = 0; i < d->nres; i++) {
+                out2[nr + l * d->nres + i] = tout + l * rows + off;
+                off += res_count[i];
+            }
         }
-        off = 0;
-        for (i = 0; i < d->nres; i++) {
-            out2[nr + i] = tout + off;
-            off += res_count[i];
-        }
-        for (c = 0; c < cols && st == 0; c++) {
-            if (c > 0) unit[c - 1] = 0.0;
-            unit[c] = 1.0;
+        for (c = 0; c < cols && st == 0; c += lanes) {
+            for (l = 0; l < lanes; l++) {
+                if (c > 0) unit[l * cols + c - lanes + l] = 0.0;
+                if (c + l < cols) unit[l * cols + c + l] = 1.0;
+            }
             ctx->arena_ptr = mark_ptr;
             ctx->arena_end = mark_end;
             ctx->arena_cur = mark_cur;
             ctx->tape_ptr = ctx->tape_top = ctx->tape_base;
             st = arrayad_invoke(ctx, d->jvp, d->jvp_sig, sizes, in2, out2);
-            for (r = 0; r < rows && st == 0; r++) jout[r * cols + c] = tout[r];
+            for (l = 0; l < lanes && c + l < cols && st == 0; l++) {
+                const double *t = tout + l * rows;
+                for (r = 0; r < rows; r++) jout[r * cols + c + l] = t[r];
+            }
         }
         for (i = 0, b = 0; i < nr && st == 0; i++) {
             int64_t n;

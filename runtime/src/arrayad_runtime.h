@@ -189,6 +189,9 @@ int32_t arrayad_invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
 typedef struct arrayad_jac_desc {
     arrayad_fn primal, jvp, vjp_rows;
     const arrayad_sig *primal_sig, *jvp_sig, *vjp_rows_sig;
+    int32_t lanes;               /* directions per jvp call (>= 1): jvp takes
+                                    `lanes` sets of tangents and returns
+                                    `lanes` sets of tangent results, lane-major */
     int32_t nact;                /* active f64 input leaves (the columns) */
     const int32_t *act;          /* their indices among the primal inputs */
     int32_t nres;                /* f64 output leaves (the rows) */
@@ -198,11 +201,22 @@ typedef struct arrayad_jac_desc {
 /* The dense Jacobian (rows = f64 result elements, columns = active f64
  * parameter elements, row-major into jac) and the values (into out), by
  * reverse mode when rows <= cols (one call of vjp_rows: one forward pass,
- * one backward pass per row), else forward mode (one jvp per column).
+ * one backward pass per row), else forward mode (one jvp call per `lanes`
+ * columns, the last call padded with zero tangents).
  * More than 2^56 rows or entries (counted without overflow, whatever the
  * declared sizes) is OutOfMemory, reported at the definition. */
 int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int64_t *sizes,
                          const void *const *in, void *const *out, double *jac);
+
+/* Forward mode in k directions (f_jvp_many): the values (into out[0..nout))
+ * and, for each f64 output leaf, its tangents in the k directions one after
+ * another (into out[nout + i]), given for each active input leaf its
+ * tangents in the k directions one after another (in[nin + i]). One call of
+ * d->jvp per d->lanes directions, the last padded with zero tangents. The
+ * tangent buffers may not overlap the inputs (InvalidArgument). k == 0
+ * computes the values only. */
+int32_t arrayad_jvp_many(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int64_t *sizes,
+                         const void *const *in, void *const *out, int64_t k);
 
 /* ---- The shared part of the C wrappers (arrayad_abi.c) ---------------- */
 
@@ -214,6 +228,9 @@ int32_t arrayad_abi_call(arrayad_fn fn, const arrayad_sig *sig, const int64_t *s
 /* arrayad_jacobian likewise. */
 int32_t arrayad_abi_jacobian(const arrayad_jac_desc *d, const int64_t *sizes, const void *const *in,
                              void *const *out, double *jac);
+/* arrayad_jvp_many likewise. */
+int32_t arrayad_abi_jvp_many(const arrayad_jac_desc *d, const int64_t *sizes, const void *const *in,
+                             void *const *out, int64_t k);
 /* The context of a call on the calling thread (kept from its last call, or
  * new; NULL when out of memory), for wrappers that call a compiled function
  * directly, and the end of such a call: keeps the message of a failure and

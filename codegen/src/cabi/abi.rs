@@ -92,6 +92,8 @@ pub(crate) struct Interface {
     pub value_name: String,
     /// The name of `f_jacobian`'s matrix output.
     pub jac_name: String,
+    /// The name of `f_jvp_many`'s number of directions.
+    pub k_name: String,
     /// The definition's location, for the messages of the C wrappers.
     pub loc: arrayad_ir::Loc,
     /// The entries asked for (`None`: all).
@@ -106,6 +108,8 @@ pub(crate) struct Built {
     pub jvp: bool,
     pub vjp: bool,
     pub vjp_rows: bool,
+    /// The number of lanes of the vector jvp (0: none).
+    pub jvp_lanes: usize,
 }
 
 /// A size expression of an export's signature.
@@ -154,6 +158,9 @@ pub enum Variant {
     Grad,
     /// `f_jacobian`: the dense Jacobian.
     Jacobian,
+    /// `f_jvp_many`: forward mode in `k` directions, the primal computed
+    /// once per pass of the vector jvp.
+    JvpMany,
     /// `f_hvp`: value, gradient and Hessian-vector product (a result that
     /// is one `f64`).
     Hvp,
@@ -164,15 +171,16 @@ pub type Entry = Variant;
 
 impl Variant {
     /// Every entry, in the order of the header.
-    pub const ALL: [Variant; 6] =
-        [Variant::Primal, Variant::Jvp, Variant::Vjp, Variant::Grad, Variant::Jacobian, Variant::Hvp];
+    pub const ALL: [Variant; 7] =
+        [Variant::Primal, Variant::Jvp, Variant::JvpMany, Variant::Vjp, Variant::Grad, Variant::Jacobian, Variant::Hvp];
 
-    /// The name on the command line: `value`, `jvp`, `vjp`, `grad`,
-    /// `jacobian`, `hvp`.
+    /// The name on the command line: `value`, `jvp`, `jvp_many`, `vjp`,
+    /// `grad`, `jacobian`, `hvp`.
     pub fn name(self) -> &'static str {
         match self {
             Variant::Primal => "value",
             Variant::Jvp => "jvp",
+            Variant::JvpMany => "jvp_many",
             Variant::Vjp => "vjp",
             Variant::Grad => "grad",
             Variant::Jacobian => "jacobian",
@@ -190,6 +198,7 @@ impl Variant {
         match self {
             Variant::Primal => "",
             Variant::Jvp => "_jvp",
+            Variant::JvpMany => "_jvp_many",
             Variant::Vjp => "_vjp",
             Variant::Grad => "_grad",
             Variant::Jacobian => "_jacobian",
@@ -546,9 +555,9 @@ impl Interface {
             results.push(leaf(namer.name(&format!("out{k}")), t, &src_sizes, &mut exprs, &what)?);
         }
         let f64_results: Vec<usize> = (0..results.len()).filter(|k| results[*k].is_f64()).collect();
-        let tangents_in =
+        let tangents_in: Vec<Leaf> =
             active.iter().map(|k| params[*k].derived(namer.name(&format!("t_{}", params[*k].name)))).collect();
-        let tangents_out =
+        let tangents_out: Vec<Leaf> =
             f64_results.iter().map(|k| results[*k].derived(namer.name(&format!("t_{}", results[*k].name)))).collect();
         let cotangents_in =
             f64_results.iter().map(|k| results[*k].derived(namer.name(&format!("ct_{}", results[*k].name)))).collect();
@@ -559,10 +568,21 @@ impl Interface {
         let has_grad = results.len() == 1 && results[0].is_f64() && !results[0].is_array();
         let value_name = namer.name("value");
         let jac_name = namer.name("jac");
+        let k_name = namer.name("k");
         let params_text: Vec<String> = sig.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
         let c_name =
             |v: &str| src_sizes.iter().position(|s| s == v).map_or_else(|| v.to_string(), |k| sizes[k].clone());
         let derived = exprs.iter().map(|x| DerivedSize::new(x, &c_name)).collect();
+        // The lanes of the vector jvp: its tangent results over the jvp's
+        // (or its tangent params, without f64 results).
+        let jvp_lanes = match &e.jvp_lanes {
+            Some(f) if !tangents_out.is_empty() => {
+                f.result_types.len().saturating_sub(results.len()) / tangents_out.len()
+            }
+            Some(f) if !tangents_in.is_empty() => f.params.len().saturating_sub(params.len()) / tangents_in.len(),
+            Some(_) => 1,
+            None => 0,
+        };
         let i = Interface {
             name,
             signature_text: format!("{}({}) -> {}", e.name, params_text.join(", "), sig.result),
@@ -580,9 +600,10 @@ impl Interface {
             has_grad,
             has_hvp: has_grad && e.hvp.is_some(),
             entries: e.entries.clone(),
-            built: Built { jvp: e.jvp.is_some(), vjp: e.vjp.is_some(), vjp_rows: e.vjp_rows.is_some() },
+            built: Built { jvp: e.jvp.is_some(), vjp: e.vjp.is_some(), vjp_rows: e.vjp_rows.is_some(), jvp_lanes },
             value_name,
             jac_name,
+            k_name,
             loc: e.primal.loc,
         };
         i.check_ir(e)?;
@@ -631,6 +652,36 @@ impl Interface {
                 outs(&self.results, "out: ", &mut out);
                 outs(&self.tangents_out, "out, tangent: ", &mut out);
             }
+            Variant::JvpMany => {
+                out.push(CParam {
+                    ty: "int64_t ".into(),
+                    name: self.k_name.clone(),
+                    doc: "the number of directions, >= 0".into(),
+                });
+                for l in &self.tangents_in {
+                    out.push(CParam {
+                        ty: "const double *".into(),
+                        name: l.name.clone(),
+                        doc: format!(
+                            "tangents: {} directions of {}, one after another",
+                            self.k_name,
+                            leaf_text(l, &names)
+                        ),
+                    });
+                }
+                outs(&self.results, "out: ", &mut out);
+                for l in &self.tangents_out {
+                    out.push(CParam {
+                        ty: "double *".into(),
+                        name: l.name.clone(),
+                        doc: format!(
+                            "out, tangents: buffer of {} tangents of {}, one per direction, one after another",
+                            self.k_name,
+                            leaf_text(l, &names)
+                        ),
+                    });
+                }
+            }
             Variant::Vjp => {
                 ins(&self.cotangents_in, "cotangent: ", &mut out);
                 outs(&self.results, "out: ", &mut out);
@@ -675,9 +726,10 @@ impl Interface {
         match v {
             Variant::Primal => true,
             Variant::Jvp => self.built.jvp,
+            Variant::JvpMany => self.built.jvp || self.built.jvp_lanes > 0,
             Variant::Vjp => self.built.vjp,
             Variant::Grad => self.has_grad && self.built.vjp,
-            Variant::Jacobian => self.built.jvp && self.built.vjp_rows,
+            Variant::Jacobian => (self.built.jvp || self.built.jvp_lanes > 0) && self.built.vjp_rows,
             Variant::Hvp => self.has_hvp,
         }
     }
@@ -698,6 +750,14 @@ impl Interface {
         if let Some(vjp) = &e.vjp {
             check_types(&what("vjp parameters"), &vjp.param_types(), &[p.clone(), to.clone()].concat())?;
             check_types(&what("vjp results"), &vjp.result_types, &[r.clone(), ti.clone()].concat())?;
+        }
+        if let Some(lanes) = &e.jvp_lanes {
+            let n = self.built.jvp_lanes;
+            let rep = |first: &[Type], ts: &[Type]| -> Vec<Type> {
+                first.iter().chain((0..n).flat_map(|_| ts.iter())).copied().collect()
+            };
+            check_types(&what("jvp_lanes parameters"), &lanes.param_types(), &rep(&p, &ti))?;
+            check_types(&what("jvp_lanes results"), &lanes.result_types, &rep(&r, &to))?;
         }
         let lift = |ts: &[Type]| ts.iter().map(|t| t.lift()).collect::<Vec<_>>();
         if let Some(rows) = &e.vjp_rows {
@@ -756,6 +816,16 @@ pub(crate) fn c_scalar(s: Scalar) -> &'static str {
 }
 
 /// `[K][D]` from the size names.
+/// A leaf's shape and element type for documentation (`[n][3] f64`, or
+/// `f64` for a scalar).
+fn leaf_text(l: &Leaf, sizes: &[String]) -> String {
+    if l.is_array() {
+        format!("{} {}", shape_text(l, sizes), l.elem)
+    } else {
+        l.elem.to_string()
+    }
+}
+
 pub(crate) fn shape_text(l: &Leaf, sizes: &[String]) -> String {
     l.dims
         .iter()

@@ -220,7 +220,7 @@ pub fn build_shared_library(
     let mut funcs = Vec::new();
     for e in exports {
         funcs.push((internal_symbol(module, &e.name, "primal"), &e.primal));
-        for (which, f) in [("jvp", &e.jvp), ("vjp", &e.vjp), ("vjp_rows", &e.vjp_rows)] {
+        for (which, f) in [("jvp", &e.jvp), ("vjp", &e.vjp), ("vjp_rows", &e.vjp_rows), ("jvp_lanes", &e.jvp_lanes)] {
             if let Some(f) = f {
                 funcs.push((internal_symbol(module, &e.name, which), f));
             }

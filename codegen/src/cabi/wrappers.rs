@@ -207,12 +207,23 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
         let variants = i.variants();
         let has = |v: Variant| variants.contains(&v);
         // The IR functions the variants call.
-        let needs_jvp = has(Variant::Jvp) || has(Variant::Jacobian);
+        // The Jacobian's forward mode and f_jvp_many run the vector jvp
+        // when there is one, else the jvp.
+        let lanes = i.built.jvp_lanes;
+        let many = has(Variant::Jacobian) || has(Variant::JvpMany);
+        let needs_lanes = many && lanes > 0;
+        let needs_jvp = has(Variant::Jvp) || (many && !needs_lanes);
         let needs_vjp = has(Variant::Vjp) || has(Variant::Grad);
         let needs_rows = has(Variant::Jacobian);
         let needs_hvp = has(Variant::Hvp);
-        let whiches =
-            [("primal", true), ("jvp", needs_jvp), ("vjp", needs_vjp), ("vjp_rows", needs_rows), ("hvp", needs_hvp)];
+        let whiches = [
+            ("primal", true),
+            ("jvp", needs_jvp),
+            ("vjp", needs_vjp),
+            ("vjp_rows", needs_rows),
+            ("hvp", needs_hvp),
+            ("jvp_lanes", needs_lanes),
+        ];
         for (which, _) in whiches.iter().filter(|(_, needed)| *needed) {
             let _ = writeln!(
                 out,
@@ -246,6 +257,15 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
             &jin.iter().collect::<Vec<_>>(),
             &jout.iter().collect::<Vec<_>>(),
         );
+        // The vector jvp: the tangents of every lane, lane-major.
+        let lanes_sig = if needs_lanes {
+            let lin: Vec<&Leaf> = params.iter().copied().chain((0..lanes).flat_map(|_| i.tangents_in.iter())).collect();
+            let lout: Vec<&Leaf> =
+                results.iter().copied().chain((0..lanes).flat_map(|_| i.tangents_out.iter())).collect();
+            Some(sig_table(&mut out, &format!("{p}_jvp_lanes"), &format!("{f}_jvp_many"), &sizes, ns, &lin, &lout))
+        } else {
+            None
+        };
         let vin = cat(&params, &i.cotangents_in);
         let vout = cat(&results, &i.cotangents_out);
         let vjp_sig = sig_table(
@@ -318,13 +338,16 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
         };
         let act = idx("act", &i.active, &mut out);
         let res = idx("res", &i.f64_results, &mut out);
-        if has(Variant::Jacobian) {
+        if many {
+            let (jvp_fn, jvp_sig, lanes) = match &lanes_sig {
+                Some(sig) => (internal_symbol(module, f, "jvp_lanes"), sig.as_str(), lanes),
+                None => (internal_symbol(module, f, "jvp"), jvp_sig.as_str(), 1),
+            };
+            let rows_fn = if needs_rows { internal_symbol(module, f, "vjp_rows") } else { "NULL".into() };
             let _ = writeln!(
                 out,
-                "static const arrayad_jac_desc {p}_jac = {{{}, {}, {}, &{primal_sig}, &{jvp_sig}, &{rows_sig}, {}, {act}, {}, {res}}};",
+                "static const arrayad_jac_desc {p}_jac = {{{}, {jvp_fn}, {rows_fn}, &{primal_sig}, &{jvp_sig}, &{rows_sig}, {lanes}, {}, {act}, {}, {res}}};",
                 internal_symbol(module, f, "primal"),
-                internal_symbol(module, f, "jvp"),
-                internal_symbol(module, f, "vjp_rows"),
                 i.active.len(),
                 i.f64_results.len()
             );
@@ -374,6 +397,11 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
                     outs.extend(i.results.iter().map(|l| l.name.clone()));
                     format!("arrayad_abi_jacobian(&{p}_jac, sizes, in, out, {})", i.jac_name)
                 }
+                Variant::JvpMany => {
+                    ins.extend(i.tangents_in.iter().map(|l| l.name.clone()));
+                    outs.extend(i.results.iter().chain(&i.tangents_out).map(|l| l.name.clone()));
+                    format!("arrayad_abi_jvp_many(&{p}_jac, sizes, in, out, {})", i.k_name)
+                }
                 Variant::Hvp => {
                     ins.extend(i.tangents_in.iter().map(in_ref));
                     outs.push(i.value_name.clone());
@@ -387,6 +415,7 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
             };
             let fast = match v {
                 Variant::Jacobian => fixed_jacobian(i, module),
+                Variant::JvpMany => None,
                 _ => {
                     let (fin, fout, which) = variant_leaves(i, v);
                     fixed_call(&fin, &fout, &internal_symbol(module, f, which))
@@ -446,7 +475,7 @@ fn variant_leaves(i: &Interface, v: Variant) -> (Leaves, Leaves, &'static str) {
     let mut ins = named(&i.params);
     let mut outs = named(&i.results);
     let which = match v {
-        Variant::Primal | Variant::Jacobian => "primal",
+        Variant::Primal | Variant::Jacobian | Variant::JvpMany => "primal",
         Variant::Jvp => {
             ins.extend(named(&i.tangents_in));
             outs.extend(named(&i.tangents_out));
