@@ -23,6 +23,7 @@ position, or a tuple of them):
 - ``f.grad(*args, wrt=None)``, ``f.value_and_grad(*args, wrt=None)``
 - ``f.vjp(primals, cotangent, wrt=None) -> (value, cotangents)``
 - ``f.jvp(primals, tangents, wrt=None) -> (value, tangent)``
+- ``f.jvp_many(primals, directions, wrt=None) -> (value, [tangent, ...])``
 - ``f.jacobian(*args, wrt=None)``: a 2-D array (result elements x wrt elements)
 - ``f.hvp(primals, tangents, wrt=None)``, ``f.hessian(*args, wrt=None)``
 

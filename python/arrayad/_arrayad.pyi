@@ -74,6 +74,13 @@ class Function:
         ``tangents``: one entry per parameter, shaped like it (f64 parts;
         ``None`` for zero and for parameters or parts not differentiated).
         ``tangent``: shaped like the result (None for i64/bool parts)."""
+    def jvp_many(
+        self, primals: Sequence[Any], directions: Sequence[Sequence[Any]], wrt: _Wrt = None
+    ) -> Tuple[Any, List[Any]]:
+        """Forward mode in many directions: ``(value, tangents)``, one
+        tangent per direction (each direction as the ``tangents`` of
+        :meth:`jvp`); the primal once per eight directions, each tangent
+        bitwise :meth:`jvp`'s."""
     def jacobian(self, *args: Any, wrt: _Wrt = None, **kwargs: Any) -> npt.NDArray[np.float64]:
         """The dense Jacobian, shape ``(m, k)``: ``m`` f64 elements of the
         result (flattened left to right, row-major), ``k`` f64 elements of

@@ -605,6 +605,43 @@ impl Function {
         })
     }
 
+    /// Forward mode in many directions: ``f.jvp_many(primals, directions,
+    /// wrt=None)`` returns ``(value, tangents)``, ``tangents`` a list with
+    /// the tangent of each direction (each as :meth:`jvp`'s).
+    ///
+    /// ``directions`` is a sequence of tangents, each as the ``tangents`` of
+    /// :meth:`jvp`. One pass computes the primal once and eight directions
+    /// side by side (vector forward mode); each tangent is bitwise what
+    /// :meth:`jvp` returns for its direction.
+    #[pyo3(signature = (primals, directions, wrt = None))]
+    fn jvp_many<'py>(
+        &self,
+        py: Python<'py>,
+        primals: &Bound<'py, PyAny>,
+        directions: &Bound<'py, PyAny>,
+        wrt: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        guarded(py, || {
+            let w = self.wrt(py, wrt)?;
+            let leaves = self.bind_primals(py, primals)?;
+            let mut bound = Vec::new();
+            for d in directions.try_iter()? {
+                bound.push(self.bind_tangents(py, &d?)?);
+            }
+            let argv = args_of(&leaves);
+            let dirs: Vec<Vec<Option<Arg<'_>>>> = bound.iter().map(|ts| optional_args_of(ts)).collect();
+            let h = &w.handle;
+            let r = py.detach(|| h.jvp_many(&argv, &dirs)).map_err(|e| to_py(py, e))?;
+            let value = self.result_to_py(py, r.value)?;
+            let tangents = r
+                .tangents
+                .into_iter()
+                .map(|t| structure(py, &self.result, &mut t.into_iter()))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, [value, PyList::new(py, tangents)?.into_any()])
+        })
+    }
+
     /// The dense Jacobian: ``f.jacobian(*args, wrt=None)``, a 2-D float64
     /// array of shape ``(m, n)``.
     ///
@@ -612,7 +649,8 @@ impl Function {
     /// right, arrays row-major). Columns: the f64 elements of the ``wrt``
     /// parameters in the order of ``wrt`` (default: the active parameters
     /// in parameter order), flattened likewise. Reverse mode (one backward
-    /// pass per row) when ``m <= n``, else forward mode (one per column).
+    /// pass per row) when ``m <= n``, else forward mode (eight columns per
+    /// pass).
     #[pyo3(signature = (*args, wrt = None, **kwargs))]
     fn jacobian<'py>(
         &self,

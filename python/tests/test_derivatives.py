@@ -198,6 +198,27 @@ def test_tuple_result_jacobian_vjp_jvp(m):
     np.testing.assert_allclose(cx_only, cx, rtol=1e-14)
 
 
+def test_jvp_many_equals_jvp_per_direction(m):
+    a, x = 0.7, RNG.standard_normal(4)
+    # 0, 1, 8 (one full pass) and 11 (a padded second pass) directions,
+    # some with a zero (None) part
+    for k in (0, 1, 8, 11):
+        dirs = [(float(d) - 3.5, RNG.standard_normal(4) if d % 3 else None) for d in range(k)]
+        value, tangents = m.vecfun.jvp_many((a, x), dirs)
+        expected = m.vecfun(a, x)
+        assert value[0] == expected[0]
+        np.testing.assert_array_equal(value[1], expected[1])
+        assert len(tangents) == k
+        for d, (ta, tx) in zip(dirs, tangents):
+            _, (ea, ex) = m.vecfun.jvp((a, x), d)
+            assert ta == ea
+            np.testing.assert_array_equal(tx, ex)
+    _, ts = m.counted.jvp_many((np.array([1.0, 2.0]), 4), [(np.ones(2), None)])
+    assert ts == [(8.0, None)]
+    with pytest.raises(arrayad.ArgumentError, match="tangent"):
+        m.vecfun.jvp_many((a, x), [(1.0, np.ones(4)), (1.0, np.ones(3))])
+
+
 def test_rank_two_elementwise(m):
     x = RNG.standard_normal((2, 3))
     np.testing.assert_allclose(m.soft(x), np.log1p(np.exp(x)), rtol=1e-14)

@@ -168,6 +168,8 @@ fn run(d: &Defined, function: &str, input: &Json) -> Result<(Json, Vec<u64>), St
         }
     };
     let argv: Vec<arrayad::Arg<'_>> = args.iter().map(arrayad::Arg::Value).collect();
+    let directions: Vec<Vec<Option<arrayad::Arg<'_>>>> =
+        call.directions.iter().map(|d| d.iter().map(|t| t.as_ref().map(arrayad::Arg::Value)).collect()).collect();
     let mut timings = Vec::new();
     let mut total: u64 = 0;
     let mut outcome = None;
@@ -177,6 +179,7 @@ fn run(d: &Defined, function: &str, input: &Json) -> Result<(Json, Vec<u64>), St
             arrayad::Entry::Grad => {
                 f.grad(&argv).map(|g| Outcome::Grad { value: g.value, gradient: g.gradient.into_vec() })
             }
+            arrayad::Entry::Jvp => f.jvp_many(&argv, &directions).map(Outcome::JvpMany),
             _ => f.call(&argv).map(Outcome::Values),
         };
         let ns = elapsed_ns(start);

@@ -348,6 +348,12 @@ fn cases() -> Vec<Case> {
             // Column 0: every point's first barycentric coordinate at once.
             let f = |i: &Json| nums(&interp("ht", "objective", i))[3];
             close("ht d r3/d us[1][0]", num(&rows[3][0]), fd(&h2, "/us/1/0", &f), 1e-6);
+            // Every entry: the program's own Jacobian (one `jvp` per column
+            // inside the language), on the interpreter.
+            let own = ht_jacobian_in_language(&h2);
+            for (r, (got, want)) in rows.iter().zip(&own).enumerate() {
+                close_all(&format!("ht jacobian row {r}"), &nums(got), want, 1e-13);
+            }
         }),
     );
 
@@ -362,6 +368,24 @@ fn cases() -> Vec<Case> {
         );
     }
     cases
+}
+
+/// `ht_jacobian_complicated` of the ht program (one `jvp` per column
+/// inside the language) on `input`, on the interpreter: its rows.
+fn ht_jacobian_in_language(input: &Json) -> Vec<Vec<f64>> {
+    let eval = arrayad_gradbench::evals::find("ht").unwrap();
+    let call = eval.call("objective", input).unwrap();
+    let arrayad_gradbench::evals::Args::Json(args) = call.args else { panic!("ht takes JSON arguments") };
+    let module =
+        arrayad::Module::compile_with("ht.arr", eval.source(), arrayad::Options::backend(arrayad::Backend::Interp))
+            .unwrap();
+    let f = module.function("ht_jacobian_complicated").unwrap();
+    let args = arrayad::json::decode_args("ht_jacobian_complicated", f.signature(), &Json::Array(args)).unwrap();
+    let argv: Vec<arrayad::Arg<'_>> = args.iter().map(arrayad::Arg::Value).collect();
+    let out = f.call(&argv).unwrap();
+    let arrayad::Value::Array(a) = &out[0] else { panic!("not an array") };
+    let data = out[0].f64_elements().unwrap();
+    data.chunks(a.shape[1]).map(<[f64]>::to_vec).collect()
 }
 
 /// A small synthetic hand: 22 bones (the wrist, four per finger, the

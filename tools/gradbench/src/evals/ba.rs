@@ -115,6 +115,6 @@ impl Eval for Ba {
         let p = count(input, "p")?;
         let output: Output =
             if def == "ba_objective" { Box::new(move |o| objective(o, p)) } else { Box::new(jacobian) };
-        Ok(Call { def, entry: Entry::Value, args: Args::Values(args(input)?), output })
+        Ok(Call { def, entry: Entry::Value, args: Args::Values(args(input)?), directions: Vec::new(), output })
     }
 }

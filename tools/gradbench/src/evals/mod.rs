@@ -50,10 +50,14 @@ pub trait Eval: Sync {
 pub struct Call {
     /// The definition.
     pub def: &'static str,
-    /// [`Entry::Value`] (the primal) or [`Entry::Grad`].
+    /// [`Entry::Value`] (the primal), [`Entry::Grad`], or [`Entry::Jvp`]
+    /// (forward mode in the `directions`, [`arrayad::Function::jvp_many`]).
     pub entry: Entry,
     /// The arguments.
     pub args: Args,
+    /// For [`Entry::Jvp`]: the tangent directions, each one entry per
+    /// argument leaf (`None`: a zero tangent, or a leaf not differentiated).
+    pub directions: Vec<Vec<Option<Value>>>,
     /// The eval's output from the results.
     pub output: Output,
 }
@@ -82,7 +86,7 @@ impl Call {
         args: Vec<Json>,
         output: impl Fn(&Outcome) -> Result<Json, String> + 'static,
     ) -> Call {
-        Call { def, entry, args: Args::Json(args), output: Box::new(output) }
+        Call { def, entry, args: Args::Json(args), directions: Vec::new(), output: Box::new(output) }
     }
 }
 
@@ -94,6 +98,8 @@ pub enum Outcome {
     /// The value and the gradient, one entry per argument leaf (`None`
     /// where not differentiated).
     Grad { value: f64, gradient: Vec<Option<Value>> },
+    /// The value and the tangents in each direction.
+    JvpMany(arrayad::JvpMany),
 }
 
 impl Outcome {
@@ -101,7 +107,7 @@ impl Outcome {
     pub fn values(&self) -> Result<&[Value], String> {
         match self {
             Outcome::Values(v) => Ok(v),
-            Outcome::Grad { .. } => Err("expected the values of a primal call".into()),
+            Outcome::Grad { .. } | Outcome::JvpMany(_) => Err("expected the values of a primal call".into()),
         }
     }
 
@@ -116,7 +122,7 @@ impl Outcome {
             Outcome::Grad { gradient, .. } => {
                 gradient.get(k).and_then(Option::as_ref).ok_or_else(|| format!("no gradient of argument {k}"))
             }
-            Outcome::Values(_) => Err("expected a gradient".into()),
+            Outcome::Values(_) | Outcome::JvpMany(_) => Err("expected a gradient".into()),
         }
     }
 }
