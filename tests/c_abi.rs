@@ -1046,7 +1046,7 @@ fn c_programs_pass_the_size_variables_of_size_expressions() {
 /// the Jacobian is bitwise what `f_jvp` gives for that column's one-hot
 /// tangent; `f_jvp_many` in 0 to 19 dense directions gives bitwise `f_jvp`'s
 /// tangents and values; a negative `k`, a null tangent buffer and a tangent
-/// output overlapping an input are errors with a message.
+/// output overlapping an input or another output are errors with a message.
 #[test]
 fn forward_jacobian_and_jvp_many_in_lanes_equal_jvp_columns() {
     const SRC: &str = "\
@@ -1105,6 +1105,8 @@ int main(void) {
         printf("null %d %s\n", (int)rc, wide_last_error());
         rc = wide_jvp_many(c, 40, a, 1.5, y, 2, ta_k, ts_k, v, &w, tv_k, ta_k + 3);
         printf("overlap %d %s\n", (int)rc, wide_last_error());
+        rc = wide_jvp_many(c, 40, a, 1.5, y, 2, ta_k, ts_k, v, &w, tv_k, tv_k + 1);
+        printf("overlap_out %d %s\n", (int)rc, wide_last_error());
     }
     printf("bad %d\n", bad);
     printf("j %.17g %.17g\n", jac[0], jac[41 * 10 - 1]);

@@ -1043,6 +1043,18 @@ int32_t arrayad_jvp_many(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
                                        ps->fname, d->jvp_sig->out[nr + i].name,
                                        j < np ? ps->in[j].name : d->jvp_sig->in[j].name);
         }
+        /* nor the values, nor another leaf's tangents (written by every pass) */
+        for (j = 0; j < nr + d->nres && st == 0; j++) {
+            int64_t n = 1;
+            const arrayad_leaf *leaf = j < nr ? &ps->out[j] : &ps->out[d->res[j - nr]];
+            if (j == nr + i) continue;
+            if (leaf->rank > 0) st = count_of(ctx, ps, leaf, sizes, &n);
+            if (st == 0 && overlap((const char *)out[j], j < nr ? (uint64_t)n * elem_size(leaf->elem) : directions_bytes(n, k),
+                                   t, nb))
+                st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                                       "%sinvalid argument: %s_jvp_many: the output `%s` overlaps the output `%s`", AT(ps),
+                                       ps->fname, d->jvp_sig->out[nr + i].name, d->jvp_sig->out[j].name);
+        }
         if (st) return st;
     }
     /* Zero tangents for the lanes past the last direction, and somewhere

@@ -213,7 +213,8 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
  * another (into out[nout + i]), given for each active input leaf its
  * tangents in the k directions one after another (in[nin + i]). One call of
  * d->jvp per d->lanes directions, the last padded with zero tangents. The
- * tangent buffers may not overlap the inputs (InvalidArgument). k == 0
+ * tangent outputs may not overlap an input or another output
+ * (InvalidArgument). k == 0
  * computes the values only. */
 int32_t arrayad_jvp_many(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int64_t *sizes,
                          const void *const *in, void *const *out, int64_t k);

@@ -72,7 +72,7 @@ pub(crate) fn try_c_header(exports: &[ExportedFunction], module: &str) -> Result
                 Variant::Jvp => "Forward mode: the value and its tangent given tangents of the active parameters".into(),
                 Variant::JvpMany => "Forward mode in k directions: the value once and its tangent in each direction (the \
                                      primal computed once per pass of several directions; each tangent bitwise the \
-                                     jvp's). The tangent buffers may not overlap the inputs"
+                                     jvp's). A tangent output may not overlap an input or another output"
                     .into(),
                 Variant::Vjp => {
                     "Reverse mode: the value and the cotangents of the active parameters given a cotangent of the result"
