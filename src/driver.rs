@@ -306,6 +306,9 @@ pub(crate) struct Def {
     pub arg_names: Arc<[String]>,
     /// The prepared primal ([`prepare`]), shared by every active set.
     pub primal: OnceLock<Result<Function, Error>>,
+    /// Whether the prepared primal has a vector forward mode
+    /// (`arrayad_ad::has_vector_forward`, a walk of its IR: once).
+    pub lanes: OnceLock<bool>,
     /// The primal's code.
     pub primal_code: OnceLock<Result<Engine, Error>>,
     /// The derivatives for the default active set.
@@ -339,6 +342,7 @@ impl Def {
             arg_names: crate::shapes::param_leaves(sig).into_iter().map(|l| l.name).collect(),
             default_active: default_active.into(),
             primal: OnceLock::new(),
+            lanes: OnceLock::new(),
             primal_code: OnceLock::new(),
             default: Derived::default(),
             others: Mutex::new(HashMap::new()),
@@ -371,7 +375,11 @@ impl Inner {
     /// True when definition `index` has a vector forward mode
     /// ([`Kind::JvpLanes`]; `arrayad_ad::has_vector_forward`).
     pub(crate) fn has_lanes(&self, index: usize) -> Result<bool, Error> {
-        Ok(arrayad_ad::has_vector_forward(self.prepared(index)?))
+        if let Some(&lanes) = self.defs[index].lanes.get() {
+            return Ok(lanes);
+        }
+        let lanes = arrayad_ad::has_vector_forward(self.prepared(index)?);
+        Ok(*self.defs[index].lanes.get_or_init(|| lanes))
     }
 
     /// Derives the derivatives `wanted` of definition `index` for `active`

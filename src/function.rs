@@ -208,17 +208,19 @@ impl Function {
     /// time ([`Error::Usage`] for a gradient or Hessian of a function whose
     /// result is not one `f64`, [`Error::Internal`] for a bug of arrayad).
     pub fn precompile(&self, entry: Entry) -> Result<(), Error> {
+        use arrayad_ad::Which;
+        let lanes = self.has_lanes()?;
         let kinds: &[Kind] = match entry {
             Entry::Value => &[Kind::Primal],
             // `jvp` and `jvp_many`.
-            Entry::Jvp if self.has_lanes()? => &[Kind::Jvp, Kind::JvpLanes],
+            Entry::Jvp if lanes => &[Kind::Jvp, Kind::JvpLanes],
             Entry::Jvp => &[Kind::Jvp],
             Entry::Vjp => &[Kind::Vjp],
             Entry::Grad => {
                 self.need_f64_result("the gradient")?;
                 &[Kind::Vjp]
             }
-            Entry::Jacobian if self.has_lanes()? => &[Kind::Primal, Kind::JvpLanes, Kind::VjpRows],
+            Entry::Jacobian if lanes => &[Kind::Primal, Kind::JvpLanes, Kind::VjpRows],
             Entry::Jacobian => &[Kind::Primal, Kind::Jvp, Kind::VjpRows],
             Entry::Hvp => {
                 self.need_f64_result("the Hessian")?;
@@ -226,8 +228,6 @@ impl Function {
             }
         };
         // The derivatives of the entry from one linearisation.
-        use arrayad_ad::Which;
-        let lanes = self.has_lanes()?;
         let together: &[Which] = match entry {
             Entry::Jacobian if lanes => &[Which::JvpLanes, Which::VjpRows],
             Entry::Jacobian => &[Which::Jvp, Which::VjpRows],
@@ -740,8 +740,9 @@ impl Function {
         mut direction: impl FnMut(usize) -> Result<Vec<Value>, Error>,
         mut sink: impl FnMut(usize, &[Value]) -> Result<(), Error>,
     ) -> Result<Vec<Value>, Error> {
-        let n_results = self.signature().result.leaves().len();
-        let n_tangents = self.signature().result.leaves().iter().filter(|t| t.elem == Scalar::F64).count();
+        let result_leaves = self.signature().result.leaves();
+        let n_results = result_leaves.len();
+        let n_tangents = result_leaves.iter().filter(|t| t.elem == Scalar::F64).count();
         let (kind, lanes) = if self.has_lanes()? { (Kind::JvpLanes, arrayad_ad::JVP_LANES) } else { (Kind::Jvp, 1) };
         let engine = self.engine(kind)?;
         let mut value = None;
