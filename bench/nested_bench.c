@@ -5,7 +5,8 @@
  * - GMM (examples/gmm.arr, ADBench input GMM_FILE): gmm_grad against gmm_hvp
  *   (value, gradient and Hessian-vector product for a tangent of ones);
  * - Rosenbrock of n = 10^5 (bench/rosenbrock.arr): rosen_grad against
- *   rosen_hvp;
+ *   rosen_hvp, and against the gradient of the gradient penalty
+ *   sum(grad(rosen, x) ** 2) (reverse over reverse);
  * - BA (examples/ba.arr, ADBench input BA_FILE): the 3 x 15 Jacobian blocks
  *   of all p observations by p calls of ba_obs_jacobian against one call of
  *   ba_jacobian_blocks (vjp inside the program); checks they agree.
@@ -33,7 +34,7 @@ static const char *prog = "nested_bench";
 
 #define ROSEN_N 100000
 
-enum { GMM_GRAD, GMM_HVP, ROSEN_GRAD, ROSEN_HVP, BA_CALLS, BA_BLOCKS };
+enum { GMM_GRAD, GMM_HVP, ROSEN_GRAD, ROSEN_HVP, ROSEN_PENALTY_GRAD, BA_CALLS, BA_BLOCKS };
 
 typedef struct {
     const gmm_input *g;
@@ -73,6 +74,9 @@ static int call(int which, void *p) {
     case ROSEN_HVP:
         rc = rosen_hvp(ROSEN_N, c->rx, c->rt, &c->value, c->rg, c->rh);
         break;
+    case ROSEN_PENALTY_GRAD:
+        rc = rosen_penalty_grad(ROSEN_N, c->rx, &c->value, c->rh);
+        break;
     case BA_CALLS:
         for (i = 0; i < c->b->p && rc == 0; i++) {
             double out[3];
@@ -85,7 +89,7 @@ static int call(int which, void *p) {
         break;
     }
     if (rc != 0) {
-        const char *msg = which <= GMM_HVP ? gmm_last_error() : which <= ROSEN_HVP ? rosen_last_error() : ba_last_error();
+        const char *msg = which <= GMM_HVP ? gmm_last_error() : which <= ROSEN_PENALTY_GRAD ? rosen_last_error() : ba_last_error();
         return fail(rc, "a call", msg);
     }
     sink = c->value;
@@ -161,6 +165,7 @@ int main(int argc, char **argv) {
     if (pair(&c, GMM_GRAD, GMM_HVP, "gmm_grad", "gmm_hvp", min_time)) return 1;
     printf("Rosenbrock n=%d\n", ROSEN_N);
     if (pair(&c, ROSEN_GRAD, ROSEN_HVP, "rosen_grad", "rosen_hvp", min_time)) return 1;
+    if (pair(&c, ROSEN_GRAD, ROSEN_PENALTY_GRAD, "rosen_grad", "rosen_penalty_grad", min_time)) return 1;
     printf("BA %s: p=%lld observations\n", argv[argi + 1], (long long)p);
     if (pair(&c, BA_CALLS, BA_BLOCKS, "per-call", "one-call", min_time)) return 1;
     for (i = 0; i < 45 * p; i++) maxdiff = fmax(maxdiff, fabs(c.blocks_calls[i] - c.blocks_one[i]));

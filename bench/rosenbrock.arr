@@ -2,3 +2,6 @@
 // benchmark (bench/nested.sh).
 def rosen(x: [n]f64) -> f64 =
   sum(for i < n - 1 => 100.0 * (x[i + 1] - x[i] * x[i]) ** 2 + (1.0 - x[i]) ** 2)
+// A gradient penalty (reverse over reverse, bench/nested.sh): its gradient
+// is one forward-over-reverse pass of `rosen` per call of `grad`.
+def rosen_penalty(x: [n]f64) -> f64 = sum(grad(rosen, x) ** 2)

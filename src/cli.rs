@@ -697,7 +697,7 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
         let active = arrayad_ad::active_leaves(&f.signature, wrt);
         let primal = driver::prepare(&program, id)?;
         let derive = |which| -> Result<arrayad_ir::Function, Error> {
-            let mut d = driver::derive(&primal, &active, a.codegen.ad(), &[which])?;
+            let mut d = driver::derive(&program, id, &primal, &active, a.codegen.ad(), &[which])?;
             d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
         };
         match a.stage {
@@ -715,7 +715,7 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
                 out.push_str(&print_function(&lin.func, None));
             }
             Stage::Clif | Stage::Llvm => {
-                let mut d = driver::derive(&primal, &active, a.codegen.ad(), &[Which::Jvp, Which::Vjp])?;
+                let mut d = driver::derive(&program, id, &primal, &active, a.codegen.ad(), &[Which::Jvp, Which::Vjp])?;
                 let (jvp, vjp) = (d.take(Which::Jvp), d.take(Which::Vjp));
                 let funcs: Vec<arrayad_ir::Function> = [Some(primal), jvp, vjp].into_iter().flatten().collect();
                 let cg = if a.stage == Stage::Clif { CodegenBackend::Cranelift } else { CodegenBackend::Llvm };

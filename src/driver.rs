@@ -139,14 +139,21 @@ pub fn check_sizes(program: &Program, ids: &[FuncId]) -> Result<(), Error> {
     passes::inline::InlineCosts::new(program, ids).check_all(ids).map_err(|e| Error::Usage(e.located(program)))
 }
 
-/// The derivatives `wanted` of a prepared primal with the IR params marked
-/// in `active` differentiated, from one linearisation
-/// (`arrayad_ad::derive`).
+/// The derivatives `wanted` of definition `id` of `program`, whose
+/// prepared primal is `primal` ([`prepare`]), with the IR params marked in
+/// `active` differentiated, from one linearisation (`arrayad_ad::derive`).
 ///
 /// Errors: [`Error::Usage`] for a derivative arrayad does not compute;
 /// [`Error::Internal`] for a bug.
-pub fn derive(primal: &Function, active: &[bool], opts: AdOptions, wanted: &[Which]) -> Result<Derivatives, Error> {
-    compiling(|| Ok(time("derive", || arrayad_ad::derive(primal, active, opts, wanted))?))
+pub fn derive(
+    program: &Program,
+    id: FuncId,
+    primal: &Function,
+    active: &[bool],
+    opts: AdOptions,
+    wanted: &[Which],
+) -> Result<Derivatives, Error> {
+    compiling(|| Ok(time("derive", || arrayad_ad::derive(primal, active, opts, wanted, Some((program, id))))?))
 }
 
 /// The Hessian-vector product of a prepared primal with one f64 result,
@@ -215,7 +222,7 @@ pub fn export(
         wanted.push(Which::VjpRows);
     }
     let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
-    let mut d = derive(&primal, &leaves, request.opts, &wanted)?;
+    let mut d = derive(program, id, &primal, &leaves, request.opts, &wanted)?;
     let warnings = std::mem::take(&mut d.uncheckpointed).into_iter().map(|u| warning(&program.file, u)).collect();
     let hvp = match &d.vjp {
         Some(v) if hvp_wanted => Some(hvp(&primal, v, &leaves)?),
@@ -392,7 +399,7 @@ impl Inner {
             return Ok(());
         }
         let primal = self.prepared(index)?;
-        let mut all = derive(primal, active, self.ad_options(), &missing)?;
+        let mut all = derive(&self.program, self.defs[index].id, primal, active, self.ad_options(), &missing)?;
         for w in missing {
             if let Some(f) = all.take(w) {
                 // Another thread may have derived it meanwhile: the same IR.
@@ -415,7 +422,7 @@ impl Inner {
         };
         let one = derived.ir[which as usize].get_or_init(|| {
             let primal = self.prepared(index)?;
-            let mut d = derive(primal, active, self.ad_options(), &[which])?;
+            let mut d = derive(&self.program, self.defs[index].id, primal, active, self.ad_options(), &[which])?;
             d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
         });
         let f = one.as_ref().map_err(Error::clone)?;

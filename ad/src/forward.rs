@@ -25,6 +25,7 @@
 //! result is ordinary (imperative) forward code: the Hessian-vector product
 //! is the jvp of the vjp.
 
+use crate::reverse::over_reverse::{StubRule, StubRules};
 use crate::AdError;
 use arrayad_ir::builder::Builder;
 use arrayad_ir::{Atom, BinOp, Block, Expr, Function, ReduceOp, Scalar, Stmt, StmtKind, Type, VarId};
@@ -40,6 +41,9 @@ pub(crate) struct Jvp {
     pub linear: HashSet<VarId>,
     /// For each linear array variable, a primal variable of the same shape.
     pub primal_of: HashMap<VarId, VarId>,
+    /// The rules of the `vjp`/`grad` operators whose calls the primal
+    /// keeps, by operator (`reverse/over_reverse.rs`).
+    pub calls: StubRules,
 }
 
 /// The jvp of a function, with the facts reverse mode needs.
@@ -55,15 +59,30 @@ pub struct JvpOutput {
     pub n_primal_params: usize,
     /// Number of primal results (a prefix of `func.body.results`).
     pub n_primal_results: usize,
+    /// The rules of its linear calls, by callee (empty unless the primal
+    /// kept calls of `vjp`/`grad` operators: `reverse/over_reverse.rs`).
+    pub(crate) rules: StubRules,
 }
 
 /// The jvp of `prim` (calls already inlined), differentiating the params
 /// with `active[k]` true and f64 elements.
 pub fn jvp_function(prim: &Function, active: &[bool]) -> Result<JvpOutput, AdError> {
+    jvp_with_calls(prim, active, None)
+}
+
+/// [`jvp_function`] of a primal that keeps the calls of the `vjp`/`grad`
+/// operators of `calls` (`reverse/over_reverse.rs`): each such call is
+/// copied, and its tangents are bound by one linear call of the operator's
+/// jvp ([`StubRule::jvp_all`]).
+pub(crate) fn jvp_with_calls(
+    prim: &Function,
+    active: &[bool],
+    calls: Option<&crate::reverse::over_reverse::StubCalls>,
+) -> Result<JvpOutput, AdError> {
     let mut f = prim.clone();
     f.name = format!("{}_jvp", prim.name);
     let body = std::mem::take(&mut f.body);
-    let mut jvp = Jvp::default();
+    let mut jvp = Jvp { calls: calls.map(|c| c.by_op.clone()).unwrap_or_default(), ..Jvp::default() };
     let mut b = Builder::new(&mut f);
     let mut tparams = Vec::new();
     for (k, p) in prim.params.iter().enumerate() {
@@ -96,6 +115,7 @@ pub fn jvp_function(prim: &Function, active: &[bool]) -> Result<JvpOutput, AdErr
         primal_of: jvp.primal_of,
         n_primal_params: prim.params.len(),
         n_primal_results: prim.result_types.len(),
+        rules: calls.map(|c| c.rules.clone()).unwrap_or_default(),
     })
 }
 
@@ -171,6 +191,31 @@ impl Jvp {
 
     fn copy(&self, b: &mut Builder, s: &Stmt) {
         b.stmt(s.kind.clone());
+    }
+
+    /// A kept call `vars = op(args)` of a `vjp`/`grad` operator: copied,
+    /// and when an argument has a tangent, the tangents of its f64 results
+    /// bound by the linear call `jvp_op(args, tangents of the f64 args)`
+    /// (its leading primal results unused): `reverse/over_reverse.rs`.
+    fn stub_call(&mut self, b: &mut Builder, s: &Stmt, vars: &[VarId], args: &[Atom], rule: &StubRule) {
+        self.copy(b, s);
+        if args.iter().all(|a| self.tangent(a).is_none()) {
+            return;
+        }
+        let mut call_args = args.to_vec();
+        for (a, ty) in args.iter().zip(&rule.params) {
+            if ty.elem == Scalar::F64 {
+                let t = self.tangent_or_zero(b, *a);
+                call_args.push(t);
+            }
+        }
+        let mut all: Vec<VarId> = rule.results.iter().map(|ty| b.var("unused", *ty)).collect();
+        for (v, ty) in vars.iter().zip(&rule.results) {
+            if ty.elem == Scalar::F64 {
+                all.push(self.new_tangent(b, *v));
+            }
+        }
+        b.stmt(StmtKind::Let { vars: all, expr: Expr::Call { func: rule.jvp_all, args: call_args } });
     }
 
     /// A tangent of the atom `a` (of f64 elements): its tangent, or a
@@ -398,7 +443,10 @@ impl Jvp {
                 self.loop_rule(b, s, vars, Head::While(cond), states, init, body)?
             }
             Expr::If { cond, then_branch, else_branch } => self.if_rule(b, s, vars, *cond, then_branch, else_branch)?,
-            Expr::Call { .. } => return Err(AdError::new("call not inlined before differentiation")),
+            Expr::Call { func, args } => match self.calls.get(func).cloned() {
+                Some(rule) => self.stub_call(b, s, vars, args, &rule),
+                None => return Err(AdError::new("call not inlined before differentiation")),
+            },
             // An f64 accumulator's tangent is an accumulator of tangents.
             Expr::ZerosLike(_) | Expr::Zeros(_) => {
                 self.copy(b, s);

@@ -168,7 +168,10 @@ pub struct AdOptions {
 /// from one linearisation ([`linearize`]); the vjp and the many-row vjp,
 /// when both are wanted, from one unzipping. A primal that runs reverse
 /// mode inside (a `grad` or `vjp` in its body) is differentiated in
-/// reverse by forward columns (`reverse/by_columns.rs`).
+/// reverse with those operators' calls kept and given their own rule
+/// (`reverse/over_reverse.rs`), which needs `within`, the program and
+/// definition the primal was prepared from; without it, or for other
+/// reverse-mode code inside, by forward columns (`reverse/by_columns.rs`).
 ///
 /// `active[k]` tells whether IR param `k` (flattened leaves) is
 /// differentiated.
@@ -176,7 +179,13 @@ pub struct AdOptions {
 /// Errors: [`AdError::Unsupported`] for a derivative the transformation
 /// does not compute; [`AdError::Internal`] for IR that breaks an
 /// invariant.
-pub fn derive(primal: &Function, active: &[bool], opts: AdOptions, wanted: &[Which]) -> Result<Derivatives, AdError> {
+pub fn derive(
+    primal: &Function,
+    active: &[bool],
+    opts: AdOptions,
+    wanted: &[Which],
+    within: Option<(&Program, FuncId)>,
+) -> Result<Derivatives, AdError> {
     if wanted.is_empty() {
         return Ok(Derivatives::default());
     }
@@ -184,11 +193,24 @@ pub fn derive(primal: &Function, active: &[bool], opts: AdOptions, wanted: &[Whi
     let lin = arrayad_ir::timing::time("linearize", || linearize(primal, active))?;
     let name = &primal.name;
     let (vjp_name, rows_name) = (format!("{name}_vjp"), format!("{name}_vjp_rows"));
-    // Reverse mode of reverse-mode code: by forward columns.
-    let by_columns = reverse::has_reverse_code(primal);
+    // Reverse mode of reverse-mode code: by the rule of the `vjp`/`grad`
+    // operators, else by forward columns.
+    let nested = reverse::has_reverse_code(primal);
+    let by_columns = nested && within.is_none();
     type Unzipped = (Option<Function>, Option<Function>, Vec<Uncheckpointed>);
     let unzip = || -> Result<Unzipped, AdError> {
-        Ok(match (want(Which::Vjp), want(Which::VjpRows)) {
+        let reverse_wanted = (want(Which::Vjp), want(Which::VjpRows));
+        if let (true, Some((program, id)), (true, _) | (_, true)) = (nested, within, reverse_wanted) {
+            let names = (vjp_name.as_str(), rows_name.as_str());
+            let by_rule =
+                reverse::over_reverse::vjp_and_rows(program, id, active, opts.checkpoint, reverse_wanted, names)?;
+            if let Some(done) = by_rule {
+                return Ok(done);
+            }
+            let (v, r) = reverse::by_columns::vjp_and_rows(&lin, primal, &vjp_name, &rows_name);
+            return Ok((reverse_wanted.0.then_some(v), reverse_wanted.1.then_some(r), Vec::new()));
+        }
+        Ok(match reverse_wanted {
             (true, true) if by_columns => {
                 let (v, r) = reverse::by_columns::vjp_and_rows(&lin, primal, &vjp_name, &rows_name);
                 (Some(v), Some(r), Vec::new())

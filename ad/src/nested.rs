@@ -14,7 +14,10 @@
 //! inner derivative as ordinary code whose own tangent variables are
 //! primal values to it, so perturbations of different levels never mix.
 //! Reverse mode of code that contains reverse-mode code (reverse over
-//! reverse) goes by forward columns (`reverse/by_columns.rs`).
+//! reverse) keeps the inner operators' calls and gives them their own rule
+//! (`reverse/over_reverse.rs`); other reverse-mode code inside (a `jvp` of
+//! a definition using `grad`) goes by forward columns
+//! (`reverse/by_columns.rs`).
 
 use crate::{passes, reverse, AdError};
 use arrayad_ir::builder::Builder;
@@ -152,10 +155,14 @@ fn expand(p: &Program, op: DiffOp, of: FuncId, stub: &Function) -> Result<Functi
         DiffOp::Jvp => crate::linearize(&prim, &active)?.func,
         DiffOp::Vjp | DiffOp::Grad => {
             let j = crate::linearize(&prim, &active)?;
-            if reverse::has_reverse_code(&prim) {
-                reverse::by_columns::vjp_function(&j, &prim, &stub.name)
-            } else {
+            if !reverse::has_reverse_code(&prim) {
                 reverse::vjp_function(&j, &stub.name, false)?.0
+            } else {
+                let names = (stub.name.as_str(), "");
+                match reverse::over_reverse::vjp_and_rows(p, of, &active, false, (true, false), names)? {
+                    Some((Some(v), _, _)) => v,
+                    _ => reverse::by_columns::vjp_function(&j, &prim, &stub.name),
+                }
             }
         }
     };

@@ -8,7 +8,7 @@ use arrayad_ir::*;
 /// The derivative `which` of definition `id`, from its prepared primal.
 fn derived(p: &Program, id: FuncId, active: &[bool], which: Which) -> Function {
     let primal = passes::prepare(p, id);
-    let mut d = arrayad_ad::derive(&primal, active, AdOptions::default(), &[which]).unwrap();
+    let mut d = arrayad_ad::derive(&primal, active, AdOptions::default(), &[which], None).unwrap();
     d.take(which).unwrap()
 }
 

@@ -31,7 +31,7 @@ fn derive(
     wanted: &[Which],
 ) -> Result<(Function, arrayad_ad::Derivatives), String> {
     let primal = prepare(program, id)?;
-    let d = driver::derive(&primal, active, opts, wanted).map_err(|e| e.to_string())?;
+    let d = driver::derive(program, id, &primal, active, opts, wanted).map_err(|e| e.to_string())?;
     Ok((primal, d))
 }
 

@@ -193,6 +193,11 @@ impl Rev<'_> {
                 Expr::If { cond, then_branch, else_branch } => {
                     self.if_rule(vars, *cond, then_branch, else_branch, loc, &mut fwd, &mut chunk)?
                 }
+                Expr::Call { func, args } => {
+                    let rules = self.rules;
+                    let rule = rules.get(func).ok_or_else(|| AdError::new("a linear call of no operator"))?;
+                    self.call_rule(vars, args, rule, &mut chunk)?
+                }
                 _ => self.transpose(vars[0], expr, &mut chunk)?,
             }
             chunks.push(chunk);

@@ -1,6 +1,8 @@
-//! Reverse mode of code that itself runs reverse mode (a `vjp` or `grad`
-//! operator inlined into the differentiated definition), by forward
-//! columns.
+//! Reverse mode of code that itself runs reverse mode, by forward columns:
+//! the fallback where the operators' own rule (`over_reverse.rs`) does not
+//! apply (reverse-mode code that is not a call of a `vjp` or `grad`
+//! operator, such as a `jvp` of a definition using `grad`, inlined; or a
+//! primal given without its program).
 //!
 //! Unzipping needs purely functional linear code, and the forward
 //! derivative of reverse-mode code is imperative (accumulators, the tape:
@@ -10,9 +12,7 @@
 //! one-hot tangent), then each cotangent element is the inner product of
 //! the result cotangents with the column of that element. The values are
 //! exact (the same arithmetic as the jvp); the cost is the number of
-//! active elements times a forward pass, so this suits the small inner
-//! problems where derivatives of derivatives occur; a reverse pass over
-//! the imperative code would be O(1) passes (not implemented).
+//! active elements times a forward pass, so it suits small inner problems only.
 
 use crate::forward::JvpOutput;
 use arrayad_ir::builder::Builder;

@@ -51,6 +51,7 @@ mod assemble;
 mod block;
 pub(crate) mod by_columns;
 mod checkpoint;
+pub(crate) mod over_reverse;
 mod pops;
 mod residuals;
 mod rules;
@@ -131,6 +132,7 @@ fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdErro
         setup: Vec::new(),
         loc: Loc::default(),
         twins: Subst::default(),
+        rules: &j.rules,
     };
     rev.out.name = name.to_string();
     let primal_params: Vec<VarId> = jf.params[..j.n_primal_params].to_vec();
@@ -301,4 +303,6 @@ struct Rev<'a> {
     /// enclosing block). Forward code inside backward code is fresh
     /// (`checkpoint.rs`).
     twins: Subst,
+    /// The rules of the linear calls (`over_reverse.rs`).
+    rules: &'a over_reverse::StubRules,
 }

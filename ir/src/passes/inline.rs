@@ -264,9 +264,18 @@ pub fn check_inlining(program: &Program, func: FuncId) -> Result<(), InlineLimit
 /// calls stay calls (which the later stages reject): [`check_inlining`]
 /// first.
 pub fn inline_all(program: &Program, func: FuncId) -> Function {
+    inline_all_but(program, func, &|_| false)
+}
+
+/// [`inline_all`], except that calls of the functions for which `keep`
+/// holds stay calls (their arguments renamed). Reverse mode of code that
+/// runs reverse mode inside keeps the calls of `vjp`/`grad` operators, to
+/// differentiate them by their own rule (`arrayad_ad`'s
+/// `reverse/over_reverse.rs`).
+pub fn inline_all_but(program: &Program, func: FuncId, keep: &dyn Fn(FuncId) -> bool) -> Function {
     let mut f = program.func(func).clone();
     let body = std::mem::take(&mut f.body);
-    let mut inl = Inliner { program, f, budget: MAX_INLINED_STMTS };
+    let mut inl = Inliner { program, keep, f, budget: MAX_INLINED_STMTS };
     let body = inl.block(&body, &Subst::default());
     inl.f.body = body;
     inl.f
@@ -274,6 +283,8 @@ pub fn inline_all(program: &Program, func: FuncId) -> Function {
 
 struct Inliner<'p> {
     program: &'p Program,
+    /// Callees whose calls stay calls.
+    keep: &'p dyn Fn(FuncId) -> bool,
     /// The function being built (its variable table grows).
     f: Function,
     /// Statements that may still be copied.
@@ -319,7 +330,7 @@ impl<'p> Inliner<'p> {
             self.budget = self.budget.saturating_sub(1);
             match &s.kind {
                 StmtKind::Let { vars, expr: Expr::Call { func, args } }
-                    if (func.0 as usize) < self.program.funcs.len() && self.budget > 0 =>
+                    if (func.0 as usize) < self.program.funcs.len() && self.budget > 0 && !(self.keep)(*func) =>
                 {
                     let program: &'a Program = self.program;
                     let callee = program.func(*func);

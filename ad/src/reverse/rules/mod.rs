@@ -3,5 +3,6 @@
 
 mod branch;
 mod build;
+mod call;
 mod loops;
 mod update;
