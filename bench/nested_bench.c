@@ -6,7 +6,9 @@
  *   (value, gradient and Hessian-vector product for a tangent of ones);
  * - Rosenbrock of n = 10^5 (bench/rosenbrock.arr): rosen_grad against
  *   rosen_hvp, and against the gradient of the gradient penalty
- *   sum(grad(rosen, x) ** 2) (reverse over reverse);
+ *   sum(grad(rosen, x) ** 2) (reverse over reverse); rosen_hvp (forward
+ *   over reverse) against rosen_hvp_by_vjp (the vjp of the gradient,
+ *   reverse over reverse), which must agree;
  * - BA (examples/ba.arr, ADBench input BA_FILE): the 3 x 15 Jacobian blocks
  *   of all p observations by p calls of ba_obs_jacobian against one call of
  *   ba_jacobian_blocks (vjp inside the program); checks they agree.
@@ -34,7 +36,7 @@ static const char *prog = "nested_bench";
 
 #define ROSEN_N 100000
 
-enum { GMM_GRAD, GMM_HVP, ROSEN_GRAD, ROSEN_HVP, ROSEN_PENALTY_GRAD, BA_CALLS, BA_BLOCKS };
+enum { GMM_GRAD, GMM_HVP, ROSEN_GRAD, ROSEN_HVP, ROSEN_PENALTY_GRAD, ROSEN_HVP_BY_VJP, BA_CALLS, BA_BLOCKS };
 
 typedef struct {
     const gmm_input *g;
@@ -77,6 +79,9 @@ static int call(int which, void *p) {
     case ROSEN_PENALTY_GRAD:
         rc = rosen_penalty_grad(ROSEN_N, c->rx, &c->value, c->rh);
         break;
+    case ROSEN_HVP_BY_VJP:
+        rc = rosen_hvp_by_vjp(ROSEN_N, c->rx, c->rt, c->rg);
+        break;
     case BA_CALLS:
         for (i = 0; i < c->b->p && rc == 0; i++) {
             double out[3];
@@ -89,7 +94,7 @@ static int call(int which, void *p) {
         break;
     }
     if (rc != 0) {
-        const char *msg = which <= GMM_HVP ? gmm_last_error() : which <= ROSEN_PENALTY_GRAD ? rosen_last_error() : ba_last_error();
+        const char *msg = which <= GMM_HVP ? gmm_last_error() : which <= ROSEN_HVP_BY_VJP ? rosen_last_error() : ba_last_error();
         return fail(rc, "a call", msg);
     }
     sink = c->value;
@@ -166,6 +171,12 @@ int main(int argc, char **argv) {
     printf("Rosenbrock n=%d\n", ROSEN_N);
     if (pair(&c, ROSEN_GRAD, ROSEN_HVP, "rosen_grad", "rosen_hvp", min_time)) return 1;
     if (pair(&c, ROSEN_GRAD, ROSEN_PENALTY_GRAD, "rosen_grad", "rosen_penalty_grad", min_time)) return 1;
+    if (pair(&c, ROSEN_HVP, ROSEN_HVP_BY_VJP, "rosen_hvp", "rosen_hvp_by_vjp", min_time)) return 1;
+    if (call(ROSEN_HVP, &c) || call(ROSEN_HVP_BY_VJP, &c)) return 1;
+    for (i = 0; i < ROSEN_N; i++) maxdiff = fmax(maxdiff, fabs(c.rh[i] - c.rg[i]) / fmax(1.0, fabs(c.rh[i])));
+    printf("Rosenbrock H v: largest relative difference of the two %.3e\n", maxdiff);
+    if (maxdiff > 1e-12) return 1;
+    maxdiff = 0;
     printf("BA %s: p=%lld observations\n", argv[argi + 1], (long long)p);
     if (pair(&c, BA_CALLS, BA_BLOCKS, "per-call", "one-call", min_time)) return 1;
     for (i = 0; i < 45 * p; i++) maxdiff = fmax(maxdiff, fabs(c.blocks_calls[i] - c.blocks_one[i]));

@@ -122,7 +122,8 @@ fn the_command_line_prints_hessians_and_builds_hvp() {
     assert_eq!(out.json(), serde_json::json!({"value": 118.0, "hessian": [[4.0, 3.0], [3.0, 8.0]]}));
     let out = arrayad(&dir, &["run", "hvp.arr", "hvp", "--args", "[[3, 4], [7, 8]]"]);
     assert_eq!(out.json(), serde_json::json!({"value": [52.0, 85.0]}));
-    // Reverse mode of a definition containing reverse mode (by columns).
+    // Reverse mode of a definition containing reverse mode (the rule of
+    // its `grad` call: reverse/over_reverse.rs).
     let out = arrayad(&dir, &["run", "hvp.arr", "dg", "--args", "[[1, 2]]", "--vjp", "[1, 0]"]);
     assert_eq!(out.code, 0, "{out:#?}");
     let row = out.json()["cotangent"][0].clone();
