@@ -290,6 +290,10 @@ fn fold(f: &Function, e: Expr) -> Expr {
                 Expr::Atom(*x)
             }
             (BinOp::Div, x, F64(y)) if *y == 1.0 => Expr::Atom(*x),
+            // `x ** 2.0` is the correctly rounded square, `x ** 1.0` is `x`
+            // (as LLVM folds `llvm.pow`; Cranelift would call libm's `pow`).
+            (BinOp::Pow, x @ Var(_), F64(y)) if *y == 2.0 => Expr::Binary(BinOp::Mul, *x, *x),
+            (BinOp::Pow, x @ Var(_), F64(y)) if *y == 1.0 => Expr::Atom(*x),
             (BinOp::Sub, x, F64(y)) if *y == 0.0 && y.is_sign_positive() => Expr::Atom(*x),
             (BinOp::Add, x, F64(y)) | (BinOp::Add, F64(y), x) if *y == 0.0 && y.is_sign_negative() => Expr::Atom(*x),
             (BinOp::Add, x, I64(0)) | (BinOp::Add, I64(0), x) | (BinOp::Sub, x, I64(0)) => Expr::Atom(*x),
