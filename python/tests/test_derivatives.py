@@ -136,6 +136,27 @@ def test_rosenbrock_gradient_hessian_hvp(m):
     np.testing.assert_allclose(m.rosen.jacobian(x)[0], rosen_grad(x), rtol=1e-12, atol=1e-12)
 
 
+PENALTY = """
+def rosen(x: [n]f64) -> f64 =
+  sum(for i < n - 1 => 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2)
+def penalty(x: [n]f64) -> f64 = sum(grad(rosen, x) ** 2)
+def drosen(x: [n]f64) -> [n]f64 = grad(rosen, x)
+def hvp_by_vjp(x: [n]f64, v: [n]f64) -> [n]f64 = vjp(drosen, x, v).1
+"""
+
+
+def test_reverse_over_reverse_gradient_penalty(backend):
+    # The gradient of sum(grad(rosen, x) ** 2) is 2 H g, and the vjp of the
+    # gradient is H v: reverse over reverse, by the operators' own rule.
+    m = arrayad.compile(PENALTY, backend=backend, name="penalty.arr")
+    x = RNG.uniform(-1.5, 1.5, 7)
+    v = RNG.standard_normal(7)
+    h, g = rosen_hess(x), rosen_grad(x)
+    np.testing.assert_allclose(m.penalty.grad(x), 2.0 * h @ g, rtol=1e-11, atol=1e-9)
+    np.testing.assert_allclose(m.hvp_by_vjp(x, v), h @ v, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(m.hvp_by_vjp.vjp((x, v), np.ones(7))[1][1], h @ np.ones(7), rtol=1e-12, atol=1e-10)
+
+
 def test_tuple_parameters_against_finite_differences(m):
     s, p0, p1, k, x = 0.7, -1.3, RNG.standard_normal(3), 3, RNG.standard_normal(3)
     args = [s, (p0, p1), k, x]
