@@ -10,6 +10,7 @@
 // test: looped [[0.5, -0.4, 0.9], 3]
 // test: mixed [[0.4, 0.6, 1.3], 3]
 // test: hv [[0.5, -0.4, 0.9]]
+// test: counted [[0.5, -0.4, 0.9], 1.5]
 def rosen(x: [n]f64) -> f64 =
   sum(for i < n - 1 => 100.0 * (x[i + 1] - x[i] * x[i]) ** 2 + (1.0 - x[i]) ** 2)
 def penalty(x: [n]f64) -> f64 = sum(grad(rosen, x) ** 2)
@@ -33,3 +34,7 @@ def mixed(x: [n]f64, p: i64) -> f64 =
   in sum(g.0 * x) + f64(g.1)
 def dros(x: [n]f64) -> [n]f64 = grad(rosen, x)
 def hv(x: [n]f64) -> f64 = sum(jvp(dros, x, x).1 * x)
+def cubes(x: [n]f64, s: f64) -> (f64, i64, [n]f64) = (sum(x * x * x) * s, n, sin(x) * s)
+def counted(x: [n]f64, s: f64) -> f64 =
+  let (y, c) = vjp(cubes, (x, s), (s, 3, x))
+  in y.0 * sum(c.0 * x) + f64(y.1) * c.1 + sum(y.2 * x)
