@@ -195,20 +195,17 @@ pub fn derive(
     let (vjp_name, rows_name) = (format!("{name}_vjp"), format!("{name}_vjp_rows"));
     // Reverse mode of reverse-mode code: by the rule of the `vjp`/`grad`
     // operators, else by forward columns.
-    let nested = reverse::has_reverse_code(primal);
-    let by_columns = nested && within.is_none();
+    let by_columns = reverse::has_reverse_code(primal);
     type Unzipped = (Option<Function>, Option<Function>, Vec<Uncheckpointed>);
     let unzip = || -> Result<Unzipped, AdError> {
         let reverse_wanted = (want(Which::Vjp), want(Which::VjpRows));
-        if let (true, Some((program, id)), (true, _) | (_, true)) = (nested, within, reverse_wanted) {
+        if let (true, Some((program, id)), (true, _) | (_, true)) = (by_columns, within, reverse_wanted) {
             let names = (vjp_name.as_str(), rows_name.as_str());
             let by_rule =
                 reverse::over_reverse::vjp_and_rows(program, id, active, opts.checkpoint, reverse_wanted, names)?;
             if let Some(done) = by_rule {
                 return Ok(done);
             }
-            let (v, r) = reverse::by_columns::vjp_and_rows(&lin, primal, &vjp_name, &rows_name);
-            return Ok((reverse_wanted.0.then_some(v), reverse_wanted.1.then_some(r), Vec::new()));
         }
         Ok(match reverse_wanted {
             (true, true) if by_columns => {

@@ -49,23 +49,8 @@ pub(in crate::reverse) fn assemble_rows(u: Unzipped) -> Function {
     let ct_rows: Vec<VarId> = u.ct_outs.iter().map(|c| out.new_var("ct_rows", out.ty(*c).lift())).collect();
     let mut results = u.primal_results;
     let mut rtypes = u.primal_types;
-    let rows = match ct_rows.first() {
-        Some(&first) => {
-            let r = out.new_var("rows", Type::I64);
-            stmts.push(stmt(StmtKind::Let { vars: vec![r], expr: Expr::Dim { array: first, axis: 0 } }));
-            for (k, &c) in ct_rows.iter().enumerate().skip(1) {
-                let rk = out.new_var("rows", Type::I64);
-                stmts.push(stmt(StmtKind::Let { vars: vec![rk], expr: Expr::Dim { array: c, axis: 0 } }));
-                stmts.push(stmt(StmtKind::CheckSize {
-                    a: Atom::Var(rk),
-                    b: Atom::Var(r),
-                    what: format!("the row counts of cotangent {k} and of cotangent 0"),
-                }));
-            }
-            Atom::Var(r)
-        }
-        None => Atom::I64(0),
-    };
+    let (count, rows) = row_count(&mut out, &ct_rows);
+    stmts.extend(count.into_iter().map(stmt));
     if !u.grads.is_empty() {
         let mark = out.new_var("tape_mark", Type::I64);
         stmts.push(stmt(StmtKind::Let { vars: vec![mark], expr: Expr::TapeMark }));
@@ -91,4 +76,24 @@ pub(in crate::reverse) fn assemble_rows(u: Unzipped) -> Function {
     out.params.extend(ct_rows);
     out.result_types = rtypes;
     out
+}
+
+/// The number of cotangent rows of the stacks `ct_rows` (0 without any):
+/// the statements binding it, which check that every stack has as many
+/// rows as the first ([`arrayad_ir::ErrorKind::SizeMismatch`]), and the
+/// count.
+pub(in crate::reverse) fn row_count(out: &mut Function, ct_rows: &[VarId]) -> (Vec<StmtKind>, Atom) {
+    let Some(&first) = ct_rows.first() else { return (Vec::new(), Atom::I64(0)) };
+    let r = out.new_var("rows", Type::I64);
+    let mut stmts = vec![StmtKind::Let { vars: vec![r], expr: Expr::Dim { array: first, axis: 0 } }];
+    for (k, &c) in ct_rows.iter().enumerate().skip(1) {
+        let rk = out.new_var("rows", Type::I64);
+        stmts.push(StmtKind::Let { vars: vec![rk], expr: Expr::Dim { array: c, axis: 0 } });
+        stmts.push(StmtKind::CheckSize {
+            a: Atom::Var(rk),
+            b: Atom::Var(r),
+            what: format!("the row counts of cotangent {k} and of cotangent 0"),
+        });
+    }
+    (stmts, Atom::Var(r))
 }

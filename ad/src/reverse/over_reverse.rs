@@ -50,7 +50,7 @@
 use crate::forward::JvpOutput;
 use crate::{passes, AdError};
 use arrayad_ir::builder::Builder;
-use arrayad_ir::{Atom, DiffOp, Expr, FuncId, Function, Program, Scalar, Stmt, StmtKind, Type, VarId};
+use arrayad_ir::{Atom, DiffOp, Expr, FuncId, Function, Program, Scalar, StmtKind, Type, VarId};
 use std::collections::HashMap;
 
 /// How to differentiate the calls of one `vjp`/`grad` operator (a stub of
@@ -167,12 +167,7 @@ impl StubCalls {
     /// `f` (which may call the program's functions) with every call
     /// inlined, optimised.
     pub fn inline(&self, f: Function) -> Function {
-        let mut p = self.program.clone();
-        p.funcs.push(f);
-        let id = FuncId(p.funcs.len() as u32 - 1);
-        let mut g = passes::inline::inline_all(&p, id);
-        passes::optimize(&mut g);
-        g
+        inline_into(self.program.clone(), f)
     }
 
     /// The many-row vjp ([`crate::Which::VjpRows`]) from the vjp `vjp`
@@ -204,21 +199,10 @@ impl StubCalls {
         let args: Vec<Atom> = xs.iter().map(|v| Atom::Var(*v)).collect();
         b.stmt(StmtKind::Let { vars: ys.clone(), expr: Expr::Call { func: self.id, args: args.clone() } });
         let mut results: Vec<Atom> = ys.iter().map(|v| Atom::Var(*v)).collect();
-        let rows = match ct_rows.first() {
-            Some(&first) => {
-                let r = b.let1("rows", Expr::Dim { array: first, axis: 0 }, Type::I64);
-                for (k, &c) in ct_rows.iter().enumerate().skip(1) {
-                    let rk = b.let1("rows", Expr::Dim { array: c, axis: 0 }, Type::I64);
-                    b.stmt(StmtKind::CheckSize {
-                        a: Atom::Var(rk),
-                        b: Atom::Var(r),
-                        what: format!("the row counts of cotangent {k} and of cotangent 0"),
-                    });
-                }
-                Atom::Var(r)
-            }
-            None => Atom::I64(0),
-        };
+        let (count, rows) = super::assemble::row_count(b.func, ct_rows);
+        for s in count {
+            b.stmt(s);
+        }
         if !grad_types.is_empty() {
             let row = b.var("row", Type::I64);
             b.begin_block();
@@ -236,17 +220,17 @@ impl StubCalls {
         }
         let body = b.finish(results);
         f.body = body;
-        p.funcs.push(f);
-        let id = FuncId(p.funcs.len() as u32 - 1);
-        let mut g = passes::inline::inline_all(&p, id);
-        passes::optimize(&mut g);
-        g
+        inline_into(p, f)
     }
 }
 
-/// The statement binding `vars` to `expr` at `loc`.
-pub(crate) fn let_stmt(vars: Vec<VarId>, expr: Expr, loc: arrayad_ir::Loc) -> Stmt {
-    Stmt { kind: StmtKind::Let { vars, expr }, loc }
+/// `f`, added to `program`, with every call inlined; optimised.
+fn inline_into(mut program: Program, f: Function) -> Function {
+    program.funcs.push(f);
+    let id = FuncId(program.funcs.len() as u32 - 1);
+    let mut g = passes::inline::inline_all(&program, id);
+    passes::optimize(&mut g);
+    g
 }
 
 /// Whether `t` has f64 elements.

@@ -2,7 +2,7 @@
 //! `vjp`/`grad` operator (`reverse/over_reverse.rs`, where the rule is
 //! derived).
 
-use super::super::over_reverse::{is_f64, let_stmt, StubRule};
+use super::super::over_reverse::{is_f64, StubRule};
 use super::super::*;
 
 impl Rev<'_> {
@@ -56,7 +56,7 @@ impl Rev<'_> {
             }
         }
         let outs: Vec<VarId> = rule.jvp_x_results.iter().map(|t| self.new_var("ct_call", *t)).collect();
-        out.push(let_stmt(outs.clone(), Expr::Call { func: rule.jvp_x, args: call_args }, self.loc));
+        self.push(out, StmtKind::Let { vars: outs.clone(), expr: Expr::Call { func: rule.jvp_x, args: call_args } });
         let mut tangents = outs[n_results..].iter();
         for (k, ty) in rule.results.iter().enumerate() {
             if !is_f64(ty) {
@@ -78,7 +78,7 @@ impl Rev<'_> {
                 call_args.push(ct_of_result[k].unwrap_or(primal_args[n_x + k]));
             }
             let outs: Vec<VarId> = rule.results.iter().map(|t| self.new_var("ct_call", *t)).collect();
-            out.push(let_stmt(outs.clone(), Expr::Call { func: rule.op, args: call_args }, self.loc));
+            self.push(out, StmtKind::Let { vars: outs.clone(), expr: Expr::Call { func: rule.op, args: call_args } });
             for k in 0..n_x {
                 if let Some(target) = active(self, k) {
                     self.accumulate(&target, Atom::Var(outs[n_y + k]), out);
