@@ -69,6 +69,7 @@ def row(x: [n][m]f64, r: [k]f64) -> [n][m]f64 = x with [0] = r
 def sized(x: [n]f64, y: [n * 2]f64) -> f64 = sum(x) + sum(y)
 def div(x: [n]f64, y: [m]f64, z: [n / m]f64) -> f64 = sum(z)
 def arg(x: [n]f64) -> i64 = argmin(x)
+def lit(x: [n][2]f64) -> f64 = x[0, 2]
 ";
     let cases: Vec<(&str, Vec<Value>, ErrorKind, &str)> = vec![
         (
@@ -108,6 +109,14 @@ def arg(x: [n]f64) -> i64 = argmin(x)
             "the size n / m has no value (a division by zero)",
         ),
         ("arg", vec![f64s(&[], &[0])], ErrorKind::EmptyReduction, "t.arr:6:29: empty array: minimum of the empty array"),
+        // A literal index against an extent checked equal to a literal:
+        // code generation drops the checks it can decide, not this one.
+        (
+            "lit",
+            vec![f64s(&[1., 2.], &[1, 2])],
+            ErrorKind::IndexOutOfBounds,
+            "t.arr:7:32: index out of bounds: index 2 is out of bounds for axis 1 of `x`, of extent 2",
+        ),
     ];
     for backend in backends() {
         let m = Module::compile_with("t.arr", src, arrayad::Options::backend(backend)).unwrap();

@@ -1146,3 +1146,31 @@ int main(void) {
         }
     }
 }
+
+/// `arrayad build` splits a library's LLVM code into one module per thread
+/// (`$ARRAYAD_NUM_THREADS`); the functions are compiled alone either way,
+/// so a library built on one thread and one built on five give the C
+/// program the same output, bit for bit.
+#[cfg(feature = "llvm")]
+#[test]
+fn libraries_built_on_one_and_on_several_threads_agree() {
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping");
+        return;
+    }
+    let mut outputs = Vec::new();
+    for threads in ["1", "5"] {
+        let dir = scratch("c_abi", &format!("threads-{threads}"));
+        std::fs::write(dir.join("prog.arr"), PROGRAM).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_arrayad"))
+            .args(["build", "prog.arr", "-o", "libprog.so", "--backend", "llvm"])
+            .env("ARRAYAD_NUM_THREADS", threads)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "build on {threads} threads: {}", String::from_utf8_lossy(&out.stderr));
+        outputs.push(compile_and_run(&dir, MAIN_C, "prog"));
+    }
+    assert!(outputs[0].len() > 10, "too little output: {:?}", outputs[0]);
+    assert_eq!(outputs[0], outputs[1]);
+}

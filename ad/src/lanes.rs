@@ -64,12 +64,17 @@ pub fn jvp_lanes(lin: &JvpOutput, lanes: usize) -> Result<Function, AdError> {
     let mut t = Lanes { linear: &lin.linear, subst: vec![Subst::default(); lanes] };
     let (primal_params, tangent_params) = jvp.params.split_at(lin.n_primal_params);
     let mut params = primal_params.to_vec();
+    let mut copies = Vec::new();
     for l in 0..lanes {
         for p in tangent_params {
-            params.push(t.bind(&mut f, l, *p));
+            let dp = t.bind(&mut f, l, *p);
+            params.push(dp);
+            copies.push((dp, *p));
         }
     }
+    let mut stmts = shape_checks(&mut f, lin, &copies);
     let body = t.block(&mut f, &jvp.body)?;
+    stmts.extend(body.stmts);
     let (primal_results, tangent_results) = body.results.split_at(lin.n_primal_results);
     let (primal_types, tangent_types) = jvp.result_types.split_at(lin.n_primal_results);
     let mut results = primal_results.to_vec();
@@ -80,8 +85,35 @@ pub fn jvp_lanes(lin: &JvpOutput, lanes: usize) -> Result<Function, AdError> {
     }
     f.params = params;
     f.result_types = result_types;
-    f.body = Block { stmts: body.stmts, results };
+    f.body = Block { stmts, results };
     Ok(f)
+}
+
+/// Checks at entry that every tangent array param (of every lane) has the
+/// extents of its primal param. Callers pass tangents of that shape (the C
+/// ABI and the host API check it), so these never fail; they tell code
+/// generation that the lanes share their extents, so that their bounds
+/// checks are one check (`codegen` `Known::canon`) instead of one per lane,
+/// each of which LLVM's loop unswitching would copy loops for.
+///
+/// `tangents`: each lane's tangent param with the jvp's (lane 0's) param it
+/// copies.
+fn shape_checks(f: &mut Function, lin: &JvpOutput, tangents: &[(VarId, VarId)]) -> Vec<Stmt> {
+    let loc = f.loc;
+    let mut out = Vec::new();
+    for &(dp, p) in tangents {
+        let ty = f.var(dp).ty;
+        let Some(&x) = lin.primal_of.get(&p) else { continue };
+        for axis in 0..ty.rank {
+            let a = f.new_var(format!("dim_{}", f.var(dp).name), arrayad_ir::Type::I64);
+            let b = f.new_var(format!("dim_{}", f.var(x).name), arrayad_ir::Type::I64);
+            out.push(Stmt { kind: StmtKind::Let { vars: vec![a], expr: Expr::Dim { array: dp, axis } }, loc });
+            out.push(Stmt { kind: StmtKind::Let { vars: vec![b], expr: Expr::Dim { array: x, axis } }, loc });
+            let what = format!("tangent `{}` axis {axis} must equal its argument's", f.var(dp).name);
+            out.push(Stmt { kind: StmtKind::CheckSize { a: Atom::Var(a), b: Atom::Var(b), what }, loc });
+        }
+    }
+    out
 }
 
 /// The replication in progress: the renaming of each lane (lane 0 keeps

@@ -132,13 +132,6 @@ fn internal_signature<M: Module>(m: &M) -> clif::Signature {
     sig
 }
 
-/// The number of statements of `f` at every depth.
-fn ir_size(f: &arrayad_ir::Function) -> usize {
-    let mut n = 0;
-    arrayad_ir::visit::for_each_block(&f.body, &mut |b| n += b.stmts.len());
-    n
-}
-
 /// Declares and defines `funcs` (symbol name, linkage, IR) in `m`, built
 /// for `target` (`pic` as `m`'s ISA). With `keep_ir`, each [`Defined`]
 /// holds the Cranelift IR of its function.
@@ -181,7 +174,7 @@ pub(crate) fn define_functions<M: Module>(
             )),
             e => CodegenError::Cranelift(format!("compiling `{}`: {e:?}", f.name)),
         };
-        if ir_size(f) > LARGE_FUNCTION {
+        if crate::lower::ir_size(f) > LARGE_FUNCTION {
             // Compiled here with the single-pass allocator, then handed to
             // the module as bytes and relocations.
             if fast_isa.is_none() {

@@ -49,9 +49,7 @@ pub const MAX_STATEMENTS: usize = 10_000;
 
 /// Whether `f` is over the size budget (module docs).
 fn over_budget(f: &arrayad_ir::Function) -> bool {
-    let mut n = 0usize;
-    arrayad_ir::visit::for_each_block(&f.body, &mut |b| n += b.stmts.len());
-    n > MAX_STATEMENTS
+    lower::ir_size(f) > MAX_STATEMENTS
 }
 
 impl crate::backend::CodegenBackend for Llvm {
@@ -91,7 +89,7 @@ impl crate::backend::CodegenBackend for Llvm {
         let (large, small): (Vec<_>, Vec<_>) = funcs.iter().cloned().partition(|(_, f)| over_budget(f));
         let mut objects = Vec::new();
         if !small.is_empty() || large.is_empty() {
-            objects.push(object::compile_object(options, file, &small)?);
+            objects.extend(object::compile_objects(options, file, &small)?);
         }
         if !large.is_empty() {
             objects.extend(crate::clif::Cranelift.compile_object(options, file, &large)?);
@@ -299,6 +297,8 @@ struct ModuleState<'ctx> {
     tbaa: HashMap<&'static str, MetadataValue<'ctx>>,
     tbaa_root: MetadataValue<'ctx>,
     invariant: MetadataValue<'ctx>,
+    /// `!range` of extents: `[0, i64::MAX)`.
+    extent_range: MetadataValue<'ctx>,
     cold_weights: MetadataValue<'ctx>,
 }
 
@@ -317,6 +317,10 @@ impl<'ctx> ModuleState<'ctx> {
             tbaa: HashMap::new(),
             tbaa_root: root,
             invariant: ctx.metadata_node(&[]),
+            extent_range: ctx.metadata_node(&[
+                ctx.i64_type().const_zero().into(),
+                ctx.i64_type().const_int(i64::MAX as u64, false).into(),
+            ]),
             cold_weights,
         }
     }
@@ -772,6 +776,14 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
         self.tag(v.as_instruction_value(), mem, align, true);
         if ty == Ty::Bool {
             return self.convert(Conv::I64ToBool, v);
+        }
+        v
+    }
+
+    fn load_extent(&mut self, addr: Self::Value, offset: i32, mem: Mem) -> Self::Value {
+        let v = self.load(Ty::I64, addr, offset, mem);
+        if let Some(inst) = v.as_instruction_value() {
+            let _ = inst.set_metadata(self.shared.extent_range, self.ctx.get_kind_id("range"));
         }
         v
     }

@@ -1,12 +1,77 @@
 //! LLVM object files (for shared libraries): position-independent code for
 //! the target triple and CPU, each function under its symbol with hidden
 //! visibility.
+//!
+//! The functions of a library are split into one LLVM module per thread
+//! ([`compile_objects`]): LLVM optimises and emits a module on one thread,
+//! and a library of many exports (six entry points each) spends nearly all
+//! of its build time there. Each function is compiled alone either way (no
+//! function calls another), so the code does not depend on the split.
 
 use super::{build_module, llvm_err, target_machine};
 use crate::error::CodegenError;
 use crate::target::TargetOptions;
 use inkwell::context::Context;
 use inkwell::targets::FileType;
+
+/// The object files of `funcs` (symbol, IR) for `opts`: one per thread of
+/// [`crate::compile_threads`] (at most one per function), the functions
+/// dealt to them largest first, each to the least loaded (by IR
+/// statements), so the split is the same on every run.
+///
+/// Errors: those of [`compile_object`]; a panic of a thread is an
+/// [`CodegenError::Llvm`].
+pub(crate) fn compile_objects(
+    opts: &TargetOptions,
+    file: &str,
+    funcs: &[(String, &arrayad_ir::Function)],
+) -> Result<Vec<Vec<u8>>, CodegenError> {
+    let threads = crate::compile_threads().min(funcs.len());
+    if threads <= 1 {
+        return Ok(vec![compile_object(opts, file, funcs)?]);
+    }
+    let mut order: Vec<(usize, usize)> =
+        funcs.iter().enumerate().map(|(k, (_, f))| (crate::lower::ir_size(f), k)).collect();
+    order.sort_by(|a, b| b.cmp(a));
+    let mut groups: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new()); threads];
+    for (size, k) in order {
+        let Some(g) = groups.iter_mut().min_by_key(|g| g.0) else { break };
+        g.0 += size.max(1);
+        g.1.push(k);
+    }
+    // Target registration is process-wide: done here, before any thread.
+    target_machine(opts, true)?;
+    let parts: Vec<Vec<(String, &arrayad_ir::Function)>> = groups
+        .into_iter()
+        .map(|(_, mut ks)| {
+            ks.sort_unstable();
+            ks.into_iter().map(|k| funcs[k].clone()).collect()
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = parts
+            .iter()
+            .map(|part| {
+                std::thread::Builder::new()
+                    .name("arrayad-llvm".into())
+                    .stack_size(crate::COMPILE_STACK)
+                    .spawn_scoped(scope, move || compile_object(opts, file, part))
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (h, part) in handles.into_iter().zip(&parts) {
+            let obj = match h {
+                // No thread: compile this part here.
+                Err(_) => compile_object(opts, file, part)?,
+                Ok(h) => h.join().unwrap_or_else(|p| {
+                    Err(llvm_err("(module)", format!("panic: {}", arrayad_ir::stack::panic_message(&*p))))
+                })?,
+            };
+            out.push(obj);
+        }
+        Ok(out)
+    })
+}
 
 /// The object file of `funcs` (symbol, IR) for `opts`.
 pub(crate) fn compile_object(

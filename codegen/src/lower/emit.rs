@@ -177,6 +177,12 @@ pub(crate) trait Emitter {
 
     /// Loads a value of type `ty` from `addr + offset`.
     fn load(&mut self, ty: Ty, addr: Self::Value, offset: i32, mem: Mem) -> Self::Value;
+    /// Loads an array extent (an `i64` in `0..=i64::MAX`) from `addr +
+    /// offset`. Backends that can use the range (LLVM: `!range`, which
+    /// folds the non-negativity checks of allocations inside loops) do.
+    fn load_extent(&mut self, addr: Self::Value, offset: i32, mem: Mem) -> Self::Value {
+        self.load(Ty::I64, addr, offset, mem)
+    }
     /// Stores `v` (of type `ty`) at `addr + offset`.
     fn store(&mut self, ty: Ty, v: Self::Value, addr: Self::Value, offset: i32, mem: Mem);
     /// The address of element `index` (an `i64`) of an array of `elem` at

@@ -273,7 +273,7 @@ impl<E: Emitter> Lower<'_, E> {
         let mut off: Option<E::Value> = None;
         for (axis, idx) in indices.iter().enumerate() {
             let i = self.scalar(idx)?;
-            let d = a.dims[axis];
+            let d = self.known.canon(a.dims[axis]);
             if !self.known_in_bounds(i, d) {
                 let ok = self.b.icmp(IntCC::Ult, i, d);
                 self.check(ok, Fault::IndexOutOfBounds { array: name, axis }, &[i, d])?;
@@ -291,8 +291,16 @@ impl<E: Emitter> Lower<'_, E> {
 
     /// True when `0 <= i < d` is known here: `i` is the index of an
     /// enclosing counted loop over `0..n` and `n` is `d`, or was checked equal
-    /// to it.
+    /// to it; or `i` is a literal and `d` a larger literal or a size checked
+    /// equal to one (`p[k, 7]` after `p`'s axis was checked to be 8: such
+    /// checks inside loops are invariant branches, which LLVM's loop
+    /// unswitching would otherwise copy loops for).
     pub(super) fn known_in_bounds(&self, i: E::Value, d: E::Value) -> bool {
+        if let (Some(c), Some(m)) = (self.known.const_value(i), self.known.const_value(d)) {
+            if (0..m).contains(&c) {
+                return true;
+            }
+        }
         self.in_bounds.iter().any(|&(j, n)| j == i && self.known.same(n, d))
     }
 

@@ -67,7 +67,7 @@ pub(crate) fn lower_function<E: Emitter>(b: &mut E, file: &str, f: &arrayad_ir::
             Val::S(v)
         } else {
             let ptr = l.b.load(Ty::Ptr, args, slot * 8, Mem::Slots);
-            let dims = (0..t.rank as i32).map(|a| l.b.load(Ty::I64, args, (slot + 1 + a) * 8, Mem::Slots)).collect();
+            let dims = (0..t.rank as i32).map(|a| l.b.load_extent(args, (slot + 1 + a) * 8, Mem::Slots)).collect();
             slot += 1 + t.rank as i32;
             Val::A(Arr { ptr, dims })
         };
@@ -302,6 +302,14 @@ fn destinations(f: &arrayad_ir::Function) -> std::collections::HashMap<VarId, us
     out
 }
 
+/// The number of statements of `f` at every depth (the size the backends'
+/// budgets count).
+pub(crate) fn ir_size(f: &arrayad_ir::Function) -> usize {
+    let mut n = 0;
+    arrayad_ir::visit::for_each_block(&f.body, &mut |b| n += b.stmts.len());
+    n
+}
+
 /// A size as sizes are compared: a constant by its value (two `iconst`s
 /// of the same number are the same size), anything else by SSA value.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -322,17 +330,31 @@ pub(crate) struct Known<V> {
     equal: HashSet<(Size<V>, Size<V>)>,
     /// The `i64` constant of every memoised constant value.
     consts: std::collections::HashMap<V, i64>,
+    /// The value of every size checked equal to a constant.
+    checked_consts: std::collections::HashMap<V, i64>,
+    /// For a size checked equal to an earlier one (`check_size a == b`:
+    /// `a` to `b`'s representative), the value that stands for both.
+    canon: std::collections::HashMap<V, V>,
     log: Vec<Undo<V>>,
 }
 
 enum Undo<V> {
     Memo(Memo<V>, Option<(V, u32)>),
     Equal(Size<V>, Size<V>),
+    CheckedConst(V),
+    Canon(V),
 }
 
 impl<V: Copy + Eq + std::hash::Hash> Known<V> {
     fn new() -> Self {
-        Known { memo: Default::default(), equal: Default::default(), consts: Default::default(), log: Vec::new() }
+        Known {
+            memo: Default::default(),
+            equal: Default::default(),
+            consts: Default::default(),
+            checked_consts: Default::default(),
+            canon: Default::default(),
+            log: Vec::new(),
+        }
     }
 
     /// The current state, to return to with [`Self::restore`].
@@ -354,6 +376,12 @@ impl<V: Copy + Eq + std::hash::Hash> Known<V> {
                     self.equal.remove(&(a, b));
                     self.equal.remove(&(b, a));
                 }
+                Some(Undo::CheckedConst(v)) => {
+                    self.checked_consts.remove(&v);
+                }
+                Some(Undo::Canon(v)) => {
+                    self.canon.remove(&v);
+                }
                 None => break,
             }
         }
@@ -371,13 +399,39 @@ impl<V: Copy + Eq + std::hash::Hash> Known<V> {
         }
     }
 
-    /// Records `a == b`.
+    /// Records `a == b`; `b` (its representative) stands for `a` from
+    /// here on ([`Self::canon`]).
     pub(crate) fn add_equal(&mut self, a: V, b: V) {
+        let rep = self.canon(b);
+        if rep != a && !self.canon.contains_key(&a) {
+            self.canon.insert(a, rep);
+            self.log.push(Undo::Canon(a));
+        }
         let (a, b) = (self.size(a), self.size(b));
         if a != b && self.equal.insert((a, b)) {
             self.equal.insert((b, a));
             self.log.push(Undo::Equal(a, b));
         }
+        if let (Size::Val(v), Size::Const(x)) | (Size::Const(x), Size::Val(v)) = (a, b) {
+            if self.checked_consts.insert(v, x).is_none() {
+                self.log.push(Undo::CheckedConst(v));
+            }
+        }
+    }
+
+    /// The value that stands for size `v` here: one checked equal to it
+    /// earlier, else `v`. Bounds checks and offsets compare and multiply
+    /// by it, so that arrays checked to have one shape (the tangents of
+    /// the vector forward mode, one per lane) share their checks, which
+    /// the backend then merges rather than branching on each.
+    pub(crate) fn canon(&self, v: V) -> V {
+        self.canon.get(&v).copied().unwrap_or(v)
+    }
+
+    /// The constant `v` is known to hold here: a literal, or a size
+    /// checked equal to one.
+    pub(crate) fn const_value(&self, v: V) -> Option<i64> {
+        self.consts.get(&v).or_else(|| self.checked_consts.get(&v)).copied()
     }
 
     /// True when `a == b` is known.
