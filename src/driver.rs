@@ -215,8 +215,11 @@ pub fn export(
     if lanes {
         wanted.push(Which::JvpLanes);
     }
-    if vjp_entry || hvp_wanted {
+    if vjp_entry {
         wanted.push(Which::Vjp);
+    }
+    if hvp_wanted {
+        wanted.push(Which::Hvp);
     }
     if asked(Entry::Jacobian) {
         wanted.push(Which::VjpRows);
@@ -224,16 +227,9 @@ pub fn export(
     let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
     let mut d = derive(program, id, &primal, &leaves, request.opts, &wanted)?;
     let warnings = std::mem::take(&mut d.uncheckpointed).into_iter().map(|u| warning(&program.file, u)).collect();
-    let hvp = match &d.vjp {
-        Some(v) if hvp_wanted => Some(hvp(&primal, v, &leaves)?),
-        _ => None,
-    };
     let entries = request
         .entries
         .map(|es| es.iter().copied().filter(|e| f64_result || !matches!(e, Entry::Grad | Entry::Hvp)).collect());
-    // Without a `vjp` entry, the vjp derived for `hvp` alone is not
-    // exported as one.
-    let vjp = d.take(Which::Vjp).filter(|_| vjp_entry);
     let export = ExportedFunction {
         name: f.name.clone(),
         signature: f.signature.clone(),
@@ -241,10 +237,10 @@ pub fn export(
         entries,
         primal,
         jvp: d.take(Which::Jvp),
-        vjp,
+        vjp: d.take(Which::Vjp),
         vjp_rows: d.take(Which::VjpRows),
         jvp_lanes: d.take(Which::JvpLanes),
-        hvp,
+        hvp: d.take(Which::Hvp),
     };
     Ok((export, warnings))
 }

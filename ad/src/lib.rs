@@ -115,6 +115,10 @@ pub enum Which {
     /// [`Which::Jvp`] returns for lane `l`'s directions. Only for a primal
     /// without reverse mode inside ([`has_vector_forward`]).
     JvpLanes,
+    /// The Hessian-vector product ([`hvp`]) of a primal whose result is
+    /// one f64, from the vjp (which is derived for it, but returned only
+    /// when [`Which::Vjp`] is asked for too).
+    Hvp,
 }
 
 /// True when the prepared primal has a vector forward mode
@@ -135,6 +139,8 @@ pub struct Derivatives {
     pub vjp_rows: Option<Function>,
     /// Vector forward mode ([`Which::JvpLanes`]).
     pub jvp_lanes: Option<Function>,
+    /// The Hessian-vector product ([`Which::Hvp`]).
+    pub hvp: Option<Function>,
     /// With [`AdOptions::checkpoint`]: the loops reverse mode left taped,
     /// as [`uncheckpointed_loops`] gives them (none when no reverse mode
     /// was asked for, or when it runs by forward columns).
@@ -149,6 +155,7 @@ impl Derivatives {
             Which::Vjp => self.vjp.take(),
             Which::VjpRows => self.vjp_rows.take(),
             Which::JvpLanes => self.jvp_lanes.take(),
+            Which::Hvp => self.hvp.take(),
         }
     }
 }
@@ -163,6 +170,11 @@ pub struct AdOptions {
     /// a checkpointed loop must keep their shape.
     pub checkpoint: bool,
 }
+
+/// The stack of a thread that optimises a derivative: the passes recurse
+/// over the nesting of blocks, as on the driver's compiling thread (only
+/// the pages used are touched).
+const OPTIMIZE_STACK: usize = 256 << 20;
 
 /// The derivatives `wanted` of a prepared primal ([`passes::prepare`]),
 /// from one linearisation ([`linearize`]); the vjp and the many-row vjp,
@@ -198,7 +210,7 @@ pub fn derive(
     let by_columns = reverse::has_reverse_code(primal);
     type Unzipped = (Option<Function>, Option<Function>, Vec<Uncheckpointed>);
     let unzip = || -> Result<Unzipped, AdError> {
-        let reverse_wanted = (want(Which::Vjp), want(Which::VjpRows));
+        let reverse_wanted = (want(Which::Vjp) || want(Which::Hvp), want(Which::VjpRows));
         if let (true, Some((program, id)), (true, _) | (_, true)) = (by_columns, within, reverse_wanted) {
             let names = (vjp_name.as_str(), rows_name.as_str());
             let by_rule =
@@ -239,9 +251,32 @@ pub fn derive(
         false => None,
     };
     let jvp = want(Which::Jvp).then_some(lin.func);
-    let mut out = Derivatives { jvp, vjp, vjp_rows, jvp_lanes, uncheckpointed };
-    for f in [&mut out.jvp, &mut out.vjp, &mut out.vjp_rows, &mut out.jvp_lanes].into_iter().flatten() {
-        passes::optimize(f);
+    let mut out = Derivatives { jvp, vjp, vjp_rows, jvp_lanes, hvp: None, uncheckpointed };
+    // The functions are optimised independently, on several threads; the
+    // hvp is derived from the optimised vjp, in the same task.
+    enum Task<'a> {
+        Optimize(&'a mut Function),
+        VjpThenHvp(&'a mut Function, &'a mut Option<Result<Function, AdError>>),
+    }
+    let mut hvp_out = None;
+    let mut tasks = Vec::new();
+    if let Some(v) = out.vjp.as_mut() {
+        tasks.push(match want(Which::Hvp) {
+            true => Task::VjpThenHvp(v, &mut hvp_out),
+            false => Task::Optimize(v),
+        });
+    }
+    tasks.extend([&mut out.vjp_rows, &mut out.jvp_lanes, &mut out.jvp].into_iter().flatten().map(Task::Optimize));
+    arrayad_ir::stack::for_each_parallel(tasks, OPTIMIZE_STACK, |task| match task {
+        Task::Optimize(f) => passes::optimize(f),
+        Task::VjpThenHvp(v, h) => {
+            passes::optimize(v);
+            *h = Some(hvp(primal, v, active));
+        }
+    });
+    out.hvp = hvp_out.transpose()?;
+    if !want(Which::Vjp) {
+        out.vjp = None;
     }
     Ok(out)
 }

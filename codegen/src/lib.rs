@@ -55,17 +55,6 @@ pub use target::{Backend, TargetOptions};
 #[cfg(feature = "llvm")]
 pub(crate) const COMPILE_STACK: usize = 256 << 20;
 
-/// The number of threads `arrayad build` compiles a library's LLVM code
-/// on: `$ARRAYAD_NUM_THREADS` when it is a positive integer, else the
-/// number of cores the process may use.
-pub fn compile_threads() -> usize {
-    let from_env = std::env::var("ARRAYAD_NUM_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok());
-    match from_env {
-        Some(n) if n > 0 => n,
-        _ => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-    }
-}
-
 /// What a build without the `llvm` feature says when asked for LLVM.
 pub const NO_LLVM: &str = "this arrayad is built without LLVM support; build it with \
      `cargo build --release --features llvm` (needs llvm-19-dev; see README.md), \

@@ -38,6 +38,55 @@ pub fn on_big_stack<R: Send>(name: &str, stack_size: usize, f: impl FnOnce() -> 
     }
 }
 
+/// The number of threads the compiler works on: `$ARRAYAD_NUM_THREADS`
+/// when it is a positive integer, else the number of cores the process
+/// may use.
+pub fn threads() -> usize {
+    let from_env = std::env::var("ARRAYAD_NUM_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok());
+    match from_env {
+        Some(n) if n > 0 => n,
+        _ => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+    }
+}
+
+/// Runs `f` on every item of `items`, on up to [`threads`] threads with
+/// stacks of `stack_size` bytes (each taking the next item in order), or
+/// here when there is one item or one thread or no thread can be started.
+/// A panic of `f` is resumed on the calling thread once every thread has
+/// ended (the first one, in the order of the items).
+pub fn for_each_parallel<T: Send>(items: Vec<T>, stack_size: usize, f: impl Fn(T) + Sync) {
+    let n = threads().min(items.len());
+    if n <= 1 {
+        items.into_iter().for_each(f);
+        return;
+    }
+    let queue = Mutex::new(items.into_iter().enumerate());
+    let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+    let panics: Mutex<Vec<(usize, Panic)>> = Mutex::new(Vec::new());
+    let work = || {
+        while let Some((k, item)) = next() {
+            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item))) {
+                panics.lock().unwrap_or_else(|e| e.into_inner()).push((k, p));
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..n {
+            // A thread that cannot be started leaves its items to the others.
+            let _ =
+                std::thread::Builder::new().name("arrayad-work".into()).stack_size(stack_size).spawn_scoped(s, work);
+        }
+        // This thread takes items too (the compiler's callers run on its
+        // big-stack thread).
+        work();
+    });
+    let mut panics = panics.into_inner().unwrap_or_else(|e| e.into_inner());
+    panics.sort_by_key(|(k, _)| *k);
+    if let Some((_, p)) = panics.into_iter().next() {
+        std::panic::resume_unwind(p);
+    }
+}
+
 /// The message of a panic payload (`&str` or `String`, else "unknown
 /// panic").
 pub fn panic_message(payload: &(dyn Any + Send)) -> String {
@@ -59,6 +108,23 @@ mod tests {
         assert_eq!(on_big_stack("t", 1 << 20, || 41 + 1).ok(), Some(42));
         let p = on_big_stack("t", 1 << 20, || -> u32 { panic!("boom {}", 7) }).err().map(|p| panic_message(&*p));
         assert_eq!(p.as_deref(), Some("boom 7"));
+    }
+
+    #[test]
+    fn parallel_work_runs_every_item_and_resumes_the_first_panic() {
+        let sum = std::sync::atomic::AtomicUsize::new(0);
+        for_each_parallel((1..=100).collect(), 1 << 20, |k: usize| {
+            sum.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
+        });
+        assert_eq!(sum.into_inner(), 5050);
+        let p = std::panic::catch_unwind(|| {
+            for_each_parallel(vec![1, 2, 3], 1 << 20, |k: u32| {
+                if k >= 2 {
+                    panic!("item {k}");
+                }
+            })
+        });
+        assert_eq!(p.err().map(|p| panic_message(&*p)).as_deref(), Some("item 2"));
     }
 
     #[test]

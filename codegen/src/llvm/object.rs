@@ -15,7 +15,7 @@ use inkwell::context::Context;
 use inkwell::targets::FileType;
 
 /// The object files of `funcs` (symbol, IR) for `opts`: one per thread of
-/// [`crate::compile_threads`] (at most one per function), the functions
+/// [`arrayad_ir::stack::threads`] (at most one per function), the functions
 /// dealt to them largest first, each to the least loaded (by IR
 /// statements), so the split is the same on every run.
 ///
@@ -26,7 +26,7 @@ pub(crate) fn compile_objects(
     file: &str,
     funcs: &[(String, &arrayad_ir::Function)],
 ) -> Result<Vec<Vec<u8>>, CodegenError> {
-    let threads = crate::compile_threads().min(funcs.len());
+    let threads = arrayad_ir::stack::threads().min(funcs.len());
     if threads <= 1 {
         return Ok(vec![compile_object(opts, file, funcs)?]);
     }
