@@ -297,7 +297,8 @@ struct ModuleState<'ctx> {
     tbaa: HashMap<&'static str, MetadataValue<'ctx>>,
     tbaa_root: MetadataValue<'ctx>,
     invariant: MetadataValue<'ctx>,
-    /// `!range` of extents: `[0, i64::MAX)`.
+    /// `!range` of extents: `0..=i64::MAX` (`[0, 2^63)`, the upper bound
+    /// written as the wrapped `i64::MIN`).
     extent_range: MetadataValue<'ctx>,
     cold_weights: MetadataValue<'ctx>,
 }
@@ -319,7 +320,7 @@ impl<'ctx> ModuleState<'ctx> {
             invariant: ctx.metadata_node(&[]),
             extent_range: ctx.metadata_node(&[
                 ctx.i64_type().const_zero().into(),
-                ctx.i64_type().const_int(i64::MAX as u64, false).into(),
+                ctx.i64_type().const_int(1u64 << 63, false).into(),
             ]),
             cold_weights,
         }
