@@ -505,9 +505,8 @@ impl EngineRef<'_> {
 /// The stack of the thread that compiles: differentiation and code
 /// generation recurse over the nesting of blocks, which inlining bounds
 /// (`arrayad_ir::passes::inline::MAX_INLINED_DEPTH`) but which may exceed
-/// what the caller's thread has (2 MiB for a spawned Rust thread). Only
-/// the pages used are ever touched.
-const COMPILE_STACK: usize = 256 << 20;
+/// what the caller's thread has (2 MiB for a spawned Rust thread).
+const COMPILE_STACK: usize = arrayad_ir::stack::COMPILER_STACK;
 
 /// Runs `f` (differentiation and compilation) on a thread with a large
 /// stack ([`COMPILE_STACK`], `arrayad_ir::stack::on_big_stack`), or here if

@@ -33,8 +33,9 @@
 
 use crate::forward::JvpOutput;
 use crate::AdError;
+use arrayad_ir::builder::Builder;
 use arrayad_ir::visit::Subst;
-use arrayad_ir::{Atom, Block, Expr, Function, Stmt, StmtKind, VarId};
+use arrayad_ir::{Atom, Block, Expr, Function, Stmt, StmtKind, Type, VarId};
 use std::collections::HashSet;
 
 /// The number of lanes of the vector forward mode that the compiler
@@ -100,20 +101,19 @@ pub fn jvp_lanes(lin: &JvpOutput, lanes: usize) -> Result<Function, AdError> {
 /// copies.
 fn shape_checks(f: &mut Function, lin: &JvpOutput, tangents: &[(VarId, VarId)]) -> Vec<Stmt> {
     let loc = f.loc;
-    let mut out = Vec::new();
+    let mut b = Builder::new(f);
+    b.loc = loc;
     for &(dp, p) in tangents {
-        let ty = f.var(dp).ty;
         let Some(&x) = lin.primal_of.get(&p) else { continue };
-        for axis in 0..ty.rank {
-            let a = f.new_var(format!("dim_{}", f.var(dp).name), arrayad_ir::Type::I64);
-            let b = f.new_var(format!("dim_{}", f.var(x).name), arrayad_ir::Type::I64);
-            out.push(Stmt { kind: StmtKind::Let { vars: vec![a], expr: Expr::Dim { array: dp, axis } }, loc });
-            out.push(Stmt { kind: StmtKind::Let { vars: vec![b], expr: Expr::Dim { array: x, axis } }, loc });
-            let what = format!("tangent `{}` axis {axis} must equal its argument's", f.var(dp).name);
-            out.push(Stmt { kind: StmtKind::CheckSize { a: Atom::Var(a), b: Atom::Var(b), what }, loc });
+        let (name, xname) = (b.func.var(dp).name.clone(), b.func.var(x).name.clone());
+        for axis in 0..b.func.var(dp).ty.rank {
+            let a = b.let1(format!("dim_{name}"), Expr::Dim { array: dp, axis }, Type::I64);
+            let d = b.let1(format!("dim_{xname}"), Expr::Dim { array: x, axis }, Type::I64);
+            let what = format!("tangent `{name}` axis {axis} must equal its argument's");
+            b.stmt(StmtKind::CheckSize { a: Atom::Var(a), b: Atom::Var(d), what });
         }
     }
-    out
+    b.finish(Vec::new()).stmts
 }
 
 /// The replication in progress: the renaming of each lane (lane 0 keeps

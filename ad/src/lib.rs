@@ -171,11 +171,6 @@ pub struct AdOptions {
     pub checkpoint: bool,
 }
 
-/// The stack of a thread that optimises a derivative: the passes recurse
-/// over the nesting of blocks, as on the driver's compiling thread (only
-/// the pages used are touched).
-const OPTIMIZE_STACK: usize = 256 << 20;
-
 /// The derivatives `wanted` of a prepared primal ([`passes::prepare`]),
 /// from one linearisation ([`linearize`]); the vjp and the many-row vjp,
 /// when both are wanted, from one unzipping. A primal that runs reverse
@@ -267,7 +262,7 @@ pub fn derive(
         });
     }
     tasks.extend([&mut out.vjp_rows, &mut out.jvp_lanes, &mut out.jvp].into_iter().flatten().map(Task::Optimize));
-    arrayad_ir::stack::for_each_parallel(tasks, OPTIMIZE_STACK, |task| match task {
+    arrayad_ir::stack::for_each_parallel(tasks, arrayad_ir::stack::COMPILER_STACK, |task| match task {
         Task::Optimize(f) => passes::optimize(f),
         Task::VjpThenHvp(v, h) => {
             passes::optimize(v);

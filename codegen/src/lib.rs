@@ -49,12 +49,6 @@ pub use error::CodegenError;
 pub use jit::{ArgRef, Dest, JitModule, ResultRef};
 pub use target::{Backend, TargetOptions};
 
-/// The stack of each code generation thread: the lowering recurses over
-/// the nesting of blocks, which inlining bounds, as on the driver's
-/// compiling thread. Only the pages used are touched.
-#[cfg(feature = "llvm")]
-pub(crate) const COMPILE_STACK: usize = 256 << 20;
-
 /// What a build without the `llvm` feature says when asked for LLVM.
 pub const NO_LLVM: &str = "this arrayad is built without LLVM support; build it with \
      `cargo build --release --features llvm` (needs llvm-19-dev; see README.md), \

@@ -38,6 +38,12 @@ pub fn on_big_stack<R: Send>(name: &str, stack_size: usize, f: impl FnOnce() -> 
     }
 }
 
+/// The stack of a thread that compiles (the driver's, and each helper
+/// thread of [`for_each_parallel`] that optimises or generates code): the
+/// passes recurse over the nesting of blocks, which inlining bounds. Only
+/// the pages used are touched.
+pub const COMPILER_STACK: usize = 256 << 20;
+
 /// The number of threads the compiler works on: `$ARRAYAD_NUM_THREADS`
 /// when it is a positive integer, else the number of cores the process
 /// may use.

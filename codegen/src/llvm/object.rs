@@ -19,8 +19,8 @@ use inkwell::targets::FileType;
 /// dealt to them largest first, each to the least loaded (by IR
 /// statements), so the split is the same on every run.
 ///
-/// Errors: those of [`compile_object`]; a panic of a thread is an
-/// [`CodegenError::Llvm`].
+/// Errors: those of [`compile_object`] (the first part's first); a panic
+/// of a thread is resumed here.
 pub(crate) fn compile_objects(
     opts: &TargetOptions,
     file: &str,
@@ -48,29 +48,12 @@ pub(crate) fn compile_objects(
             ks.into_iter().map(|k| funcs[k].clone()).collect()
         })
         .collect();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = parts
-            .iter()
-            .map(|part| {
-                std::thread::Builder::new()
-                    .name("arrayad-llvm".into())
-                    .stack_size(crate::COMPILE_STACK)
-                    .spawn_scoped(scope, move || compile_object(opts, file, part))
-            })
-            .collect();
-        let mut out = Vec::new();
-        for (h, part) in handles.into_iter().zip(&parts) {
-            let obj = match h {
-                // No thread: compile this part here.
-                Err(_) => compile_object(opts, file, part)?,
-                Ok(h) => h.join().unwrap_or_else(|p| {
-                    Err(llvm_err("(module)", format!("panic: {}", arrayad_ir::stack::panic_message(&*p))))
-                })?,
-            };
-            out.push(obj);
-        }
-        Ok(out)
-    })
+    let mut objects: Vec<Option<Result<Vec<u8>, CodegenError>>> = parts.iter().map(|_| None).collect();
+    let work: Vec<_> = parts.iter().zip(objects.iter_mut()).collect();
+    arrayad_ir::stack::for_each_parallel(work, arrayad_ir::stack::COMPILER_STACK, |(part, out)| {
+        *out = Some(compile_object(opts, file, part));
+    });
+    objects.into_iter().map(|o| o.unwrap_or_else(|| Err(llvm_err("(module)", "a part was not compiled")))).collect()
 }
 
 /// The object file of `funcs` (symbol, IR) for `opts`.
