@@ -4,8 +4,10 @@
 //! expressions, differentiation and code generation over blocks, the
 //! evaluators over blocks and calls). Each of those bounds its depth and
 //! runs on a thread whose stack holds that depth whatever the caller's
-//! (a spawned Rust thread has 2 MiB): [`on_big_stack`] is the one place
-//! such a thread is made. Only the stack pages used are ever touched.
+//! (a spawned Rust thread has 2 MiB): [`on_big_stack`] (one thread) and
+//! [`for_each_parallel`] (helper threads for independent work) are the
+//! places such threads are made. Only the stack pages used are ever
+//! touched.
 
 use std::any::Any;
 use std::sync::Mutex;
