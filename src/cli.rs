@@ -113,6 +113,11 @@ struct CodegenArgs {
     /// loop must keep their shape.
     #[arg(long)]
     checkpoint: bool,
+    /// Definitions of at least N statements (with their own calls inlined
+    /// or kept) are compiled once and called, instead of being inlined at
+    /// every call site; default 2000. Derivatives inline every call.
+    #[arg(long, value_name = "N")]
+    keep_calls_above: Option<u64>,
 }
 
 impl CodegenArgs {
@@ -416,6 +421,7 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
         target: a.codegen.target(None),
         checkpoint: a.codegen.checkpoint,
         max_memory: a.max_memory,
+        keep_calls_above: a.codegen.keep_calls_above,
     };
     let module = Module::compile_with(&name, &source, options)?;
     let program = module.program();
@@ -552,8 +558,14 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
     driver::check_wrt(&program, Some(&ids), a.wrt.as_deref())?;
     check_c_names(&program, &ids, &module_name)?;
     // Every export fits, and all of them together, before any is derived.
-    driver::check_sizes(&program, &ids)?;
-    let request = driver::ExportRequest { wrt: a.wrt.as_deref(), entries: a.entries.as_deref(), opts: a.codegen.ad() };
+    let keep_calls_above = a.codegen.keep_calls_above.unwrap_or(arrayad_ir::passes::inline::KEEP_CALLS_ABOVE);
+    driver::check_sizes(&program, &ids, keep_calls_above)?;
+    let request = driver::ExportRequest {
+        wrt: a.wrt.as_deref(),
+        entries: a.entries.as_deref(),
+        opts: a.codegen.ad(),
+        keep_calls_above,
+    };
     use arrayad_codegen::Entry;
     // Without --export, a definition that can have none of the entries
     // asked for (`--entries grad` of an array-valued one) is left out.
@@ -592,8 +604,10 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
     if exports.is_empty() {
         return Err(Error::Usage(format!("{name}: no definition can have the entries of --entries")));
     }
+    let primals: Vec<&arrayad_ir::Function> = exports.iter().map(|e| &e.primal).collect();
+    let called = driver::called_definitions(&program, &primals, keep_calls_above)?;
     let opts = LinkOptions { backend, target: a.codegen.target(a.target.clone()), cc: a.cc.clone() };
-    arrayad_codegen::build_shared_library(&name, &exports, &module_name, &a.output, &header, &opts)?;
+    arrayad_codegen::build_shared_library_calling(&name, &exports, &called, &module_name, &a.output, &header, &opts)?;
     Ok(String::new())
 }
 

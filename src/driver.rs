@@ -130,13 +130,97 @@ pub fn prepare(program: &Program, id: FuncId) -> Result<Function, Error> {
     })
 }
 
+/// The primal of definition `id` ready for code generation: as
+/// [`prepare`], except that the calls of definitions of at least
+/// `keep_above` statements stay calls (`passes::inline::KeptCalls`;
+/// compiled once, [`called_definitions`]); its size with those calls kept
+/// checked first. The same function as [`prepare`]'s when it reaches no
+/// such definition.
+///
+/// Errors: [`Error::Usage`] naming the call that crosses an inlining
+/// limit.
+pub fn prepare_code(program: &Program, id: FuncId, keep_above: u64) -> Result<Function, Error> {
+    compiling(|| {
+        let costs = time("check inlining", || passes::inline::InlineCosts::keeping(program, &[id], keep_above));
+        costs
+            .check(id, passes::inline::MAX_INLINED_STMTS, passes::inline::MAX_INLINED_DEPTH)
+            .map_err(|e| Error::Usage(e.located(program)))?;
+        let kept = costs.kept_calls();
+        Ok(time("prepare primal", || passes::prepare_keeping(program, id, &kept)))
+    })
+}
+
+/// The definitions that the calls in `funcs` reach (directly, or through
+/// other called definitions), each prepared once ([`prepare_code`]), in
+/// an order in which every definition comes after those it calls.
+///
+/// Errors: as [`prepare_code`].
+pub fn called_definitions(
+    program: &Program,
+    funcs: &[&Function],
+    keep_above: u64,
+) -> Result<Vec<arrayad_codegen::CalledDefinition>, Error> {
+    let mut done: HashMap<FuncId, usize> = HashMap::new();
+    let mut out: Vec<arrayad_codegen::CalledDefinition> = Vec::new();
+    // An iterative depth-first post-order over the calls.
+    let mut stack: Vec<(FuncId, Function, Vec<FuncId>)> = Vec::new();
+    let mut roots: Vec<FuncId> = funcs.iter().flat_map(|f| called_by(f)).collect();
+    roots.reverse();
+    let mut pending = roots;
+    loop {
+        if let Some((_, _, calls)) = stack.last_mut() {
+            if let Some(c) = calls.pop() {
+                // The frontend rejects recursion: `c` is not on the stack.
+                if !done.contains_key(&c) {
+                    let f = prepare_code(program, c, keep_above)?;
+                    let calls = called_by(&f);
+                    stack.push((c, f, calls));
+                }
+                continue;
+            }
+            let Some((id, primal, _)) = stack.pop() else { break };
+            done.insert(id, out.len());
+            out.push(arrayad_codegen::CalledDefinition { id, primal });
+            continue;
+        }
+        let Some(c) = pending.pop() else { break };
+        if !done.contains_key(&c) {
+            let f = prepare_code(program, c, keep_above)?;
+            let calls = called_by(&f);
+            stack.push((c, f, calls));
+        }
+    }
+    Ok(out)
+}
+
+/// The definitions `f` calls (`Expr::Call`, at any depth), each once.
+pub(crate) fn called_by(f: &Function) -> Vec<FuncId> {
+    let mut out: Vec<FuncId> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    arrayad_ir::visit::for_each_block(&f.body, &mut |b| {
+        for s in &b.stmts {
+            if let arrayad_ir::StmtKind::Let { expr: arrayad_ir::Expr::Call { func, .. }, .. } = &s.kind {
+                if seen.insert(*func) {
+                    out.push(*func);
+                }
+            }
+        }
+    });
+    out
+}
+
 /// Checks that the definitions `ids` stay within the compiler's limits
 /// each and, together, within those of one shared library, in time linear
 /// in the program.
 ///
+/// The calls of definitions of at least `keep_above` statements count as
+/// kept ([`prepare_code`]).
+///
 /// Errors: [`Error::Usage`] naming the call that crosses a limit.
-pub fn check_sizes(program: &Program, ids: &[FuncId]) -> Result<(), Error> {
-    passes::inline::InlineCosts::new(program, ids).check_all(ids).map_err(|e| Error::Usage(e.located(program)))
+pub fn check_sizes(program: &Program, ids: &[FuncId], keep_above: u64) -> Result<(), Error> {
+    passes::inline::InlineCosts::keeping(program, ids, keep_above)
+        .check_all(ids)
+        .map_err(|e| Error::Usage(e.located(program)))
 }
 
 /// The derivatives `wanted` of definition `id` of `program`, whose
@@ -185,6 +269,9 @@ pub struct ExportRequest<'a> {
     pub entries: Option<&'a [Entry]>,
     /// How reverse mode is compiled.
     pub opts: AdOptions,
+    /// The primal keeps the calls of definitions of at least this many
+    /// statements ([`prepare_code`]).
+    pub keep_calls_above: u64,
 }
 
 /// The IR a shared library needs of definition `id`: the prepared primal
@@ -203,7 +290,14 @@ pub fn export(
     let needed = |es: &[Entry]| es.iter().any(|e| asked(*e));
     let hvp_wanted = f64_result && asked(Entry::Hvp);
     let vjp_entry = needed(&[Entry::Vjp, Entry::Grad]);
-    let primal = prepare(program, id)?;
+    let code = prepare_code(program, id, request.keep_calls_above)?;
+    let any_derivative = needed(&[Entry::Jvp, Entry::JvpMany, Entry::Vjp, Entry::Grad, Entry::Jacobian, Entry::Hvp]);
+    // Derivatives inline every call.
+    let primal = match any_derivative {
+        true if called_by(&code).is_empty() => code.clone(),
+        true => prepare(program, id)?,
+        false => code.clone(),
+    };
     // The forward-mode Jacobian and `f_jvp_many` by the vector jvp when
     // there is one, else by the jvp.
     let many = needed(&[Entry::Jacobian, Entry::JvpMany]);
@@ -225,7 +319,10 @@ pub fn export(
         wanted.push(Which::VjpRows);
     }
     let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
-    let mut d = derive(program, id, &primal, &leaves, request.opts, &wanted)?;
+    let mut d = match wanted.is_empty() {
+        true => Derivatives::default(),
+        false => derive(program, id, &primal, &leaves, request.opts, &wanted)?,
+    };
     let warnings = std::mem::take(&mut d.uncheckpointed).into_iter().map(|u| warning(&program.file, u)).collect();
     let entries = request
         .entries
@@ -235,7 +332,7 @@ pub fn export(
         signature: f.signature.clone(),
         active: arrayad_ad::active_params(&f.signature, request.wrt),
         entries,
-        primal,
+        primal: code,
         jvp: d.take(Which::Jvp),
         vjp: d.take(Which::Vjp),
         vjp_rows: d.take(Which::VjpRows),
@@ -309,6 +406,9 @@ pub(crate) struct Def {
     pub arg_names: Arc<[String]>,
     /// The prepared primal ([`prepare`]), shared by every active set.
     pub primal: OnceLock<Result<Function, Error>>,
+    /// The primal prepared for its own code ([`prepare_code`]: large
+    /// callees kept as calls).
+    pub code_primal: OnceLock<Result<Function, Error>>,
     /// Whether the prepared primal has a vector forward mode
     /// (`arrayad_ad::has_vector_forward`, a walk of its IR: once).
     pub lanes: OnceLock<bool>,
@@ -345,6 +445,7 @@ impl Def {
             arg_names: crate::shapes::param_leaves(sig).into_iter().map(|l| l.name).collect(),
             default_active: default_active.into(),
             primal: OnceLock::new(),
+            code_primal: OnceLock::new(),
             lanes: OnceLock::new(),
             primal_code: OnceLock::new(),
             default: Derived::default(),
@@ -372,7 +473,71 @@ impl Inner {
     /// The prepared primal of definition `index`.
     pub(crate) fn prepared(&self, index: usize) -> Result<&Function, Error> {
         let def = &self.defs[index];
-        def.primal.get_or_init(|| prepare(&self.program, def.id)).as_ref().map_err(Error::clone)
+        let prepare = || match def.code_primal.get() {
+            // The same function when no call is kept.
+            Some(Ok(f)) if called_by(f).is_empty() => Ok(f.clone()),
+            _ => prepare(&self.program, def.id),
+        };
+        def.primal.get_or_init(prepare).as_ref().map_err(Error::clone)
+    }
+
+    /// The primal of definition `index` prepared for its own code
+    /// ([`prepare_code`]).
+    pub(crate) fn prepared_code(&self, index: usize) -> Result<&Function, Error> {
+        let def = &self.defs[index];
+        let keep_above = self.options.keep_calls_above.unwrap_or(passes::inline::KEEP_CALLS_ABOVE);
+        let prepare = || match def.primal.get() {
+            // The same function when no call is kept.
+            Some(Ok(p)) if !passes::inline::KeptCalls::new(&self.program, &[def.id], keep_above).any_but(def.id) => {
+                Ok(p.clone())
+            }
+            _ => prepare_code(&self.program, def.id, keep_above),
+        };
+        def.code_primal.get_or_init(prepare).as_ref().map_err(Error::clone)
+    }
+
+    /// The code of the primal of definition `index` and of the definitions
+    /// it calls ([`prepare_code`]), each built once, callees first (an
+    /// iterative post-order: call chains may be long).
+    fn primal_engine(&self, index: usize) -> Result<&Engine, Error> {
+        let built = |i: usize| self.defs[i].primal_code.get();
+        if let Some(e) = built(index) {
+            return e.as_ref().map_err(Error::clone);
+        }
+        let mut stack: Vec<(usize, Vec<FuncId>)> = vec![(index, called_by(self.prepared_code(index)?))];
+        while let Some((i, calls)) = stack.last_mut() {
+            if let Some(c) = calls.pop() {
+                let ci = c.0 as usize;
+                if ci < self.defs.len() && built(ci).is_none() {
+                    let calls = called_by(self.prepared_code(ci)?);
+                    stack.push((ci, calls));
+                }
+                continue;
+            }
+            let i = *i;
+            stack.pop();
+            let e = self.defs[i].primal_code.get_or_init(|| {
+                let f = self.prepared_code(i)?;
+                let mut callees = arrayad_codegen::Callees::none();
+                for c in called_by(f) {
+                    let engine = self.defs.get(c.0 as usize).and_then(|d| d.primal_code.get());
+                    let address = match engine {
+                        Some(Ok(e)) => e.entry_address(),
+                        Some(Err(e)) => return Err(e.clone()),
+                        None => None,
+                    };
+                    let address =
+                        address.ok_or_else(|| Error::Internal(format!("definition {} was not compiled first", c.0)))?;
+                    callees.insert(c, arrayad_codegen::CallTarget::Address(address));
+                }
+                compiling(|| Engine::build(&self.program, self.defs[i].id, Some(f), &self.options, &callees))
+            });
+            e.as_ref().map_err(Error::clone)?;
+        }
+        match built(index) {
+            Some(e) => e.as_ref().map_err(Error::clone),
+            None => Err(Error::Internal("the primal was not compiled".into())),
+        }
     }
 
     /// True when definition `index` has a vector forward mode
@@ -410,7 +575,7 @@ impl Inner {
     fn ir(&self, index: usize, active: &Arc<[bool]>, kind: Kind, derived: &Derived) -> Result<Option<Function>, Error> {
         let which = match kind {
             Kind::Primal if self.options.backend == crate::Backend::Interp => return Ok(None),
-            Kind::Primal => return self.prepared(index).map(|p| Some(p.clone())),
+            Kind::Primal => return self.prepared_code(index).map(|p| Some(p.clone())),
             Kind::Jvp => Which::Jvp,
             Kind::Vjp | Kind::Hvp => Which::Vjp,
             Kind::VjpRows => Which::VjpRows,
@@ -436,12 +601,15 @@ impl Inner {
         let build = |derived: &Derived| -> Result<Engine, Error> {
             compiling(|| {
                 let ir = self.ir(index, active, kind, derived)?;
-                Engine::build(&self.program, def.id, ir.as_ref(), &self.options)
+                Engine::build(&self.program, def.id, ir.as_ref(), &self.options, &arrayad_codegen::Callees::none())
             })
         };
-        if kind == Kind::Primal {
+        if kind == Kind::Primal && self.options.backend == crate::Backend::Interp {
             let e = def.primal_code.get_or_init(|| build(&Derived::default()));
             return e.as_ref().map(EngineRef::Borrowed).map_err(Error::clone);
+        }
+        if kind == Kind::Primal {
+            return self.primal_engine(index).map(EngineRef::Borrowed);
         }
         match def.derived(active) {
             DerivedRef::Default(d) => {

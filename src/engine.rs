@@ -86,8 +86,15 @@ pub(crate) enum Engine {
 impl Engine {
     /// Prepares the code of `kind` of definition `id` on the backend of
     /// `options` from its IR `f` (`None` for the primal on the interpreter,
-    /// which runs the program as written).
-    pub fn build(program: &Arc<Program>, id: FuncId, f: Option<&Function>, options: &Options) -> Result<Engine, Error> {
+    /// which runs the program as written), whose calls go to `callees`
+    /// (compiled code that outlives this engine).
+    pub fn build(
+        program: &Arc<Program>,
+        id: FuncId,
+        f: Option<&Function>,
+        options: &Options,
+        callees: &arrayad_codegen::Callees,
+    ) -> Result<Engine, Error> {
         let target = &options.target;
         let max_memory = options.max_memory.unwrap_or_else(arrayad_runtime::OwnedCtx::default_limit);
         match (options.backend.codegen(), f) {
@@ -101,13 +108,23 @@ impl Engine {
             (Some(cg), Some(f)) => {
                 let name = f.name.clone();
                 let module = guard(|| {
-                    let mut m = JitModule::compile_with(cg, target, &program.file, std::slice::from_ref(f))?;
+                    let mut m =
+                        JitModule::compile_calling(cg, target, &program.file, std::slice::from_ref(f), callees)?;
                     m.set_max_memory(options.max_memory);
                     Ok(m)
                 })?;
                 Ok(Engine::Jit { module: Box::new(module), name })
             }
             (Some(_), None) => Err(Error::Internal("compiled code without IR".into())),
+        }
+    }
+
+    /// The entry address of compiled code, for the calls of code compiled
+    /// after it (`None` on the interpreter).
+    pub fn entry_address(&self) -> Option<usize> {
+        match self {
+            Engine::Jit { module, name } => module.entry_address(name),
+            Engine::Interp { .. } => None,
         }
     }
 

@@ -36,6 +36,12 @@ pub struct Options {
     /// allocating statement. `None`: `$ARRAYAD_MAX_MEMORY` (bytes, or with
     /// a suffix K, M, G or T), else half of the physical memory.
     pub max_memory: Option<u64>,
+    /// The primal's code calls definitions of at least this many
+    /// statements (with their own calls inlined or kept) instead of
+    /// inlining them (`arrayad_ir::passes::inline::KeptCalls`); `None`:
+    /// [`arrayad_ir::passes::inline::KEEP_CALLS_ABOVE`]. Derivatives
+    /// inline every call.
+    pub keep_calls_above: Option<u64>,
 }
 
 impl Options {
@@ -48,6 +54,13 @@ impl Options {
     /// ([`TargetOptions::fast_math`]).
     pub fn with_fast_math(mut self, on: bool) -> Options {
         self.target.fast_math = on;
+        self
+    }
+
+    /// These options with definitions of at least `statements` statements
+    /// kept as calls in the primal's code ([`Options::keep_calls_above`]).
+    pub fn with_keep_calls_above(mut self, statements: u64) -> Options {
+        self.keep_calls_above = Some(statements);
         self
     }
 

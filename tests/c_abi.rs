@@ -1174,3 +1174,80 @@ fn libraries_built_on_one_and_on_several_threads_agree() {
     assert!(outputs[0].len() > 10, "too little output: {:?}", outputs[0]);
     assert_eq!(outputs[0], outputs[1]);
 }
+
+/// A library whose exports call definitions kept as calls.
+const CALLING: &str = "
+def helper(x: [n]f64, s: f64) -> [n]f64 = for i < n => x[i] * s + 1.0
+def at(a: [n]f64, k: i64) -> f64 = a[k]
+def top(x: [n]f64, k: i64) -> f64 = sum(helper(helper(x, 2.0), 0.5)) + at(x, k)
+def twice(x: [n]f64) -> [n]f64 = helper(helper(x, 3.0), 1.0)
+";
+
+const CALLING_C: &str = r#"
+#include <stdio.h>
+#include "libcalling.h"
+
+static void print(const char *key, const double *v, int n) {
+    int i;
+    printf("%s", key);
+    for (i = 0; i < n; i++) printf(" %.17g", v[i]);
+    printf("\n");
+}
+
+int main(void) {
+    const double x[3] = {1.0, -2.0, 0.25};
+    double value = 0, out[3], dx[3];
+    int32_t rc = top(3, x, 1, &value);
+    printf("top_rc %d\n", (int)rc);
+    print("top", &value, 1);
+    rc = top(3, x, 7, &value);
+    printf("top_oob_rc %d\n", (int)rc);
+    printf("top_oob_msg %s\n", calling_last_error());
+    rc = twice(3, x, out);
+    printf("twice_rc %d\n", (int)rc);
+    print("twice", out, 3);
+    rc = top_grad(3, x, 2, &value, dx);
+    printf("top_grad_rc %d\n", (int)rc);
+    print("top_grad", dx, 3);
+    return 0;
+}
+"#;
+
+/// Callees kept as calls in a library (compiled once, called by hidden
+/// symbol; with LLVM split over several modules) give the values, errors
+/// and gradients of the library that inlines them.
+#[test]
+fn libraries_calling_kept_definitions_agree_with_inlined_ones() {
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping");
+        return;
+    }
+    for backend in backends() {
+        let mut outputs = Vec::new();
+        for keep in ["1", "1000000"] {
+            let dir = scratch("c_abi", &format!("calling-{backend}-{keep}"));
+            std::fs::write(dir.join("calling.arr"), CALLING).unwrap();
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_arrayad"))
+                .args(["build", "calling.arr", "-o", "libcalling.so", "--backend", backend])
+                .args(["--keep-calls-above", keep])
+                .env("ARRAYAD_NUM_THREADS", "5")
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "build: {}", String::from_utf8_lossy(&out.stderr));
+            let symbols = run_in(&dir, "nm", &["libcalling.so"], None).stdout;
+            assert_eq!(symbols.contains("helper__0__called"), keep == "1", "{backend} {keep}:\n{symbols}");
+            outputs.push(compile_and_run(&dir, CALLING_C, "calling"));
+        }
+        // helper(helper(x, 2), 0.5) = [2.5, -0.5, 1.75]; x[1] = -2.
+        assert_eq!(numbers(&outputs[0], "top"), [1.75]);
+        assert_eq!(numbers(&outputs[0], "twice"), [5.0, -4.0, 2.75]);
+        assert_ne!(outputs[0]["top_oob_rc"], "0", "{:?}", outputs[0]);
+        for o in &mut outputs {
+            // Inlined, the message names the inlined copy of `a`.
+            let msg = o.remove("top_oob_msg").unwrap_or_default();
+            assert!(msg.starts_with("calling.arr:3:") && msg.contains("index 7"), "{msg}");
+        }
+        assert_eq!(outputs[0], outputs[1], "{backend}");
+    }
+}

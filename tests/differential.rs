@@ -13,34 +13,8 @@
 
 mod common;
 
-use common::{check_case, Case};
+use common::{check_case, corpus_cases, Case};
 use std::path::Path;
-
-/// The test cases of the corpus in `tests/programs/`.
-fn corpus_cases() -> Vec<Case> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
-    let mut entries: Vec<_> = std::fs::read_dir(&dir).expect("tests/programs").flatten().map(|e| e.path()).collect();
-    entries.sort();
-    let mut cases = Vec::new();
-    for path in entries.iter().filter(|p| p.extension().is_some_and(|e| e == "arr")) {
-        let source = std::fs::read_to_string(path).expect("readable corpus file");
-        let fd = !source.contains("// nofd");
-        for line in source.lines() {
-            if let Some(rest) = line.trim().strip_prefix("// test:") {
-                let rest = rest.trim();
-                let (func, args) = rest.split_once(' ').expect("// test: FUNC ARGS");
-                cases.push(Case {
-                    file: path.file_name().unwrap().to_string_lossy().into_owned(),
-                    source: source.clone(),
-                    func: func.to_string(),
-                    args: serde_json::from_str(args).expect("JSON args"),
-                    finite_differences: fd,
-                });
-            }
-        }
-    }
-    cases
-}
 
 #[test]
 fn corpus_programs_agree_across_backends_and_oracles() {

@@ -306,8 +306,11 @@ fn nesting_deeper_than_the_limit_after_inlining_is_a_located_error() {
     let out = arrayad(&dir, &["build", "ifs.arr", "-o", "libifs.so", "--export", "h3"]);
     assert_eq!(out.code, 0, "{out:#?}");
     // 6250 deep: an error at the call that crosses the limit (in h4).
+    // The value keeps the large callees as calls: within the limit.
+    let out = arrayad(&dir, &["run", "ifs.arr", "h24", "--args", "[0.5]"]);
+    assert_eq!(out.code, 0, "{out:#?}");
     for argv in [
-        &["run", "ifs.arr", "h24", "--args", "[0.5]"][..],
+        &["run", "ifs.arr", "h24", "--args", "[0.5]", "--keep-calls-above", "100000000"][..],
         &["run", "ifs.arr", "h24", "--args", "[0.5]", "--grad"],
         &["build", "ifs.arr", "-o", "libifs.so"],
     ] {
@@ -331,8 +334,20 @@ fn exponential_inlining_is_a_located_error() {
     }
     write(&dir, "exp.arr", &src);
     assert_eq!(arrayad(&dir, &["check", "exp.arr"]).code, 0);
+    // The value keeps the large callees as calls (2^24 calls of `g0`):
+    // g24(x) = sum_k C(24, k) sin(x / 2^k).
+    let out = arrayad(&dir, &["run", "exp.arr", "g24", "--args", "[0.5]"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let (mut want, mut c) = (0.0f64, 1.0f64);
+    for k in 0..=24 {
+        want += c * (0.5 * 0.5f64.powi(k)).sin();
+        c = c * (24 - k) as f64 / (k + 1) as f64;
+    }
+    let got: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let got = got["value"].as_f64().unwrap();
+    assert!((got - want).abs() <= 1e-9 * want.abs(), "{got} against {want}");
     for argv in [
-        &["run", "exp.arr", "g24", "--args", "[0.5]"][..],
+        &["run", "exp.arr", "g24", "--args", "[0.5]", "--keep-calls-above", "100000000"][..],
         &["run", "exp.arr", "g24", "--args", "[0.5]", "--grad"],
         &["build", "exp.arr", "-o", "libexp.so"],
         &["emit", "exp.arr", "--stage", "vjp", "--function", "g24"],

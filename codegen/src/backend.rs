@@ -6,6 +6,7 @@
 //! is a variant of [`Backend`], an `Emitter` and an implementation of this
 //! trait.
 
+use crate::calls::Callees;
 use crate::error::CodegenError;
 use crate::target::{Backend, TargetOptions};
 use arrayad_ir::Function;
@@ -19,7 +20,8 @@ pub(crate) type JitCode = Box<dyn std::any::Any>;
 
 /// A code generator for whole modules.
 pub(crate) trait CodegenBackend: Sync {
-    /// Compiles `funcs` (verified, call-free IR) into executable memory
+    /// Compiles `funcs` (verified IR; its calls go to `callees`:
+    /// [`crate::CallTarget::Address`]) into executable memory
     /// for this machine (`options.cpu` and `options.fast_math` as the
     /// backend honours them): the code's owner, and per function its entry
     /// address and backend IR.
@@ -28,10 +30,12 @@ pub(crate) trait CodegenBackend: Sync {
         options: &TargetOptions,
         file: &str,
         funcs: &[&Function],
+        callees: &Callees,
     ) -> Result<(JitCode, Entries), CodegenError>;
 
     /// The object files (ELF, position-independent, hidden symbols) of
-    /// `funcs`, each under its symbol name, for `options.triple`: one, or
+    /// `funcs`, each under its symbol name (their calls go to `callees`,
+    /// functions of the same link by symbol), for `options.triple`: one, or
     /// one per code generator where a backend hands some functions to
     /// another (LLVM's size budget, `llvm/mod.rs`).
     fn compile_object(
@@ -39,6 +43,7 @@ pub(crate) trait CodegenBackend: Sync {
         options: &TargetOptions,
         file: &str,
         funcs: &[(String, &Function)],
+        callees: &Callees,
     ) -> Result<Vec<Vec<u8>>, CodegenError>;
 }
 

@@ -3,8 +3,7 @@
 /// Why code generation, object emission or linking failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CodegenError {
-    /// The IR contains something the code generator does not handle (for
-    /// example an `Expr::Call`, which must be inlined before codegen).
+    /// The IR contains something the code generator does not handle.
     #[error("codegen: unsupported IR in `{func}`: {message}")]
     Unsupported {
         /// The function.

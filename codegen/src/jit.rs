@@ -1,6 +1,7 @@
 //! JIT compilation of IR functions (Cranelift, or LLVM with the `llvm`
 //! feature) and calls with [`Value`]s.
 
+use crate::calls::Callees;
 use crate::error::CodegenError;
 use crate::target::{Backend, TargetOptions};
 use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Type, Value};
@@ -71,6 +72,23 @@ impl JitModule {
         file: &str,
         funcs: &[arrayad_ir::Function],
     ) -> Result<JitModule, CodegenError> {
+        JitModule::compile_calling(backend, options, file, funcs, &Callees::none())
+    }
+
+    /// [`Self::compile_with`] for functions that call definitions kept as
+    /// calls (`Expr::Call`), each at its address in `callees`
+    /// ([`crate::CallTarget::Address`]: JIT code compiled before, which the
+    /// caller keeps alive as long as this module).
+    ///
+    /// Errors: as [`Self::compile_with`]; [`CodegenError::Malformed`] for a
+    /// call of a definition `callees` lacks.
+    pub fn compile_calling(
+        backend: Backend,
+        options: &TargetOptions,
+        file: &str,
+        funcs: &[arrayad_ir::Function],
+        callees: &Callees,
+    ) -> Result<JitModule, CodegenError> {
         if options.is_cross() {
             return Err(CodegenError::Target(format!(
                 "JIT code runs on this machine; `{}` is another one (build a shared library for it instead)",
@@ -86,8 +104,12 @@ impl JitModule {
                 });
             }
         }
-        let (code, compiled) =
-            crate::backend::generator(backend)?.compile_jit(options, file, &funcs.iter().collect::<Vec<_>>())?;
+        let (code, compiled) = crate::backend::generator(backend)?.compile_jit(
+            options,
+            file,
+            &funcs.iter().collect::<Vec<_>>(),
+            callees,
+        )?;
         let mut map = Vec::with_capacity(funcs.len());
         for (f, (ptr, text)) in funcs.iter().zip(compiled) {
             if ptr.is_null() {
@@ -114,6 +136,13 @@ impl JitModule {
 
     fn get(&self, name: &str) -> Option<&JitFunction> {
         self.funcs.iter().find(|(n, _)| n == name).map(|(_, f)| f)
+    }
+
+    /// The entry address of the compiled function `name` (internal calling
+    /// convention), for the calls of modules compiled after this one
+    /// ([`Self::compile_calling`]); valid as long as this module lives.
+    pub fn entry_address(&self, name: &str) -> Option<usize> {
+        self.get(name).map(|f| f.code as usize)
     }
 
     /// The backend that compiled the module.

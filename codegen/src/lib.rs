@@ -34,6 +34,7 @@
 
 mod backend;
 mod cabi;
+mod calls;
 mod clif;
 mod error;
 mod jit;
@@ -44,7 +45,10 @@ mod target;
 
 pub use cabi::abi::{reserved_c_symbol, Entry};
 pub use cabi::header::c_header;
-pub use cabi::link::{build_shared_library, remove_build_files, LinkOptions};
+pub use cabi::link::{
+    build_shared_library, build_shared_library_calling, remove_build_files, CalledDefinition, LinkOptions,
+};
+pub use calls::{CallTarget, Callees};
 pub use error::CodegenError;
 pub use jit::{ArgRef, Dest, JitModule, ResultRef};
 pub use target::{Backend, TargetOptions};

@@ -561,3 +561,29 @@ fn assert_bitwise(what: &str, a: &[Value], b: &[Value]) {
     assert_eq!(shapes(a), shapes(b), "{what}: shapes");
     assert_eq!(bits(a), bits(b), "{what}: values differ\n{a:?}\n{b:?}");
 }
+
+/// The test cases of the corpus in `tests/programs/`.
+pub fn corpus_cases() -> Vec<Case> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
+    let mut entries: Vec<_> = std::fs::read_dir(&dir).expect("tests/programs").flatten().map(|e| e.path()).collect();
+    entries.sort();
+    let mut cases = Vec::new();
+    for path in entries.iter().filter(|p| p.extension().is_some_and(|e| e == "arr")) {
+        let source = std::fs::read_to_string(path).expect("readable corpus file");
+        let fd = !source.contains("// nofd");
+        for line in source.lines() {
+            if let Some(rest) = line.trim().strip_prefix("// test:") {
+                let rest = rest.trim();
+                let (func, args) = rest.split_once(' ').expect("// test: FUNC ARGS");
+                cases.push(Case {
+                    file: path.file_name().unwrap().to_string_lossy().into_owned(),
+                    source: source.clone(),
+                    func: func.to_string(),
+                    args: serde_json::from_str(args).expect("JSON args"),
+                    finite_differences: fd,
+                });
+            }
+        }
+    }
+    cases
+}

@@ -152,8 +152,13 @@ fn extra_c_flags() -> Vec<String> {
 }
 
 /// The object files of `funcs` (symbol, IR) for `opts`.
-fn compile_object(opts: &LinkOptions, file: &str, funcs: &[(String, &Function)]) -> Result<Vec<Vec<u8>>, CodegenError> {
-    crate::backend::generator(opts.backend)?.compile_object(&opts.target, file, funcs)
+fn compile_object(
+    opts: &LinkOptions,
+    file: &str,
+    funcs: &[(String, &Function)],
+    callees: &crate::Callees,
+) -> Result<Vec<Vec<u8>>, CodegenError> {
+    crate::backend::generator(opts.backend)?.compile_object(&opts.target, file, funcs, callees)
 }
 
 /// Runs the C compiler (`cc`, for messages) as `command`; its output
@@ -209,6 +214,33 @@ pub fn build_shared_library(
     out_h: &Path,
     opts: &LinkOptions,
 ) -> Result<(), CodegenError> {
+    build_shared_library_calling(file, exports, &[], module, out_so, out_h, opts)
+}
+
+/// A definition the exports' code calls (a call kept by inlining:
+/// `arrayad_ir::passes::inline::KeptCalls`), compiled once into the
+/// library under a hidden symbol.
+#[derive(Clone, Debug)]
+pub struct CalledDefinition {
+    /// The definition.
+    pub id: arrayad_ir::FuncId,
+    /// Its prepared primal (which may call other called definitions).
+    pub primal: Function,
+}
+
+/// [`build_shared_library`] whose exports call the definitions `called`
+/// (every definition any of their IR functions, or of `called`'s, calls).
+///
+/// Errors: as [`build_shared_library`].
+pub fn build_shared_library_calling(
+    file: &str,
+    exports: &[ExportedFunction],
+    called: &[CalledDefinition],
+    module: &str,
+    out_so: &Path,
+    out_h: &Path,
+    opts: &LinkOptions,
+) -> Result<(), CodegenError> {
     let interfaces: Vec<Interface> = exports.iter().map(Interface::new).collect::<Result<_, _>>()?;
     let mut names = std::collections::HashSet::new();
     for i in &interfaces {
@@ -229,7 +261,13 @@ pub fn build_shared_library(
             funcs.push((internal_symbol(module, &e.name, "hvp"), h));
         }
     }
-    let code_objects = time("compile the code", || compile_object(opts, file, &funcs))?;
+    let mut callees = crate::Callees::none();
+    for c in called {
+        let sym = internal_symbol(module, &format!("{}__{}", c.primal.name, c.id.0), "called");
+        callees.insert(c.id, crate::CallTarget::Symbol(sym.clone()));
+        funcs.push((sym, &c.primal));
+    }
+    let code_objects = time("compile the code", || compile_object(opts, file, &funcs, &callees))?;
     let dir = TempDir::new()?;
     let d = &dir.0;
     let mut code_paths = Vec::new();

@@ -2,6 +2,7 @@
 //! module: the imported runtime, C library and math functions
 //! ([`Callee`]), and the static message strings of error sites.
 
+use crate::calls::{CallTarget, Callees};
 use crate::error::CodegenError;
 use arrayad_runtime::{AbiType, Callee};
 use cranelift_codegen::ir::{types, AbiParam, Signature};
@@ -26,9 +27,27 @@ fn signature(callee: Callee, mut sig: Signature) -> Signature {
 pub(crate) struct Imports {
     funcs: HashMap<Callee, FuncId>,
     messages: HashMap<String, DataId>,
+    /// Where calls of generated functions go.
+    callees: Callees,
+    /// The declarations of generated functions called by symbol.
+    generated: HashMap<arrayad_ir::FuncId, FuncId>,
+}
+
+/// A generated function called by the module's code ([`Callees`]).
+pub(crate) enum Generated {
+    /// A function of the module (or of the object's link) by symbol.
+    Func(FuncId),
+    /// JIT code at this address.
+    Address(usize),
 }
 
 impl Imports {
+    /// The declarations of a module whose calls of generated functions go
+    /// to `callees`.
+    pub(crate) fn calling(callees: Callees) -> Imports {
+        Imports { callees, ..Imports::default() }
+    }
+
     /// The id of an imported function, declaring it on first use.
     pub(crate) fn func<M: Module>(&mut self, m: &mut M, callee: Callee) -> Result<FuncId, CodegenError> {
         if let Some(id) = self.funcs.get(&callee) {
@@ -38,6 +57,34 @@ impl Imports {
         let id = m.declare_function(callee.symbol(), Linkage::Import, &sig)?;
         self.funcs.insert(callee, id);
         Ok(id)
+    }
+
+    /// The generated function that calls of the definition `func` go to,
+    /// declared on first use (`sig`: the internal signature).
+    pub(crate) fn generated<M: Module>(
+        &mut self,
+        m: &mut M,
+        func: arrayad_ir::FuncId,
+        sig: &Signature,
+    ) -> Result<Generated, CodegenError> {
+        if let Some(id) = self.generated.get(&func) {
+            return Ok(Generated::Func(*id));
+        }
+        let id = match self.callees.get(func) {
+            Some(CallTarget::Address(a)) => return Ok(Generated::Address(*a)),
+            Some(CallTarget::Symbol(sym)) => match m.get_name(sym) {
+                Some(cranelift_module::FuncOrDataId::Func(id)) => id,
+                _ => m.declare_function(sym, Linkage::Import, sig)?,
+            },
+            None => {
+                return Err(CodegenError::Malformed {
+                    func: format!("definition {}", func.0),
+                    message: "a call of a definition that was not compiled".into(),
+                })
+            }
+        };
+        self.generated.insert(func, id);
+        Ok(Generated::Func(id))
     }
 
     /// A read-only, NUL-terminated copy of `text` in the module, defined

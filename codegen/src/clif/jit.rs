@@ -23,9 +23,14 @@ impl Drop for ClifCode {
     }
 }
 
-/// Compiles `funcs` (verified, call-free IR) for the host: the code, and
-/// per function its entry address and Cranelift IR text.
-pub(crate) fn compile(file: &str, funcs: &[&arrayad_ir::Function]) -> Result<(ClifCode, Entries), CodegenError> {
+/// Compiles `funcs` (verified IR, calling `callees` at their addresses)
+/// for the host: the code, and per function its entry address and
+/// Cranelift IR text.
+pub(crate) fn compile(
+    file: &str,
+    funcs: &[&arrayad_ir::Function],
+    callees: &crate::Callees,
+) -> Result<(ClifCode, Entries), CodegenError> {
     let host = TargetOptions::host();
     let isa = isa(&host, false)?;
     let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
@@ -35,7 +40,7 @@ pub(crate) fn compile(file: &str, funcs: &[&arrayad_ir::Function]) -> Result<(Cl
     let mut module = JITModule::new(builder);
     let items: Vec<(String, Linkage, &arrayad_ir::Function)> =
         funcs.iter().enumerate().map(|(k, f)| (format!("arrayad_jit_{k}_{}", f.name), Linkage::Local, *f)).collect();
-    let defined = define_functions(&mut module, file, &items, &host, false, true)?;
+    let defined = define_functions(&mut module, file, &items, &host, false, true, callees)?;
     module.finalize_definitions()?;
     let out = defined
         .into_iter()

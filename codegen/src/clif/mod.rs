@@ -33,9 +33,10 @@ impl crate::backend::CodegenBackend for Cranelift {
         _options: &TargetOptions,
         file: &str,
         funcs: &[&arrayad_ir::Function],
+        callees: &crate::Callees,
     ) -> std::result::Result<(crate::backend::JitCode, crate::backend::Entries), CodegenError> {
         // Cranelift compiles for the host's features whatever CPU is named.
-        let (code, entries) = jit::compile(file, funcs)?;
+        let (code, entries) = jit::compile(file, funcs, callees)?;
         Ok((Box::new(code), entries))
     }
 
@@ -44,8 +45,9 @@ impl crate::backend::CodegenBackend for Cranelift {
         options: &TargetOptions,
         file: &str,
         funcs: &[(String, &arrayad_ir::Function)],
+        callees: &crate::Callees,
     ) -> std::result::Result<Vec<Vec<u8>>, CodegenError> {
-        Ok(vec![object::compile_object(options, file, funcs)?])
+        Ok(vec![object::compile_object(options, file, funcs, callees)?])
     }
 }
 
@@ -142,6 +144,7 @@ pub(crate) fn define_functions<M: Module>(
     target: &TargetOptions,
     pic: bool,
     keep_ir: bool,
+    callees: &crate::Callees,
 ) -> Result<Vec<Defined>> {
     let mut fast_isa: Option<OwnedTargetIsa> = None;
     let sig = internal_signature(m);
@@ -152,7 +155,7 @@ pub(crate) fn define_functions<M: Module>(
         }
         ids.push(m.declare_function(sym, *linkage, &sig)?);
     }
-    let mut imports = Imports::default();
+    let mut imports = Imports::calling(callees.clone());
     let mut fbc = FunctionBuilderContext::new();
     let mut ctx = m.make_context();
     let mut out = Vec::new();
@@ -494,6 +497,33 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
             .first()
             .copied()
             .ok_or_else(|| CodegenError::Cranelift(format!("the call of `{}` has no result", callee.symbol())))
+    }
+
+    fn call_function(&mut self, func: arrayad_ir::FuncId, args: [Value; 3]) -> Result<Value> {
+        let sig = internal_signature(self.m);
+        let inst = match self.imp.generated(self.m, func, &sig)? {
+            imports::Generated::Func(id) => {
+                let fref = match self.frefs.get(&id) {
+                    Some(r) => *r,
+                    None => {
+                        let r = self.m.declare_func_in_func(id, self.b.func);
+                        self.frefs.insert(id, r);
+                        r
+                    }
+                };
+                self.b.ins().call(fref, &args)
+            }
+            imports::Generated::Address(a) => {
+                let sigref = self.b.import_signature(sig);
+                let callee = self.b.ins().iconst(types::I64, a as i64);
+                self.b.ins().call_indirect(sigref, callee, &args)
+            }
+        };
+        self.b
+            .inst_results(inst)
+            .first()
+            .copied()
+            .ok_or_else(|| CodegenError::Cranelift(format!("the call of definition {} has no result", func.0)))
     }
 
     fn message(&mut self, text: &str) -> Result<Value> {

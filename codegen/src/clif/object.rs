@@ -12,12 +12,13 @@ pub(crate) fn compile_object(
     target: &TargetOptions,
     file: &str,
     funcs: &[(String, &arrayad_ir::Function)],
+    callees: &crate::Callees,
 ) -> Result<Vec<u8>, CodegenError> {
     let isa = isa(target, true)?;
     let builder = ObjectBuilder::new(isa, "arrayad", cranelift_module::default_libcall_names())?;
     let mut module = ObjectModule::new(builder);
     let items: Vec<(String, Linkage, &arrayad_ir::Function)> =
         funcs.iter().map(|(s, f)| (s.clone(), Linkage::Hidden, *f)).collect();
-    define_functions(&mut module, file, &items, target, true, false)?;
+    define_functions(&mut module, file, &items, target, true, false, callees)?;
     module.finish().emit().map_err(|e| CodegenError::Cranelift(format!("writing the object file: {e}")))
 }

@@ -58,18 +58,19 @@ impl crate::backend::CodegenBackend for Llvm {
         options: &TargetOptions,
         file: &str,
         funcs: &[&arrayad_ir::Function],
+        callees: &crate::Callees,
     ) -> std::result::Result<(crate::backend::JitCode, crate::backend::Entries), CodegenError> {
         let (large, small): (Vec<usize>, Vec<usize>) = (0..funcs.len()).partition(|&k| over_budget(funcs[k]));
         if large.is_empty() {
-            let (code, entries) = jit::compile(options, file, funcs)?;
+            let (code, entries) = jit::compile(options, file, funcs, callees)?;
             return Ok((Box::new(code), entries));
         }
         let pick = |ks: &[usize]| ks.iter().map(|&k| funcs[k]).collect::<Vec<_>>();
-        let (clif_code, clif_entries) = crate::clif::Cranelift.compile_jit(options, file, &pick(&large))?;
+        let (clif_code, clif_entries) = crate::clif::Cranelift.compile_jit(options, file, &pick(&large), callees)?;
         let (llvm_code, llvm_entries) = if small.is_empty() {
             (None, Vec::new())
         } else {
-            let (code, entries) = jit::compile(options, file, &pick(&small))?;
+            let (code, entries) = jit::compile(options, file, &pick(&small), callees)?;
             (Some(code), entries)
         };
         // The entries in the order of `funcs`.
@@ -85,14 +86,15 @@ impl crate::backend::CodegenBackend for Llvm {
         options: &TargetOptions,
         file: &str,
         funcs: &[(String, &arrayad_ir::Function)],
+        callees: &crate::Callees,
     ) -> std::result::Result<Vec<Vec<u8>>, CodegenError> {
         let (large, small): (Vec<_>, Vec<_>) = funcs.iter().cloned().partition(|(_, f)| over_budget(f));
         let mut objects = Vec::new();
         if !small.is_empty() || large.is_empty() {
-            objects.extend(object::compile_objects(options, file, &small)?);
+            objects.extend(object::compile_objects(options, file, &small, callees)?);
         }
         if !large.is_empty() {
-            objects.extend(crate::clif::Cranelift.compile_object(options, file, &large)?);
+            objects.extend(crate::clif::Cranelift.compile_object(options, file, &large, callees)?);
         }
         Ok(objects)
     }
@@ -231,12 +233,13 @@ pub(crate) fn build_module<'ctx>(
     file: &str,
     funcs: &[(String, &arrayad_ir::Function)],
     hidden: bool,
+    callees: &crate::Callees,
 ) -> Result<Built<'ctx>> {
     let Machine { tm, cpu, features } = machine;
     let module = ctx.create_module("arrayad");
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
-    let mut shared = ModuleState::new(ctx);
+    let mut shared = ModuleState::new(ctx, callees.clone());
     let ptr = ctx.ptr_type(AddressSpace::default());
     let fn_ty = ctx.i32_type().fn_type(&[ptr.into(), ptr.into(), ptr.into()], false);
     let attr = |name: &str| ctx.create_enum_attribute(Attribute::get_named_enum_kind_id(name), 0);
@@ -301,10 +304,12 @@ struct ModuleState<'ctx> {
     /// written as the wrapped `i64::MIN`).
     extent_range: MetadataValue<'ctx>,
     cold_weights: MetadataValue<'ctx>,
+    /// Where calls of generated functions go.
+    generated: crate::Callees,
 }
 
 impl<'ctx> ModuleState<'ctx> {
-    fn new(ctx: &'ctx Context) -> Self {
+    fn new(ctx: &'ctx Context, generated: crate::Callees) -> Self {
         let root = ctx.metadata_node(&[ctx.metadata_string("arrayad tbaa").into()]);
         let i32t = ctx.i32_type();
         let cold_weights = ctx.metadata_node(&[
@@ -323,6 +328,7 @@ impl<'ctx> ModuleState<'ctx> {
                 ctx.i64_type().const_int(1u64 << 63, false).into(),
             ]),
             cold_weights,
+            generated,
         }
     }
 }
@@ -947,6 +953,51 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
         let t = self.basic_ty(ty);
         let r = self.b.build_load(t, p, "");
         self.ok(r).unwrap_or_else(|| self.undef(ty))
+    }
+
+    fn call_function(&mut self, func: arrayad_ir::FuncId, args: [Self::Value; 3]) -> Result<Self::Value> {
+        let ptr = self.ctx.ptr_type(AddressSpace::default());
+        let fn_ty = self.ctx.i32_type().fn_type(&[ptr.into(), ptr.into(), ptr.into()], false);
+        let margs: Vec<BasicMetadataValueEnum<'ctx>> = args.iter().map(|a| (*a).into()).collect();
+        let call = match self.shared.generated.get(func).cloned() {
+            // A function of this module or of another part of the same
+            // library (hidden). Never inlined: its params are `noalias`
+            // and its argument loads invariant, which hold for a call but
+            // not for its body inlined among the caller's stores.
+            Some(crate::CallTarget::Symbol(sym)) => {
+                let f = match self.module.get_function(&sym) {
+                    Some(f) => f,
+                    None => {
+                        let f = self.module.add_function(&sym, fn_ty, Some(Linkage::External));
+                        f.as_global_value().set_visibility(inkwell::GlobalVisibility::Hidden);
+                        f
+                    }
+                };
+                let r = self.b.build_call(f, &margs, "");
+                self.ok(r)
+            }
+            Some(crate::CallTarget::Address(a)) => {
+                let addr = self.ctx.i64_type().const_int(a as u64, false);
+                let r = self.b.build_int_to_ptr(addr, ptr, "");
+                let p = self.ok(r).unwrap_or_else(|| ptr.const_null());
+                let r = self.b.build_indirect_call(fn_ty, p, &margs, "");
+                self.ok(r)
+            }
+            None => {
+                return Err(CodegenError::malformed(&self.name, "a call of a definition that was not compiled"));
+            }
+        };
+        let noinline = self.ctx.create_enum_attribute(Attribute::get_named_enum_kind_id("noinline"), 0);
+        match call {
+            Some(c) => {
+                c.add_attribute(AttributeLoc::Function, noinline);
+                match c.try_as_basic_value() {
+                    inkwell::values::ValueKind::Basic(v) => Ok(v),
+                    _ => Err(llvm_err(&self.name, "the call of a generated function has no value")),
+                }
+            }
+            None => Ok(self.undef(Ty::I32)),
+        }
     }
 
     fn call(&mut self, callee: Callee, args: &[Self::Value]) -> Result<Self::Value> {

@@ -5,8 +5,10 @@
 //! The functions of a library are split into one LLVM module per thread
 //! ([`compile_objects`]): LLVM optimises and emits a module on one thread,
 //! and a library of many exports (six entry points each) spends nearly all
-//! of its build time there. Each function is compiled alone either way (no
-//! function calls another), so the code does not depend on the split.
+//! of its build time there. Each function is compiled alone either way
+//! (calls between generated functions are never inlined, and a callee in
+//! another part is declared hidden and resolved by the link), so the code
+//! does not depend on the split.
 
 use super::{build_module, llvm_err, target_machine};
 use crate::error::CodegenError;
@@ -25,10 +27,11 @@ pub(crate) fn compile_objects(
     opts: &TargetOptions,
     file: &str,
     funcs: &[(String, &arrayad_ir::Function)],
+    callees: &crate::Callees,
 ) -> Result<Vec<Vec<u8>>, CodegenError> {
     let threads = arrayad_ir::stack::threads().min(funcs.len());
     if threads <= 1 {
-        return Ok(vec![compile_object(opts, file, funcs)?]);
+        return Ok(vec![compile_object(opts, file, funcs, callees)?]);
     }
     let mut order: Vec<(usize, usize)> =
         funcs.iter().enumerate().map(|(k, (_, f))| (crate::lower::ir_size(f), k)).collect();
@@ -51,7 +54,7 @@ pub(crate) fn compile_objects(
     let mut objects: Vec<Option<Result<Vec<u8>, CodegenError>>> = parts.iter().map(|_| None).collect();
     let work: Vec<_> = parts.iter().zip(objects.iter_mut()).collect();
     arrayad_ir::stack::for_each_parallel(work, arrayad_ir::stack::COMPILER_STACK, |(part, out)| {
-        *out = Some(compile_object(opts, file, part));
+        *out = Some(compile_object(opts, file, part, callees));
     });
     objects.into_iter().map(|o| o.unwrap_or_else(|| Err(llvm_err("(module)", "a part was not compiled")))).collect()
 }
@@ -61,10 +64,11 @@ pub(crate) fn compile_object(
     opts: &TargetOptions,
     file: &str,
     funcs: &[(String, &arrayad_ir::Function)],
+    callees: &crate::Callees,
 ) -> Result<Vec<u8>, CodegenError> {
     let machine = target_machine(opts, true)?;
     let context = Context::create();
-    let built = build_module(&context, &machine, opts, file, funcs, true)?;
+    let built = build_module(&context, &machine, opts, file, funcs, true, callees)?;
     let buf = machine
         .tm
         .write_to_memory_buffer(&built.module, FileType::Object)

@@ -65,7 +65,10 @@ pub(crate) struct BlockFacts {
     fused_sums: HashMap<VarId, VarId>,
 }
 
-/// True for a statement that allocates an array from the arena.
+/// True for a statement that allocates an array from the arena. A call
+/// of a generated function counts: its results and temporaries live in
+/// the caller's arena (`lower/call.rs`); kept callees push and pop
+/// nothing on the tape (`arrayad_ir::passes::inline::KeptCalls`).
 fn allocating(k: &StmtKind) -> bool {
     matches!(
         k,
@@ -74,7 +77,8 @@ fn allocating(k: &StmtKind) -> bool {
                 | Expr::ArrayLit { .. }
                 | Expr::ZerosLike(_)
                 | Expr::Zeros(_)
-                | Expr::Update { .. },
+                | Expr::Update { .. }
+                | Expr::Call { .. },
             ..
         }
     )
@@ -282,19 +286,7 @@ fn fused_sum_candidates(f: &Function) -> HashMap<VarId, VarId> {
 pub(crate) fn allocates(body: &Block) -> bool {
     let mut any = false;
     for_each_block(body, &mut |b| {
-        any |= b.stmts.iter().any(|s| {
-            matches!(
-                &s.kind,
-                StmtKind::Let {
-                    expr: Expr::Build { .. }
-                        | Expr::ArrayLit { .. }
-                        | Expr::ZerosLike(_)
-                        | Expr::Zeros(_)
-                        | Expr::Update { .. },
-                    ..
-                }
-            )
-        })
+        any |= b.stmts.iter().any(|s| allocating(&s.kind));
     });
     any
 }
@@ -432,8 +424,13 @@ impl InPlace {
             escapes(f, &s.kind, &root, &mut escaped);
             // The array results of a branch or loop may be any array it
             // reads (a branch yielding a row of one, a loop that runs zero
-            // times): those are shared from here on.
-            if let StmtKind::Let { vars, expr: Expr::If { .. } | Expr::Loop { .. } | Expr::While { .. } } = &s.kind {
+            // times), and those of a call any array argument: those are
+            // shared from here on.
+            if let StmtKind::Let {
+                vars,
+                expr: Expr::If { .. } | Expr::Loop { .. } | Expr::While { .. } | Expr::Call { .. },
+            } = &s.kind
+            {
                 if vars.iter().any(|v| f.ty(*v).is_array()) {
                     data_uses_shallow(&s.kind, &mut |v| {
                         if let Some(r) = root.get(&v) {

@@ -233,6 +233,14 @@ pub(crate) trait Emitter {
 
     /// Calls a runtime, C library or math function; returns its result.
     fn call(&mut self, callee: Callee, args: &[Self::Value]) -> Result<Self::Value>;
+    /// Calls the generated function compiled for the definition `func` of
+    /// the program (a call kept by inlining: [`crate::Callees`]) with the
+    /// internal calling convention, `[ctx, args, results]`; returns its
+    /// status (an `i32`).
+    ///
+    /// Errors: [`crate::CodegenError::Malformed`] when the module was
+    /// given no target for `func`.
+    fn call_function(&mut self, func: arrayad_ir::FuncId, args: [Self::Value; 3]) -> Result<Self::Value>;
     /// The address of a static, NUL-terminated copy of `text`.
     fn message(&mut self, text: &str) -> Result<Self::Value>;
 }

@@ -3,7 +3,6 @@
 use super::emit::{Conv, Emitter, FloatCC, FloatOp, FloatUnary, IntCC, IntOp, Mem, Ty};
 use super::memory::Mark;
 use super::{elem_size, Arr, Lower, Repr, Result, Val};
-use crate::error::CodegenError;
 use arrayad_ir::{Atom, BinOp, Block, Expr, Fault, MathFn, ReduceOp, Scalar, Type, UnOp, VarId};
 use arrayad_runtime::Callee;
 
@@ -44,12 +43,7 @@ impl<E: Emitter> Lower<'_, E> {
             Expr::Loop { n, index, states, init, body } => self.loop_(n, *index, states, init, body)?,
             Expr::While { states, init, cond, body } => self.while_(states, init, cond, body)?,
             Expr::If { cond, then_branch, else_branch } => self.if_expr(vars, cond, then_branch, else_branch)?,
-            Expr::Call { .. } => {
-                return Err(CodegenError::Unsupported {
-                    func: self.f.name.clone(),
-                    message: "a call (calls must be inlined before code generation)".into(),
-                })
-            }
+            Expr::Call { func, args } => self.call_def(*func, vars, args)?,
             Expr::ZerosLike(v) if matches!(vars, [acc] if self.first_writes.unzeroed(*acc)) => {
                 // Written by a loop before it is read (`first_write.rs`).
                 let a = self.array(*v)?;

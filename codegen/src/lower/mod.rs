@@ -11,6 +11,7 @@
 //! template per check) and returns its kind.
 
 mod analysis;
+mod call;
 pub(crate) mod emit;
 mod expr;
 mod first_write;

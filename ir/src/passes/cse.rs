@@ -98,6 +98,7 @@ impl Cse {
                                 | Expr::Update { .. }
                                 | Expr::Atom(_)
                                 | Expr::Pop
+                                | Expr::Call { .. }
                         ) && {
                             let mut t = false;
                             crate::visit::expr_uses(&expr, &mut |v| t |= self.unstable.contains(&v));

@@ -90,12 +90,68 @@ fn local(f: &Function) -> Local {
 pub struct InlineCosts<'p> {
     program: &'p Program,
     costs: Vec<Option<(Local, u64, usize)>>,
+    /// The functions whose calls stay calls ([`KeptCalls`]).
+    kept: Vec<bool>,
+}
+
+/// The callees that stay calls when a primal is prepared for code
+/// generation ([`crate::passes::prepare_keeping`]), compiled once and
+/// called from every call site instead of copied into each: a definition
+/// is kept when it has at least `keep_above` statements with its own calls
+/// inlined or kept ([`KEEP_CALLS_ABOVE`] by default: a call then costs
+/// little against its body, and small helpers are still inlined, which
+/// their callers' performance needs), and neither it nor anything it calls
+/// is a derivative operator (whose code uses the tape; a kept callee
+/// touches only the arena). Decided per definition, whatever the caller.
+#[derive(Clone, Debug, Default)]
+pub struct KeptCalls {
+    kept: Vec<bool>,
+}
+
+/// The size from which a definition is kept as a call ([`KeptCalls`]):
+/// statements at every depth with its own calls inlined or kept.
+pub const KEEP_CALLS_ABOVE: u64 = 2_000;
+
+impl KeptCalls {
+    /// Nothing kept: every call is inlined.
+    pub fn none() -> KeptCalls {
+        KeptCalls::default()
+    }
+
+    /// The definitions kept among `roots` and the functions they call
+    /// (`keep_above` statements: see the type's docs), in time linear in
+    /// their size.
+    pub fn new(program: &Program, roots: &[FuncId], keep_above: u64) -> KeptCalls {
+        InlineCosts::keeping(program, roots, keep_above).kept_calls()
+    }
+
+    /// True when some definition other than `f` is kept.
+    pub fn any_but(&self, f: FuncId) -> bool {
+        self.kept.iter().enumerate().any(|(k, &kept)| kept && k != f.0 as usize)
+    }
+
+    /// True when the calls of `f` stay calls.
+    pub fn keeps(&self, f: FuncId) -> bool {
+        self.kept.get(f.0 as usize).copied().unwrap_or(false)
+    }
 }
 
 impl<'p> InlineCosts<'p> {
-    /// The costs of `roots` and of the functions they call.
+    /// The costs of `roots` and of the functions they call, with every call
+    /// inlined.
     pub fn new(program: &'p Program, roots: &[FuncId]) -> InlineCosts<'p> {
+        InlineCosts::keeping(program, roots, u64::MAX)
+    }
+
+    /// The costs of `roots` and of the functions they call, with the calls
+    /// of [`KeptCalls`] (`keep_above`) kept: such a call counts as its own
+    /// statement.
+    pub fn keeping(program: &'p Program, roots: &[FuncId], keep_above: u64) -> InlineCosts<'p> {
         let n = program.funcs.len();
+        let mut kept = vec![false; n];
+        // Whether a function may be kept: no derivative operator in it or
+        // below it.
+        let mut keepable = vec![true; n];
         let mut out: Vec<Option<(Local, u64, usize)>> = (0..n).map(|_| None).collect();
         let mut state = vec![0u8; n]; // 0 unvisited, 1 on the stack, 2 done
         let ok = |id: FuncId| (id.0 as usize) < n;
@@ -119,8 +175,14 @@ impl<'p> InlineCosts<'p> {
                 let Some((fi, l, _)) = stack.pop() else { break };
                 let mut size = l.stmts;
                 let mut depth = l.depth;
+                let mut may_keep = crate::DiffOp::parse_stub(&program.funcs[fi].name).is_none();
                 for c in &l.calls {
-                    let (cs, cd) = match out.get(c.callee.0 as usize) {
+                    let ci = c.callee.0 as usize;
+                    may_keep &= keepable.get(ci).copied().unwrap_or(false);
+                    if kept.get(ci).copied().unwrap_or(false) {
+                        continue;
+                    }
+                    let (cs, cd) = match out.get(ci) {
                         Some(Some((_, cs, cd))) => (*cs, *cd),
                         _ => (1, 0),
                     };
@@ -130,10 +192,17 @@ impl<'p> InlineCosts<'p> {
                     depth = depth.max(c.depth.saturating_add(cd));
                 }
                 state[fi] = 2;
+                keepable[fi] = may_keep;
+                kept[fi] = may_keep && size >= keep_above;
                 out[fi] = Some((l, size, depth));
             }
         }
-        InlineCosts { program, costs: out }
+        InlineCosts { program, costs: out, kept }
+    }
+
+    /// The definitions whose calls are kept ([`Self::keeping`]).
+    pub fn kept_calls(self) -> KeptCalls {
+        KeptCalls { kept: self.kept }
     }
 
     /// The statements of `f` with every call inlined (1 when unknown).
@@ -144,6 +213,10 @@ impl<'p> InlineCosts<'p> {
     /// The deepest nesting of blocks of `f` with every call inlined.
     pub fn depth(&self, f: FuncId) -> usize {
         self.cost(f).1
+    }
+
+    fn keeps(&self, id: FuncId) -> bool {
+        self.kept.get(id.0 as usize).copied().unwrap_or(false)
     }
 
     fn cost(&self, id: FuncId) -> (u64, usize) {
@@ -170,7 +243,7 @@ impl<'p> InlineCosts<'p> {
         // The innermost function beyond a limit: all its callees are within.
         let mut at = func;
         while let Some(Some((l, _, _))) = self.costs.get(at.0 as usize) {
-            match l.calls.iter().find(|c| !within(c.callee) && c.callee != at) {
+            match l.calls.iter().find(|c| !within(c.callee) && c.callee != at && !self.keeps(c.callee)) {
                 Some(c) => at = c.callee,
                 None => break,
             }
@@ -181,7 +254,10 @@ impl<'p> InlineCosts<'p> {
         };
         let from = if at == func { String::new() } else { format!(" (inlined into `{}`)", name(func)) };
         if *depth > max_depth {
-            let c = l.calls.iter().find(|c| c.depth.saturating_add(self.cost(c.callee).1) > max_depth);
+            let c = l
+                .calls
+                .iter()
+                .find(|c| !self.keeps(c.callee) && c.depth.saturating_add(self.cost(c.callee).1) > max_depth);
             let (loc, callee) = c.map_or((program.func(at).loc, at), |c| (c.loc, c.callee));
             return Err(InlineLimitError {
                 func: at,
@@ -198,7 +274,7 @@ impl<'p> InlineCosts<'p> {
         // crosses the limit.
         let mut running = l.stmts;
         let mut culprit = None;
-        for c in &l.calls {
+        for c in l.calls.iter().filter(|c| !self.keeps(c.callee)) {
             running = running.saturating_add(self.cost(c.callee).0.saturating_add(c.copies)).saturating_sub(1);
             if running > max_stmts {
                 culprit = Some(c);

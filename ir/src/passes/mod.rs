@@ -33,6 +33,15 @@ pub fn prepare(program: &Program, func: FuncId) -> Function {
     f
 }
 
+/// [`prepare`] with the calls of `kept` kept as calls
+/// ([`inline::KeptCalls`]: compiled once and called). Check its size first
+/// with [`inline::InlineCosts::keeping`].
+pub fn prepare_keeping(program: &Program, func: FuncId, kept: &inline::KeptCalls) -> Function {
+    let mut f = time("inline", || inline::inline_all_but(program, func, &|g| kept.keeps(g)));
+    optimize(&mut f);
+    f
+}
+
 /// Simplify, fuse, CSE and DCE to a fixed point (a few rounds at most).
 /// Semantics, including every run-time error, are preserved.
 pub fn optimize(f: &mut Function) {

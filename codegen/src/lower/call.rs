@@ -1,0 +1,102 @@
+//! Calls of other generated functions (`Expr::Call` of a definition kept as
+//! a call: `arrayad_ir::passes::inline::KeptCalls`).
+//!
+//! The call packs the arguments into a stack buffer of 8-byte slots (a
+//! scalar one slot, an array its data pointer then its extents: the
+//! internal calling convention of the crate docs), calls the callee with
+//! the caller's context, and unpacks the results from a second buffer. The
+//! callee allocates its results in the caller's arena, as any allocating
+//! statement does (`analysis.rs` counts a call as one). A failing callee
+//! has recorded its message in the context: the caller returns its status
+//! unchanged.
+//!
+//! The destination table of the context (`ctx->dest`) belongs to the
+//! outermost call: it is cleared around the call, so that the callee does
+//! not build its results in the caller's output buffers.
+
+use super::emit::{Emitter, IntCC, Mem, Ty};
+use super::{Arr, Lower, Result, Val};
+use arrayad_ir::{Atom, FuncId, Scalar, VarId};
+use arrayad_runtime::offsets;
+
+impl<E: Emitter> Lower<'_, E> {
+    /// `vars = func(args)`: the values of `vars`.
+    pub(super) fn call_def(&mut self, func: FuncId, vars: &[VarId], args: &[Atom]) -> Result<Vec<Val<E::Value>>> {
+        let arg_slots: usize = args.iter().map(|a| super::slots(self.f.atom_ty(a))).sum();
+        let mut result_types = Vec::with_capacity(vars.len());
+        for v in vars {
+            result_types.push(self.var_ty(*v)?);
+        }
+        let result_slots: usize = result_types.iter().map(|t| super::slots(*t)).sum();
+        let bytes = |n: usize| u32::try_from(8 * n.max(1)).map_err(|_| self.malformed("a call with too many values"));
+        let (arg_bytes, result_bytes) = (bytes(arg_slots)?, bytes(result_slots)?);
+        let argbuf = self.b.stack_slot(arg_bytes);
+        let resbuf = self.b.stack_slot(result_bytes);
+        let mut slot = 0i32;
+        for a in args {
+            let elem = self.f.atom_ty(a).elem;
+            match self.atom(a)? {
+                Val::S(v) => {
+                    self.store_call_slot(argbuf, slot, elem, v);
+                    slot += 1;
+                }
+                Val::A(arr) => {
+                    self.b.store(Ty::Ptr, arr.ptr, argbuf, slot * 8, Mem::Stack);
+                    for (k, d) in arr.dims.iter().enumerate() {
+                        self.b.store(Ty::I64, *d, argbuf, (slot + 1 + k as i32) * 8, Mem::Stack);
+                    }
+                    slot += 1 + arr.dims.len() as i32;
+                }
+            }
+        }
+        let ctx = self.ctx;
+        let dest = self.b.load(Ty::Ptr, ctx, offsets::DEST, Mem::Ctx);
+        let null = self.b.iconst(Ty::Ptr, 0);
+        self.b.store(Ty::Ptr, null, ctx, offsets::DEST, Mem::Ctx);
+        let status = self.b.call_function(func, [ctx, argbuf, resbuf])?;
+        self.b.store(Ty::Ptr, dest, ctx, offsets::DEST, Mem::Ctx);
+        let zero = self.b.iconst(Ty::I32, 0);
+        let ok = self.b.icmp(IntCC::Eq, status, zero);
+        let cont = self.branch_to_cold(ok);
+        self.b.ret(status);
+        self.b.switch_to(cont);
+        let mut out = Vec::with_capacity(vars.len());
+        let mut slot = 0i32;
+        for t in result_types {
+            if t.is_scalar() {
+                out.push(Val::S(self.load_call_slot(resbuf, slot, t.elem)));
+                slot += 1;
+            } else {
+                let ptr = self.b.load(Ty::Ptr, resbuf, slot * 8, Mem::Stack);
+                let dims =
+                    (0..t.rank as i32).map(|a| self.b.load_extent(resbuf, (slot + 1 + a) * 8, Mem::Stack)).collect();
+                slot += 1 + t.rank as i32;
+                out.push(Val::A(Arr { ptr, dims }));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stores a scalar argument of type `s` into slot `slot` of a call's
+    /// buffer (a bool as 0/1).
+    fn store_call_slot(&mut self, buf: E::Value, slot: i32, s: Scalar, v: E::Value) {
+        match s {
+            Scalar::Bool => {
+                let w = self.b.convert(super::emit::Conv::BoolToI64, v);
+                self.b.store(Ty::I64, w, buf, slot * 8, Mem::Stack);
+            }
+            s => self.b.store(Ty::of(s), v, buf, slot * 8, Mem::Stack),
+        }
+    }
+
+    /// Loads a scalar result of type `s` from slot `slot` of a call's buffer.
+    fn load_call_slot(&mut self, buf: E::Value, slot: i32, s: Scalar) -> E::Value {
+        match s {
+            Scalar::Bool => {
+                let v = self.b.load(Ty::I64, buf, slot * 8, Mem::Stack);
+                self.b.convert(super::emit::Conv::I64ToBool, v)
+            }
+            s => self.b.load(Ty::of(s), buf, slot * 8, Mem::Stack),
+        }
+    }
+}
