@@ -114,8 +114,10 @@ struct CodegenArgs {
     #[arg(long)]
     checkpoint: bool,
     /// Definitions of at least N statements (with their own calls inlined
-    /// or kept) are compiled once and called, instead of being inlined at
-    /// every call site; default 2000. Derivatives inline every call.
+    /// or kept) called from two places or more are compiled once and
+    /// called, instead of being inlined at every call site, in the value,
+    /// jvp and gradient; default 2000. The Jacobian and the Hessian inline
+    /// every call.
     #[arg(long, value_name = "N")]
     keep_calls_above: Option<u64>,
 }
@@ -537,7 +539,7 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
         }
     }
     let (name, source) = driver::read_source(&a.file)?;
-    let program = driver::load(&name, &source)?;
+    let program = std::sync::Arc::new(driver::load(&name, &source)?);
     let ids: Vec<FuncId> = match &a.export {
         None => program.definitions().collect(),
         Some(names) => {
@@ -559,12 +561,23 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
     check_c_names(&program, &ids, &module_name)?;
     // Every export fits, and all of them together, before any is derived.
     let keep_calls_above = a.codegen.keep_calls_above.unwrap_or(arrayad_ir::passes::inline::KEEP_CALLS_ABOVE);
-    driver::check_sizes(&program, &ids, keep_calls_above)?;
+    let kept = driver::kept_calls(&program, &ids, keep_calls_above);
+    // The vector jvp, the Jacobian's many-row vjp and the hvp inline every
+    // call; the value, jvp and vjp keep the large ones.
+    let inlines_all = a.entries.as_ref().is_none_or(|es| {
+        es.iter().any(|e| {
+            matches!(
+                e,
+                arrayad_codegen::Entry::Hvp | arrayad_codegen::Entry::Jacobian | arrayad_codegen::Entry::JvpMany
+            )
+        })
+    });
+    driver::check_sizes(&program, &ids, (!inlines_all).then_some(&kept))?;
     let request = driver::ExportRequest {
         wrt: a.wrt.as_deref(),
         entries: a.entries.as_deref(),
         opts: a.codegen.ad(),
-        keep_calls_above,
+        kept: &kept,
     };
     use arrayad_codegen::Entry;
     // Without --export, a definition that can have none of the entries
@@ -604,9 +617,16 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
     if exports.is_empty() {
         return Err(Error::Usage(format!("{name}: no definition can have the entries of --entries")));
     }
-    let primals: Vec<&arrayad_ir::Function> = exports.iter().map(|e| &e.primal).collect();
-    let called = driver::called_definitions(&program, &primals, keep_calls_above)?;
+    let funcs: Vec<&arrayad_ir::Function> = exports
+        .iter()
+        .flat_map(|e| {
+            [Some(&e.primal), e.jvp.as_ref(), e.vjp.as_ref(), e.vjp_rows.as_ref(), e.jvp_lanes.as_ref(), e.hvp.as_ref()]
+        })
+        .flatten()
+        .collect();
+    let called = driver::called_definitions(&program, &funcs, &kept, a.codegen.ad())?;
     let opts = LinkOptions { backend, target: a.codegen.target(a.target.clone()), cc: a.cc.clone() };
+    let called = arrayad_codegen::Called { program: program.clone(), funcs: called };
     arrayad_codegen::build_shared_library_calling(&name, &exports, &called, &module_name, &a.output, &header, &opts)?;
     Ok(String::new())
 }

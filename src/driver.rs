@@ -25,8 +25,9 @@ use crate::error::{Error, Warning};
 use crate::module::Inner;
 use arrayad_ad::{AdOptions, Derivatives, Which};
 use arrayad_codegen::{Entry, ExportedFunction};
+use arrayad_ir::passes::inline::KeptCalls;
 use arrayad_ir::timing::time;
-use arrayad_ir::{passes, FuncId, Function, Program, Scalar, SrcType};
+use arrayad_ir::{passes, FuncId, Function, KeptKind, Program, Scalar, SrcType};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -131,64 +132,84 @@ pub fn prepare(program: &Program, id: FuncId) -> Result<Function, Error> {
 }
 
 /// The primal of definition `id` ready for code generation: as
-/// [`prepare`], except that the calls of definitions of at least
-/// `keep_above` statements stay calls (`passes::inline::KeptCalls`;
-/// compiled once, [`called_definitions`]); its size with those calls kept
-/// checked first. The same function as [`prepare`]'s when it reaches no
-/// such definition.
+/// [`prepare`], except that the calls of the definitions `kept` keeps stay
+/// calls (`passes::inline::KeptCalls`; compiled once,
+/// [`called_definitions`]); its size with those calls kept checked first.
+/// The same function as [`prepare`]'s when it reaches no such definition.
 ///
 /// Errors: [`Error::Usage`] naming the call that crosses an inlining
 /// limit.
-pub fn prepare_code(program: &Program, id: FuncId, keep_above: u64) -> Result<Function, Error> {
+pub fn prepare_code(program: &Program, id: FuncId, kept: &KeptCalls) -> Result<Function, Error> {
     compiling(|| {
-        let costs = time("check inlining", || passes::inline::InlineCosts::keeping(program, &[id], keep_above));
-        costs
-            .check(id, passes::inline::MAX_INLINED_STMTS, passes::inline::MAX_INLINED_DEPTH)
-            .map_err(|e| Error::Usage(e.located(program)))?;
-        let kept = costs.kept_calls();
-        Ok(time("prepare primal", || passes::prepare_keeping(program, id, &kept)))
+        time("check inlining", || kept.check(program, id)).map_err(|e| Error::Usage(e.located(program)))?;
+        Ok(time("prepare primal", || passes::prepare_keeping(program, id, kept)))
     })
 }
 
-/// The definitions that the calls in `funcs` reach (directly, or through
-/// other called definitions), each prepared once ([`prepare_code`]), in
-/// an order in which every definition comes after those it calls.
+/// The definitions kept as calls in the code of `roots` and of the
+/// functions they call: those of at least `keep_above` statements
+/// (`passes::inline::KeptCalls`), decided once.
+pub fn kept_calls(program: &Program, roots: &[FuncId], keep_above: u64) -> KeptCalls {
+    time("kept calls", || KeptCalls::new(program, roots, keep_above))
+}
+
+/// The jvp and vjp of definition `id` in every f64 param, for the
+/// derivatives of callers that keep its calls ([`KeptKind`]), from its
+/// primal prepared for code ([`prepare_code`]: they keep its own kept
+/// calls).
 ///
-/// Errors: as [`prepare_code`].
+/// Errors: as [`prepare_code`] and [`derive`].
+pub fn kept_derivatives(
+    program: &Program,
+    id: FuncId,
+    kept: &KeptCalls,
+    opts: AdOptions,
+) -> Result<(Function, Function), Error> {
+    let primal = prepare_code(program, id, kept)?;
+    let leaves = arrayad_ad::active_leaves(&program.func(id).signature, None);
+    let mut d = derive(program, id, &primal, &leaves, opts, &[Which::Jvp, Which::Vjp])?;
+    match (d.take(Which::Jvp), d.take(Which::Vjp)) {
+        (Some(jvp), Some(vjp)) => Ok((jvp, vjp)),
+        _ => Err(Error::Internal(format!("the derivatives of `{}` were not derived", primal.name))),
+    }
+}
+
+/// The callees that the calls in `funcs` reach (directly, or through other
+/// callees): kept definitions' primals ([`prepare_code`]) and their jvps
+/// and vjps ([`kept_derivatives`]), each made once, under its callee id
+/// ([`KeptKind::callee`]).
+///
+/// Errors: as [`prepare_code`] and [`kept_derivatives`].
 pub fn called_definitions(
     program: &Program,
     funcs: &[&Function],
-    keep_above: u64,
+    kept: &KeptCalls,
+    opts: AdOptions,
 ) -> Result<Vec<arrayad_codegen::CalledDefinition>, Error> {
-    let mut done: HashMap<FuncId, usize> = HashMap::new();
-    let mut out: Vec<arrayad_codegen::CalledDefinition> = Vec::new();
-    // An iterative depth-first post-order over the calls.
-    let mut stack: Vec<(FuncId, Function, Vec<FuncId>)> = Vec::new();
-    let mut roots: Vec<FuncId> = funcs.iter().flat_map(|f| called_by(f)).collect();
-    roots.reverse();
-    let mut pending = roots;
-    loop {
-        if let Some((_, _, calls)) = stack.last_mut() {
-            if let Some(c) = calls.pop() {
-                // The frontend rejects recursion: `c` is not on the stack.
-                if !done.contains_key(&c) {
-                    let f = prepare_code(program, c, keep_above)?;
-                    let calls = called_by(&f);
-                    stack.push((c, f, calls));
-                }
-                continue;
-            }
-            let Some((id, primal, _)) = stack.pop() else { break };
-            done.insert(id, out.len());
-            out.push(arrayad_codegen::CalledDefinition { id, primal });
+    let n = program.funcs.len();
+    let mut derivatives: HashMap<FuncId, (Function, Function)> = HashMap::new();
+    let mut ir = |id: FuncId| -> Result<Function, Error> {
+        let (def, kind) =
+            KeptKind::of_callee(n, id).ok_or_else(|| Error::Internal(format!("a call of function {}", id.0)))?;
+        if kind == KeptKind::Primal {
+            return prepare_code(program, def, kept);
+        }
+        let (jvp, vjp) = match derivatives.entry(def) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(kept_derivatives(program, def, kept, opts)?),
+        };
+        Ok(if kind == KeptKind::Jvp { jvp.clone() } else { vjp.clone() })
+    };
+    let mut out = Vec::new();
+    let mut seen: std::collections::HashSet<FuncId> = std::collections::HashSet::new();
+    let mut pending: Vec<FuncId> = funcs.iter().flat_map(|f| called_by(f)).collect();
+    while let Some(c) = pending.pop() {
+        if !seen.insert(c) {
             continue;
         }
-        let Some(c) = pending.pop() else { break };
-        if !done.contains_key(&c) {
-            let f = prepare_code(program, c, keep_above)?;
-            let calls = called_by(&f);
-            stack.push((c, f, calls));
-        }
+        let f = ir(c)?;
+        pending.extend(called_by(&f));
+        out.push(arrayad_codegen::CalledDefinition { id: c, primal: f });
     }
     Ok(out)
 }
@@ -213,14 +234,36 @@ pub(crate) fn called_by(f: &Function) -> Vec<FuncId> {
 /// each and, together, within those of one shared library, in time linear
 /// in the program.
 ///
-/// The calls of definitions of at least `keep_above` statements count as
-/// kept ([`prepare_code`]).
+/// With `kept`, the calls it keeps count as kept ([`prepare_code`]), and
+/// the total counts each kept definition once; without, every call is
+/// inlined (the derivatives that inline every call).
 ///
 /// Errors: [`Error::Usage`] naming the call that crosses a limit.
-pub fn check_sizes(program: &Program, ids: &[FuncId], keep_above: u64) -> Result<(), Error> {
-    passes::inline::InlineCosts::keeping(program, ids, keep_above)
-        .check_all(ids)
-        .map_err(|e| Error::Usage(e.located(program)))
+pub fn check_sizes(program: &Program, ids: &[FuncId], kept: Option<&KeptCalls>) -> Result<(), Error> {
+    let located = |e: passes::inline::InlineLimitError| Error::Usage(e.located(program));
+    let Some(kept) = kept else {
+        return passes::inline::InlineCosts::new(program, ids).check_all(ids).map_err(located);
+    };
+    let mut total = 0u64;
+    for &id in ids {
+        kept.check(program, id).map_err(located)?;
+        total = total.saturating_add(kept.size(id));
+    }
+    for k in kept.kept() {
+        kept.check(program, k).map_err(located)?;
+        total = total.saturating_add(kept.size(k));
+    }
+    if total > passes::inline::MAX_INLINED_TOTAL {
+        return Err(Error::Usage(format!(
+            "{}: program too large after inlining: the {} definitions exported and the {} they call have {total} \
+             statements with their large calls kept (limit {} statements together); export fewer (--export)",
+            program.file,
+            ids.len(),
+            kept.kept().count(),
+            passes::inline::MAX_INLINED_TOTAL
+        )));
+    }
+    Ok(())
 }
 
 /// The derivatives `wanted` of definition `id` of `program`, whose
@@ -269,9 +312,8 @@ pub struct ExportRequest<'a> {
     pub entries: Option<&'a [Entry]>,
     /// How reverse mode is compiled.
     pub opts: AdOptions,
-    /// The primal keeps the calls of definitions of at least this many
-    /// statements ([`prepare_code`]).
-    pub keep_calls_above: u64,
+    /// The definitions whose calls the code keeps ([`prepare_code`]).
+    pub kept: &'a KeptCalls,
 }
 
 /// The IR a shared library needs of definition `id`: the prepared primal
@@ -290,18 +332,19 @@ pub fn export(
     let needed = |es: &[Entry]| es.iter().any(|e| asked(*e));
     let hvp_wanted = f64_result && asked(Entry::Hvp);
     let vjp_entry = needed(&[Entry::Vjp, Entry::Grad]);
-    let code = prepare_code(program, id, request.keep_calls_above)?;
-    let any_derivative = needed(&[Entry::Jvp, Entry::JvpMany, Entry::Vjp, Entry::Grad, Entry::Jacobian, Entry::Hvp]);
-    // Derivatives inline every call.
-    let primal = match any_derivative {
-        true if called_by(&code).is_empty() => code.clone(),
-        true => prepare(program, id)?,
-        false => code.clone(),
-    };
+    let code = prepare_code(program, id, request.kept)?;
+    let keeps = !called_by(&code).is_empty();
     // The forward-mode Jacobian and `f_jvp_many` by the vector jvp when
     // there is one, else by the jvp.
     let many = needed(&[Entry::Jacobian, Entry::JvpMany]);
-    let lanes = many && arrayad_ad::has_vector_forward(&primal);
+    // The jvp and vjp keep the primal's kept calls; the vector jvp, the
+    // many-row vjp and the hvp inline every call.
+    let full = match keeps {
+        false => Some(code.clone()),
+        true if many || hvp_wanted => Some(prepare(program, id)?),
+        true => None,
+    };
+    let lanes = many && full.as_ref().is_some_and(arrayad_ad::has_vector_forward);
     let mut wanted = Vec::new();
     if asked(Entry::Jvp) || (many && !lanes) {
         wanted.push(Which::Jvp);
@@ -319,11 +362,23 @@ pub fn export(
         wanted.push(Which::VjpRows);
     }
     let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
-    let mut d = match wanted.is_empty() {
-        true => Derivatives::default(),
-        false => derive(program, id, &primal, &leaves, request.opts, &wanted)?,
-    };
-    let warnings = std::mem::take(&mut d.uncheckpointed).into_iter().map(|u| warning(&program.file, u)).collect();
+    let (kept, rest): (Vec<Which>, Vec<Which>) =
+        wanted.into_iter().partition(|w| keeps && matches!(w, Which::Jvp | Which::Vjp));
+    let mut d = Derivatives::default();
+    let mut warnings = Vec::new();
+    for (group, primal) in [(kept, Some(&code)), (rest, full.as_ref())] {
+        if group.is_empty() {
+            continue;
+        }
+        let primal = primal.ok_or_else(|| Error::Internal("no primal for a derivative".into()))?;
+        let mut part = derive(program, id, primal, &leaves, request.opts, &group)?;
+        warnings.extend(std::mem::take(&mut part.uncheckpointed).into_iter().map(|u| warning(&program.file, u)));
+        for w in group {
+            if let Some(f) = part.take(w) {
+                d.set(w, f);
+            }
+        }
+    }
     let entries = request
         .entries
         .map(|es| es.iter().copied().filter(|e| f64_result || !matches!(e, Entry::Grad | Entry::Hvp)).collect());
@@ -414,6 +469,11 @@ pub(crate) struct Def {
     pub lanes: OnceLock<bool>,
     /// The primal's code.
     pub primal_code: OnceLock<Result<Engine, Error>>,
+    /// Its jvp and vjp in every f64 param, for the derivatives of callers
+    /// that keep its calls ([`kept_derivatives`]).
+    pub kept_ir: OnceLock<Result<(Function, Function), Error>>,
+    /// Their code (jvp, vjp).
+    pub kept_code: [OnceLock<Result<Engine, Error>>; 2],
     /// The derivatives for the default active set.
     pub default: Derived,
     /// The derivatives for other active sets ([`crate::Function::with_wrt`]).
@@ -448,6 +508,8 @@ impl Def {
             code_primal: OnceLock::new(),
             lanes: OnceLock::new(),
             primal_code: OnceLock::new(),
+            kept_ir: OnceLock::new(),
+            kept_code: [OnceLock::new(), OnceLock::new()],
             default: Derived::default(),
             others: Mutex::new(HashMap::new()),
         }
@@ -481,63 +543,128 @@ impl Inner {
         def.primal.get_or_init(prepare).as_ref().map_err(Error::clone)
     }
 
+    /// The definitions kept as calls ([`kept_calls`] of every definition
+    /// of the program), decided on first use.
+    fn kept_calls(&self) -> &KeptCalls {
+        self.kept.get_or_init(|| {
+            let keep_above = self.options.keep_calls_above.unwrap_or(passes::inline::KEEP_CALLS_ABOVE);
+            let all: Vec<FuncId> = self.defs.iter().map(|d| d.id).collect();
+            kept_calls(&self.program, &all, keep_above)
+        })
+    }
+
     /// The primal of definition `index` prepared for its own code
     /// ([`prepare_code`]).
     pub(crate) fn prepared_code(&self, index: usize) -> Result<&Function, Error> {
         let def = &self.defs[index];
-        let keep_above = self.options.keep_calls_above.unwrap_or(passes::inline::KEEP_CALLS_ABOVE);
+        let kept = self.kept_calls();
         let prepare = || match def.primal.get() {
             // The same function when no call is kept.
-            Some(Ok(p)) if !passes::inline::KeptCalls::new(&self.program, &[def.id], keep_above).any_but(def.id) => {
-                Ok(p.clone())
-            }
-            _ => prepare_code(&self.program, def.id, keep_above),
+            Some(Ok(p)) if kept.kept().next().is_none() => Ok(p.clone()),
+            _ => prepare_code(&self.program, def.id, kept),
         };
         def.code_primal.get_or_init(prepare).as_ref().map_err(Error::clone)
     }
 
-    /// The code of the primal of definition `index` and of the definitions
-    /// it calls ([`prepare_code`]), each built once, callees first (an
-    /// iterative post-order: call chains may be long).
-    fn primal_engine(&self, index: usize) -> Result<&Engine, Error> {
-        let built = |i: usize| self.defs[i].primal_code.get();
-        if let Some(e) = built(index) {
-            return e.as_ref().map_err(Error::clone);
+    /// The definition and kind a kept call's callee id names
+    /// ([`KeptKind::callee`]), if it names one of this module's.
+    fn kept_node(&self, id: FuncId) -> Option<(usize, KeptKind)> {
+        let (def, kind) = KeptKind::of_callee(self.defs.len(), id)?;
+        Some((def.0 as usize, kind))
+    }
+
+    /// The IR of a kept call's callee: the definition's primal prepared
+    /// for code, or its jvp or vjp in every f64 param.
+    fn kept_ir(&self, (index, kind): (usize, KeptKind)) -> Result<&Function, Error> {
+        if kind == KeptKind::Primal {
+            return self.prepared_code(index);
         }
-        let mut stack: Vec<(usize, Vec<FuncId>)> = vec![(index, called_by(self.prepared_code(index)?))];
-        while let Some((i, calls)) = stack.last_mut() {
+        let def = &self.defs[index];
+        let kept = self.kept_calls();
+        let both = def
+            .kept_ir
+            .get_or_init(|| kept_derivatives(&self.program, def.id, kept, self.ad_options()))
+            .as_ref()
+            .map_err(Error::clone)?;
+        Ok(if kind == KeptKind::Jvp { &both.0 } else { &both.1 })
+    }
+
+    /// Where the code of a kept call's callee lives.
+    fn kept_slot(&self, (index, kind): (usize, KeptKind)) -> &OnceLock<Result<Engine, Error>> {
+        let def = &self.defs[index];
+        match kind {
+            KeptKind::Primal => &def.primal_code,
+            KeptKind::Jvp => &def.kept_code[0],
+            KeptKind::Vjp => &def.kept_code[1],
+        }
+    }
+
+    /// The targets of the calls `f` makes, the code of each callee (and
+    /// of theirs) built first, once: an iterative post-order, since call
+    /// chains may be long.
+    fn callees(&self, f: &Function) -> Result<arrayad_codegen::Callees, Error> {
+        let node =
+            |id: FuncId| self.kept_node(id).ok_or_else(|| Error::Internal(format!("a call of function {}", id.0)));
+        let mut stack: Vec<((usize, KeptKind), Vec<FuncId>)> = Vec::new();
+        let mut pending = called_by(f);
+        loop {
+            let Some((n, calls)) = stack.last_mut() else {
+                let Some(c) = pending.pop() else { break };
+                let n = node(c)?;
+                if self.kept_slot(n).get().is_none() {
+                    stack.push((n, called_by(self.kept_ir(n)?)));
+                }
+                continue;
+            };
             if let Some(c) = calls.pop() {
-                let ci = c.0 as usize;
-                if ci < self.defs.len() && built(ci).is_none() {
-                    let calls = called_by(self.prepared_code(ci)?);
-                    stack.push((ci, calls));
+                let cn = node(c)?;
+                if self.kept_slot(cn).get().is_none() {
+                    stack.push((cn, called_by(self.kept_ir(cn)?)));
                 }
                 continue;
             }
-            let i = *i;
+            let n = *n;
             stack.pop();
-            let e = self.defs[i].primal_code.get_or_init(|| {
-                let f = self.prepared_code(i)?;
-                let mut callees = arrayad_codegen::Callees::none();
-                for c in called_by(f) {
-                    let engine = self.defs.get(c.0 as usize).and_then(|d| d.primal_code.get());
-                    let address = match engine {
-                        Some(Ok(e)) => e.entry_address(),
-                        Some(Err(e)) => return Err(e.clone()),
-                        None => None,
-                    };
-                    let address =
-                        address.ok_or_else(|| Error::Internal(format!("definition {} was not compiled first", c.0)))?;
-                    callees.insert(c, arrayad_codegen::CallTarget::Address(address));
-                }
-                compiling(|| Engine::build(&self.program, self.defs[i].id, Some(f), &self.options, &callees))
+            let e = self.kept_slot(n).get_or_init(|| {
+                let ir = self.kept_ir(n)?;
+                let callees = self.addresses(ir)?;
+                compiling(|| Engine::build(&self.program, self.defs[n.0].id, Some(ir), &self.options, &callees))
             });
             e.as_ref().map_err(Error::clone)?;
         }
-        match built(index) {
-            Some(e) => e.as_ref().map_err(Error::clone),
-            None => Err(Error::Internal("the primal was not compiled".into())),
+        self.addresses(f)
+    }
+
+    /// The addresses of the code of the callees of `f`, built before.
+    fn addresses(&self, f: &Function) -> Result<arrayad_codegen::Callees, Error> {
+        let mut callees = arrayad_codegen::Callees::none();
+        callees.set_program(self.program.clone());
+        for c in called_by(f) {
+            let engine = self.kept_node(c).and_then(|n| self.kept_slot(n).get());
+            let address = match engine {
+                Some(Ok(e)) => e.entry_address(),
+                Some(Err(e)) => return Err(e.clone()),
+                None => None,
+            };
+            let address = address.ok_or_else(|| Error::Internal(format!("callee {} was not compiled first", c.0)))?;
+            callees.insert(c, arrayad_codegen::CallTarget::Address(address));
         }
+        Ok(callees)
+    }
+
+    /// The code of the primal of definition `index` ([`prepare_code`]),
+    /// its callees' built first.
+    fn primal_engine(&self, index: usize) -> Result<&Engine, Error> {
+        let slot = &self.defs[index].primal_code;
+        if let Some(e) = slot.get() {
+            return e.as_ref().map_err(Error::clone);
+        }
+        let f = self.prepared_code(index)?;
+        let callees = self.callees(f)?;
+        let e = slot.get_or_init(|| {
+            compiling(|| Engine::build(&self.program, self.defs[index].id, Some(f), &self.options, &callees))
+        });
+        e.as_ref().map_err(Error::clone)
     }
 
     /// True when definition `index` has a vector forward mode
@@ -546,7 +673,14 @@ impl Inner {
         if let Some(&lanes) = self.defs[index].lanes.get() {
             return Ok(lanes);
         }
-        let lanes = arrayad_ad::has_vector_forward(self.prepared(index)?);
+        // The vector jvp inlines every call: none for a definition that is
+        // within the limits only with its large callees kept (its jvp
+        // then goes one direction at a time).
+        let lanes = match (self.prepared(index), self.prepared_code(index)) {
+            (Ok(p), _) => arrayad_ad::has_vector_forward(p),
+            (Err(_), Ok(code)) if !called_by(code).is_empty() => false,
+            (Err(e), _) => return Err(e),
+        };
         Ok(*self.defs[index].lanes.get_or_init(|| lanes))
     }
 
@@ -559,12 +693,22 @@ impl Inner {
         if missing.is_empty() {
             return Ok(());
         }
-        let primal = self.prepared(index)?;
-        let mut all = derive(&self.program, self.defs[index].id, primal, active, self.ad_options(), &missing)?;
-        for w in missing {
-            if let Some(f) = all.take(w) {
-                // Another thread may have derived it meanwhile: the same IR.
-                let _ = d.ir[w as usize].set(Ok(f));
+        // The jvp and vjp keep the primal's kept calls; the others inline
+        // every call.
+        let keeps = !called_by(self.prepared_code(index)?).is_empty();
+        let (kept, full): (Vec<Which>, Vec<Which>) =
+            missing.into_iter().partition(|w| keeps && matches!(w, Which::Jvp | Which::Vjp));
+        for (group, keeping) in [(kept, true), (full, false)] {
+            if group.is_empty() {
+                continue;
+            }
+            let primal = if keeping { self.prepared_code(index)? } else { self.prepared(index)? };
+            let mut all = derive(&self.program, self.defs[index].id, primal, active, self.ad_options(), &group)?;
+            for w in group {
+                if let Some(f) = all.take(w) {
+                    // Another thread may have derived it meanwhile: the same IR.
+                    let _ = d.ir[w as usize].set(Ok(f));
+                }
             }
         }
         Ok(())
@@ -581,16 +725,30 @@ impl Inner {
             Kind::VjpRows => Which::VjpRows,
             Kind::JvpLanes => Which::JvpLanes,
         };
+        let id = self.defs[index].id;
         let one = derived.ir[which as usize].get_or_init(|| {
-            let primal = self.prepared(index)?;
-            let mut d = derive(&self.program, self.defs[index].id, primal, active, self.ad_options(), &[which])?;
+            // The jvp and vjp keep the primal's kept calls; the others
+            // inline every call.
+            let primal = match which {
+                Which::Jvp | Which::Vjp => self.prepared_code(index)?,
+                _ => self.prepared(index)?,
+            };
+            let mut d = derive(&self.program, id, primal, active, self.ad_options(), &[which])?;
             d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
         });
         let f = one.as_ref().map_err(Error::clone)?;
         if kind != Kind::Hvp {
             return Ok(Some(f.clone()));
         }
-        let h = derived.hvp.get_or_init(|| hvp(self.prepared(index)?, f, active));
+        let h = derived.hvp.get_or_init(|| match called_by(f).is_empty() {
+            true => hvp(self.prepared(index)?, f, active),
+            // Forward over a vjp that calls its callees' vjps: from the
+            // primal with every call inlined.
+            false => {
+                let mut d = derive(&self.program, id, self.prepared(index)?, active, self.ad_options(), &[Which::Hvp])?;
+                d.take(Which::Hvp).ok_or_else(|| Error::Internal("the hvp was not derived".into()))
+            }
+        });
         h.as_ref().map(|f| Some(f.clone())).map_err(Error::clone)
     }
 
@@ -601,7 +759,11 @@ impl Inner {
         let build = |derived: &Derived| -> Result<Engine, Error> {
             compiling(|| {
                 let ir = self.ir(index, active, kind, derived)?;
-                Engine::build(&self.program, def.id, ir.as_ref(), &self.options, &arrayad_codegen::Callees::none())
+                let callees = match &ir {
+                    Some(f) => self.callees(f)?,
+                    None => arrayad_codegen::Callees::none(),
+                };
+                Engine::build(&self.program, def.id, ir.as_ref(), &self.options, &callees)
             })
         };
         if kind == Kind::Primal && self.options.backend == crate::Backend::Interp {

@@ -209,7 +209,9 @@ impl Function {
     /// result is not one `f64`, [`Error::Internal`] for a bug of arrayad).
     pub fn precompile(&self, entry: Entry) -> Result<(), Error> {
         use arrayad_ad::Which;
-        let lanes = self.has_lanes()?;
+        // (Only asked where it matters: it prepares the primal with every
+        // call inlined.)
+        let lanes = matches!(entry, Entry::Jvp | Entry::Jacobian) && self.has_lanes()?;
         let kinds: &[Kind] = match entry {
             Entry::Value => &[Kind::Primal],
             // `jvp` and `jvp_many`.

@@ -36,11 +36,12 @@ pub struct Options {
     /// allocating statement. `None`: `$ARRAYAD_MAX_MEMORY` (bytes, or with
     /// a suffix K, M, G or T), else half of the physical memory.
     pub max_memory: Option<u64>,
-    /// The primal's code calls definitions of at least this many
-    /// statements (with their own calls inlined or kept) instead of
-    /// inlining them (`arrayad_ir::passes::inline::KeptCalls`); `None`:
-    /// [`arrayad_ir::passes::inline::KEEP_CALLS_ABOVE`]. Derivatives
-    /// inline every call.
+    /// The code of the value, jvp and vjp calls definitions of at least
+    /// this many statements (with their own calls inlined or kept) called
+    /// from two places or more, instead of inlining them
+    /// (`arrayad_ir::passes::inline::KeptCalls`); `None`:
+    /// [`arrayad_ir::passes::inline::KEEP_CALLS_ABOVE`]. The vector jvp,
+    /// the many-row vjp and the hvp inline every call.
     pub keep_calls_above: Option<u64>,
 }
 
@@ -105,6 +106,9 @@ pub(crate) struct Inner {
     pub program: Arc<Program>,
     pub options: Options,
     pub defs: Vec<Def>,
+    /// The definitions kept as calls (`crate::driver::kept_calls`), decided
+    /// on first use.
+    pub kept: std::sync::OnceLock<arrayad_ir::passes::inline::KeptCalls>,
 }
 
 impl Module {
@@ -164,7 +168,9 @@ impl Module {
                 Def::new(&program, id, active)
             })
             .collect();
-        Ok(Module { inner: Arc::new(Inner { program: Arc::new(program), options, defs }) })
+        Ok(Module {
+            inner: Arc::new(Inner { program: Arc::new(program), options, defs, kept: std::sync::OnceLock::new() }),
+        })
     }
 
     /// The definition called `name`, differentiating the module's default

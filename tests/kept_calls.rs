@@ -39,6 +39,10 @@ fn vector(v: Vec<f64>) -> Value {
     Value::Array(arrayad_ir::ArrayValue { shape: vec![v.len()], data: arrayad_ir::ArrayData::F64(v) })
 }
 
+fn ints(v: Vec<i64>) -> Value {
+    Value::Array(arrayad_ir::ArrayValue { shape: vec![v.len()], data: arrayad_ir::ArrayData::I64(v) })
+}
+
 fn bits(vs: &[Value]) -> Vec<String> {
     vs.iter().map(|v| format!("{v:?}")).collect()
 }
@@ -82,9 +86,13 @@ def at(a: [n]f64, k: i64) -> f64 = a[k]
 def top(x: [n]f64, k: i64) -> f64 =
   let a = helper(x, 3.0) in
   let (s, f, j, same) = pair(a, true, k) in
-  let b = if f then same else helper(same, 0.5) in
+  let (s2, f2, j2, same2) = pair(same, f, j) in
+  let b = if f then same else helper(same2, 0.5) in
   let rows = for i < n => helper(b, 0.5) in
-  sum(for i < n => row(rows, i)[i]) + s + at(a, k) + (if f then 0.0 else 1.0) + f64(j)
+  sum(for i < n => row(rows, i)[i] * row(rows, n - 1 - i)[i]) + s + s2 + at(a, k) * at(x, k)
+    + (if f2 then 0.0 else 1.0) + f64(j + j2)
+
+def rows0(x: [n]f64, c: [m]i64) -> [m][n]f64 = for i < m => helper(x, f64(c[i]))
 
 def looped(x: [n]f64, steps: i64) -> f64 =
   loop acc = 0.0 for t < steps do acc + sum(helper(x, f64(t)))
@@ -101,6 +109,9 @@ fn calls_of_every_shape_and_their_errors_equal_the_interpreter() {
         ("top", vec![x.clone(), Value::I64(7)]),
         ("top", vec![vector(Vec::new()), Value::I64(0)]),
         ("looped", vec![x.clone(), Value::I64(5)]),
+        // No rows: their extents come from the callee's result.
+        ("rows0", vec![x.clone(), ints(vec![])]),
+        ("rows0", vec![x.clone(), ints(vec![2, -1])]),
         ("pair", vec![x.clone(), Value::Bool(false), Value::I64(-3)]),
     ];
     for (func, args) in &runs {
@@ -134,5 +145,122 @@ fn a_loop_calling_an_allocating_callee_runs_in_constant_memory() {
         let m = Module::compile_with("calls.arr", source, m.options().clone().with_max_memory(32 << 20)).unwrap();
         let got = values(&m, "looped", &[x.clone(), Value::I64(2_000)]);
         assert!(got.is_ok(), "{what}: {got:?}");
+    }
+}
+
+/// The f64s of every value (absent ones as nothing).
+fn flat(vs: &[Option<Value>]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for v in vs.iter().flatten() {
+        match v {
+            Value::F64(x) => out.push(*x),
+            Value::Array(arrayad_ir::ArrayValue { data: arrayad_ir::ArrayData::F64(xs), .. }) => out.extend(xs),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn assert_close(what: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: count");
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-12 * g.abs().max(w.abs()).max(1.0);
+        assert!(ok, "{what} [{k}]: {g} against {w}");
+    }
+}
+
+/// The gradient (or vjp with all-ones cotangents) and the jvp in an
+/// all-ones direction of `func`.
+fn derivatives(m: &Module, func: &str, args: &[Value]) -> Result<(Vec<f64>, Vec<f64>), String> {
+    let f = m.function(func).map_err(|e| e.to_string())?;
+    let argv: Vec<Arg<'_>> = args.iter().map(Arg::Value).collect();
+    let ones: Vec<Option<Value>> = args
+        .iter()
+        .map(|a| match a {
+            Value::F64(_) => Some(Value::F64(1.0)),
+            Value::Array(arrayad_ir::ArrayValue { shape, data: arrayad_ir::ArrayData::F64(xs) }) => {
+                Some(Value::Array(arrayad_ir::ArrayValue {
+                    shape: shape.clone(),
+                    data: arrayad_ir::ArrayData::F64(vec![1.0; xs.len()]),
+                }))
+            }
+            _ => None,
+        })
+        .collect();
+    let tangents: Vec<Option<Arg<'_>>> = ones.iter().map(|o| o.as_ref().map(Arg::Value)).collect();
+    let jvp = f.jvp(&argv, &tangents).map_err(|e| e.to_string())?;
+    let results = f.call(&argv).map_err(|e| e.to_string())?;
+    let cts: Vec<Option<Value>> = results
+        .iter()
+        .map(|r| match r {
+            Value::F64(_) => Some(Value::F64(1.0)),
+            Value::Array(arrayad_ir::ArrayValue { shape, data: arrayad_ir::ArrayData::F64(xs) }) => {
+                Some(Value::Array(arrayad_ir::ArrayValue {
+                    shape: shape.clone(),
+                    data: arrayad_ir::ArrayData::F64(vec![1.0; xs.len()]),
+                }))
+            }
+            _ => None,
+        })
+        .collect();
+    let ct_args: Vec<Option<Arg<'_>>> = cts.iter().map(|o| o.as_ref().map(Arg::Value)).collect();
+    let vjp = f.vjp(&argv, &ct_args).map_err(|e| e.to_string())?;
+    Ok((flat(vjp.cotangent.as_slice()), flat(&jvp.tangent)))
+}
+
+#[test]
+fn derivatives_through_kept_calls_equal_the_inlined_ones() {
+    let x = vector(vec![1.0, -2.0, 0.5]);
+    let mut runs: Vec<(String, String, String, Vec<Value>)> = vec![
+        ("calls.arr".into(), CALLS.into(), "top".into(), vec![x.clone(), Value::I64(1)]),
+        ("calls.arr".into(), CALLS.into(), "looped".into(), vec![x.clone(), Value::I64(4)]),
+        ("calls.arr".into(), CALLS.into(), "pair".into(), vec![x.clone(), Value::Bool(true), Value::I64(2)]),
+        ("calls.arr".into(), CALLS.into(), "rows0".into(), vec![x.clone(), ints(vec![])]),
+        ("calls.arr".into(), CALLS.into(), "rows0".into(), vec![x.clone(), ints(vec![1, 2, 3])]),
+    ];
+    for case in corpus_cases().into_iter().filter(|c| !c.source.contains("grad(") && !c.source.contains("vjp(")) {
+        let m = Module::compile_with(&case.file, &case.source, Options::backend(Backend::Interp)).unwrap();
+        let program = m.program();
+        let id = program.find(&case.func).unwrap();
+        let types = program.func(id).param_types();
+        let args = case.args.as_array().unwrap().iter().zip(&types).map(|(j, t)| common::json_value(j, *t)).collect();
+        runs.push((case.file.clone(), case.source.clone(), case.func.clone(), args));
+    }
+    let mut kept_runs = 0;
+    for (file, source, func, args) in &runs {
+        let checkpoints: &[bool] = if file == "calls.arr" { &[false, true] } else { &[false] };
+        for &checkpoint in checkpoints {
+            for (what, m) in compiled(file, source) {
+                let m = Module::compile_with(file, source, m.options().clone().with_checkpoint(checkpoint)).unwrap();
+                let inlined = m.options().keep_calls_above == Some(u64::MAX);
+                if inlined {
+                    continue;
+                }
+                let reference = Options::backend(m.options().backend).with_checkpoint(checkpoint);
+                let reference = Module::compile_with(file, source, reference.with_keep_calls_above(u64::MAX)).unwrap();
+                let want = derivatives(&reference, func, args);
+                let got = derivatives(&m, func, args);
+                let what = format!("{file}:{func} {what} checkpoint {checkpoint}");
+                match (&got, &want) {
+                    (Ok((g_vjp, g_jvp)), Ok((w_vjp, w_jvp))) => {
+                        assert_close(&format!("{what} vjp"), g_vjp, w_vjp);
+                        assert_close(&format!("{what} jvp"), g_jvp, w_jvp);
+                    }
+                    (Err(g), Err(w)) => assert_eq!(g.split(": ").next(), w.split(": ").next(), "{what}"),
+                    _ => panic!("{what}: {got:?} against {want:?}"),
+                }
+                kept_runs += 1;
+            }
+        }
+    }
+    assert!(kept_runs >= 20, "only {kept_runs} runs");
+    // The jvp and vjp of `top` call `helper`'s (indirectly, at addresses
+    // of JIT code) instead of inlining it.
+    let m = Module::compile_with("calls.arr", CALLS, Options::default().with_keep_calls_above(1)).unwrap();
+    let top = m.function("top").unwrap();
+    let _ = derivatives(&m, "top", &runs[0].3).unwrap();
+    for kind in ["primal", "jvp", "vjp"] {
+        let text = top.backend_ir(kind).unwrap().unwrap_or_default();
+        assert!(text.contains("call_indirect"), "{kind}:\n{text}");
     }
 }

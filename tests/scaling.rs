@@ -305,13 +305,15 @@ fn nesting_deeper_than_the_limit_after_inlining_is_a_located_error() {
     assert_eq!((v, num(&g)), (4.0, 2.0));
     let out = arrayad(&dir, &["build", "ifs.arr", "-o", "libifs.so", "--export", "h3"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    // 6250 deep: an error at the call that crosses the limit (in h4).
-    // The value keeps the large callees as calls: within the limit.
-    let out = arrayad(&dir, &["run", "ifs.arr", "h24", "--args", "[0.5]"]);
-    assert_eq!(out.code, 0, "{out:#?}");
+    // 6250 deep once inlined: the value and the gradient keep the calls
+    // that cross the limit (h3 in h4, ...), and are within it.
+    let (v, g) = grad(&dir, "ifs.arr", "h24", "[0.5]");
+    assert_eq!((v, num(&g)), (25.0, 2.0));
+    // With every call inlined (or for the Hessian): an error at the call
+    // that crosses the limit (in h4).
     for argv in [
         &["run", "ifs.arr", "h24", "--args", "[0.5]", "--keep-calls-above", "100000000"][..],
-        &["run", "ifs.arr", "h24", "--args", "[0.5]", "--grad"],
+        &["run", "ifs.arr", "h24", "--args", "[0.5]", "--hessian"],
         &["build", "ifs.arr", "-o", "libifs.so"],
     ] {
         let out = arrayad(&dir, argv);
@@ -346,9 +348,17 @@ fn exponential_inlining_is_a_located_error() {
     let got: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let got = got["value"].as_f64().unwrap();
     assert!((got - want).abs() <= 1e-9 * want.abs(), "{got} against {want}");
+    // So does the gradient: g24'(x) = sum_k C(24, k) cos(x / 2^k) / 2^k.
+    let (mut want, mut c) = (0.0f64, 1.0f64);
+    for k in 0..=24 {
+        want += c * (0.5 * 0.5f64.powi(k)).cos() * 0.5f64.powi(k);
+        c = c * (24 - k) as f64 / (k + 1) as f64;
+    }
+    let (_, g) = grad(&dir, "exp.arr", "g24", "[0.5]");
+    assert!((num(&g) - want).abs() <= 1e-9 * want.abs(), "{g} against {want}");
     for argv in [
         &["run", "exp.arr", "g24", "--args", "[0.5]", "--keep-calls-above", "100000000"][..],
-        &["run", "exp.arr", "g24", "--args", "[0.5]", "--grad"],
+        &["run", "exp.arr", "g24", "--args", "[0.5]", "--hessian"],
         &["build", "exp.arr", "-o", "libexp.so"],
         &["emit", "exp.arr", "--stage", "vjp", "--function", "g24"],
     ] {
@@ -387,4 +397,34 @@ fn deep_programs_compile_from_a_thread_with_a_small_stack() {
         })
         .expect("spawn");
     assert_eq!(handle.join().expect("no overflow").expect("gradient"), 4.0);
+}
+
+#[test]
+fn doubling_chain_beyond_the_inlining_limit_differentiates_through_kept_calls() {
+    // f_k = f_{k-1} . f_{k-1}: 2^21 applications of f0, over the inlining
+    // limit once inlined (refused beyond k = 20); its large definitions
+    // are kept as calls, and so are their jvps and vjps.
+    let dir = scratch("scaling", "doubling");
+    let mut src = String::from("def f0(x: f64) -> f64 = x + 0.0000001 * sin(x)\n");
+    for k in 1..=21 {
+        writeln!(src, "def f{k}(x: f64) -> f64 = f{j}(f{j}(x))", j = k - 1).unwrap();
+    }
+    write(&dir, "chain.arr", &src);
+    let (mut x, mut d) = (0.3f64, 1.0f64);
+    for _ in 0..(1u64 << 21) {
+        d *= 1.0 + 0.0000001 * x.cos();
+        x += 0.0000001 * x.sin();
+    }
+    let (v, g) = grad(&dir, "chain.arr", "f21", "[0.3]");
+    assert!(close(v, x, 1e-12) && close(num(&g), d, 1e-9), "{v} {g} against {x} {d}");
+    let out = arrayad(&dir, &["run", "chain.arr", "f21", "--args", "[0.3]", "--jvp", "[2.0]"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(close(num(&out.json()["tangent"]), 2.0 * d, 1e-9), "{}", out.stdout);
+    // A library of the value, jvp and gradient builds; the vector jvp, the
+    // Jacobian and the Hessian still inline every call, and are refused.
+    let out = arrayad(&dir, &["build", "chain.arr", "-o", "libchain.so", "--entries", "value,jvp,vjp,grad"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let out = arrayad(&dir, &["build", "chain.arr", "-o", "libchain.so", "--export", "f21", "--entries", "hvp"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert!(out.stderr.contains("program too large after inlining"), "{}", out.stderr);
 }

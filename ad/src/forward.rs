@@ -44,6 +44,9 @@ pub(crate) struct Jvp {
     /// The rules of the `vjp`/`grad` operators whose calls the primal
     /// keeps, by operator (`reverse/over_reverse.rs`).
     pub calls: StubRules,
+    /// The number of functions of the program whose kept calls the primal
+    /// makes (their jvps are `arrayad_ir::KeptKind::Jvp` callees).
+    pub kept_calls: Option<usize>,
 }
 
 /// The jvp of a function, with the facts reverse mode needs.
@@ -62,27 +65,29 @@ pub struct JvpOutput {
     /// The rules of its linear calls, by callee (empty unless the primal
     /// kept calls of `vjp`/`grad` operators: `reverse/over_reverse.rs`).
     pub(crate) rules: StubRules,
+    /// The number of functions of the program whose definitions the
+    /// primal calls, kept ([`arrayad_ir::KeptKind`]): a linear call of a
+    /// kept definition's jvp has its vjp as transpose.
+    pub(crate) kept_calls: Option<usize>,
 }
 
-/// The jvp of `prim` (calls already inlined), differentiating the params
-/// with `active[k]` true and f64 elements.
-pub fn jvp_function(prim: &Function, active: &[bool]) -> Result<JvpOutput, AdError> {
-    jvp_with_calls(prim, active, None)
-}
-
-/// [`jvp_function`] of a primal that keeps the calls of the `vjp`/`grad`
+/// The jvp of `prim`, differentiating the params with `active[k]` true
+/// and f64 elements, for a primal that keeps the calls of the `vjp`/`grad`
 /// operators of `calls` (`reverse/over_reverse.rs`): each such call is
 /// copied, and its tangents are bound by one linear call of the operator's
-/// jvp ([`StubRule::jvp_all`]).
+/// jvp ([`StubRule::jvp_all`]); with `kept_calls` (the program's number of
+/// functions), the calls of its definitions that the primal keeps likewise,
+/// by a linear call of the definition's jvp ([`arrayad_ir::KeptKind`]).
 pub(crate) fn jvp_with_calls(
     prim: &Function,
     active: &[bool],
     calls: Option<&crate::reverse::over_reverse::StubCalls>,
+    kept_calls: Option<usize>,
 ) -> Result<JvpOutput, AdError> {
     let mut f = prim.clone();
     f.name = format!("{}_jvp", prim.name);
     let body = std::mem::take(&mut f.body);
-    let mut jvp = Jvp { calls: calls.map(|c| c.by_op.clone()).unwrap_or_default(), ..Jvp::default() };
+    let mut jvp = Jvp { calls: calls.map(|c| c.by_op.clone()).unwrap_or_default(), kept_calls, ..Jvp::default() };
     let mut b = Builder::new(&mut f);
     let mut tparams = Vec::new();
     for (k, p) in prim.params.iter().enumerate() {
@@ -116,6 +121,7 @@ pub(crate) fn jvp_with_calls(
         n_primal_params: prim.params.len(),
         n_primal_results: prim.result_types.len(),
         rules: calls.map(|c| c.rules.clone()).unwrap_or_default(),
+        kept_calls,
     })
 }
 
@@ -216,6 +222,34 @@ impl Jvp {
             }
         }
         b.stmt(StmtKind::Let { vars: all, expr: Expr::Call { func: rule.jvp_all, args: call_args } });
+    }
+
+    /// A kept call `vars = g(args)` of a definition
+    /// ([`arrayad_ir::KeptKind`]): copied, and when an argument has a
+    /// tangent, the tangents of its f64 results bound by the linear call
+    /// `jvp` of `g`'s jvp in every f64 param (its leading primal results
+    /// unused), whose transpose is `g`'s vjp (`reverse/rules/call.rs`).
+    fn kept_call(&mut self, b: &mut Builder, s: &Stmt, vars: &[VarId], args: &[Atom], jvp: arrayad_ir::FuncId) {
+        self.copy(b, s);
+        let no_f64_result = vars.iter().all(|v| b.func.ty(*v).elem != Scalar::F64);
+        if no_f64_result || args.iter().all(|a| self.tangent(a).is_none()) {
+            return;
+        }
+        let mut call_args = args.to_vec();
+        for a in args {
+            if Self::is_f64_atom(b, a) {
+                let t = self.tangent_or_zero(b, *a);
+                call_args.push(t);
+            }
+        }
+        let types: Vec<Type> = vars.iter().map(|v| b.func.ty(*v)).collect();
+        let mut all: Vec<VarId> = types.iter().map(|ty| b.var("unused", *ty)).collect();
+        for (v, ty) in vars.iter().zip(&types) {
+            if ty.elem == Scalar::F64 {
+                all.push(self.new_tangent(b, *v));
+            }
+        }
+        b.stmt(StmtKind::Let { vars: all, expr: Expr::Call { func: jvp, args: call_args } });
     }
 
     /// A tangent of the atom `a` (of f64 elements): its tangent, or a
@@ -443,9 +477,12 @@ impl Jvp {
                 self.loop_rule(b, s, vars, Head::While(cond), states, init, body)?
             }
             Expr::If { cond, then_branch, else_branch } => self.if_rule(b, s, vars, *cond, then_branch, else_branch)?,
-            Expr::Call { func, args } => match self.calls.get(func).cloned() {
-                Some(rule) => self.stub_call(b, s, vars, args, &rule),
-                None => return Err(AdError::new("call not inlined before differentiation")),
+            Expr::Call { func, args } => match (self.calls.get(func).cloned(), self.kept_calls) {
+                (Some(rule), _) => self.stub_call(b, s, vars, args, &rule),
+                (None, Some(n)) if (func.0 as usize) < n => {
+                    self.kept_call(b, s, vars, args, arrayad_ir::KeptKind::Jvp.callee(n, *func))
+                }
+                _ => return Err(AdError::new("call not inlined before differentiation")),
             },
             // An f64 accumulator's tangent is an accumulator of tangents.
             Expr::ZerosLike(_) | Expr::Zeros(_) => {

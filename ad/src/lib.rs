@@ -76,7 +76,15 @@ fn check_size(program: &Program, func: FuncId) -> Result<(), AdError> {
 ///
 /// Errors: [`AdError::Internal`] for IR that breaks an invariant.
 pub fn linearize(primal: &Function, active: &[bool]) -> Result<JvpOutput, AdError> {
-    let mut lin = forward::jvp_function(primal, active)?;
+    linearize_keeping(primal, active, None)
+}
+
+/// [`linearize`] of a primal whose calls of the definitions of a program
+/// of `kept_calls` functions are kept ([`arrayad_ir::KeptKind`]): each
+/// such call's tangents are one call of the callee's jvp, transposed to one
+/// call of its vjp.
+fn linearize_keeping(primal: &Function, active: &[bool], kept_calls: Option<usize>) -> Result<JvpOutput, AdError> {
+    let mut lin = forward::jvp_with_calls(primal, active, None, kept_calls)?;
     // Tangent statements never fail (each mirrors a primal one that ran
     // first): those whose values are unused go, whatever the analysis of
     // run-time errors could prove.
@@ -148,6 +156,18 @@ pub struct Derivatives {
 }
 
 impl Derivatives {
+    /// Sets the derivative `which`.
+    pub fn set(&mut self, which: Which, f: Function) {
+        let slot = match which {
+            Which::Jvp => &mut self.jvp,
+            Which::Vjp => &mut self.vjp,
+            Which::VjpRows => &mut self.vjp_rows,
+            Which::JvpLanes => &mut self.jvp_lanes,
+            Which::Hvp => &mut self.hvp,
+        };
+        *slot = Some(f);
+    }
+
     /// The derivative `which`, taken out, if it was asked for.
     pub fn take(&mut self, which: Which) -> Option<Function> {
         match which {
@@ -197,7 +217,9 @@ pub fn derive(
         return Ok(Derivatives::default());
     }
     let want = |w| wanted.contains(&w);
-    let lin = arrayad_ir::timing::time("linearize", || linearize(primal, active))?;
+    // Calls the primal keeps are of `within`'s definitions.
+    let kept_calls = within.map(|(p, _)| p.funcs.len());
+    let lin = arrayad_ir::timing::time("linearize", || linearize_keeping(primal, active, kept_calls))?;
     let name = &primal.name;
     let (vjp_name, rows_name) = (format!("{name}_vjp"), format!("{name}_vjp_rows"));
     // Reverse mode of reverse-mode code: by the rule of the `vjp`/`grad`

@@ -7,8 +7,9 @@
 //! keeps the callee's code alive); in a shared library it is a function of
 //! the library, called by its (hidden) symbol.
 
-use arrayad_ir::FuncId;
+use arrayad_ir::{FuncId, Program};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The compiled function a call goes to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +26,10 @@ pub enum CallTarget {
 #[derive(Clone, Debug, Default)]
 pub struct Callees {
     targets: HashMap<FuncId, CallTarget>,
+    /// The program the callees' ids refer to: the extents of their results
+    /// where code needs them before a call runs (the rows of a
+    /// comprehension that runs zero times: `arrayad_ir::shape`).
+    program: Option<Arc<Program>>,
 }
 
 impl Callees {
@@ -36,6 +41,17 @@ impl Callees {
     /// Calls of `func` go to `target`.
     pub fn insert(&mut self, func: FuncId, target: CallTarget) {
         self.targets.insert(func, target);
+    }
+
+    /// The callees' ids refer to definitions of `program`
+    /// (`arrayad_ir::KeptKind`).
+    pub fn set_program(&mut self, program: Arc<Program>) {
+        self.program = Some(program);
+    }
+
+    /// The program the callees' ids refer to.
+    pub fn program(&self) -> Option<&Program> {
+        self.program.as_deref()
     }
 
     /// Where calls of `func` go.

@@ -46,7 +46,7 @@ mod target;
 pub use cabi::abi::{reserved_c_symbol, Entry};
 pub use cabi::header::c_header;
 pub use cabi::link::{
-    build_shared_library, build_shared_library_calling, remove_build_files, CalledDefinition, LinkOptions,
+    build_shared_library, build_shared_library_calling, remove_build_files, Called, CalledDefinition, LinkOptions,
 };
 pub use calls::{CallTarget, Callees};
 pub use error::CodegenError;

@@ -63,6 +63,42 @@ impl DiffOp {
     }
 }
 
+/// What a call kept by inlining (`passes::inline::KeptCalls`) computes of
+/// its definition: code that keeps calls is compiled against one function
+/// of each kind per definition, each compiled once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KeptKind {
+    /// The definition itself.
+    Primal,
+    /// Its jvp in every f64 param: params = its params ++ one tangent per
+    /// f64 param; results = its results ++ one tangent per f64 result.
+    Jvp,
+    /// Its vjp in every f64 param: params = its params ++ one cotangent per
+    /// f64 result; results = its results ++ one cotangent per f64 param.
+    Vjp,
+}
+
+impl KeptKind {
+    /// Every kind.
+    pub const ALL: [KeptKind; 3] = [KeptKind::Primal, KeptKind::Jvp, KeptKind::Vjp];
+
+    /// The id that calls of this kind of definition `def` use in derived
+    /// code, in a program of `n` functions: `def` itself for the primal,
+    /// `n + def` for the jvp, `2n + def` for the vjp (ids beyond the
+    /// program, which only compiled code calls).
+    pub fn callee(self, n: usize, def: crate::FuncId) -> crate::FuncId {
+        crate::FuncId((self as usize * n + def.0 as usize) as u32)
+    }
+
+    /// The definition and kind of a callee id ([`Self::callee`]); `None`
+    /// beyond the three ranges.
+    pub fn of_callee(n: usize, id: crate::FuncId) -> Option<(crate::FuncId, KeptKind)> {
+        let i = id.0 as usize;
+        let kind = *KeptKind::ALL.get(i.checked_div(n)?)?;
+        Some((crate::FuncId((i % n) as u32), kind))
+    }
+}
+
 impl fmt::Display for DiffOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.keyword())

@@ -23,7 +23,7 @@ pub mod typing;
 pub mod value;
 pub mod verify;
 
-pub use derivative::DiffOp;
+pub use derivative::{DiffOp, KeptKind};
 pub use fault::Fault;
 pub use math::MathFn;
 pub use program::*;

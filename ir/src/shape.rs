@@ -188,7 +188,10 @@ fn shape_of_if<'a>(
 
 /// The static extents of result `k` of a call of `func` on `args`: the
 /// callee's result extents (in terms of its parameters) with the
-/// arguments' put in. Needs the program ([`Cx::program`]).
+/// arguments' put in. Needs the program ([`Cx::program`]). A call of a
+/// kept definition's jvp or vjp (`crate::KeptKind`) has the definition's
+/// results, then tangents shaped like its f64 results (jvp) or cotangents
+/// shaped like its f64 arguments (vjp).
 fn shape_of_call<'a>(
     cx: Cx<'a>,
     scopes: &mut Vec<Scope<'a>>,
@@ -197,7 +200,24 @@ fn shape_of_call<'a>(
     depth: u32,
 ) -> Option<Vec<StaticDim>> {
     let depth = depth.checked_sub(1)?;
-    let callee = cx.program?.funcs.get(func.0 as usize)?;
+    let program = cx.program?;
+    let (def, kind) = crate::KeptKind::of_callee(program.funcs.len(), func)?;
+    let callee = program.funcs.get(def.0 as usize)?;
+    let n_results = callee.body.results.len();
+    let k = match kind {
+        crate::KeptKind::Primal => k,
+        _ if k < n_results => k,
+        crate::KeptKind::Jvp => {
+            let f64s =
+                callee.body.results.iter().enumerate().filter(|(_, r)| callee.atom_ty(r).elem == crate::Scalar::F64);
+            f64s.map(|(j, _)| j).nth(k - n_results)?
+        }
+        crate::KeptKind::Vjp => {
+            let mut f64s = args.iter().take(callee.params.len()).filter(|a| cx.f.atom_ty(a).elem == crate::Scalar::F64);
+            let arg = f64s.nth(k - n_results)?;
+            return shape_of_atom(cx, scopes, arg, depth);
+        }
+    };
     let result = callee.body.results.get(k)?;
     let inner = Cx { f: callee, program: cx.program };
     let dims = shape_of_atom(inner, &mut vec![Scope::new(None, &callee.body)], result, depth)?;

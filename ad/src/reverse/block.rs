@@ -195,8 +195,15 @@ impl Rev<'_> {
                 }
                 Expr::Call { func, args } => {
                     let rules = self.rules;
-                    let rule = rules.get(func).ok_or_else(|| AdError::new("a linear call of no operator"))?;
-                    self.call_rule(vars, args, rule, &mut chunk)?
+                    let kept = self.kept_calls.and_then(|n| Some((n, arrayad_ir::KeptKind::of_callee(n, *func)?)));
+                    match (rules.get(func), kept) {
+                        (Some(rule), _) => self.call_rule(vars, args, rule, &mut chunk)?,
+                        (None, Some((n, (def, arrayad_ir::KeptKind::Jvp)))) => {
+                            let vjp = arrayad_ir::KeptKind::Vjp.callee(n, def);
+                            self.kept_call_rule(vars, args, vjp, &mut chunk)?
+                        }
+                        _ => return Err(AdError::new("a linear call of no operator")),
+                    }
                 }
                 _ => self.transpose(vars[0], expr, &mut chunk)?,
             }

@@ -133,6 +133,7 @@ fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdErro
         loc: Loc::default(),
         twins: Subst::default(),
         rules: &j.rules,
+        kept_calls: j.kept_calls,
     };
     rev.out.name = name.to_string();
     let primal_params: Vec<VarId> = jf.params[..j.n_primal_params].to_vec();
@@ -305,4 +306,7 @@ struct Rev<'a> {
     twins: Subst,
     /// The rules of the linear calls (`over_reverse.rs`).
     rules: &'a over_reverse::StubRules,
+    /// The number of functions of the program whose kept definitions'
+    /// jvps the linear calls may call ([`arrayad_ir::KeptKind`]).
+    kept_calls: Option<usize>,
 }

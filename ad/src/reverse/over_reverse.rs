@@ -263,7 +263,7 @@ pub(crate) fn vjp_and_rows(
     if super::has_reverse_code(&calls.primal) {
         return Ok(None);
     }
-    let mut lin = crate::forward::jvp_with_calls(&calls.primal, active, Some(&calls))?;
+    let mut lin = crate::forward::jvp_with_calls(&calls.primal, active, Some(&calls), None)?;
     passes::dce::dce_assuming_safe(&mut lin.func, &lin.linear);
     let (vjp, taped) = super::vjp_function(&lin, vjp_name, checkpoint)?;
     let rows = want_rows.then(|| calls.rows(&lin, vjp.clone(), rows_name));

@@ -214,28 +214,50 @@ pub fn build_shared_library(
     out_h: &Path,
     opts: &LinkOptions,
 ) -> Result<(), CodegenError> {
-    build_shared_library_calling(file, exports, &[], module, out_so, out_h, opts)
+    build_calling(file, exports, None, module, out_so, out_h, opts)
 }
 
-/// A definition the exports' code calls (a call kept by inlining:
-/// `arrayad_ir::passes::inline::KeptCalls`), compiled once into the
-/// library under a hidden symbol.
+/// A function the exports' code calls (a definition kept as a call, or its
+/// jvp or vjp: `arrayad_ir::KeptKind`), compiled once into the library
+/// under a hidden symbol.
 #[derive(Clone, Debug)]
 pub struct CalledDefinition {
-    /// The definition.
+    /// Its callee id (`arrayad_ir::KeptKind::callee`).
     pub id: arrayad_ir::FuncId,
-    /// Its prepared primal (which may call other called definitions).
+    /// Its IR (which may call other called definitions).
     pub primal: Function,
 }
 
-/// [`build_shared_library`] whose exports call the definitions `called`
-/// (every definition any of their IR functions, or of `called`'s, calls).
+/// The functions a library's exports call ([`CalledDefinition`]), of
+/// definitions of `program`.
+#[derive(Clone, Debug)]
+pub struct Called {
+    /// The program whose definitions the callee ids name
+    /// (`arrayad_ir::KeptKind`).
+    pub program: std::sync::Arc<arrayad_ir::Program>,
+    /// Every function any export's IR, or a called function's, calls.
+    pub funcs: Vec<CalledDefinition>,
+}
+
+/// [`build_shared_library`] whose exports call the functions of `called`.
 ///
 /// Errors: as [`build_shared_library`].
 pub fn build_shared_library_calling(
     file: &str,
     exports: &[ExportedFunction],
-    called: &[CalledDefinition],
+    called: &Called,
+    module: &str,
+    out_so: &Path,
+    out_h: &Path,
+    opts: &LinkOptions,
+) -> Result<(), CodegenError> {
+    build_calling(file, exports, Some(called), module, out_so, out_h, opts)
+}
+
+fn build_calling(
+    file: &str,
+    exports: &[ExportedFunction],
+    called: Option<&Called>,
     module: &str,
     out_so: &Path,
     out_h: &Path,
@@ -262,7 +284,10 @@ pub fn build_shared_library_calling(
         }
     }
     let mut callees = crate::Callees::none();
-    for c in called {
+    if let Some(c) = called {
+        callees.set_program(c.program.clone());
+    }
+    for c in called.map_or(&[][..], |c| &c.funcs) {
         let sym = internal_symbol(module, &format!("{}__{}", c.primal.name, c.id.0), "called");
         callees.insert(c.id, crate::CallTarget::Symbol(sym.clone()));
         funcs.push((sym, &c.primal));

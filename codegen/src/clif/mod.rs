@@ -165,7 +165,7 @@ pub(crate) fn define_functions<M: Module>(
         ctx.func.name = UserFuncName::user(0, id.as_u32());
         {
             let mut e = ClifEmitter::new(m, &mut imports, &mut ctx.func, &mut fbc);
-            time("lower to Cranelift IR", || lower::lower_function(&mut e, file, f))?;
+            time("lower to Cranelift IR", || lower::lower_function(&mut e, file, f, callees.program()))?;
             e.finish();
         }
         let clif = keep_ir.then(|| ctx.func.clone());

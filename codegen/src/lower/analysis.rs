@@ -67,8 +67,9 @@ pub(crate) struct BlockFacts {
 
 /// True for a statement that allocates an array from the arena. A call
 /// of a generated function counts: its results and temporaries live in
-/// the caller's arena (`lower/call.rs`); kept callees push and pop
-/// nothing on the tape (`arrayad_ir::passes::inline::KeptCalls`).
+/// the caller's arena (`lower/call.rs`); a kept callee's derivative
+/// pushes and pops on the tape only within the call, balanced
+/// (`arrayad_ir::KeptKind`; [`BlockFacts::interleaved_tape`]).
 fn allocating(k: &StmtKind) -> bool {
     matches!(
         k,
@@ -110,6 +111,9 @@ impl BlockFacts {
             open: Vec<(*const Block, Facts, HashSet<VarId>)>,
             done: HashMap<*const Block, Facts>,
             interleaved: bool,
+            /// Calls and pops anywhere in the function.
+            calls: bool,
+            pops: bool,
             candidates: HashMap<VarId, VarId>,
             fused: HashMap<VarId, VarId>,
         }
@@ -140,6 +144,10 @@ impl BlockFacts {
                             }
                             if matches!(expr, Expr::Pop) {
                                 self.open[d].1.any_pop = true;
+                                self.pops = true;
+                            }
+                            if matches!(expr, Expr::Call { .. }) {
+                                self.calls = true;
                             }
                         }
                         StmtKind::For { index, .. } => bind(*index),
@@ -202,11 +210,16 @@ impl BlockFacts {
             open: Vec::new(),
             done: HashMap::new(),
             interleaved: false,
+            calls: false,
+            pops: false,
             candidates: fused_sum_candidates(f),
             fused: HashMap::new(),
         };
         w.block(&f.body);
-        BlockFacts { facts: w.done, interleaved_tape: w.interleaved, fused_sums: w.fused }
+        // A callee's derivative (`arrayad_ir::KeptKind`) pushes and pops
+        // above the tape's top, over the slots this function popped.
+        let interleaved_tape = w.interleaved || (w.calls && w.pops);
+        BlockFacts { facts: w.done, interleaved_tape, fused_sums: w.fused }
     }
 
     /// The variable of `sum y` when the build binding `y` is computed as

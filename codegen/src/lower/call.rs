@@ -19,6 +19,25 @@ use super::{Arr, Lower, Result, Val};
 use arrayad_ir::{Atom, FuncId, Scalar, VarId};
 use arrayad_runtime::offsets;
 
+/// The most argument slots and result slots of a call in `f` (`None`
+/// without calls): every call of a function shares one buffer of each
+/// (the callee reads its arguments at entry, the caller its results right
+/// after the call), so a function of many calls has a small frame.
+pub(super) fn call_buffer_slots(f: &arrayad_ir::Function) -> Option<(usize, usize)> {
+    let mut most: Option<(usize, usize)> = None;
+    arrayad_ir::visit::for_each_block(&f.body, &mut |b| {
+        for s in &b.stmts {
+            if let arrayad_ir::StmtKind::Let { vars, expr: arrayad_ir::Expr::Call { args, .. } } = &s.kind {
+                let a: usize = args.iter().map(|a| super::slots(f.atom_ty(a))).sum();
+                let r: usize = vars.iter().map(|v| super::slots(f.ty(*v))).sum();
+                let (ma, mr) = most.unwrap_or((0, 0));
+                most = Some((ma.max(a), mr.max(r)));
+            }
+        }
+    });
+    most
+}
+
 impl<E: Emitter> Lower<'_, E> {
     /// `vars = func(args)`: the values of `vars`.
     pub(super) fn call_def(&mut self, func: FuncId, vars: &[VarId], args: &[Atom]) -> Result<Vec<Val<E::Value>>> {
@@ -28,10 +47,10 @@ impl<E: Emitter> Lower<'_, E> {
             result_types.push(self.var_ty(*v)?);
         }
         let result_slots: usize = result_types.iter().map(|t| super::slots(*t)).sum();
-        let bytes = |n: usize| u32::try_from(8 * n.max(1)).map_err(|_| self.malformed("a call with too many values"));
-        let (arg_bytes, result_bytes) = (bytes(arg_slots)?, bytes(result_slots)?);
-        let argbuf = self.b.stack_slot(arg_bytes);
-        let resbuf = self.b.stack_slot(result_bytes);
+        let (argbuf, resbuf) = match self.call_buffers {
+            Some((a, r, most_args, most_results)) if arg_slots <= most_args && result_slots <= most_results => (a, r),
+            _ => return Err(self.malformed("a call larger than the function's call buffers")),
+        };
         let mut slot = 0i32;
         for a in args {
             let elem = self.f.atom_ty(a).elem;

@@ -559,7 +559,7 @@ impl<E: Emitter> Lower<'_, E> {
                 self.b.def_var(row_count, z);
                 // The row shape if the loop runs zero times: known statically
                 // (`shape::static_row_dims`), else 0 in every dimension.
-                let initial = match arrayad_ir::shape::static_row_dims(self.f, None, index, body, k) {
+                let initial = match arrayad_ir::shape::static_row_dims(self.f, self.program, index, body, k) {
                     Some(dims) if dims.len() == t.rank as usize => {
                         dims.iter().map(|d| self.static_dim(d)).collect::<Result<Vec<_>>>()?
                     }

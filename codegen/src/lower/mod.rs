@@ -34,12 +34,20 @@ pub(crate) fn slots(t: arrayad_ir::Type) -> usize {
 
 /// Lowers `f` through the emitter `b`, positioned at the start of the
 /// function's (empty) entry block. `file` is the source file name of
-/// messages.
-pub(crate) fn lower_function<E: Emitter>(b: &mut E, file: &str, f: &arrayad_ir::Function) -> Result<()> {
+/// messages; `program` the program whose definitions `f` calls (kept
+/// calls), if any.
+pub(crate) fn lower_function<E: Emitter>(
+    b: &mut E,
+    file: &str,
+    f: &arrayad_ir::Function,
+    program: Option<&arrayad_ir::Program>,
+) -> Result<()> {
     let [ctx, args, results] = b.params();
     let mut l = Lower {
         b,
         f,
+        program,
+        call_buffers: None,
         file,
         ctx,
         vars: vec![None; f.vars.len()],
@@ -58,6 +66,12 @@ pub(crate) fn lower_function<E: Emitter>(b: &mut E, file: &str, f: &arrayad_ir::
         destinations: destinations(f),
         dest_next: None,
     };
+    if let Some((args, results)) = call::call_buffer_slots(f) {
+        let bytes = |n: usize| u32::try_from(8 * n.max(1)).map_err(|_| l.malformed("a call with too many values"));
+        let (a, r) = (bytes(args)?, bytes(results)?);
+        let (abuf, rbuf) = (l.b.stack_slot(a), l.b.stack_slot(r));
+        l.call_buffers = Some((abuf, rbuf, args, results));
+    }
     // Arguments.
     let mut slot = 0i32;
     for &p in &f.params {
@@ -222,6 +236,11 @@ fn far_scalars(f: &arrayad_ir::Function) -> Vec<bool> {
 pub(crate) struct Lower<'a, E: Emitter> {
     pub(crate) b: &'a mut E,
     f: &'a arrayad_ir::Function,
+    /// The program whose definitions `f` calls (kept calls).
+    program: Option<&'a arrayad_ir::Program>,
+    /// The argument and result buffers of every call (`call.rs`), with
+    /// their sizes in slots.
+    call_buffers: Option<(E::Value, E::Value, usize, usize)>,
     file: &'a str,
     /// The `ctx` parameter.
     ctx: E::Value,

@@ -92,6 +92,7 @@ pub struct InlineCosts<'p> {
     costs: Vec<Option<(Local, u64, usize)>>,
     /// The functions whose calls stay calls ([`KeptCalls`]).
     kept: Vec<bool>,
+    keep_above: u64,
 }
 
 /// The callees that stay calls when a primal is prepared for code
@@ -100,13 +101,27 @@ pub struct InlineCosts<'p> {
 /// is kept when it has at least `keep_above` statements with its own calls
 /// inlined or kept ([`KEEP_CALLS_ABOVE`] by default: a call then costs
 /// little against its body, and small helpers are still inlined, which
-/// their callers' performance needs), and neither it nor anything it calls
-/// is a derivative operator (whose code uses the tape; a kept callee
-/// touches only the arena). Decided per definition, whatever the caller.
+/// their callers' performance needs), when it is called from at least two
+/// statements of the functions the root reaches (inlining the only call
+/// of a definition copies nothing, and a derivative through a kept call
+/// runs the callee's primal once more: `arrayad_ir::KeptKind`) or when
+/// its caller would cross [`MAX_INLINED_STMTS`] or [`MAX_INLINED_DEPTH`]
+/// with it inlined, and when neither it nor anything it calls is a
+/// derivative operator (whose code uses the tape); at most
+/// [`MAX_KEPT_DEPTH`] kept calls deep.
 #[derive(Clone, Debug, Default)]
 pub struct KeptCalls {
     kept: Vec<bool>,
+    /// The statements and nesting depth of each function reached, with
+    /// the kept calls kept.
+    costs: Vec<(u64, usize)>,
+    keep_above: u64,
 }
+
+/// The longest chain of kept calls, one inside another (each is a native
+/// call at run time, a frame on the caller's stack): deeper callees are
+/// inlined.
+pub const MAX_KEPT_DEPTH: usize = 64;
 
 /// The size from which a definition is kept as a call ([`KeptCalls`]):
 /// statements at every depth with its own calls inlined or kept.
@@ -125,9 +140,29 @@ impl KeptCalls {
         InlineCosts::keeping(program, roots, keep_above).kept_calls()
     }
 
-    /// True when some definition other than `f` is kept.
-    pub fn any_but(&self, f: FuncId) -> bool {
-        self.kept.iter().enumerate().any(|(k, &kept)| kept && k != f.0 as usize)
+    /// Checks that `func` (reached from the roots) with the calls it keeps
+    /// kept and the others inlined stays within [`MAX_INLINED_STMTS`]
+    /// statements and [`MAX_INLINED_DEPTH`] nested blocks, in constant
+    /// time (the error, in time linear in the program).
+    pub fn check(&self, program: &Program, func: FuncId) -> Result<(), InlineLimitError> {
+        match self.costs.get(func.0 as usize) {
+            Some(&(size, depth)) if size <= MAX_INLINED_STMTS && depth <= MAX_INLINED_DEPTH => Ok(()),
+            _ => {
+                let all: Vec<FuncId> = (0..program.funcs.len() as u32).map(FuncId).collect();
+                InlineCosts::keeping(program, &all, self.keep_above).check(func, MAX_INLINED_STMTS, MAX_INLINED_DEPTH)
+            }
+        }
+    }
+
+    /// The statements of `func` with the calls it keeps kept (1 when not
+    /// reached from the roots).
+    pub fn size(&self, func: FuncId) -> u64 {
+        self.costs.get(func.0 as usize).map_or(1, |c| c.0)
+    }
+
+    /// The definitions kept.
+    pub fn kept(&self) -> impl Iterator<Item = FuncId> + '_ {
+        self.kept.iter().enumerate().filter(|(_, &k)| k).map(|(i, _)| FuncId(i as u32))
     }
 
     /// True when the calls of `f` stay calls.
@@ -152,9 +187,32 @@ impl<'p> InlineCosts<'p> {
         // Whether a function may be kept: no derivative operator in it or
         // below it.
         let mut keepable = vec![true; n];
+        // The longest chain of kept calls below each function.
+        let mut kept_depth = vec![0usize; n];
         let mut out: Vec<Option<(Local, u64, usize)>> = (0..n).map(|_| None).collect();
         let mut state = vec![0u8; n]; // 0 unvisited, 1 on the stack, 2 done
         let ok = |id: FuncId| (id.0 as usize) < n;
+        // The call statements of each function reachable from the roots.
+        let mut sites = vec![0u64; n];
+        if keep_above < u64::MAX {
+            let mut seen = vec![false; n];
+            let mut stack: Vec<FuncId> = roots.iter().copied().filter(|r| ok(*r)).collect();
+            for r in &stack {
+                seen[r.0 as usize] = true;
+            }
+            while let Some(f) = stack.pop() {
+                for c in local(program.func(f)).calls {
+                    let ci = c.callee.0 as usize;
+                    if ci < n {
+                        sites[ci] += 1;
+                        if !seen[ci] {
+                            seen[ci] = true;
+                            stack.push(c.callee);
+                        }
+                    }
+                }
+            }
+        }
         for &root in roots {
             if !ok(root) || state[root.0 as usize] != 0 {
                 continue;
@@ -173,36 +231,59 @@ impl<'p> InlineCosts<'p> {
                     continue;
                 }
                 let Some((fi, l, _)) = stack.pop() else { break };
-                let mut size = l.stmts;
-                let mut depth = l.depth;
                 let mut may_keep = crate::DiffOp::parse_stub(&program.funcs[fi].name).is_none();
                 for c in &l.calls {
-                    let ci = c.callee.0 as usize;
-                    may_keep &= keepable.get(ci).copied().unwrap_or(false);
-                    if kept.get(ci).copied().unwrap_or(false) {
-                        continue;
+                    may_keep &= keepable.get(c.callee.0 as usize).copied().unwrap_or(false);
+                }
+                // Size, depth and kept depth below, with the kept callees
+                // kept.
+                let measure = |kept: &[bool], kept_depth: &[usize]| {
+                    let (mut size, mut depth, mut below) = (l.stmts, l.depth, 0usize);
+                    for c in &l.calls {
+                        let ci = c.callee.0 as usize;
+                        let kept_callee = kept.get(ci).copied().unwrap_or(false);
+                        below = below.max(kept_depth.get(ci).copied().unwrap_or(0) + usize::from(kept_callee));
+                        if kept_callee {
+                            continue;
+                        }
+                        let (cs, cd) = match out.get(ci) {
+                            Some(Some((_, cs, cd))) => (*cs, *cd),
+                            _ => (1, 0),
+                        };
+                        // The call becomes a copy per argument and per
+                        // result around the callee's statements.
+                        size = size.saturating_add(cs.saturating_add(c.copies)).saturating_sub(1);
+                        depth = depth.max(c.depth.saturating_add(cd));
                     }
-                    let (cs, cd) = match out.get(ci) {
-                        Some(Some((_, cs, cd))) => (*cs, *cd),
-                        _ => (1, 0),
-                    };
-                    // The call becomes a copy per argument and per result
-                    // around the callee's statements.
-                    size = size.saturating_add(cs.saturating_add(c.copies)).saturating_sub(1);
-                    depth = depth.max(c.depth.saturating_add(cd));
+                    (size, depth, below)
+                };
+                let (mut size, mut depth, mut below) = measure(&kept, &kept_depth);
+                if keep_above < u64::MAX && (size > MAX_INLINED_STMTS || depth > MAX_INLINED_DEPTH) {
+                    // Beyond a limit with its callees inlined: its large
+                    // callees are kept, called once or not.
+                    for c in &l.calls {
+                        let ci = c.callee.0 as usize;
+                        let large = out.get(ci).and_then(|o| o.as_ref()).is_some_and(|(_, cs, _)| *cs >= keep_above);
+                        if ci < n && keepable[ci] && large && kept_depth[ci] < MAX_KEPT_DEPTH {
+                            kept[ci] = true;
+                        }
+                    }
+                    (size, depth, below) = measure(&kept, &kept_depth);
                 }
                 state[fi] = 2;
                 keepable[fi] = may_keep;
-                kept[fi] = may_keep && size >= keep_above;
+                kept_depth[fi] = below;
+                kept[fi] = may_keep && size >= keep_above && sites[fi] >= 2 && below < MAX_KEPT_DEPTH;
                 out[fi] = Some((l, size, depth));
             }
         }
-        InlineCosts { program, costs: out, kept }
+        InlineCosts { program, costs: out, kept, keep_above }
     }
 
     /// The definitions whose calls are kept ([`Self::keeping`]).
     pub fn kept_calls(self) -> KeptCalls {
-        KeptCalls { kept: self.kept }
+        let costs = self.costs.iter().map(|c| c.as_ref().map_or((1, 0), |(_, s, d)| (*s, *d))).collect();
+        KeptCalls { kept: self.kept, costs, keep_above: self.keep_above }
     }
 
     /// The statements of `f` with every call inlined (1 when unknown).

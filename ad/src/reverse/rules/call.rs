@@ -1,11 +1,66 @@
-//! The reverse-mode rule of a linear call: the tangents of a kept call of a
+//! The reverse-mode rules of linear calls: the tangents of a kept call of a
 //! `vjp`/`grad` operator (`reverse/over_reverse.rs`, where the rule is
-//! derived).
+//! derived), and those of a definition kept as a call
+//! (`arrayad_ir::KeptKind`), transposed to a call of its vjp.
 
 use super::super::over_reverse::{is_f64, StubRule};
 use super::super::*;
 
 impl Rev<'_> {
+    /// Backward statements of the linear call `vars = jvp_g(x, dx)` of the
+    /// jvp of a kept definition `g` in every f64 param (`vars`: `g`'s
+    /// results, unused, then one tangent per f64 result; `dx`: one tangent
+    /// per f64 argument): `ct(dx) += vjp_g(x, ct(dy))`, one call of `g`'s
+    /// vjp in every f64 param (`vjp`), which runs `g`'s forward pass and
+    /// backward pass (Krawiec et al. section 7.5: the callee's derivative
+    /// compiled once, joint reversal at the call).
+    pub(in crate::reverse) fn kept_call_rule(
+        &mut self,
+        vars: &[VarId],
+        args: &[Atom],
+        vjp: arrayad_ir::FuncId,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), AdError> {
+        let bad = || AdError::new("a linear call that does not match its definition's jvp");
+        let f64_atom = |rev: &Self, a: &Atom| rev.out.atom_ty(a).elem == Scalar::F64;
+        // `n + (f64 among the first n)` grows with `n`: one split fits.
+        let split = |n_total: usize, is_f64: &dyn Fn(usize) -> bool| -> Option<usize> {
+            let mut f64s = 0;
+            for n in 0..=n_total {
+                if n + f64s == n_total {
+                    return Some(n);
+                }
+                f64s += usize::from(is_f64(n));
+            }
+            None
+        };
+        let n_args = split(args.len(), &|k| f64_atom(self, &args[k])).ok_or_else(bad)?;
+        let n_results = split(vars.len(), &|k| self.out.ty(vars[k]).elem == Scalar::F64).ok_or_else(bad)?;
+        let (primal_args, tangent_args) = args.split_at(n_args);
+        let mut call_args = primal_args.to_vec();
+        for &t in &vars[n_results..] {
+            self.need_live(t, out);
+            call_args.push(Atom::Var(self.ct[&t]));
+        }
+        let mut outs: Vec<VarId> = Vec::with_capacity(n_results + tangent_args.len());
+        for v in &vars[..n_results] {
+            let ty = self.out.ty(*v);
+            outs.push(self.new_var("ct_call", ty));
+        }
+        let arg_types: Vec<_> =
+            primal_args.iter().map(|a| self.out.atom_ty(a)).filter(|t| t.elem == Scalar::F64).collect();
+        for ty in arg_types {
+            outs.push(self.new_var("ct_call", ty));
+        }
+        self.push(out, StmtKind::Let { vars: outs.clone(), expr: Expr::Call { func: vjp, args: call_args } });
+        for (t, ct) in tangent_args.iter().zip(&outs[n_results..]) {
+            if self.is_lin(t).is_some() {
+                self.accumulate(t, Atom::Var(*ct), out);
+            }
+        }
+        Ok(())
+    }
+
     /// Backward statements of the linear call `vars = jvp_op(x, u, dx, du)`
     /// of the operator `P(x, u) = J(x)^T u` (with `f(x)` first for a `vjp`):
     /// with `c` the cotangent of `P` and `c_y` that of `f(x)`,
