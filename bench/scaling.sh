@@ -9,6 +9,10 @@
 #   live   one definition, N lets all live until the end (summed last)
 #   defs   N small definitions (build exports every one; run calls the last)
 #   calls  N definitions, each calling the previous (inlined into one chain)
+#   doubling  f0 .. fN, fk = f{k-1}(f{k-1}(x)): 2^N applications of f0 once
+#          inlined (its large definitions are kept as calls; the gradient
+#          runs all 2^N; the library has the value, jvp and gradient, which
+#          keep calls); sizes are N (try --sizes "10 14 20 30")
 #
 # usage: bench/scaling.sh [--sizes "1000 4000 10000 100000"] [--shapes "chain live defs calls"]
 #                         [--timeout SECONDS] [--no-build]
@@ -30,7 +34,7 @@ while [ "$#" -gt 0 ]; do
         --shapes) shapes="$2"; shift 2 ;;
         --timeout) limit="$2"; shift 2 ;;
         --no-build) do_build=0; shift ;;
-        -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "usage: $0 [--sizes LIST] [--shapes LIST] [--timeout S] [--no-build]" >&2; exit 2 ;;
     esac
 done
@@ -77,6 +81,12 @@ gen() {
                 for (i = 1; i <= n; i++) printf "def g%d(x: f64) -> f64 = g%d(x) + 1.0\n", i, i - 1
             }' >"$file"
             echo "g$n" ;;
+        doubling)
+            awk -v n="$n" 'BEGIN {
+                print "def f0(x: f64) -> f64 = x + 0.0000001 * sin(x)"
+                for (i = 1; i <= n; i++) printf "def f%d(x: f64) -> f64 = f%d(f%d(x))\n", i, i - 1, i - 1
+            }' >"$file"
+            echo "f$n" ;;
         *) echo "unknown shape $shape" >&2; exit 2 ;;
     esac
 }
@@ -115,7 +125,11 @@ for shape in $shapes; do
         func=$(gen "$shape" "$n" "$file")
         read -r gs gm gstat < <(measure run "$file" "$func" --args '[0.3]' --grad)
         if [ "$do_build" = 1 ]; then
-            read -r bs bm bstat < <(measure build "$file" -o "$out/lib$shape$n.so")
+            extra=()
+            if [ "$shape" = doubling ]; then
+                extra=(--export "$func" --entries value,jvp,vjp,grad)
+            fi
+            read -r bs bm bstat < <(measure build "$file" -o "$out/lib$shape$n.so" "${extra[@]}")
         else
             bs="-" bm="-" bstat="-"
         fi

@@ -169,40 +169,28 @@ fn assert_close(what: &str, got: &[f64], want: &[f64]) {
     }
 }
 
+/// Ones shaped like `v` where it has f64 elements.
+fn ones_like(v: &Value) -> Option<Value> {
+    match v {
+        Value::F64(_) => Some(Value::F64(1.0)),
+        Value::Array(arrayad_ir::ArrayValue { shape, data: arrayad_ir::ArrayData::F64(xs) }) => {
+            let data = arrayad_ir::ArrayData::F64(vec![1.0; xs.len()]);
+            Some(Value::Array(arrayad_ir::ArrayValue { shape: shape.clone(), data }))
+        }
+        _ => None,
+    }
+}
+
 /// The gradient (or vjp with all-ones cotangents) and the jvp in an
 /// all-ones direction of `func`.
 fn derivatives(m: &Module, func: &str, args: &[Value]) -> Result<(Vec<f64>, Vec<f64>), String> {
     let f = m.function(func).map_err(|e| e.to_string())?;
     let argv: Vec<Arg<'_>> = args.iter().map(Arg::Value).collect();
-    let ones: Vec<Option<Value>> = args
-        .iter()
-        .map(|a| match a {
-            Value::F64(_) => Some(Value::F64(1.0)),
-            Value::Array(arrayad_ir::ArrayValue { shape, data: arrayad_ir::ArrayData::F64(xs) }) => {
-                Some(Value::Array(arrayad_ir::ArrayValue {
-                    shape: shape.clone(),
-                    data: arrayad_ir::ArrayData::F64(vec![1.0; xs.len()]),
-                }))
-            }
-            _ => None,
-        })
-        .collect();
+    let ones: Vec<Option<Value>> = args.iter().map(ones_like).collect();
     let tangents: Vec<Option<Arg<'_>>> = ones.iter().map(|o| o.as_ref().map(Arg::Value)).collect();
     let jvp = f.jvp(&argv, &tangents).map_err(|e| e.to_string())?;
     let results = f.call(&argv).map_err(|e| e.to_string())?;
-    let cts: Vec<Option<Value>> = results
-        .iter()
-        .map(|r| match r {
-            Value::F64(_) => Some(Value::F64(1.0)),
-            Value::Array(arrayad_ir::ArrayValue { shape, data: arrayad_ir::ArrayData::F64(xs) }) => {
-                Some(Value::Array(arrayad_ir::ArrayValue {
-                    shape: shape.clone(),
-                    data: arrayad_ir::ArrayData::F64(vec![1.0; xs.len()]),
-                }))
-            }
-            _ => None,
-        })
-        .collect();
+    let cts: Vec<Option<Value>> = results.iter().map(ones_like).collect();
     let ct_args: Vec<Option<Arg<'_>>> = cts.iter().map(|o| o.as_ref().map(Arg::Value)).collect();
     let vjp = f.vjp(&argv, &ct_args).map_err(|e| e.to_string())?;
     Ok((flat(vjp.cotangent.as_slice()), flat(&jvp.tangent)))

@@ -15,8 +15,8 @@
 //! not build its results in the caller's output buffers.
 
 use super::emit::{Emitter, IntCC, Mem, Ty};
-use super::{Arr, Lower, Result, Val};
-use arrayad_ir::{Atom, FuncId, Scalar, VarId};
+use super::{Lower, Result, Val};
+use arrayad_ir::{Atom, FuncId, VarId};
 use arrayad_runtime::offsets;
 
 /// The most argument slots and result slots of a call in `f` (`None`
@@ -51,23 +51,7 @@ impl<E: Emitter> Lower<'_, E> {
             Some((a, r, most_args, most_results)) if arg_slots <= most_args && result_slots <= most_results => (a, r),
             _ => return Err(self.malformed("a call larger than the function's call buffers")),
         };
-        let mut slot = 0i32;
-        for a in args {
-            let elem = self.f.atom_ty(a).elem;
-            match self.atom(a)? {
-                Val::S(v) => {
-                    self.store_call_slot(argbuf, slot, elem, v);
-                    slot += 1;
-                }
-                Val::A(arr) => {
-                    self.b.store(Ty::Ptr, arr.ptr, argbuf, slot * 8, Mem::Stack);
-                    for (k, d) in arr.dims.iter().enumerate() {
-                        self.b.store(Ty::I64, *d, argbuf, (slot + 1 + k as i32) * 8, Mem::Stack);
-                    }
-                    slot += 1 + arr.dims.len() as i32;
-                }
-            }
-        }
+        self.pack(argbuf, args, Mem::Stack)?;
         let ctx = self.ctx;
         let dest = self.b.load(Ty::Ptr, ctx, offsets::DEST, Mem::Ctx);
         let null = self.b.iconst(Ty::Ptr, 0);
@@ -79,43 +63,7 @@ impl<E: Emitter> Lower<'_, E> {
         let cont = self.branch_to_cold(ok);
         self.b.ret(status);
         self.b.switch_to(cont);
-        let mut out = Vec::with_capacity(vars.len());
-        let mut slot = 0i32;
-        for t in result_types {
-            if t.is_scalar() {
-                out.push(Val::S(self.load_call_slot(resbuf, slot, t.elem)));
-                slot += 1;
-            } else {
-                let ptr = self.b.load(Ty::Ptr, resbuf, slot * 8, Mem::Stack);
-                let dims =
-                    (0..t.rank as i32).map(|a| self.b.load_extent(resbuf, (slot + 1 + a) * 8, Mem::Stack)).collect();
-                slot += 1 + t.rank as i32;
-                out.push(Val::A(Arr { ptr, dims }));
-            }
-        }
+        let out = self.unpack(resbuf, &result_types, Mem::Stack);
         Ok(out)
-    }
-
-    /// Stores a scalar argument of type `s` into slot `slot` of a call's
-    /// buffer (a bool as 0/1).
-    fn store_call_slot(&mut self, buf: E::Value, slot: i32, s: Scalar, v: E::Value) {
-        match s {
-            Scalar::Bool => {
-                let w = self.b.convert(super::emit::Conv::BoolToI64, v);
-                self.b.store(Ty::I64, w, buf, slot * 8, Mem::Stack);
-            }
-            s => self.b.store(Ty::of(s), v, buf, slot * 8, Mem::Stack),
-        }
-    }
-
-    /// Loads a scalar result of type `s` from slot `slot` of a call's buffer.
-    fn load_call_slot(&mut self, buf: E::Value, slot: i32, s: Scalar) -> E::Value {
-        match s {
-            Scalar::Bool => {
-                let v = self.b.load(Ty::I64, buf, slot * 8, Mem::Stack);
-                self.b.convert(super::emit::Conv::I64ToBool, v)
-            }
-            s => self.b.load(Ty::of(s), buf, slot * 8, Mem::Stack),
-        }
     }
 }

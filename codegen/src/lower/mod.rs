@@ -73,40 +73,13 @@ pub(crate) fn lower_function<E: Emitter>(
         l.call_buffers = Some((abuf, rbuf, args, results));
     }
     // Arguments.
-    let mut slot = 0i32;
-    for &p in &f.params {
-        let t = l.var_ty(p)?;
-        let val = if t.is_scalar() {
-            let v = l.load_slot(args, slot, t.elem);
-            slot += 1;
-            Val::S(v)
-        } else {
-            let ptr = l.b.load(Ty::Ptr, args, slot * 8, Mem::Slots);
-            let dims = (0..t.rank as i32).map(|a| l.b.load_extent(args, (slot + 1 + a) * 8, Mem::Slots)).collect();
-            slot += 1 + t.rank as i32;
-            Val::A(Arr { ptr, dims })
-        };
-        l.def(p, val)?;
+    let types: Vec<arrayad_ir::Type> = f.params.iter().map(|p| l.var_ty(*p)).collect::<Result<_>>()?;
+    for (p, val) in f.params.iter().zip(l.unpack(args, &types, Mem::Slots)) {
+        l.def(*p, val)?;
     }
     l.stmts(&f.body.stmts)?;
     // Results.
-    let mut slot = 0i32;
-    for r in &f.body.results {
-        let t = l.f.atom_ty(r);
-        match l.atom(r)? {
-            Val::S(v) => {
-                l.store_slot(results, slot, t.elem, v);
-                slot += 1;
-            }
-            Val::A(a) => {
-                l.b.store(Ty::Ptr, a.ptr, results, slot * 8, Mem::Slots);
-                for (k, d) in a.dims.iter().enumerate() {
-                    l.b.store(Ty::I64, *d, results, (slot + 1 + k as i32) * 8, Mem::Slots);
-                }
-                slot += 1 + a.dims.len() as i32;
-            }
-        }
-    }
+    l.pack(results, &f.body.results, Mem::Slots)?;
     let zero = l.b.iconst(Ty::I32, 0);
     l.b.ret(zero);
     Ok(())
@@ -491,27 +464,71 @@ impl<E: Emitter> Lower<'_, E> {
     fn var_name(&self, v: VarId) -> String {
         self.f.vars.get(v.index()).map(|i| i.name.clone()).unwrap_or_else(|| format!("%{}", v.0))
     }
-
-    /// Loads a scalar argument of type `s` from slot `slot`.
-    fn load_slot(&mut self, slots: E::Value, slot: i32, s: Scalar) -> E::Value {
+    /// Loads a scalar of type `s` from slot `slot` of `slots` (a bool
+    /// from 0/1), memory of kind `mem`.
+    fn load_slot(&mut self, slots: E::Value, slot: i32, s: Scalar, mem: Mem) -> E::Value {
         match s {
             Scalar::Bool => {
-                let v = self.b.load(Ty::I64, slots, slot * 8, Mem::Slots);
+                let v = self.b.load(Ty::I64, slots, slot * 8, mem);
                 self.b.convert(Conv::I64ToBool, v)
             }
-            s => self.b.load(Ty::of(s), slots, slot * 8, Mem::Slots),
+            s => self.b.load(Ty::of(s), slots, slot * 8, mem),
         }
     }
 
-    /// Stores a scalar result of type `s` into slot `slot` (a bool as 0/1).
-    fn store_slot(&mut self, slots: E::Value, slot: i32, s: Scalar, v: E::Value) {
+    /// Stores a scalar of type `s` into slot `slot` of `slots` (a bool as
+    /// 0/1), memory of kind `mem`.
+    fn store_slot(&mut self, slots: E::Value, slot: i32, s: Scalar, v: E::Value, mem: Mem) {
         match s {
             Scalar::Bool => {
                 let w = self.b.convert(Conv::BoolToI64, v);
-                self.b.store(Ty::I64, w, slots, slot * 8, Mem::Slots);
+                self.b.store(Ty::I64, w, slots, slot * 8, mem);
             }
-            s => self.b.store(Ty::of(s), v, slots, slot * 8, Mem::Slots),
+            s => self.b.store(Ty::of(s), v, slots, slot * 8, mem),
         }
+    }
+
+    /// Stores `atoms` into the 8-byte slots at `buf` (the internal calling
+    /// convention: a scalar one slot, an array its pointer then its
+    /// extents), memory of kind `mem`.
+    fn pack(&mut self, buf: E::Value, atoms: &[Atom], mem: Mem) -> Result<()> {
+        let mut slot = 0i32;
+        for a in atoms {
+            let elem = self.f.atom_ty(a).elem;
+            match self.atom(a)? {
+                Val::S(v) => {
+                    self.store_slot(buf, slot, elem, v, mem);
+                    slot += 1;
+                }
+                Val::A(arr) => {
+                    self.b.store(Ty::Ptr, arr.ptr, buf, slot * 8, mem);
+                    for (k, d) in arr.dims.iter().enumerate() {
+                        self.b.store(Ty::I64, *d, buf, (slot + 1 + k as i32) * 8, mem);
+                    }
+                    slot += 1 + arr.dims.len() as i32;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads values of `types` from the 8-byte slots at `buf` ([`Self::pack`]'s
+    /// layout), memory of kind `mem`.
+    fn unpack(&mut self, buf: E::Value, types: &[arrayad_ir::Type], mem: Mem) -> Vec<Val<E::Value>> {
+        let mut out = Vec::with_capacity(types.len());
+        let mut slot = 0i32;
+        for t in types {
+            if t.is_scalar() {
+                out.push(Val::S(self.load_slot(buf, slot, t.elem, mem)));
+                slot += 1;
+            } else {
+                let ptr = self.b.load(Ty::Ptr, buf, slot * 8, mem);
+                let dims = (0..t.rank as i32).map(|a| self.b.load_extent(buf, (slot + 1 + a) * 8, mem)).collect();
+                slot += 1 + t.rank as i32;
+                out.push(Val::A(Arr { ptr, dims }));
+            }
+        }
+        out
     }
 
     /// Fresh emitter variables for a value of type `t`.
