@@ -291,11 +291,13 @@ pub fn hvp(primal: &Function, vjp: &Function, active: &[bool]) -> Result<Functio
     compiling(|| Ok(arrayad_ad::hvp(primal, vjp, active)?))
 }
 
-/// The warnings of checkpointing for a prepared primal: one per loop its
-/// vjp leaves taped (`arrayad_ad::uncheckpointed_loops`), located in
-/// `file`.
-pub fn checkpoint_warnings(file: &str, primal: &Function, active: &[bool]) -> Result<Vec<Warning>, Error> {
-    let loops = compiling(|| Ok(arrayad_ad::uncheckpointed_loops(primal, active)?))?;
+/// The warnings of checkpointing for a primal of `program` prepared for
+/// code ([`prepare_code`]): one per loop its vjp leaves taped
+/// (`arrayad_ad::uncheckpointed_loops_in`; not those of kept callees),
+/// located in the program's file.
+pub fn checkpoint_warnings(program: &Program, primal: &Function, active: &[bool]) -> Result<Vec<Warning>, Error> {
+    let file = &program.file;
+    let loops = compiling(|| Ok(arrayad_ad::uncheckpointed_loops_in(primal, active, Some(program))?))?;
     Ok(loops.into_iter().map(|u| warning(file, u)).collect())
 }
 
@@ -547,6 +549,10 @@ impl Inner {
     /// of the program), decided on first use.
     fn kept_calls(&self) -> &KeptCalls {
         self.kept.get_or_init(|| {
+            // The interpreter runs one function at a time: it inlines.
+            if self.options.backend == crate::Backend::Interp {
+                return KeptCalls::none();
+            }
             let keep_above = self.options.keep_calls_above.unwrap_or(passes::inline::KEEP_CALLS_ABOVE);
             let all: Vec<FuncId> = self.defs.iter().map(|d| d.id).collect();
             kept_calls(&self.program, &all, keep_above)
@@ -791,7 +797,7 @@ impl Inner {
         if !self.options.checkpoint {
             return Ok(Vec::new());
         }
-        checkpoint_warnings(&self.program.file, self.prepared(index)?, active)
+        checkpoint_warnings(&self.program, self.prepared_code(index)?, active)
     }
 }
 

@@ -242,6 +242,16 @@ fn derivatives_through_kept_calls_equal_the_inlined_ones() {
         }
     }
     assert!(kept_runs >= 20, "only {kept_runs} runs");
+    // The interpreter inlines every call whatever the threshold.
+    let interp = Options::backend(Backend::Interp).with_keep_calls_above(1);
+    let interp = Module::compile_with("calls.arr", CALLS, interp).unwrap();
+    let reference = Options::default().with_keep_calls_above(u64::MAX);
+    let reference = Module::compile_with("calls.arr", CALLS, reference).unwrap();
+    for (_, _, func, args) in runs.iter().take(5) {
+        let (got, want) = (derivatives(&interp, func, args).unwrap(), derivatives(&reference, func, args).unwrap());
+        assert_close(&format!("{func} interp vjp"), &got.0, &want.0);
+        assert_close(&format!("{func} interp jvp"), &got.1, &want.1);
+    }
     // The jvp and vjp of `top` call `helper`'s (indirectly, at addresses
     // of JIT code) instead of inlining it.
     let m = Module::compile_with("calls.arr", CALLS, Options::default().with_keep_calls_above(1)).unwrap();

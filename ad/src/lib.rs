@@ -33,7 +33,7 @@ pub use lanes::{jvp_lanes, JVP_LANES};
 pub use nested::expand_derivatives;
 
 use arrayad_ir::passes;
-use arrayad_ir::{FuncId, Function, Program, Scalar, Signature};
+use arrayad_ir::{Expr, FuncId, Function, Program, Scalar, Signature, StmtKind};
 
 /// An error of the AD transformation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -85,6 +85,22 @@ pub fn linearize(primal: &Function, active: &[bool]) -> Result<JvpOutput, AdErro
 /// call of its vjp.
 fn linearize_keeping(primal: &Function, active: &[bool], kept_calls: Option<usize>) -> Result<JvpOutput, AdError> {
     let mut lin = forward::jvp_with_calls(primal, active, None, kept_calls)?;
+    if let Some(n) = kept_calls {
+        // A linear call of a kept definition's jvp never fails either (the
+        // call it mirrors ran first): its unused primal results are safe.
+        let mut safe = lin.linear.clone();
+        arrayad_ir::visit::for_each_block(&lin.func.body, &mut |b| {
+            for s in &b.stmts {
+                if let StmtKind::Let { vars, expr: Expr::Call { func, .. } } = &s.kind {
+                    if matches!(arrayad_ir::KeptKind::of_callee(n, *func), Some((_, arrayad_ir::KeptKind::Jvp))) {
+                        safe.extend(vars.iter().copied());
+                    }
+                }
+            }
+        });
+        passes::dce::dce_assuming_safe(&mut lin.func, &safe);
+        return Ok(lin);
+    }
     // Tangent statements never fail (each mirrors a primal one that ran
     // first): those whose values are unused go, whatever the analysis of
     // run-time errors could prove.
@@ -318,10 +334,22 @@ pub struct Uncheckpointed {
 ///
 /// Errors: as [`derive`].
 pub fn uncheckpointed_loops(primal: &Function, active: &[bool]) -> Result<Vec<Uncheckpointed>, AdError> {
+    uncheckpointed_loops_in(primal, active, None)
+}
+
+/// [`uncheckpointed_loops`] of a primal that keeps calls of the
+/// definitions of `within` (those calls' own loops are not reported).
+///
+/// Errors: as [`derive`].
+pub fn uncheckpointed_loops_in(
+    primal: &Function,
+    active: &[bool],
+    within: Option<&Program>,
+) -> Result<Vec<Uncheckpointed>, AdError> {
     if reverse::has_reverse_code(primal) {
         return Ok(Vec::new());
     }
-    reverse::uncheckpointed_loops(&linearize(primal, active)?)
+    reverse::uncheckpointed_loops(&linearize_keeping(primal, active, within.map(|p| p.funcs.len()))?)
 }
 
 /// Which IR params (flattened leaves) of a definition are active, given the

@@ -116,6 +116,8 @@ pub struct KeptCalls {
     /// the kept calls kept.
     costs: Vec<(u64, usize)>,
     keep_above: u64,
+    /// The roots the decisions were made from.
+    roots: Vec<FuncId>,
 }
 
 /// The longest chain of kept calls, one inside another (each is a native
@@ -137,7 +139,9 @@ impl KeptCalls {
     /// (`keep_above` statements: see the type's docs), in time linear in
     /// their size.
     pub fn new(program: &Program, roots: &[FuncId], keep_above: u64) -> KeptCalls {
-        InlineCosts::keeping(program, roots, keep_above).kept_calls()
+        let mut kept = InlineCosts::keeping(program, roots, keep_above).kept_calls();
+        kept.roots = roots.to_vec();
+        kept
     }
 
     /// Checks that `func` (reached from the roots) with the calls it keeps
@@ -145,12 +149,19 @@ impl KeptCalls {
     /// statements and [`MAX_INLINED_DEPTH`] nested blocks, in constant
     /// time (the error, in time linear in the program).
     pub fn check(&self, program: &Program, func: FuncId) -> Result<(), InlineLimitError> {
+        if self.costs.is_empty() {
+            // Nothing kept ([`Self::none`]): every call inlined.
+            return check_inlining(program, func);
+        }
         match self.costs.get(func.0 as usize) {
             Some(&(size, depth)) if size <= MAX_INLINED_STMTS && depth <= MAX_INLINED_DEPTH => Ok(()),
-            _ => {
-                let all: Vec<FuncId> = (0..program.funcs.len() as u32).map(FuncId).collect();
-                InlineCosts::keeping(program, &all, self.keep_above).check(func, MAX_INLINED_STMTS, MAX_INLINED_DEPTH)
-            }
+            // The same decisions again, with what `check` needs to name
+            // the call that crosses the limit.
+            _ => InlineCosts::keeping(program, &self.roots, self.keep_above).check(
+                func,
+                MAX_INLINED_STMTS,
+                MAX_INLINED_DEPTH,
+            ),
         }
     }
 
@@ -283,7 +294,7 @@ impl<'p> InlineCosts<'p> {
     /// The definitions whose calls are kept ([`Self::keeping`]).
     pub fn kept_calls(self) -> KeptCalls {
         let costs = self.costs.iter().map(|c| c.as_ref().map_or((1, 0), |(_, s, d)| (*s, *d))).collect();
-        KeptCalls { kept: self.kept, costs, keep_above: self.keep_above }
+        KeptCalls { kept: self.kept, costs, keep_above: self.keep_above, roots: Vec::new() }
     }
 
     /// The statements of `f` with every call inlined (1 when unknown).

@@ -30,6 +30,9 @@ impl Rev<'_> {
                 if n + f64s == n_total {
                     return Some(n);
                 }
+                if n + f64s > n_total || n == n_total {
+                    return None;
+                }
                 f64s += usize::from(is_f64(n));
             }
             None
