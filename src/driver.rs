@@ -174,10 +174,18 @@ pub fn kept_derivatives(
     }
 }
 
+/// The jvp of the vjp of a definition kept as a call, from that vjp
+/// ([`kept_derivatives`]; `arrayad_ad::vjp_jvp`).
+///
+/// Errors: [`Error::Internal`] for a bug.
+pub fn vjp_jvp(program: &Program, vjp: &Function) -> Result<Function, Error> {
+    compiling(|| Ok(time("derive", || arrayad_ad::vjp_jvp(vjp, program))?))
+}
+
 /// The callees that the calls in `funcs` reach (directly, or through other
-/// callees): kept definitions' primals ([`prepare_code`]) and their jvps
-/// and vjps ([`kept_derivatives`]), each made once, under its callee id
-/// ([`KeptKind::callee`]).
+/// callees): kept definitions' primals ([`prepare_code`]), their jvps and
+/// vjps ([`kept_derivatives`]) and the jvps of their vjps ([`vjp_jvp`]),
+/// each made once, under its callee id ([`KeptKind::callee`]).
 ///
 /// Errors: as [`prepare_code`] and [`kept_derivatives`].
 pub fn called_definitions(
@@ -198,7 +206,11 @@ pub fn called_definitions(
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(kept_derivatives(program, def, kept, opts)?),
         };
-        Ok(if kind == KeptKind::Jvp { jvp.clone() } else { vjp.clone() })
+        match kind {
+            KeptKind::Jvp => Ok(jvp.clone()),
+            KeptKind::VjpJvp => vjp_jvp(program, vjp),
+            _ => Ok(vjp.clone()),
+        }
     };
     let mut out = Vec::new();
     let mut seen: std::collections::HashSet<FuncId> = std::collections::HashSet::new();
@@ -232,18 +244,12 @@ pub(crate) fn called_by(f: &Function) -> Vec<FuncId> {
 
 /// Checks that the definitions `ids` stay within the compiler's limits
 /// each and, together, within those of one shared library, in time linear
-/// in the program.
-///
-/// With `kept`, the calls it keeps count as kept ([`prepare_code`]), and
-/// the total counts each kept definition once; without, every call is
-/// inlined (the derivatives that inline every call).
+/// in the program: the calls `kept` keeps count as kept ([`prepare_code`]),
+/// and the total counts each kept definition once.
 ///
 /// Errors: [`Error::Usage`] naming the call that crosses a limit.
-pub fn check_sizes(program: &Program, ids: &[FuncId], kept: Option<&KeptCalls>) -> Result<(), Error> {
+pub fn check_sizes(program: &Program, ids: &[FuncId], kept: &KeptCalls) -> Result<(), Error> {
     let located = |e: passes::inline::InlineLimitError| Error::Usage(e.located(program));
-    let Some(kept) = kept else {
-        return passes::inline::InlineCosts::new(program, ids).check_all(ids).map_err(located);
-    };
     let mut total = 0u64;
     for &id in ids {
         kept.check(program, id).map_err(located)?;
@@ -283,12 +289,23 @@ pub fn derive(
     compiling(|| Ok(time("derive", || arrayad_ad::derive(primal, active, opts, wanted, Some((program, id))))?))
 }
 
+/// True when the derivative `which` of the primal `code` prepared for code
+/// ([`prepare_code`]) is derived from it, its kept calls becoming calls of
+/// their definitions' derivatives ([`KeptKind`]); false when it is derived
+/// from the primal with every call inlined ([`prepare`]): the hvp of a
+/// primal that runs reverse mode inside, whose vjp (`grad`/`vjp`
+/// operators' rules, or forward columns) calls derivatives that forward
+/// mode has no kept kind for.
+pub fn keeps_calls(which: Which, code: &Function) -> bool {
+    which != Which::Hvp || arrayad_ad::has_vector_forward(code)
+}
+
 /// The Hessian-vector product of a prepared primal with one f64 result,
 /// from its vjp (`arrayad_ad::hvp`).
 ///
 /// Errors: [`Error::Usage`] when the result is not one f64.
-pub fn hvp(primal: &Function, vjp: &Function, active: &[bool]) -> Result<Function, Error> {
-    compiling(|| Ok(arrayad_ad::hvp(primal, vjp, active)?))
+pub fn hvp(program: &Program, primal: &Function, vjp: &Function, active: &[bool]) -> Result<Function, Error> {
+    compiling(|| Ok(arrayad_ad::hvp(primal, vjp, active, Some(program))?))
 }
 
 /// The warnings of checkpointing for a primal of `program` prepared for
@@ -339,14 +356,14 @@ pub fn export(
     // The forward-mode Jacobian and `f_jvp_many` by the vector jvp when
     // there is one, else by the jvp.
     let many = needed(&[Entry::Jacobian, Entry::JvpMany]);
-    // The jvp and vjp keep the primal's kept calls; the vector jvp, the
-    // many-row vjp and the hvp inline every call.
+    // The hvp of a primal running reverse mode inside inlines every call
+    // ([`keeps_calls`]).
     let full = match keeps {
         false => Some(code.clone()),
-        true if many || hvp_wanted => Some(prepare(program, id)?),
+        true if hvp_wanted && !keeps_calls(Which::Hvp, &code) => Some(prepare(program, id)?),
         true => None,
     };
-    let lanes = many && full.as_ref().is_some_and(arrayad_ad::has_vector_forward);
+    let lanes = many && arrayad_ad::has_vector_forward(&code);
     let mut wanted = Vec::new();
     if asked(Entry::Jvp) || (many && !lanes) {
         wanted.push(Which::Jvp);
@@ -364,8 +381,7 @@ pub fn export(
         wanted.push(Which::VjpRows);
     }
     let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
-    let (kept, rest): (Vec<Which>, Vec<Which>) =
-        wanted.into_iter().partition(|w| keeps && matches!(w, Which::Jvp | Which::Vjp));
+    let (kept, rest): (Vec<Which>, Vec<Which>) = wanted.into_iter().partition(|w| keeps && keeps_calls(*w, &code));
     let mut d = Derivatives::default();
     let mut warnings = Vec::new();
     for (group, primal) in [(kept, Some(&code)), (rest, full.as_ref())] {
@@ -474,8 +490,11 @@ pub(crate) struct Def {
     /// Its jvp and vjp in every f64 param, for the derivatives of callers
     /// that keep its calls ([`kept_derivatives`]).
     pub kept_ir: OnceLock<Result<(Function, Function), Error>>,
-    /// Their code (jvp, vjp).
-    pub kept_code: [OnceLock<Result<Engine, Error>>; 2],
+    /// The jvp of that vjp, for the Hessian-vector products of those
+    /// callers ([`KeptKind::VjpJvp`]).
+    pub kept_vjp_jvp: OnceLock<Result<Function, Error>>,
+    /// Their code (jvp, vjp, jvp of the vjp).
+    pub kept_code: [OnceLock<Result<Engine, Error>>; 3],
     /// The derivatives for the default active set.
     pub default: Derived,
     /// The derivatives for other active sets ([`crate::Function::with_wrt`]).
@@ -511,7 +530,8 @@ impl Def {
             lanes: OnceLock::new(),
             primal_code: OnceLock::new(),
             kept_ir: OnceLock::new(),
-            kept_code: [OnceLock::new(), OnceLock::new()],
+            kept_vjp_jvp: OnceLock::new(),
+            kept_code: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
             default: Derived::default(),
             others: Mutex::new(HashMap::new()),
         }
@@ -580,19 +600,24 @@ impl Inner {
     }
 
     /// The IR of a kept call's callee: the definition's primal prepared
-    /// for code, or its jvp or vjp in every f64 param.
+    /// for code, its jvp or vjp in every f64 param, or the jvp of that vjp.
     fn kept_ir(&self, (index, kind): (usize, KeptKind)) -> Result<&Function, Error> {
-        if kind == KeptKind::Primal {
-            return self.prepared_code(index);
-        }
         let def = &self.defs[index];
-        let kept = self.kept_calls();
-        let both = def
-            .kept_ir
-            .get_or_init(|| kept_derivatives(&self.program, def.id, kept, self.ad_options()))
-            .as_ref()
-            .map_err(Error::clone)?;
-        Ok(if kind == KeptKind::Jvp { &both.0 } else { &both.1 })
+        let both = || {
+            let kept = self.kept_calls();
+            let both = def.kept_ir.get_or_init(|| kept_derivatives(&self.program, def.id, kept, self.ad_options()));
+            both.as_ref().map_err(Error::clone)
+        };
+        match kind {
+            KeptKind::Primal => self.prepared_code(index),
+            KeptKind::Jvp => Ok(&both()?.0),
+            KeptKind::Vjp => Ok(&both()?.1),
+            KeptKind::VjpJvp => {
+                let vjp = &both()?.1;
+                let f = def.kept_vjp_jvp.get_or_init(|| vjp_jvp(&self.program, vjp));
+                f.as_ref().map_err(Error::clone)
+            }
+        }
     }
 
     /// Where the code of a kept call's callee lives.
@@ -602,6 +627,7 @@ impl Inner {
             KeptKind::Primal => &def.primal_code,
             KeptKind::Jvp => &def.kept_code[0],
             KeptKind::Vjp => &def.kept_code[1],
+            KeptKind::VjpJvp => &def.kept_code[2],
         }
     }
 
@@ -679,14 +705,7 @@ impl Inner {
         if let Some(&lanes) = self.defs[index].lanes.get() {
             return Ok(lanes);
         }
-        // The vector jvp inlines every call: none for a definition that is
-        // within the limits only with its large callees kept (its jvp
-        // then goes one direction at a time).
-        let lanes = match (self.prepared(index), self.prepared_code(index)) {
-            (Ok(p), _) => arrayad_ad::has_vector_forward(p),
-            (Err(_), Ok(code)) if !called_by(code).is_empty() => false,
-            (Err(e), _) => return Err(e),
-        };
+        let lanes = arrayad_ad::has_vector_forward(self.prepared_code(index)?);
         Ok(*self.defs[index].lanes.get_or_init(|| lanes))
     }
 
@@ -699,11 +718,9 @@ impl Inner {
         if missing.is_empty() {
             return Ok(());
         }
-        // The jvp and vjp keep the primal's kept calls; the others inline
-        // every call.
-        let keeps = !called_by(self.prepared_code(index)?).is_empty();
-        let (kept, full): (Vec<Which>, Vec<Which>) =
-            missing.into_iter().partition(|w| keeps && matches!(w, Which::Jvp | Which::Vjp));
+        let code = self.prepared_code(index)?;
+        let keeps = !called_by(code).is_empty();
+        let (kept, full): (Vec<Which>, Vec<Which>) = missing.into_iter().partition(|w| keeps && keeps_calls(*w, code));
         for (group, keeping) in [(kept, true), (full, false)] {
             if group.is_empty() {
                 continue;
@@ -733,12 +750,8 @@ impl Inner {
         };
         let id = self.defs[index].id;
         let one = derived.ir[which as usize].get_or_init(|| {
-            // The jvp and vjp keep the primal's kept calls; the others
-            // inline every call.
-            let primal = match which {
-                Which::Jvp | Which::Vjp => self.prepared_code(index)?,
-                _ => self.prepared(index)?,
-            };
+            let code = self.prepared_code(index)?;
+            let primal = if keeps_calls(which, code) { code } else { self.prepared(index)? };
             let mut d = derive(&self.program, id, primal, active, self.ad_options(), &[which])?;
             d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
         });
@@ -746,14 +759,15 @@ impl Inner {
         if kind != Kind::Hvp {
             return Ok(Some(f.clone()));
         }
-        let h = derived.hvp.get_or_init(|| match called_by(f).is_empty() {
-            true => hvp(self.prepared(index)?, f, active),
-            // Forward over a vjp that calls its callees' vjps: from the
-            // primal with every call inlined.
-            false => {
-                let mut d = derive(&self.program, id, self.prepared(index)?, active, self.ad_options(), &[Which::Hvp])?;
-                d.take(Which::Hvp).ok_or_else(|| Error::Internal("the hvp was not derived".into()))
+        let h = derived.hvp.get_or_init(|| {
+            let code = self.prepared_code(index)?;
+            if called_by(f).is_empty() || keeps_calls(Which::Hvp, code) {
+                return hvp(&self.program, code, f, active);
             }
+            // Forward over a vjp of reverse-mode code that keeps calls:
+            // from the primal with every call inlined.
+            let mut d = derive(&self.program, id, self.prepared(index)?, active, self.ad_options(), &[Which::Hvp])?;
+            d.take(Which::Hvp).ok_or_else(|| Error::Internal("the hvp was not derived".into()))
         });
         h.as_ref().map(|f| Some(f.clone())).map_err(Error::clone)
     }

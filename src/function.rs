@@ -246,15 +246,22 @@ impl Function {
     }
 
     /// The backend's IR (Cranelift IR, or optimised LLVM IR) of the primal,
-    /// jvp, vjp or many-row vjp of the Jacobian (`kind` is `"primal"`,
-    /// `"jvp"`, `"vjp"` or `"vjp_rows"`); `None` on the interpreter.
+    /// jvp, vjp, many-row vjp or vector jvp of the Jacobian, or
+    /// Hessian-vector product (`kind` is `"primal"`, `"jvp"`, `"vjp"`,
+    /// `"vjp_rows"`, `"jvp_lanes"` or `"hvp"`); `None` on the interpreter.
     pub fn backend_ir(&self, kind: &str) -> Result<Option<String>, Error> {
         let kind = match kind {
             "primal" => Kind::Primal,
             "jvp" => Kind::Jvp,
             "vjp" => Kind::Vjp,
             "vjp_rows" => Kind::VjpRows,
-            other => return Err(Error::Usage(format!("unknown code kind `{other}` (primal, jvp, vjp, vjp_rows)"))),
+            "jvp_lanes" => Kind::JvpLanes,
+            "hvp" => Kind::Hvp,
+            other => {
+                return Err(Error::Usage(format!(
+                    "unknown code kind `{other}` (primal, jvp, vjp, vjp_rows, jvp_lanes, hvp)"
+                )))
+            }
         };
         Ok(self.engine(kind)?.get().backend_ir())
     }

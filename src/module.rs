@@ -36,12 +36,12 @@ pub struct Options {
     /// allocating statement. `None`: `$ARRAYAD_MAX_MEMORY` (bytes, or with
     /// a suffix K, M, G or T), else half of the physical memory.
     pub max_memory: Option<u64>,
-    /// The code of the value, jvp and vjp calls definitions of at least
-    /// this many statements (with their own calls inlined or kept) called
-    /// from two places or more, instead of inlining them
+    /// The code of the value and of the derivatives calls definitions of
+    /// at least this many statements (with their own calls inlined or
+    /// kept) called from two places or more, instead of inlining them
     /// (`arrayad_ir::passes::inline::KeptCalls`); `None`:
-    /// [`arrayad_ir::passes::inline::KEEP_CALLS_ABOVE`]. The vector jvp,
-    /// the many-row vjp and the hvp inline every call.
+    /// [`arrayad_ir::passes::inline::KEEP_CALLS_ABOVE`]. Only the hvp of
+    /// a definition running reverse mode inside inlines every call.
     pub keep_calls_above: Option<u64>,
 }
 

@@ -1181,6 +1181,8 @@ def helper(x: [n]f64, s: f64) -> [n]f64 = for i < n => x[i] * s + 1.0
 def at(a: [n]f64, k: i64) -> f64 = a[k]
 def top(x: [n]f64, k: i64) -> f64 = sum(helper(helper(x, 2.0), 0.5)) + at(x, k)
 def twice(x: [n]f64) -> [n]f64 = helper(helper(x, 3.0), 1.0)
+def cube(x: [n]f64) -> [n]f64 = for i < n => x[i] * x[i] * x[i] / 3.0
+def quartic(x: [n]f64) -> f64 = sum(cube(cube(x)))
 ";
 
 const CALLING_C: &str = r#"
@@ -1209,6 +1211,20 @@ int main(void) {
     rc = top_grad(3, x, 2, &value, dx);
     printf("top_grad_rc %d\n", (int)rc);
     print("top_grad", dx, 3);
+    /* The Jacobian, the vector jvp and the Hessian-vector product call
+       the kept definitions' vjps, jvps and the jvps of their vjps. */
+    double jac[9], dirs[6] = {1.0, 0.0, 0.0, 0.5, -1.0, 2.0}, tangents[6], h[3];
+    const double t[3] = {0.5, 1.0, -1.0};
+    rc = twice_jacobian(3, x, out, jac);
+    printf("twice_jacobian_rc %d\n", (int)rc);
+    print("twice_jacobian", jac, 9);
+    rc = twice_jvp_many(3, x, 2, dirs, out, tangents);
+    printf("twice_jvp_many_rc %d\n", (int)rc);
+    print("twice_jvp_many", tangents, 6);
+    rc = quartic_hvp(3, x, t, &value, dx, h);
+    printf("quartic_hvp_rc %d\n", (int)rc);
+    print("quartic_grad", dx, 3);
+    print("quartic_hvp", h, 3);
     return 0;
 }
 "#;
@@ -1242,6 +1258,16 @@ fn libraries_calling_kept_definitions_agree_with_inlined_ones() {
         // helper(helper(x, 2), 0.5) = [2.5, -0.5, 1.75]; x[1] = -2.
         assert_eq!(numbers(&outputs[0], "top"), [1.75]);
         assert_eq!(numbers(&outputs[0], "twice"), [5.0, -4.0, 2.75]);
+        // twice(x) = 3x + 2: 3 I; quartic(x) = sum x^9 / 81: 8 x^7 t / 9.
+        assert_eq!(numbers(&outputs[0], "twice_jacobian"), [3.0, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 0.0, 3.0]);
+        assert_eq!(numbers(&outputs[0], "twice_jvp_many"), [3.0, 0.0, 0.0, 1.5, -3.0, 6.0]);
+        let want: Vec<f64> =
+            [1.0f64, -2.0, 0.25].iter().zip([0.5, 1.0, -1.0]).map(|(x, t)| 8.0 * x.powi(7) * t / 9.0).collect();
+        let got = numbers(&outputs[0], "quartic_hvp");
+        assert!(
+            got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-12 * w.abs().max(1.0)),
+            "{got:?} against {want:?}"
+        );
         assert_ne!(outputs[0]["top_oob_rc"], "0", "{:?}", outputs[0]);
         for o in &mut outputs {
             // Inlined, the message names the inlined copy of `a`.

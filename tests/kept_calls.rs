@@ -96,6 +96,15 @@ def rows0(x: [n]f64, c: [m]i64) -> [m][n]f64 = for i < m => helper(x, f64(c[i]))
 
 def looped(x: [n]f64, steps: i64) -> f64 =
   loop acc = 0.0 for t < steps do acc + sum(helper(x, f64(t)))
+
+def scan(x: [n]f64, s: f64) -> [n]f64 =
+  loop acc = x for t < 3 do for i < n => sin(acc[i]) * s + x[i]
+
+def stepped(x: [n]f64, steps: i64) -> [n]f64 =
+  loop acc = x for t < steps do
+    let h = scan(acc, 0.9) in
+    let g = scan(h, 0.5) in
+    for i < n => g[i] * acc[i] / 4.0
 ";
 
 #[test]
@@ -169,31 +178,46 @@ fn assert_close(what: &str, got: &[f64], want: &[f64]) {
     }
 }
 
-/// Ones shaped like `v` where it has f64 elements.
-fn ones_like(v: &Value) -> Option<Value> {
+/// The ramp `c, 2c, 3c, ...` shaped like `v` where it has f64 elements.
+fn ramp_like(v: &Value, c: f64) -> Option<Value> {
     match v {
-        Value::F64(_) => Some(Value::F64(1.0)),
+        Value::F64(_) => Some(Value::F64(c)),
         Value::Array(arrayad_ir::ArrayValue { shape, data: arrayad_ir::ArrayData::F64(xs) }) => {
-            let data = arrayad_ir::ArrayData::F64(vec![1.0; xs.len()]);
+            let data = arrayad_ir::ArrayData::F64((1..=xs.len()).map(|k| c * k as f64).collect());
             Some(Value::Array(arrayad_ir::ArrayValue { shape: shape.clone(), data }))
         }
         _ => None,
     }
 }
 
-/// The gradient (or vjp with all-ones cotangents) and the jvp in an
-/// all-ones direction of `func`.
-fn derivatives(m: &Module, func: &str, args: &[Value]) -> Result<(Vec<f64>, Vec<f64>), String> {
+fn as_args(d: &[Option<Value>]) -> Vec<Option<Arg<'_>>> {
+    d.iter().map(|o| o.as_ref().map(Arg::Value)).collect()
+}
+
+/// Every derivative of `func` the host API computes, flattened: the vjp
+/// with ramp cotangents, the jvp in a ramp direction, the same jvp and one
+/// more direction by the vector jvp (`jvp_many`), the dense Jacobian (the
+/// many-row vjp when it has no more rows than columns, else the vector
+/// jvp), and of a function with one f64 result the Hessian-vector product
+/// in the ramp direction (forward over reverse).
+fn derivatives(m: &Module, func: &str, args: &[Value]) -> Result<[Vec<f64>; 5], String> {
     let f = m.function(func).map_err(|e| e.to_string())?;
     let argv: Vec<Arg<'_>> = args.iter().map(Arg::Value).collect();
-    let ones: Vec<Option<Value>> = args.iter().map(ones_like).collect();
-    let tangents: Vec<Option<Arg<'_>>> = ones.iter().map(|o| o.as_ref().map(Arg::Value)).collect();
-    let jvp = f.jvp(&argv, &tangents).map_err(|e| e.to_string())?;
+    let direction = |c: f64| -> Vec<Option<Value>> { args.iter().map(|a| ramp_like(a, c)).collect() };
+    let (d1, d2) = (direction(1.0), direction(-0.5));
+    let (t1, t2) = (as_args(&d1), as_args(&d2));
+    let jvp = f.jvp(&argv, &t1).map_err(|e| e.to_string())?;
+    let many = f.jvp_many(&argv, &[t1.clone(), t2]).map_err(|e| e.to_string())?;
     let results = f.call(&argv).map_err(|e| e.to_string())?;
-    let cts: Vec<Option<Value>> = results.iter().map(ones_like).collect();
-    let ct_args: Vec<Option<Arg<'_>>> = cts.iter().map(|o| o.as_ref().map(Arg::Value)).collect();
-    let vjp = f.vjp(&argv, &ct_args).map_err(|e| e.to_string())?;
-    Ok((flat(vjp.cotangent.as_slice()), flat(&jvp.tangent)))
+    let cts: Vec<Option<Value>> = results.iter().map(|r| ramp_like(r, 0.25)).collect();
+    let vjp = f.vjp(&argv, &as_args(&cts)).map_err(|e| e.to_string())?;
+    let jacobian = f.jacobian(&argv).map_err(|e| e.to_string())?;
+    let many: Vec<Option<Value>> = many.tangents.into_iter().flatten().collect();
+    let hvp = match results.as_slice() {
+        [Value::F64(_)] => flat(f.hvp(&argv, &t1).map_err(|e| e.to_string())?.hvp.as_slice()),
+        _ => Vec::new(),
+    };
+    Ok([flat(vjp.cotangent.as_slice()), flat(&jvp.tangent), flat(&many), jacobian.data, hvp])
 }
 
 #[test]
@@ -205,6 +229,10 @@ fn derivatives_through_kept_calls_equal_the_inlined_ones() {
         ("calls.arr".into(), CALLS.into(), "pair".into(), vec![x.clone(), Value::Bool(true), Value::I64(2)]),
         ("calls.arr".into(), CALLS.into(), "rows0".into(), vec![x.clone(), ints(vec![])]),
         ("calls.arr".into(), CALLS.into(), "rows0".into(), vec![x.clone(), ints(vec![1, 2, 3])]),
+        // The many-row vjp replays a tape that holds every step's state
+        // while each row's backward pass calls `scan`'s vjp, which pushes
+        // and pops a tape of its own.
+        ("calls.arr".into(), CALLS.into(), "stepped".into(), vec![x.clone(), Value::I64(3)]),
     ];
     for case in corpus_cases().into_iter().filter(|c| !c.source.contains("grad(") && !c.source.contains("vjp(")) {
         let m = Module::compile_with(&case.file, &case.source, Options::backend(Backend::Interp)).unwrap();
@@ -230,9 +258,10 @@ fn derivatives_through_kept_calls_equal_the_inlined_ones() {
                 let got = derivatives(&m, func, args);
                 let what = format!("{file}:{func} {what} checkpoint {checkpoint}");
                 match (&got, &want) {
-                    (Ok((g_vjp, g_jvp)), Ok((w_vjp, w_jvp))) => {
-                        assert_close(&format!("{what} vjp"), g_vjp, w_vjp);
-                        assert_close(&format!("{what} jvp"), g_jvp, w_jvp);
+                    (Ok(g), Ok(w)) => {
+                        for (k, name) in ["vjp", "jvp", "jvp_many", "jacobian", "hvp"].iter().enumerate() {
+                            assert_close(&format!("{what} {name}"), &g[k], &w[k]);
+                        }
                     }
                     (Err(g), Err(w)) => assert_eq!(g.split(": ").next(), w.split(": ").next(), "{what}"),
                     _ => panic!("{what}: {got:?} against {want:?}"),
@@ -247,17 +276,18 @@ fn derivatives_through_kept_calls_equal_the_inlined_ones() {
     let interp = Module::compile_with("calls.arr", CALLS, interp).unwrap();
     let reference = Options::default().with_keep_calls_above(u64::MAX);
     let reference = Module::compile_with("calls.arr", CALLS, reference).unwrap();
-    for (_, _, func, args) in runs.iter().take(5) {
+    for (_, _, func, args) in runs.iter().take(6) {
         let (got, want) = (derivatives(&interp, func, args).unwrap(), derivatives(&reference, func, args).unwrap());
-        assert_close(&format!("{func} interp vjp"), &got.0, &want.0);
-        assert_close(&format!("{func} interp jvp"), &got.1, &want.1);
+        for (k, name) in ["vjp", "jvp", "jvp_many", "jacobian", "hvp"].iter().enumerate() {
+            assert_close(&format!("{func} interp {name}"), &got[k], &want[k]);
+        }
     }
-    // The jvp and vjp of `top` call `helper`'s (indirectly, at addresses
+    // The derivatives of `top` call `helper`'s (indirectly, at addresses
     // of JIT code) instead of inlining it.
     let m = Module::compile_with("calls.arr", CALLS, Options::default().with_keep_calls_above(1)).unwrap();
     let top = m.function("top").unwrap();
     let _ = derivatives(&m, "top", &runs[0].3).unwrap();
-    for kind in ["primal", "jvp", "vjp"] {
+    for kind in ["primal", "jvp", "vjp", "vjp_rows", "jvp_lanes", "hvp"] {
         let text = top.backend_ir(kind).unwrap().unwrap_or_default();
         assert!(text.contains("call_indirect"), "{kind}:\n{text}");
     }

@@ -309,12 +309,18 @@ fn nesting_deeper_than_the_limit_after_inlining_is_a_located_error() {
     // that cross the limit (h3 in h4, ...), and are within it.
     let (v, g) = grad(&dir, "ifs.arr", "h24", "[0.5]");
     assert_eq!((v, num(&g)), (25.0, 2.0));
-    // With every call inlined (or for the Hessian): an error at the call
-    // that crosses the limit (in h4).
+    // So do the Hessian (forward over reverse, through the jvps of the
+    // callees' vjps) and a library of every entry.
+    let out = arrayad(&dir, &["run", "ifs.arr", "h24", "--args", "[0.5]", "--hessian"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(out.json()["hessian"], serde_json::json!([[0.0]]), "{}", out.stdout);
+    let out = arrayad(&dir, &["build", "ifs.arr", "-o", "libifs.so"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    // With every call inlined: an error at the call that crosses the
+    // limit (in h4).
     for argv in [
         &["run", "ifs.arr", "h24", "--args", "[0.5]", "--keep-calls-above", "100000000"][..],
-        &["run", "ifs.arr", "h24", "--args", "[0.5]", "--hessian"],
-        &["build", "ifs.arr", "-o", "libifs.so"],
+        &["build", "ifs.arr", "-o", "libifs.so", "--keep-calls-above", "100000000"],
     ] {
         let out = arrayad(&dir, argv);
         assert_eq!(out.code, 2, "{argv:?}: {out:#?}");
@@ -356,10 +362,20 @@ fn exponential_inlining_is_a_located_error() {
     }
     let (_, g) = grad(&dir, "exp.arr", "g24", "[0.5]");
     assert!((num(&g) - want).abs() <= 1e-9 * want.abs(), "{g} against {want}");
+    // And the Hessian: g24''(x) = -sum_k C(24, k) sin(x / 2^k) / 4^k.
+    let (mut want, mut c) = (0.0f64, 1.0f64);
+    for k in 0..=24 {
+        want -= c * (0.5 * 0.5f64.powi(k)).sin() * 0.25f64.powi(k);
+        c = c * (24 - k) as f64 / (k + 1) as f64;
+    }
+    let out = arrayad(&dir, &["run", "exp.arr", "g24", "--args", "[0.5]", "--hessian"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let h = num(&out.json()["hessian"][0][0]);
+    assert!((h - want).abs() <= 1e-9 * want.abs(), "{h} against {want}");
+    assert_eq!(arrayad(&dir, &["build", "exp.arr", "-o", "libexp.so"]).code, 0);
     for argv in [
         &["run", "exp.arr", "g24", "--args", "[0.5]", "--keep-calls-above", "100000000"][..],
-        &["run", "exp.arr", "g24", "--args", "[0.5]", "--hessian"],
-        &["build", "exp.arr", "-o", "libexp.so"],
+        &["build", "exp.arr", "-o", "libexp.so", "--keep-calls-above", "100000000"],
         &["emit", "exp.arr", "--stage", "vjp", "--function", "g24"],
     ] {
         let out = arrayad(&dir, argv);
@@ -410,8 +426,11 @@ fn doubling_chain_beyond_the_inlining_limit_differentiates_through_kept_calls() 
         writeln!(src, "def f{k}(x: f64) -> f64 = f{j}(f{j}(x))", j = k - 1).unwrap();
     }
     write(&dir, "chain.arr", &src);
-    let (mut x, mut d) = (0.3f64, 1.0f64);
+    // The value x, first derivative d and second derivative h along the
+    // chain x' = x + e sin x.
+    let (mut x, mut d, mut h) = (0.3f64, 1.0f64, 0.0f64);
     for _ in 0..(1u64 << 21) {
+        h = h * (1.0 + 0.0000001 * x.cos()) - d * d * 0.0000001 * x.sin();
         d *= 1.0 + 0.0000001 * x.cos();
         x += 0.0000001 * x.sin();
     }
@@ -420,11 +439,15 @@ fn doubling_chain_beyond_the_inlining_limit_differentiates_through_kept_calls() 
     let out = arrayad(&dir, &["run", "chain.arr", "f21", "--args", "[0.3]", "--jvp", "[2.0]"]);
     assert_eq!(out.code, 0, "{out:#?}");
     assert!(close(num(&out.json()["tangent"]), 2.0 * d, 1e-9), "{}", out.stdout);
-    // A library of the value, jvp and gradient builds; the vector jvp, the
-    // Jacobian and the Hessian still inline every call, and are refused.
-    let out = arrayad(&dir, &["build", "chain.arr", "-o", "libchain.so", "--entries", "value,jvp,vjp,grad"]);
+    // The Hessian: forward over reverse, through the jvps of the vjps.
+    let out = arrayad(&dir, &["run", "chain.arr", "f21", "--args", "[0.3]", "--hessian"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    let out = arrayad(&dir, &["build", "chain.arr", "-o", "libchain.so", "--export", "f21", "--entries", "hvp"]);
+    assert!(close(num(&out.json()["hessian"][0][0]), h, 1e-9), "{} against {h}", out.stdout);
+    // A library of every entry builds; with every call inlined it is
+    // refused.
+    let out = arrayad(&dir, &["build", "chain.arr", "-o", "libchain.so"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let out = arrayad(&dir, &["build", "chain.arr", "-o", "libchain.so", "--keep-calls-above", "100000000"]);
     assert_eq!(out.code, 2, "{out:#?}");
     assert!(out.stderr.contains("program too large after inlining"), "{}", out.stderr);
 }

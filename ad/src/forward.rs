@@ -45,7 +45,8 @@ pub(crate) struct Jvp {
     /// keeps, by operator (`reverse/over_reverse.rs`).
     pub calls: StubRules,
     /// The number of functions of the program whose kept calls the primal
-    /// makes (their jvps are `arrayad_ir::KeptKind::Jvp` callees).
+    /// makes (the jvps of those calls are `arrayad_ir::KeptKind::jvp`
+    /// callees).
     pub kept_calls: Option<usize>,
 }
 
@@ -224,11 +225,13 @@ impl Jvp {
         b.stmt(StmtKind::Let { vars: all, expr: Expr::Call { func: rule.jvp_all, args: call_args } });
     }
 
-    /// A kept call `vars = g(args)` of a definition
+    /// A kept call `vars = g(args)` of a definition or of its vjp
     /// ([`arrayad_ir::KeptKind`]): copied, and when an argument has a
     /// tangent, the tangents of its f64 results bound by the linear call
     /// `jvp` of `g`'s jvp in every f64 param (its leading primal results
-    /// unused), whose transpose is `g`'s vjp (`reverse/rules/call.rs`).
+    /// unused). The transpose of a definition's jvp is its vjp
+    /// (`reverse/rules/call.rs`); the jvp of a vjp is only called by
+    /// Hessian-vector products, never transposed.
     fn kept_call(&mut self, b: &mut Builder, s: &Stmt, vars: &[VarId], args: &[Atom], jvp: arrayad_ir::FuncId) {
         self.copy(b, s);
         let no_f64_result = vars.iter().all(|v| b.func.ty(*v).elem != Scalar::F64);
@@ -477,13 +480,19 @@ impl Jvp {
                 self.loop_rule(b, s, vars, Head::While(cond), states, init, body)?
             }
             Expr::If { cond, then_branch, else_branch } => self.if_rule(b, s, vars, *cond, then_branch, else_branch)?,
-            Expr::Call { func, args } => match (self.calls.get(func).cloned(), self.kept_calls) {
-                (Some(rule), _) => self.stub_call(b, s, vars, args, &rule),
-                (None, Some(n)) if (func.0 as usize) < n => {
-                    self.kept_call(b, s, vars, args, arrayad_ir::KeptKind::Jvp.callee(n, *func))
+            Expr::Call { func, args } => {
+                // A kept call of a definition or of its vjp: tangents by
+                // the matching jvp ([`arrayad_ir::KeptKind::jvp`]).
+                let kept_jvp = self.kept_calls.and_then(|n| {
+                    let (def, kind) = arrayad_ir::KeptKind::of_callee(n, *func)?;
+                    Some(kind.jvp()?.callee(n, def))
+                });
+                match (self.calls.get(func).cloned(), kept_jvp) {
+                    (Some(rule), _) => self.stub_call(b, s, vars, args, &rule),
+                    (None, Some(jvp)) => self.kept_call(b, s, vars, args, jvp),
+                    _ => return Err(AdError::new("call not inlined before differentiation")),
                 }
-                _ => return Err(AdError::new("call not inlined before differentiation")),
-            },
+            }
             // An f64 accumulator's tangent is an accumulator of tangents.
             Expr::ZerosLike(_) | Expr::Zeros(_) => {
                 self.copy(b, s);

@@ -25,6 +25,11 @@
 //! section 3.1, the vector mode), done at compile time for a fixed number
 //! of lanes.
 //!
+//! A kept call of a definition (`arrayad_ir::KeptKind`) has its tangents
+//! from one linear call of the definition's jvp, which is replicated like
+//! any tangent statement: one call per lane, each running the callee's
+//! primal again (the definition has no vector jvp of its own).
+//!
 //! Reverse-mode code inside the primal (tape pushes and pops of a `grad`
 //! or `vjp` operator) is not replicated: tangents pushed on the tape would
 //! need their pops reordered lane by lane. Such a definition has no
@@ -245,6 +250,13 @@ impl Lanes<'_> {
                     StmtKind::Let { vars: vs, expr: Expr::If { cond: *cond, then_branch: t, else_branch: e } }
                 }
                 Expr::Pop | Expr::TapeMark => return Err(reverse_code()),
+                // A linear call of a kept definition's jvp (`forward.rs`)
+                // also binds that definition's primal results, unused:
+                // each lane's call binds copies of its own.
+                Expr::Call { .. } if vars.iter().any(|v| self.is_linear(*v)) => {
+                    self.replicate(f, s, vars, out);
+                    return Ok(());
+                }
                 _ if vars.iter().any(|v| self.is_linear(*v)) => {
                     if !vars.iter().all(|v| self.is_linear(*v)) {
                         return Err(AdError::new("vector forward mode: a let binds primal and tangent values"));

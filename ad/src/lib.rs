@@ -86,13 +86,15 @@ pub fn linearize(primal: &Function, active: &[bool]) -> Result<JvpOutput, AdErro
 fn linearize_keeping(primal: &Function, active: &[bool], kept_calls: Option<usize>) -> Result<JvpOutput, AdError> {
     let mut lin = forward::jvp_with_calls(primal, active, None, kept_calls)?;
     if let Some(n) = kept_calls {
-        // A linear call of a kept definition's jvp never fails either (the
-        // call it mirrors ran first): its unused primal results are safe.
+        // A linear call of a kept definition's jvp (or of its vjp's jvp)
+        // never fails either (the call it mirrors ran first): its unused
+        // primal results are safe.
         let mut safe = lin.linear.clone();
         arrayad_ir::visit::for_each_block(&lin.func.body, &mut |b| {
             for s in &b.stmts {
                 if let StmtKind::Let { vars, expr: Expr::Call { func, .. } } = &s.kind {
-                    if matches!(arrayad_ir::KeptKind::of_callee(n, *func), Some((_, arrayad_ir::KeptKind::Jvp))) {
+                    let jvp = [arrayad_ir::KeptKind::Jvp, arrayad_ir::KeptKind::VjpJvp];
+                    if arrayad_ir::KeptKind::of_callee(n, *func).is_some_and(|(_, k)| jvp.contains(&k)) {
                         safe.extend(vars.iter().copied());
                     }
                 }
@@ -304,7 +306,7 @@ pub fn derive(
         Task::Optimize(f) => passes::optimize(f),
         Task::VjpThenHvp(v, h) => {
             passes::optimize(v);
-            *h = Some(hvp(primal, v, active));
+            *h = Some(hvp(primal, v, active, within.map(|(p, _)| p)));
         }
     });
     out.hvp = hvp_out.transpose()?;
@@ -387,8 +389,12 @@ pub fn active_params(sig: &Signature, wrt: Option<&[String]>) -> Vec<bool> {
 /// ++ one gradient entry per active param ++ one entry of `H t` per active
 /// param (each shaped like its param).
 ///
+/// A vjp that calls the definitions of `within` and their vjps (kept calls,
+/// [`arrayad_ir::KeptKind`]) has their tangents from calls of their jvps
+/// and of the jvps of their vjps ([`vjp_jvp`]).
+///
 /// Errors: [`AdError::Unsupported`] when the result is not one f64.
-pub fn hvp(primal: &Function, vjp: &Function, active: &[bool]) -> Result<Function, AdError> {
+pub fn hvp(primal: &Function, vjp: &Function, active: &[bool], within: Option<&Program>) -> Result<Function, AdError> {
     use arrayad_ir::{Atom, Expr, Stmt, StmtKind, Type};
     if primal.result_types != [Type::F64] {
         return Err(AdError::Unsupported(format!(
@@ -403,7 +409,7 @@ pub fn hvp(primal: &Function, vjp: &Function, active: &[bool]) -> Result<Functio
     g.body.stmts.insert(0, Stmt { kind: StmtKind::Let { vars: vec![ct], expr: Expr::Atom(Atom::F64(1.0)) }, loc });
     g.name = format!("{}_hvp", primal.name);
     let n_grads = g.result_types.len() - 1;
-    let mut f = linearize(&g, active)?.func;
+    let mut f = linearize_keeping(&g, active, within.map(|p| p.funcs.len()))?.func;
     // Results: value, gradient, d value, d gradient: drop d value.
     let keep = 1 + n_grads;
     if f.body.results.len() != 2 * keep {
@@ -411,6 +417,24 @@ pub fn hvp(primal: &Function, vjp: &Function, active: &[bool]) -> Result<Functio
     }
     f.body.results.remove(keep);
     f.result_types.remove(keep);
+    passes::optimize(&mut f);
+    Ok(f)
+}
+
+/// The jvp in every f64 param of the vjp of a definition kept as a call
+/// ([`arrayad_ir::KeptKind::VjpJvp`]; the vjp as [`Which::Vjp`] with every
+/// f64 param active), which Hessian-vector products of its callers call
+/// ([`hvp`]). Its own calls of `within`'s definitions and their vjps stay
+/// calls, of their jvps and the jvps of their vjps.
+///
+/// Params = the vjp's params ++ one tangent per f64 param of the vjp;
+/// results = the vjp's results ++ one tangent per f64 result. Optimised.
+///
+/// Errors: [`AdError::Internal`] for IR that breaks an invariant.
+pub fn vjp_jvp(vjp: &Function, within: &Program) -> Result<Function, AdError> {
+    let active: Vec<bool> = vjp.params.iter().map(|p| vjp.ty(*p).elem == Scalar::F64).collect();
+    let mut f = linearize_keeping(vjp, &active, Some(within.funcs.len()))?.func;
+    f.name = format!("{}_jvp", vjp.name);
     passes::optimize(&mut f);
     Ok(f)
 }

@@ -76,26 +76,46 @@ pub enum KeptKind {
     /// Its vjp in every f64 param: params = its params ++ one cotangent per
     /// f64 result; results = its results ++ one cotangent per f64 param.
     Vjp,
+    /// The jvp of its vjp in every f64 param of the vjp, which
+    /// Hessian-vector products (forward over reverse) of its callers call:
+    /// params = the vjp's params ++ one tangent per f64 param of the vjp
+    /// (the definition's f64 params, then the cotangents); results = the
+    /// vjp's results ++ one tangent per f64 result of the vjp (the
+    /// definition's f64 results, then the cotangents).
+    VjpJvp,
 }
 
 impl KeptKind {
     /// Every kind.
-    pub const ALL: [KeptKind; 3] = [KeptKind::Primal, KeptKind::Jvp, KeptKind::Vjp];
+    pub const ALL: [KeptKind; 4] = [KeptKind::Primal, KeptKind::Jvp, KeptKind::Vjp, KeptKind::VjpJvp];
 
     /// The id that calls of this kind of definition `def` use in derived
     /// code, in a program of `n` functions: `def` itself for the primal,
     /// `n + def` for the jvp, `2n + def` for the vjp (ids beyond the
-    /// program, which only compiled code calls).
+    /// program, which only compiled code calls), `3n + def` for the jvp of
+    /// the vjp.
     pub fn callee(self, n: usize, def: crate::FuncId) -> crate::FuncId {
         crate::FuncId((self as usize * n + def.0 as usize) as u32)
     }
 
     /// The definition and kind of a callee id ([`Self::callee`]); `None`
-    /// beyond the three ranges.
+    /// beyond the four ranges.
     pub fn of_callee(n: usize, id: crate::FuncId) -> Option<(crate::FuncId, KeptKind)> {
         let i = id.0 as usize;
         let kind = *KeptKind::ALL.get(i.checked_div(n)?)?;
         Some((crate::FuncId((i % n) as u32), kind))
+    }
+
+    /// The kind whose calls bind the tangents of a call of this kind in
+    /// forward mode (`KeptKind::Jvp` of a primal call, `KeptKind::VjpJvp`
+    /// of a vjp call); `None` for the derivatives that forward mode does
+    /// not differentiate again.
+    pub fn jvp(self) -> Option<KeptKind> {
+        match self {
+            KeptKind::Primal => Some(KeptKind::Jvp),
+            KeptKind::Vjp => Some(KeptKind::VjpJvp),
+            KeptKind::Jvp | KeptKind::VjpJvp => None,
+        }
     }
 }
 

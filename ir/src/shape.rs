@@ -191,7 +191,8 @@ fn shape_of_if<'a>(
 /// arguments' put in. Needs the program ([`Cx::program`]). A call of a
 /// kept definition's jvp or vjp (`crate::KeptKind`) has the definition's
 /// results, then tangents shaped like its f64 results (jvp) or cotangents
-/// shaped like its f64 arguments (vjp).
+/// shaped like its f64 arguments (vjp); the jvp of its vjp has the vjp's
+/// results, then their tangents.
 fn shape_of_call<'a>(
     cx: Cx<'a>,
     scopes: &mut Vec<Scope<'a>>,
@@ -204,19 +205,31 @@ fn shape_of_call<'a>(
     let (def, kind) = crate::KeptKind::of_callee(program.funcs.len(), func)?;
     let callee = program.funcs.get(def.0 as usize)?;
     let n_results = callee.body.results.len();
-    let k = match kind {
-        crate::KeptKind::Primal => k,
-        _ if k < n_results => k,
-        crate::KeptKind::Jvp => {
-            let f64s =
-                callee.body.results.iter().enumerate().filter(|(_, r)| callee.atom_ty(r).elem == crate::Scalar::F64);
-            f64s.map(|(j, _)| j).nth(k - n_results)?
+    // Result `k` is shaped like the callee's result `j`, or like its
+    // argument `j` (a cotangent of an f64 param).
+    enum Like {
+        Result(usize),
+        Arg(usize),
+    }
+    let f64_results =
+        || callee.body.results.iter().enumerate().filter(|(_, r)| callee.atom_ty(r).elem == crate::Scalar::F64);
+    let f64_params = || callee.params.iter().enumerate().filter(|(_, p)| callee.ty(**p).elem == crate::Scalar::F64);
+    let like = match kind {
+        crate::KeptKind::Primal => Like::Result(k),
+        _ if k < n_results => Like::Result(k),
+        crate::KeptKind::Jvp => Like::Result(f64_results().map(|(j, _)| j).nth(k - n_results)?),
+        crate::KeptKind::Vjp => Like::Arg(f64_params().map(|(j, _)| j).nth(k - n_results)?),
+        // The vjp's cotangents, then the tangents of its f64 results: the
+        // definition's, then the cotangents.
+        crate::KeptKind::VjpJvp => {
+            let cotangents = f64_params().map(|(j, _)| Like::Arg(j));
+            let tangents = f64_results().map(|(j, _)| Like::Result(j)).chain(f64_params().map(|(j, _)| Like::Arg(j)));
+            cotangents.chain(tangents).nth(k - n_results)?
         }
-        crate::KeptKind::Vjp => {
-            let mut f64s = args.iter().take(callee.params.len()).filter(|a| cx.f.atom_ty(a).elem == crate::Scalar::F64);
-            let arg = f64s.nth(k - n_results)?;
-            return shape_of_atom(cx, scopes, arg, depth);
-        }
+    };
+    let k = match like {
+        Like::Result(j) => j,
+        Like::Arg(j) => return shape_of_atom(cx, scopes, args.get(j)?, depth),
     };
     let result = callee.body.results.get(k)?;
     let inner = Cx { f: callee, program: cx.program };

@@ -56,6 +56,7 @@ impl<E: Emitter> Lower<'_, E> {
         let dest = self.b.load(Ty::Ptr, ctx, offsets::DEST, Mem::Ctx);
         let null = self.b.iconst(Ty::Ptr, 0);
         self.b.store(Ty::Ptr, null, ctx, offsets::DEST, Mem::Ctx);
+        let tape = if self.rewinds_tape { Some(self.tape_above_its_end()) } else { None };
         let status = self.b.call_function(func, [ctx, argbuf, resbuf])?;
         self.b.store(Ty::Ptr, dest, ctx, offsets::DEST, Mem::Ctx);
         let zero = self.b.iconst(Ty::I32, 0);
@@ -63,7 +64,48 @@ impl<E: Emitter> Lower<'_, E> {
         let cont = self.branch_to_cold(ok);
         self.b.ret(status);
         self.b.switch_to(cont);
+        if let Some(saved) = tape {
+            self.tape_restore(saved);
+        }
         let out = self.unpack(resbuf, &result_types, Mem::Stack);
         Ok(out)
     }
+
+    /// Moves the tape position to the end of the stored tape, for a call
+    /// in a function that rewinds its tape ([`rewinds_tape`]): the callee's
+    /// pushes then go above the slots the caller replays. The position
+    /// and end as byte offsets from the base (the buffer may move while
+    /// the callee grows it), for [`Self::tape_restore`].
+    fn tape_above_its_end(&mut self) -> (E::Value, E::Value) {
+        let ctx = self.ctx;
+        let base = self.b.load(Ty::Ptr, ctx, offsets::TAPE_BASE, Mem::Ctx);
+        let at = self.b.load(Ty::Ptr, ctx, offsets::TAPE_PTR, Mem::Ctx);
+        let top = self.b.load(Ty::Ptr, ctx, offsets::TAPE_TOP, Mem::Ctx);
+        self.b.store(Ty::Ptr, top, ctx, offsets::TAPE_PTR, Mem::Ctx);
+        (self.b.ptr_diff(at, base), self.b.ptr_diff(top, base))
+    }
+
+    /// Puts back the tape position and end that
+    /// [`Self::tape_above_its_end`] saved: the callee's slots above the
+    /// end are discarded.
+    fn tape_restore(&mut self, (at, top): (E::Value, E::Value)) {
+        let ctx = self.ctx;
+        let base = self.b.load(Ty::Ptr, ctx, offsets::TAPE_BASE, Mem::Ctx);
+        let at = self.b.ptr_offset(base, at);
+        let top = self.b.ptr_offset(base, top);
+        self.b.store(Ty::Ptr, at, ctx, offsets::TAPE_PTR, Mem::Ctx);
+        self.b.store(Ty::Ptr, top, ctx, offsets::TAPE_TOP, Mem::Ctx);
+    }
+}
+
+/// True when `f` rewinds its tape (`StmtKind::TapeRewind`: the many-row
+/// vjp replays its forward pass's tape for every cotangent row). A call
+/// there must not push over the stored slots above the position, which
+/// the next row pops again: `Lower::tape_above_its_end`.
+pub(super) fn rewinds_tape(f: &arrayad_ir::Function) -> bool {
+    let mut found = false;
+    arrayad_ir::visit::for_each_block(&f.body, &mut |b| {
+        found |= b.stmts.iter().any(|s| matches!(s.kind, arrayad_ir::StmtKind::TapeRewind(_)));
+    });
+    found
 }

@@ -48,6 +48,7 @@ pub(crate) fn lower_function<E: Emitter>(
         f,
         program,
         call_buffers: None,
+        rewinds_tape: call::rewinds_tape(f),
         file,
         ctx,
         vars: vec![None; f.vars.len()],
@@ -214,6 +215,9 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// The argument and result buffers of every call (`call.rs`), with
     /// their sizes in slots.
     call_buffers: Option<(E::Value, E::Value, usize, usize)>,
+    /// `f` rewinds its tape: calls run their callee's tape above its end
+    /// (`call.rs`).
+    rewinds_tape: bool,
     file: &'a str,
     /// The `ctx` parameter.
     ctx: E::Value,

@@ -385,32 +385,6 @@ impl<'p> InlineCosts<'p> {
             ),
         })
     }
-
-    /// Checks each of `funcs` ([`Self::check`] with the default limits) and
-    /// that together they stay within [`MAX_INLINED_TOTAL`] statements (a
-    /// shared library holds every one of them, inlined); the total's error
-    /// is located at the first definition that crosses it.
-    pub fn check_all(&self, funcs: &[FuncId]) -> Result<(), InlineLimitError> {
-        let mut total = 0u64;
-        for &f in funcs {
-            self.check(f, MAX_INLINED_STMTS, MAX_INLINED_DEPTH)?;
-            total = total.saturating_add(self.size(f));
-            if total > MAX_INLINED_TOTAL {
-                let all: u64 = funcs.iter().fold(0u64, |t, g| t.saturating_add(self.size(*g)));
-                return Err(InlineLimitError {
-                    func: f,
-                    loc: self.program.func(f).loc,
-                    message: format!(
-                        "program too large after inlining: the {} definitions exported have {all} statements \
-                         with every call inlined (limit {MAX_INLINED_TOTAL} statements together), this one \
-                         crossing the limit; export fewer (--export)",
-                        funcs.len()
-                    ),
-                });
-            }
-        }
-        Ok(())
-    }
 }
 
 /// Checks that `func` with every call inlined stays within
