@@ -11,8 +11,8 @@
 #   calls  N definitions, each calling the previous (inlined into one chain)
 #   doubling  f0 .. fN, fk = f{k-1}(f{k-1}(x)): 2^N applications of f0 once
 #          inlined (its large definitions are kept as calls; the gradient
-#          runs all 2^N; the library has the value, jvp and gradient, which
-#          keep calls); sizes are N (try --sizes "10 14 20 30")
+#          runs all 2^N; the library has every entry of fN, each calling
+#          the kept definitions' code); sizes are N (try --sizes "10 14 20 30")
 #
 # usage: bench/scaling.sh [--sizes "1000 4000 10000 100000"] [--shapes "chain live defs calls"]
 #                         [--timeout SECONDS] [--no-build]
@@ -127,7 +127,7 @@ for shape in $shapes; do
         if [ "$do_build" = 1 ]; then
             extra=()
             if [ "$shape" = doubling ]; then
-                extra=(--export "$func" --entries value,jvp,vjp,grad)
+                extra=(--export "$func")
             fi
             read -r bs bm bstat < <(measure build "$file" -o "$out/lib$shape$n.so" "${extra[@]}")
         else

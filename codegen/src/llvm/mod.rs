@@ -194,11 +194,25 @@ pub(crate) struct Built<'ctx> {
     pub funcs: Vec<(String, String)>,
 }
 
-/// Lowers `funcs` (symbol name, IR) into a new module of `ctx` for `tm`,
-/// verifies each function (a failure is an internal error naming it) and
-/// runs the `-O3` pipeline.
 /// Loop nests deeper than this are compiled for size ([`build_module`]).
 const DEEP_LOOP_NEST: usize = 6;
+
+/// Functions with more calls of kept definitions than this are not
+/// vectorised ([`build_module`]).
+const MANY_CALLS: usize = 64;
+
+/// The number of calls of kept definitions (`Expr::Call`) in `f`.
+fn call_count(f: &arrayad_ir::Function) -> usize {
+    let mut n = 0;
+    arrayad_ir::visit::for_each_block(&f.body, &mut |b| {
+        n += b
+            .stmts
+            .iter()
+            .filter(|s| matches!(s.kind, arrayad_ir::StmtKind::Let { expr: arrayad_ir::Expr::Call { .. }, .. }))
+            .count();
+    });
+    n
+}
 
 /// The depth of the deepest nest of loops (builds, loops, while loops and
 /// effect loops) in `f`.
@@ -226,6 +240,9 @@ fn loop_depth(f: &arrayad_ir::Function) -> usize {
     block(&f.body)
 }
 
+/// Lowers `funcs` (symbol name, IR) into a new module of `ctx` for `tm`,
+/// verifies each function (a failure is an internal error naming it) and
+/// runs the `-O3` pipeline.
 pub(crate) fn build_module<'ctx>(
     ctx: &'ctx Context,
     machine: &Machine,
@@ -270,6 +287,15 @@ pub(crate) fn build_module<'ctx>(
         // optimised for size, which turns it off.
         if loop_depth(f) > DEEP_LOOP_NEST {
             fv.add_attribute(AttributeLoc::Function, attr("optsize"));
+        }
+        // The SLP vectoriser's dependence scheduling is quadratic in the
+        // memory operations of a block, and calls of kept definitions are
+        // straight-line stores of arguments and loads of results: the
+        // doubling chain's vjps of 1,024 calls took seconds each.
+        // `noimplicitfloat` turns the vectorisers off for such functions
+        // (their floating-point arithmetic is unchanged).
+        if call_count(f) > MANY_CALLS {
+            fv.add_attribute(AttributeLoc::Function, attr("noimplicitfloat"));
         }
         values.push(fv);
     }

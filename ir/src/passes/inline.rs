@@ -99,7 +99,8 @@ pub struct InlineCosts<'p> {
 /// generation ([`crate::passes::prepare_keeping`]), compiled once and
 /// called from every call site instead of copied into each: a definition
 /// is kept when it has at least `keep_above` statements with its own calls
-/// inlined or kept ([`KEEP_CALLS_ABOVE`] by default: a call then costs
+/// inlined or kept (a kept call weighing [`KEPT_CALL_WEIGHT`] statements;
+/// [`KEEP_CALLS_ABOVE`] by default: a call then costs
 /// little against its body, and small helpers are still inlined, which
 /// their callers' performance needs), when it is called from at least two
 /// statements of the functions the root reaches (inlining the only call
@@ -128,6 +129,16 @@ pub const MAX_KEPT_DEPTH: usize = 64;
 /// The size from which a definition is kept as a call ([`KeptCalls`]):
 /// statements at every depth with its own calls inlined or kept.
 pub const KEEP_CALLS_ABOVE: u64 = 2_000;
+
+/// The statements a kept call weighs in the decision to keep its caller
+/// ([`KeptCalls`]): one call is a statement of the IR, but its code (the
+/// arguments stored, the call, the status checked, the results loaded,
+/// and a call of the callee's jvp or vjp in each derivative) costs about
+/// this much to compile. A definition made of many kept calls is then
+/// kept itself before its derivatives hold thousands of calls, which
+/// LLVM's passes handle slowly (the doubling chain
+/// `fk = f{k-1}(f{k-1}(x))` is kept every 5 levels instead of every 10).
+pub const KEPT_CALL_WEIGHT: u64 = 64;
 
 impl KeptCalls {
     /// Nothing kept: every call is inlined.
@@ -200,6 +211,9 @@ impl<'p> InlineCosts<'p> {
         let mut keepable = vec![true; n];
         // The longest chain of kept calls below each function.
         let mut kept_depth = vec![0usize; n];
+        // The size of each function with kept calls weighed
+        // ([`KEPT_CALL_WEIGHT`]).
+        let mut weights = vec![1u64; n];
         let mut out: Vec<Option<(Local, u64, usize)>> = (0..n).map(|_| None).collect();
         let mut state = vec![0u8; n]; // 0 unvisited, 1 on the stack, 2 done
         let ok = |id: FuncId| (id.0 as usize) < n;
@@ -284,7 +298,20 @@ impl<'p> InlineCosts<'p> {
                 state[fi] = 2;
                 keepable[fi] = may_keep;
                 kept_depth[fi] = below;
-                kept[fi] = may_keep && size >= keep_above && sites[fi] >= 2 && below < MAX_KEPT_DEPTH;
+                // The size with each kept call (at any depth of inlining)
+                // weighing as the code it compiles to.
+                let mut weighed = l.stmts;
+                for c in &l.calls {
+                    let ci = c.callee.0 as usize;
+                    let w = match kept.get(ci) {
+                        Some(true) => KEPT_CALL_WEIGHT,
+                        Some(false) => weights[ci].saturating_add(c.copies),
+                        None => 1,
+                    };
+                    weighed = weighed.saturating_add(w).saturating_sub(1);
+                }
+                weights[fi] = weighed;
+                kept[fi] = may_keep && weighed >= keep_above && sites[fi] >= 2 && below < MAX_KEPT_DEPTH;
                 out[fi] = Some((l, size, depth));
             }
         }
