@@ -147,6 +147,7 @@ def compile(
     checkpoint: bool = False,
     max_memory: Union[None, int, str] = None,
     fast_math: bool = False,
+    keep_calls_above: Optional[int] = None,
 ) -> Module:
     """Compile an arrayad program.
 
@@ -166,7 +167,10 @@ def compile(
     working memory one call may hold (an int, or a str like ``"2G"``;
     default ``$ARRAYAD_MAX_MEMORY``, else half the physical memory); a call
     needing more raises :class:`OutOfMemory`. ``fast_math``: LLVM may
-    reassociate floating-point arithmetic.
+    reassociate floating-point arithmetic. ``keep_calls_above``: a
+    definition of at least this many statements called from two places or
+    more is compiled once, with its derivatives, and called instead of
+    inlined at each call (default 2000; a huge value inlines every call).
 
     Definitions are compiled on first call (each kind of code once per
     definition and ``wrt``); :meth:`Module.precompile` compiles up front.
@@ -179,13 +183,18 @@ def compile(
         wrt = [wrt]
     wrt_list = None if wrt is None else [str(w) for w in wrt]
     mem = _memory(max_memory)
+    if keep_calls_above is not None and (
+        isinstance(keep_calls_above, bool) or not isinstance(keep_calls_above, int) or keep_calls_above < 0
+    ):
+        raise ArgumentError(f"keep_calls_above must be a non-negative int, got {keep_calls_above!r}")
+    keep = None if keep_calls_above is None else min(keep_calls_above, 2**64 - 1)
     if not isinstance(backend, str):
         raise ArgumentError(f"backend must be a str, got {type(backend).__name__}")
     if not isinstance(source_or_path, (str, os.PathLike)):
         raise ArgumentError(f"compile takes source text (str) or a path, got {type(source_or_path).__name__}")
     if isinstance(source_or_path, os.PathLike) or _names_arr_file(source_or_path):
         return _arrayad.compile_file(
-            os.fspath(source_or_path), backend, wrt_list, bool(checkpoint), mem, bool(fast_math)
+            os.fspath(source_or_path), backend, wrt_list, bool(checkpoint), mem, bool(fast_math), keep
         )
     return _arrayad.compile_source(
         name if name is not None else "<string>",
@@ -195,6 +204,7 @@ def compile(
         bool(checkpoint),
         mem,
         bool(fast_math),
+        keep,
     )
 
 

@@ -34,6 +34,7 @@ fn options(
     checkpoint: bool,
     max_memory: Option<u64>,
     fast_math: bool,
+    keep_calls_above: Option<u64>,
 ) -> PyResult<(arrayad::Options, &'static str)> {
     let (b, name) = match backend {
         "cranelift" => (arrayad::Backend::Cranelift, "cranelift"),
@@ -56,12 +57,13 @@ fn options(
     let mut o = arrayad::Options::backend(b).with_checkpoint(checkpoint).with_fast_math(fast_math);
     o.wrt = wrt;
     o.max_memory = max_memory;
+    o.keep_calls_above = keep_calls_above;
     Ok((o, name))
 }
 
 /// Compiles `source` (named `name` in messages).
 #[pyfunction]
-#[pyo3(signature = (name, source, backend, wrt, checkpoint, max_memory, fast_math))]
+#[pyo3(signature = (name, source, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above))]
 #[allow(clippy::too_many_arguments)]
 fn compile_source(
     py: Python<'_>,
@@ -72,9 +74,10 @@ fn compile_source(
     checkpoint: bool,
     max_memory: Option<u64>,
     fast_math: bool,
+    keep_calls_above: Option<u64>,
 ) -> PyResult<module::Module> {
     guarded(py, || {
-        let (opts, backend) = options(py, backend, wrt, checkpoint, max_memory, fast_math)?;
+        let (opts, backend) = options(py, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above)?;
         let m = py.detach(|| arrayad::Module::compile_with(&name, &source, opts)).map_err(|e| to_py(py, e))?;
         module::Module::new(py, m, backend)
     })
@@ -82,7 +85,8 @@ fn compile_source(
 
 /// Reads and compiles the file at `path`.
 #[pyfunction]
-#[pyo3(signature = (path, backend, wrt, checkpoint, max_memory, fast_math))]
+#[pyo3(signature = (path, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above))]
+#[allow(clippy::too_many_arguments)]
 fn compile_file(
     py: Python<'_>,
     path: std::path::PathBuf,
@@ -91,9 +95,10 @@ fn compile_file(
     checkpoint: bool,
     max_memory: Option<u64>,
     fast_math: bool,
+    keep_calls_above: Option<u64>,
 ) -> PyResult<module::Module> {
     guarded(py, || {
-        let (opts, backend) = options(py, backend, wrt, checkpoint, max_memory, fast_math)?;
+        let (opts, backend) = options(py, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above)?;
         let m = py.detach(|| arrayad::Module::from_file_with(&path, opts)).map_err(|e| to_py(py, e))?;
         module::Module::new(py, m, backend)
     })

@@ -105,6 +105,27 @@ def test_max_memory_forms():
             arrayad.compile("def f(x: f64) -> f64 = x", max_memory=bad)
 
 
+def test_keep_calls_above():
+    # f_k = f_{k-1} . f_{k-1}: 2^22 applications of f0, beyond the inlining
+    # limit; its large definitions are compiled once and called.
+    src = "def f0(x: f64) -> f64 = x + 0.0000001 * sin(x)\n" + "".join(
+        f"def f{k}(x: f64) -> f64 = f{k - 1}(f{k - 1}(x))\n" for k in range(1, 23)
+    )
+    x, d = 0.3, 1.0
+    m = arrayad.compile(src)
+    value, gradient = arrayad.value_and_grad(m.f12)(0.3)
+    for _ in range(1 << 12):
+        d *= 1.0 + 0.0000001 * np.cos(x)
+        x += 0.0000001 * np.sin(x)
+    assert value == pytest.approx(x, rel=1e-13) and gradient == pytest.approx(d, rel=1e-12)
+    assert m.f22(0.3) == pytest.approx(arrayad.compile(src, keep_calls_above=1).f22(0.3), rel=1e-15)
+    with pytest.raises(arrayad.UsageError, match="too large after inlining"):
+        arrayad.compile(src, keep_calls_above=10**30).f22(0.3)
+    for bad in (-1, 1.5, "2000", True):
+        with pytest.raises(arrayad.ArgumentError):
+            arrayad.compile(src, keep_calls_above=bad)
+
+
 def test_version():
     assert arrayad.__version__ == "0.1.0"
 
