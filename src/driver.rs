@@ -228,18 +228,7 @@ pub fn called_definitions(
 
 /// The definitions `f` calls (`Expr::Call`, at any depth), each once.
 pub(crate) fn called_by(f: &Function) -> Vec<FuncId> {
-    let mut out: Vec<FuncId> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    arrayad_ir::visit::for_each_block(&f.body, &mut |b| {
-        for s in &b.stmts {
-            if let arrayad_ir::StmtKind::Let { expr: arrayad_ir::Expr::Call { func, .. }, .. } = &s.kind {
-                if seen.insert(*func) {
-                    out.push(*func);
-                }
-            }
-        }
-    });
-    out
+    arrayad_ir::visit::called_functions(&f.body)
 }
 
 /// Checks that the definitions `ids` stay within the compiler's limits
@@ -549,6 +538,10 @@ impl Def {
     }
 }
 
+/// A kept call's callee in a module: the index of its definition and
+/// what it computes of it ([`KeptKind::callee`]).
+type KeptNode = (usize, KeptKind);
+
 impl Inner {
     fn ad_options(&self) -> AdOptions {
         AdOptions { checkpoint: self.options.checkpoint }
@@ -594,14 +587,14 @@ impl Inner {
 
     /// The definition and kind a kept call's callee id names
     /// ([`KeptKind::callee`]), if it names one of this module's.
-    fn kept_node(&self, id: FuncId) -> Option<(usize, KeptKind)> {
+    fn kept_node(&self, id: FuncId) -> Option<KeptNode> {
         let (def, kind) = KeptKind::of_callee(self.defs.len(), id)?;
         Some((def.0 as usize, kind))
     }
 
     /// The IR of a kept call's callee: the definition's primal prepared
     /// for code, its jvp or vjp in every f64 param, or the jvp of that vjp.
-    fn kept_ir(&self, (index, kind): (usize, KeptKind)) -> Result<&Function, Error> {
+    fn kept_ir(&self, (index, kind): KeptNode) -> Result<&Function, Error> {
         let def = &self.defs[index];
         let both = || {
             let kept = self.kept_calls();
@@ -621,7 +614,7 @@ impl Inner {
     }
 
     /// Where the code of a kept call's callee lives.
-    fn kept_slot(&self, (index, kind): (usize, KeptKind)) -> &OnceLock<Result<Engine, Error>> {
+    fn kept_slot(&self, (index, kind): KeptNode) -> &OnceLock<Result<Engine, Error>> {
         let def = &self.defs[index];
         match kind {
             KeptKind::Primal => &def.primal_code,
@@ -637,26 +630,19 @@ impl Inner {
     fn callees(&self, f: &Function) -> Result<arrayad_codegen::Callees, Error> {
         let node =
             |id: FuncId| self.kept_node(id).ok_or_else(|| Error::Internal(format!("a call of function {}", id.0)));
-        let mut stack: Vec<((usize, KeptKind), Vec<FuncId>)> = Vec::new();
-        let mut pending = called_by(f);
-        loop {
-            let Some((n, calls)) = stack.last_mut() else {
-                let Some(c) = pending.pop() else { break };
-                let n = node(c)?;
-                if self.kept_slot(n).get().is_none() {
-                    stack.push((n, called_by(self.kept_ir(n)?)));
-                }
-                continue;
-            };
+        // The function itself is the root, without code of its own here.
+        let mut stack: Vec<(Option<KeptNode>, Vec<FuncId>)> = vec![(None, called_by(f))];
+        while let Some((n, calls)) = stack.last_mut() {
             if let Some(c) = calls.pop() {
                 let cn = node(c)?;
                 if self.kept_slot(cn).get().is_none() {
-                    stack.push((cn, called_by(self.kept_ir(cn)?)));
+                    stack.push((Some(cn), called_by(self.kept_ir(cn)?)));
                 }
                 continue;
             }
             let n = *n;
             stack.pop();
+            let Some(n) = n else { continue };
             let e = self.kept_slot(n).get_or_init(|| {
                 let ir = self.kept_ir(n)?;
                 let callees = self.addresses(ir)?;

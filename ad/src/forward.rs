@@ -72,6 +72,47 @@ pub struct JvpOutput {
     pub(crate) kept_calls: Option<usize>,
 }
 
+/// Fuses each kept call of a definition (or of its vjp) with the linear
+/// call of its jvp that follows it (`Jvp::kept_call`):
+/// `vars = g(args); (_, dvars) = g_jvp(args, dargs)` becomes
+/// `(vars, dvars) = g_jvp(args, dargs)`, so that a jvp runs the callee's
+/// value once instead of twice. The results are the same: the jvp's
+/// leading results are the callee's value, computed by the same code
+/// (optimised with its tangents), and it fails where the callee fails.
+/// For code that is not transposed (the jvp, the hvp, the jvp of a vjp):
+/// reverse mode needs the linear call alone.
+///
+/// `n`: the program's number of functions ([`arrayad_ir::KeptKind`]).
+pub(crate) fn fuse_kept_calls(f: &mut Function, n: usize) {
+    let jvp_of = |func: arrayad_ir::FuncId| {
+        let (def, kind) = arrayad_ir::KeptKind::of_callee(n, func)?;
+        Some(kind.jvp()?.callee(n, def))
+    };
+    arrayad_ir::visit::for_each_block_mut(&mut f.body, &mut |b| {
+        if !b.stmts.iter().any(|s| matches!(s.kind, StmtKind::Let { expr: Expr::Call { .. }, .. })) {
+            return;
+        }
+        let mut out = Vec::with_capacity(b.stmts.len());
+        let mut stmts = std::mem::take(&mut b.stmts).into_iter().peekable();
+        while let Some(s) = stmts.next() {
+            if let (StmtKind::Let { vars, expr: Expr::Call { func, args } }, Some(next)) = (&s.kind, stmts.peek()) {
+                if let StmtKind::Let { vars: all, expr: Expr::Call { func: jvp, args: jvp_args } } = &next.kind {
+                    if jvp_of(*func) == Some(*jvp) && jvp_args.starts_with(args) && all.len() >= vars.len() {
+                        let mut fused = vars.clone();
+                        fused.extend_from_slice(&all[vars.len()..]);
+                        let expr = Expr::Call { func: *jvp, args: jvp_args.clone() };
+                        out.push(Stmt { kind: StmtKind::Let { vars: fused, expr }, loc: s.loc });
+                        stmts.next();
+                        continue;
+                    }
+                }
+            }
+            out.push(s);
+        }
+        b.stmts = out;
+    });
+}
+
 /// The jvp of `prim`, differentiating the params with `active[k]` true
 /// and f64 elements, for a primal that keeps the calls of the `vjp`/`grad`
 /// operators of `calls` (`reverse/over_reverse.rs`): each such call is

@@ -285,7 +285,10 @@ pub fn derive(
         true => Some(arrayad_ir::timing::time("vector forward mode", || jvp_lanes(&lin, JVP_LANES))?),
         false => None,
     };
-    let jvp = want(Which::Jvp).then_some(lin.func);
+    let mut jvp = want(Which::Jvp).then_some(lin.func);
+    if let (Some(f), Some(n)) = (jvp.as_mut(), kept_calls) {
+        forward::fuse_kept_calls(f, n);
+    }
     let mut out = Derivatives { jvp, vjp, vjp_rows, jvp_lanes, hvp: None, uncheckpointed };
     // The functions are optimised independently, on several threads; the
     // hvp is derived from the optimised vjp, in the same task.
@@ -410,6 +413,9 @@ pub fn hvp(primal: &Function, vjp: &Function, active: &[bool], within: Option<&P
     g.name = format!("{}_hvp", primal.name);
     let n_grads = g.result_types.len() - 1;
     let mut f = linearize_keeping(&g, active, within.map(|p| p.funcs.len()))?.func;
+    if let Some(p) = within {
+        forward::fuse_kept_calls(&mut f, p.funcs.len());
+    }
     // Results: value, gradient, d value, d gradient: drop d value.
     let keep = 1 + n_grads;
     if f.body.results.len() != 2 * keep {
@@ -434,6 +440,7 @@ pub fn hvp(primal: &Function, vjp: &Function, active: &[bool], within: Option<&P
 pub fn vjp_jvp(vjp: &Function, within: &Program) -> Result<Function, AdError> {
     let active: Vec<bool> = vjp.params.iter().map(|p| vjp.ty(*p).elem == Scalar::F64).collect();
     let mut f = linearize_keeping(vjp, &active, Some(within.funcs.len()))?.func;
+    forward::fuse_kept_calls(&mut f, within.funcs.len());
     f.name = format!("{}_jvp", vjp.name);
     passes::optimize(&mut f);
     Ok(f)

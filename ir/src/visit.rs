@@ -182,6 +182,32 @@ pub fn child_blocks(stmt: &StmtKind) -> impl Iterator<Item = &Block> {
     a.into_iter().chain(b)
 }
 
+/// The blocks nested directly in a statement, mutably ([`child_blocks`]).
+pub fn child_blocks_mut(stmt: &mut StmtKind) -> impl Iterator<Item = &mut Block> {
+    let (a, b): (Option<&mut Block>, Option<&mut Block>) = match stmt {
+        StmtKind::Let { expr: Expr::Build { body, .. } | Expr::Loop { body, .. }, .. } | StmtKind::For { body, .. } => {
+            (Some(body), None)
+        }
+        StmtKind::Let { expr: Expr::If { then_branch, else_branch, .. }, .. }
+        | StmtKind::If { then_branch, else_branch, .. } => (Some(then_branch), Some(else_branch)),
+        StmtKind::Let { expr: Expr::While { cond, body, .. }, .. } => (Some(cond), Some(body)),
+        _ => (None, None),
+    };
+    a.into_iter().chain(b)
+}
+
+/// Calls `f` on `block`, then on every block nested in it (as `f` left
+/// them), at any depth (iteratively: no recursion over the nesting depth).
+pub fn for_each_block_mut(block: &mut Block, f: &mut dyn FnMut(&mut Block)) {
+    let mut stack = vec![block];
+    while let Some(b) = stack.pop() {
+        f(b);
+        for s in b.stmts.iter_mut() {
+            stack.extend(child_blocks_mut(&mut s.kind));
+        }
+    }
+}
+
 /// Calls `f` on `block` and on every block nested in it, at any depth
 /// (iteratively: no recursion over the nesting depth).
 pub fn for_each_block<'a>(block: &'a Block, f: &mut dyn FnMut(&'a Block)) {
@@ -193,6 +219,23 @@ pub fn for_each_block<'a>(block: &'a Block, f: &mut dyn FnMut(&'a Block)) {
             stack.extend(children.into_iter().rev());
         }
     }
+}
+
+/// The functions called (`Expr::Call`) in `block` at any depth, each once,
+/// in the order of their first calls.
+pub fn called_functions(block: &Block) -> Vec<crate::program::FuncId> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for_each_block(block, &mut |b| {
+        for s in &b.stmts {
+            if let StmtKind::Let { expr: Expr::Call { func, .. }, .. } = &s.kind {
+                if seen.insert(*func) {
+                    out.push(*func);
+                }
+            }
+        }
+    });
+    out
 }
 
 /// Calls `f` on every variable bound in `block`, at any depth (let-bound,

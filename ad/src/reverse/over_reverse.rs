@@ -117,16 +117,7 @@ impl StubCalls {
         // Not optimised: the passes expect call-free code. The vjp made
         // from it is, once inlined.
         let primal = passes::inline::inline_all_but(program, id, &keep);
-        let mut used = Vec::new();
-        arrayad_ir::visit::for_each_block(&primal.body, &mut |b| {
-            for s in &b.stmts {
-                if let StmtKind::Let { expr: Expr::Call { func, .. }, .. } = &s.kind {
-                    if !used.contains(func) {
-                        used.push(*func);
-                    }
-                }
-            }
-        });
+        let used = arrayad_ir::visit::called_functions(&primal.body);
         let mut out = program.clone();
         let mut rules = StubRules::new();
         let mut by_op = StubRules::new();
