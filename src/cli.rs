@@ -562,9 +562,9 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
     // Every export fits, and all of them together, before any is derived.
     let keep_calls_above = a.codegen.keep_calls_above.unwrap_or(arrayad_ir::passes::inline::KEEP_CALLS_ABOVE);
     let kept = driver::kept_calls(&program, &ids, keep_calls_above);
-    // The derivatives keep the large calls too (but for the hvp of a
-    // definition running reverse mode inside, whose export checks its size
-    // inlined: `driver::keeps_calls`).
+    // The derivatives keep the large calls too (but for the reverse mode
+    // of a definition running reverse mode inside, whose export checks its
+    // size inlined: `driver::keeps_calls`).
     driver::check_sizes(&program, &ids, &kept)?;
     let request = driver::ExportRequest {
         wrt: a.wrt.as_deref(),

@@ -281,12 +281,13 @@ pub fn derive(
 /// True when the derivative `which` of the primal `code` prepared for code
 /// ([`prepare_code`]) is derived from it, its kept calls becoming calls of
 /// their definitions' derivatives ([`KeptKind`]); false when it is derived
-/// from the primal with every call inlined ([`prepare`]): the hvp of a
-/// primal that runs reverse mode inside, whose vjp (`grad`/`vjp`
-/// operators' rules, or forward columns) calls derivatives that forward
-/// mode has no kept kind for.
+/// from the primal with every call inlined ([`prepare`], whose size check
+/// names the call that crosses a limit): the reverse mode (vjp, many-row
+/// vjp, hvp) of a primal that runs reverse mode inside, which the rule of
+/// the `grad`/`vjp` operators (or forward columns) derives from the
+/// program with every call but the operators' inlined.
 pub fn keeps_calls(which: Which, code: &Function) -> bool {
-    which != Which::Hvp || arrayad_ad::has_vector_forward(code)
+    which == Which::Jvp || arrayad_ad::has_vector_forward(code)
 }
 
 /// The Hessian-vector product of a prepared primal with one f64 result,
@@ -345,13 +346,6 @@ pub fn export(
     // The forward-mode Jacobian and `f_jvp_many` by the vector jvp when
     // there is one, else by the jvp.
     let many = needed(&[Entry::Jacobian, Entry::JvpMany]);
-    // The hvp of a primal running reverse mode inside inlines every call
-    // ([`keeps_calls`]).
-    let full = match keeps {
-        false => Some(code.clone()),
-        true if hvp_wanted && !keeps_calls(Which::Hvp, &code) => Some(prepare(program, id)?),
-        true => None,
-    };
     let lanes = many && arrayad_ad::has_vector_forward(&code);
     let mut wanted = Vec::new();
     if asked(Entry::Jvp) || (many && !lanes) {
@@ -371,6 +365,13 @@ pub fn export(
     }
     let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
     let (kept, rest): (Vec<Which>, Vec<Which>) = wanted.into_iter().partition(|w| keeps && keeps_calls(*w, &code));
+    // The reverse mode of a primal running reverse mode inside inlines
+    // every call ([`keeps_calls`]).
+    let full = match keeps {
+        false => Some(code.clone()),
+        true if !rest.is_empty() => Some(prepare(program, id)?),
+        true => None,
+    };
     let mut d = Derivatives::default();
     let mut warnings = Vec::new();
     for (group, primal) in [(kept, Some(&code)), (rest, full.as_ref())] {

@@ -40,8 +40,10 @@ pub struct Options {
     /// at least this many statements (with their own calls inlined or
     /// kept) called from two places or more, instead of inlining them
     /// (`arrayad_ir::passes::inline::KeptCalls`); `None`:
-    /// [`arrayad_ir::passes::inline::KEEP_CALLS_ABOVE`]. Only the hvp of
-    /// a definition running reverse mode inside inlines every call.
+    /// [`arrayad_ir::passes::inline::KEEP_CALLS_ABOVE`]; a kept call
+    /// weighs [`arrayad_ir::passes::inline::KEPT_CALL_WEIGHT`] statements.
+    /// Only the reverse mode (vjp, Jacobian rows, hvp) of a definition
+    /// running reverse mode inside inlines every call.
     pub keep_calls_above: Option<u64>,
 }
 

@@ -425,6 +425,7 @@ fn doubling_chain_beyond_the_inlining_limit_differentiates_through_kept_calls() 
     for k in 1..=21 {
         writeln!(src, "def f{k}(x: f64) -> f64 = f{j}(f{j}(x))", j = k - 1).unwrap();
     }
+    src.push_str("def h(x: f64) -> f64 = grad(f1, x) * f21(x)\n");
     write(&dir, "chain.arr", &src);
     // The value x, first derivative d and second derivative h along the
     // chain x' = x + e sin x.
@@ -445,9 +446,26 @@ fn doubling_chain_beyond_the_inlining_limit_differentiates_through_kept_calls() 
     assert!(close(num(&out.json()["hessian"][0][0]), h, 1e-9), "{} against {h}", out.stdout);
     // A library of every entry builds; with every call inlined it is
     // refused.
-    let out = arrayad(&dir, &["build", "chain.arr", "-o", "libchain.so"]);
+    let chain = (1..=21).map(|k| format!("f{k}")).collect::<Vec<_>>().join(",");
+    let out = arrayad(&dir, &["build", "chain.arr", "-o", "libchain.so", "--export", &chain]);
     assert_eq!(out.code, 0, "{out:#?}");
-    let out = arrayad(&dir, &["build", "chain.arr", "-o", "libchain.so", "--keep-calls-above", "100000000"]);
+    let out = arrayad(
+        &dir,
+        &["build", "chain.arr", "-o", "libchain.so", "--export", "f21", "--keep-calls-above", "100000000"],
+    );
     assert_eq!(out.code, 2, "{out:#?}");
     assert!(out.stderr.contains("program too large after inlining"), "{}", out.stderr);
+    // A definition running reverse mode inside keeps the calls in its
+    // value and jvp; its reverse mode inlines every call, and is refused
+    // with the message that names the call.
+    let out = arrayad(&dir, &["run", "chain.arr", "h", "--args", "[0.3]", "--jvp", "[1.0]"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    for argv in [
+        &["run", "chain.arr", "h", "--args", "[0.3]", "--grad"][..],
+        &["build", "chain.arr", "-o", "libh.so", "--export", "h", "--entries", "jacobian"],
+    ] {
+        let out = arrayad(&dir, argv);
+        assert_eq!(out.code, 2, "{argv:?}: {out:#?}");
+        assert!(out.stderr.contains("program too large after inlining"), "{}", out.stderr);
+    }
 }

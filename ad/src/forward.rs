@@ -118,8 +118,9 @@ pub(crate) fn fuse_kept_calls(f: &mut Function, n: usize) {
 /// operators of `calls` (`reverse/over_reverse.rs`): each such call is
 /// copied, and its tangents are bound by one linear call of the operator's
 /// jvp ([`StubRule::jvp_all`]); with `kept_calls` (the program's number of
-/// functions), the calls of its definitions that the primal keeps likewise,
-/// by a linear call of the definition's jvp ([`arrayad_ir::KeptKind`]).
+/// functions), the calls of its definitions (and of their vjps) that the
+/// primal keeps likewise, by a linear call of the definition's jvp (or of
+/// the jvp of its vjp: [`arrayad_ir::KeptKind::jvp`]).
 pub(crate) fn jvp_with_calls(
     prim: &Function,
     active: &[bool],
@@ -274,11 +275,13 @@ impl Jvp {
     /// (`reverse/rules/call.rs`); the jvp of a vjp is only called by
     /// Hessian-vector products, never transposed.
     fn kept_call(&mut self, b: &mut Builder, s: &Stmt, vars: &[VarId], args: &[Atom], jvp: arrayad_ir::FuncId) {
-        self.copy(b, s);
         let no_f64_result = vars.iter().all(|v| b.func.ty(*v).elem != Scalar::F64);
         if no_f64_result || args.iter().all(|a| self.tangent(a).is_none()) {
+            self.copy(b, s);
             return;
         }
+        // Zero tangents first: the call and its linear call stay next to
+        // each other, for `fuse_kept_calls`.
         let mut call_args = args.to_vec();
         for a in args {
             if Self::is_f64_atom(b, a) {
@@ -286,6 +289,7 @@ impl Jvp {
                 call_args.push(t);
             }
         }
+        self.copy(b, s);
         let types: Vec<Type> = vars.iter().map(|v| b.func.ty(*v)).collect();
         let mut all: Vec<VarId> = types.iter().map(|ty| b.var("unused", *ty)).collect();
         for (v, ty) in vars.iter().zip(&types) {
