@@ -114,10 +114,11 @@ struct CodegenArgs {
     #[arg(long)]
     checkpoint: bool,
     /// Definitions of at least N statements (with their own calls inlined
-    /// or kept) called from two places or more are compiled once and
-    /// called, instead of being inlined at every call site, in the value,
-    /// jvp and gradient; default 2000. The Jacobian and the Hessian inline
-    /// every call.
+    /// or kept, a kept call counting as 64) called from two places or more
+    /// are compiled once, with their derivatives, and called instead of
+    /// being inlined at every call site; default 2000. The reverse-mode
+    /// derivatives of a definition containing `grad` or `vjp` inline every
+    /// call.
     #[arg(long, value_name = "N")]
     keep_calls_above: Option<u64>,
 }

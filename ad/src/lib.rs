@@ -123,7 +123,9 @@ pub enum Which {
     /// fresh arrays; the caller's cotangent inputs are only read.
     Vjp,
     /// Reverse mode for many cotangents at once (dense Jacobians), one
-    /// forward pass and then one backward pass per cotangent row: params =
+    /// forward pass and then one backward pass per cotangent row (never
+    /// checkpointed, [`AdOptions::checkpoint`]: the rows replay the
+    /// forward pass's tape): params =
     /// primal params ++ for each f64 result a stack of `R` cotangents (the
     /// result's type with one more leading axis; every stack must have the
     /// same `R`, else a size mismatch); results = primal results ++ for
@@ -273,10 +275,7 @@ pub fn derive(
             (false, true) if by_columns => {
                 (None, Some(reverse::by_columns::vjp_rows_function(&lin, primal, &rows_name)), Vec::new())
             }
-            (false, true) => {
-                let (r, taped) = reverse::vjp_rows_function(&lin, &rows_name, opts.checkpoint)?;
-                (None, Some(r), taped)
-            }
+            (false, true) => (None, Some(reverse::vjp_rows_function(&lin, &rows_name)?), Vec::new()),
             (false, false) => (None, None, Vec::new()),
         })
     };

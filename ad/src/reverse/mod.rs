@@ -184,7 +184,8 @@ pub fn uncheckpointed_loops(j: &JvpOutput) -> Result<Vec<crate::Uncheckpointed>,
 pub type Taped = Vec<crate::Uncheckpointed>;
 
 /// The vjp and the many-row vjp of a jvp (as [`vjp_function`] and
-/// [`vjp_rows_function`]), unzipping it once.
+/// [`vjp_rows_function`]), unzipping it once (twice when checkpointing:
+/// the rows are not checkpointed).
 pub fn vjp_and_rows(
     j: &JvpOutput,
     vjp_name: &str,
@@ -193,7 +194,8 @@ pub fn vjp_and_rows(
 ) -> Result<(Function, Function, Taped), AdError> {
     let mut u = unzip(j, vjp_name, checkpoint)?;
     let taped = std::mem::take(&mut u.uncheckpointed);
-    let mut r = u.clone();
+    // The rows are never checkpointed ([`vjp_rows_function`]).
+    let mut r = if checkpoint { unzip(j, rows_name, false)? } else { u.clone() };
     r.out.name = rows_name.to_string();
     Ok((assemble_vjp(u), assemble_rows(r), taped))
 }
@@ -217,10 +219,13 @@ pub fn vjp_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<(Func
 /// `build row < R => { tape_rewind mark; ct_out = ct_rows[row]; backward }`:
 /// the backward pass pops what the forward pass pushed, and the rewind
 /// replays the tape for the next row. With no f64 result, `R` is 0.
-pub fn vjp_rows_function(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<(Function, Taped), AdError> {
-    let mut u = unzip(j, name, checkpoint)?;
-    let taped = std::mem::take(&mut u.uncheckpointed);
-    Ok((assemble_rows(u), taped))
+///
+/// Loops are not checkpointed here: the backward pass of a checkpointed
+/// loop pushes the residuals of each segment it recomputes over the
+/// popped slots, which the next row pops again; every residual stays on
+/// the tape instead.
+pub fn vjp_rows_function(j: &JvpOutput, name: &str) -> Result<Function, AdError> {
+    Ok(assemble_rows(unzip(j, name, false)?))
 }
 
 /// How a loop runs: `n` times with an index, or while a condition holds.
