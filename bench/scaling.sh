@@ -9,6 +9,9 @@
 #   live   one definition, N lets all live until the end (summed last)
 #   defs   N small definitions (build exports every one; run calls the last)
 #   calls  N definitions, each calling the previous (inlined into one chain)
+#   helpers  g0 .. gN, each calling the 10 before it (so each is called 10
+#          times): a library of N definitions, kept as calls; built only
+#          (--export gN, every entry), since running gN makes about 2^N calls
 #   doubling  f0 .. fN, fk = f{k-1}(f{k-1}(x)): 2^N applications of f0 once
 #          inlined (its large definitions are kept as calls; the gradient
 #          runs all 2^N; the library has every entry of fN, each calling
@@ -81,6 +84,16 @@ gen() {
                 for (i = 1; i <= n; i++) printf "def g%d(x: f64) -> f64 = g%d(x) + 1.0\n", i, i - 1
             }' >"$file"
             echo "g$n" ;;
+        helpers)
+            awk -v n="$n" 'BEGIN {
+                print "def g0(x: f64) -> f64 = sin(x)"
+                for (i = 1; i <= n; i++) {
+                    printf "def g%d(x: f64) -> f64 =", i
+                    for (j = 1; j <= 10 && j <= i; j++) printf "%s g%d(x * %d.0e-1)", (j > 1 ? " +" : ""), i - j, j
+                    print ""
+                }
+            }' >"$file"
+            echo "g$n" ;;
         doubling)
             awk -v n="$n" 'BEGIN {
                 print "def f0(x: f64) -> f64 = x + 0.0000001 * sin(x)"
@@ -123,10 +136,14 @@ for shape in $shapes; do
     for n in $sizes; do
         file="$out/$shape-$n.arr"
         func=$(gen "$shape" "$n" "$file")
-        read -r gs gm gstat < <(measure run "$file" "$func" --args '[0.3]' --grad)
+        if [ "$shape" = helpers ]; then
+            gs="-" gm="-" gstat="-"
+        else
+            read -r gs gm gstat < <(measure run "$file" "$func" --args '[0.3]' --grad)
+        fi
         if [ "$do_build" = 1 ]; then
             extra=()
-            if [ "$shape" = doubling ]; then
+            if [ "$shape" = doubling ] || [ "$shape" = helpers ]; then
                 extra=(--export "$func")
             fi
             read -r bs bm bstat < <(measure build "$file" -o "$out/lib$shape$n.so" "${extra[@]}")

@@ -285,9 +285,13 @@ pub fn derive(
 /// names the call that crosses a limit): the reverse mode (vjp, many-row
 /// vjp, hvp) of a primal that runs reverse mode inside, which the rule of
 /// the `grad`/`vjp` operators (or forward columns) derives from the
-/// program with every call but the operators' inlined.
-pub fn keeps_calls(which: Which, code: &Function) -> bool {
-    which == Which::Jvp || arrayad_ad::has_vector_forward(code)
+/// program with every call but the operators' inlined. `vector_forward`:
+/// whether the primal has a vector forward mode
+/// (`arrayad_ad::has_vector_forward`, a walk of its IR, which callers do
+/// once: `Inner::has_lanes` caches it), false exactly when it runs
+/// reverse mode inside.
+pub fn keeps_calls(which: Which, vector_forward: bool) -> bool {
+    which == Which::Jvp || vector_forward
 }
 
 /// The Hessian-vector product of a prepared primal with one f64 result,
@@ -346,7 +350,8 @@ pub fn export(
     // The forward-mode Jacobian and `f_jvp_many` by the vector jvp when
     // there is one, else by the jvp.
     let many = needed(&[Entry::Jacobian, Entry::JvpMany]);
-    let lanes = many && arrayad_ad::has_vector_forward(&code);
+    let vector_forward = arrayad_ad::has_vector_forward(&code);
+    let lanes = many && vector_forward;
     let mut wanted = Vec::new();
     if asked(Entry::Jvp) || (many && !lanes) {
         wanted.push(Which::Jvp);
@@ -364,7 +369,8 @@ pub fn export(
         wanted.push(Which::VjpRows);
     }
     let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
-    let (kept, rest): (Vec<Which>, Vec<Which>) = wanted.into_iter().partition(|w| keeps && keeps_calls(*w, &code));
+    let (kept, rest): (Vec<Which>, Vec<Which>) =
+        wanted.into_iter().partition(|w| keeps && keeps_calls(*w, vector_forward));
     // The reverse mode of a primal running reverse mode inside inlines
     // every call ([`keeps_calls`]).
     let full = match keeps {
@@ -705,9 +711,10 @@ impl Inner {
         if missing.is_empty() {
             return Ok(());
         }
-        let code = self.prepared_code(index)?;
-        let keeps = !called_by(code).is_empty();
-        let (kept, full): (Vec<Which>, Vec<Which>) = missing.into_iter().partition(|w| keeps && keeps_calls(*w, code));
+        let keeps = !called_by(self.prepared_code(index)?).is_empty();
+        let vector_forward = self.has_lanes(index)?;
+        let (kept, full): (Vec<Which>, Vec<Which>) =
+            missing.into_iter().partition(|w| keeps && keeps_calls(*w, vector_forward));
         for (group, keeping) in [(kept, true), (full, false)] {
             if group.is_empty() {
                 continue;
@@ -737,8 +744,10 @@ impl Inner {
         };
         let id = self.defs[index].id;
         let one = derived.ir[which as usize].get_or_init(|| {
-            let code = self.prepared_code(index)?;
-            let primal = if keeps_calls(which, code) { code } else { self.prepared(index)? };
+            let primal = match keeps_calls(which, self.has_lanes(index)?) {
+                true => self.prepared_code(index)?,
+                false => self.prepared(index)?,
+            };
             let mut d = derive(&self.program, id, primal, active, self.ad_options(), &[which])?;
             d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
         });
@@ -748,7 +757,7 @@ impl Inner {
         }
         let h = derived.hvp.get_or_init(|| {
             let code = self.prepared_code(index)?;
-            if called_by(f).is_empty() || keeps_calls(Which::Hvp, code) {
+            if called_by(f).is_empty() || keeps_calls(Which::Hvp, self.has_lanes(index)?) {
                 return hvp(&self.program, code, f, active);
             }
             // Forward over a vjp of reverse-mode code that keeps calls:

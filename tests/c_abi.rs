@@ -1277,3 +1277,58 @@ fn libraries_calling_kept_definitions_agree_with_inlined_ones() {
         assert_eq!(outputs[0], outputs[1], "{backend}");
     }
 }
+
+/// A C program calling a chain of 20,000 definitions kept as calls, one
+/// native frame each, where each level branches to the next from two
+/// call sites (so inlining would double per level).
+const DEEP_C: &str = r#"#include <stdio.h>
+#include "libdeep.h"
+int main(void) {
+    double v = 0;
+    int rc = g20000(0.3, &v);
+    printf("deep_rc %d\n", rc);
+    printf("deep_msg %s\n", rc ? deep_last_error() : "");
+    rc = g100(0.3, &v);
+    printf("shallow_rc %d\n", rc);
+    printf("shallow %.17g\n", v);
+    return 0;
+}
+"#;
+
+#[test]
+fn kept_calls_nested_beyond_the_stack_fail_cleanly_in_libraries() {
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping");
+        return;
+    }
+    let mut src = String::from("def g0(x: f64) -> f64 = sin(x)\n");
+    for k in 1..=20_000 {
+        let p = k - 1;
+        src += &format!("def g{k}(x: f64) -> f64 = if x > 0.0 then g{p}(x * 0.5) else g{p}(x + 1.0)\n");
+    }
+    // Cranelift: an LLVM build of 20,000 definitions takes minutes, and
+    // both share the lowering that checks the stack (tests/kept_calls.rs
+    // runs that on both).
+    let dir = scratch("c_abi", "deep");
+    std::fs::write(dir.join("deep.arr"), src).unwrap();
+    let out = run_in(
+        &dir,
+        env!("CARGO_BIN_EXE_arrayad"),
+        &["build", "deep.arr", "-o", "libdeep.so", "--backend", "cranelift", "--entries", "value"]
+            .into_iter()
+            .chain(["--export", "g20000", "--export", "g100", "--keep-calls-above", "1"])
+            .collect::<Vec<_>>(),
+        None,
+    );
+    assert_eq!(out.code, 0, "build: {out:#?}");
+    let lines = compile_and_run(&dir, DEEP_C, "deep");
+    // 20,000 frames of at least 64 bytes are beyond the 1 MiB kept calls
+    // may use: the call fails (out of memory) rather than crash, and the
+    // thread's next call works.
+    assert_eq!(code(&lines, "deep_rc"), 8, "{lines:?}");
+    let msg = &lines["deep_msg"];
+    assert!(msg.starts_with("deep.arr:") && msg.contains("calls nest too deeply at `g"), "{msg}");
+    assert_eq!(code(&lines, "shallow_rc"), 0, "{lines:?}");
+    let want = (0.3 * 0.5f64.powi(100)).sin();
+    assert_eq!(numbers(&lines, "shallow"), [want], "{lines:?}");
+}

@@ -292,3 +292,64 @@ fn derivatives_through_kept_calls_equal_the_inlined_ones() {
         assert!(text.contains("call_indirect"), "{kind}:\n{text}");
     }
 }
+
+/// `g0(x) = sin(x)` and `gk(x) = if x > 0 then g{k-1}(x / 2) else
+/// g{k-1}(x + 1)`, `n` deep, each passing `extra` more f64 parameters
+/// along unchanged (a larger frame per call): inlined, `gn` would have 2^n
+/// calls, so every definition is kept, one native frame per level.
+fn deep_chain(n: usize, extra: usize) -> String {
+    let params: String = (0..extra).map(|i| format!(", a{i}: f64")).collect();
+    let args: String = (0..extra).map(|i| format!(", a{i}")).collect();
+    let mut src = format!("def g0(x: f64{params}) -> f64 = sin(x)\n");
+    for k in 1..=n {
+        let p = k - 1;
+        src += &format!(
+            "def g{k}(x: f64{params}) -> f64 = if x > 0.0 then g{p}(x * 0.5{args}) else g{p}(x + 1.0{args})\n"
+        );
+    }
+    src
+}
+
+#[test]
+fn kept_calls_nest_as_deep_as_the_definitions_and_fail_cleanly_beyond_the_stack() {
+    // 100 kept calls deep (beyond the 64 that kept calls were once capped
+    // at): g100(x) = sin(x / 2^100) for x > 0.
+    let source = deep_chain(100, 0);
+    let x = 0.3;
+    let scale = 0.5f64.powi(100);
+    let y = x * scale;
+    for (what, m) in compiled("deep.arr", &source) {
+        let f = m.function("g100").unwrap();
+        let arg = Value::F64(x);
+        if m.options().keep_calls_above == Some(u64::MAX) {
+            // Inlined, the chain is refused by the inlining limit.
+            let err = f.call(&[Arg::Value(&arg)]).unwrap_err().to_string();
+            assert!(err.contains("program too large after inlining"), "{what}: {err}");
+            continue;
+        }
+        let value = f.call(&[Arg::Value(&arg)]).unwrap();
+        assert_close(&format!("{what} value"), &flat(&[value.into_iter().next()]), &[y.sin()]);
+        let [vjp, jvp, _, jacobian, hvp] = derivatives(&m, "g100", &[arg]).unwrap();
+        assert_close(&format!("{what} vjp"), &vjp, &[0.25 * scale * y.cos()]);
+        assert_close(&format!("{what} jvp"), &jvp, &[scale * y.cos()]);
+        assert_close(&format!("{what} jacobian"), &jacobian, &[scale * y.cos()]);
+        assert_close(&format!("{what} hvp"), &hvp, &[-scale * scale * y.sin()]);
+    }
+    // 400 deep with 200 more parameters (kilobytes of frame per level):
+    // beyond the 1 MiB that nested kept calls may use, the call fails with
+    // a located out-of-memory error instead of overflowing the stack (this
+    // test's thread has 2 MiB), and the context works again after it.
+    // Cranelift only: LLVM compiles these wide definitions slowly, and its
+    // frames are smaller (`arrayad run --backend llvm` of 1,000 levels
+    // fails the same way).
+    let source = deep_chain(400, 200);
+    let args: Vec<Value> = (0..201).map(|i| Value::F64(0.3 + i as f64)).collect();
+    let argv: Vec<Arg<'_>> = args.iter().map(Arg::Value).collect();
+    let m = Module::compile_with("deep.arr", &source, Options::backend(Backend::Cranelift).with_keep_calls_above(1));
+    let m = m.unwrap();
+    let err = m.function("g400").unwrap().call(&argv).unwrap_err().to_string();
+    assert!(err.contains("out of memory") && err.contains("calls nest too deeply at `g"), "{err}");
+    assert!(err.starts_with("deep.arr:") && err.contains("1048576 bytes of stack"), "{err}");
+    let got = m.function("g20").unwrap().call(&argv).unwrap();
+    assert_close("g20 after the failure", &flat(&[got.into_iter().next()]), &[(0.3 * 0.5f64.powi(20)).sin()]);
+}

@@ -198,6 +198,7 @@ impl JitModule {
             Err(e) => return (Err(e), ctx),
         };
         let mut results = vec![0u64; f.results.iter().map(|t| crate::lower::slots(*t)).sum()];
+        ctx.set_stack_limit_here();
         // SAFETY: `slots` describes live argument memory borrowed from `args`
         // for the duration of the call (checked lengths), `results` has one
         // slot per result slot, and the code follows the internal convention.
@@ -271,6 +272,7 @@ impl JitModule {
             }
             ctx.set_dest(table.as_ptr());
         }
+        ctx.set_stack_limit_here();
         // SAFETY: `slots` describes live argument memory borrowed from `args`
         // for the duration of the call (lengths checked against the shapes),
         // `results` has one slot per result slot, the buffers of `dest` are

@@ -54,6 +54,10 @@ pub enum Fault<'a> {
     /// A tape rewind beyond the stored entries (a bug of the generated
     /// code). Values: the mark, the number of stored slots.
     TapeRewindBeyondEnd,
+    /// `function`, which calls definitions kept as calls, entered deeper
+    /// in such calls than the stack they may use (a native frame each).
+    /// Value: that stack in bytes.
+    CallsTooDeep { function: &'a str },
 }
 
 /// `%` doubled, so that a name can be part of a template.
@@ -75,7 +79,9 @@ impl Fault<'_> {
             Fault::NegativeExtent { .. } => ErrorKind::NegativeSize,
             Fault::DivisionByZero { .. } => ErrorKind::DivisionByZero,
             Fault::EmptyReduction { .. } => ErrorKind::EmptyReduction,
-            Fault::ArraySizeOverflow | Fault::AllocationFailed | Fault::TapeFull => ErrorKind::OutOfMemory,
+            Fault::ArraySizeOverflow | Fault::AllocationFailed | Fault::TapeFull | Fault::CallsTooDeep { .. } => {
+                ErrorKind::OutOfMemory
+            }
             Fault::TapeUnderflow | Fault::TapeRewindBeyondEnd => ErrorKind::InvalidArgument,
         }
     }
@@ -114,6 +120,10 @@ impl Fault<'_> {
             Fault::TapeRewindBeyondEnd => {
                 "tape rewind to slot %1 beyond the %2 stored slots (internal error of the generated code)".into()
             }
+            Fault::CallsTooDeep { function } => format!(
+                "calls nest too deeply at `{}`: nested calls of definitions compiled once (not inlined) may use %1 bytes of stack",
+                escape(function)
+            ),
         }
     }
 

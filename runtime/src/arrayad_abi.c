@@ -121,10 +121,12 @@ static arrayad_ctx *begin(void) {
     if (t && t->ctx) {
         ctx = t->ctx;
         t->ctx = NULL;
-        return ctx;
+    } else {
+        ctx = arrayad_ctx_new();
+        if (!ctx && t) set_message(t, "out of memory: cannot allocate the call context");
     }
-    ctx = arrayad_ctx_new();
-    if (!ctx && t) set_message(t, "out of memory: cannot allocate the call context");
+    /* kept calls may nest ARRAYAD_CALL_STACK bytes below the wrapper */
+    if (ctx) arrayad_set_stack_limit(ctx);
     return ctx;
 }
 

@@ -28,6 +28,7 @@ typedef char arrayad_check_tape_base[(offsetof(arrayad_ctx, tape_base) == 40) ? 
 typedef char arrayad_check_tape_top[(offsetof(arrayad_ctx, tape_top) == 48) ? 1 : -1];
 typedef char arrayad_check_err_kind[(offsetof(arrayad_ctx, err_kind) == 112) ? 1 : -1];
 typedef char arrayad_check_dest[(offsetof(arrayad_ctx, dest) == 384) ? 1 : -1];
+typedef char arrayad_check_stack_limit[(offsetof(arrayad_ctx, stack_limit) == 392) ? 1 : -1];
 
 /* ---- Arena ------------------------------------------------------------- */
 
@@ -157,6 +158,13 @@ void arrayad_ctx_reset(arrayad_ctx *ctx) {
     clear_text(ctx);
     ctx->err_buf[0] = '\0';
     ctx->dest = NULL;
+    ctx->stack_limit = 0;
+}
+
+void arrayad_set_stack_limit(arrayad_ctx *ctx) {
+    volatile char here = 0;
+    uintptr_t at = (uintptr_t)&here;
+    ctx->stack_limit = at > ARRAYAD_CALL_STACK ? at - ARRAYAD_CALL_STACK : 1;
 }
 
 arrayad_ctx *arrayad_ctx_new(void) {
@@ -867,6 +875,7 @@ static int32_t invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
     if (st == 0) st = offer_destinations(ctx, sig, sizes, in, out, out_bytes, sc, &dest);
     if (st == 0) {
         ctx->dest = dest;
+        arrayad_set_stack_limit(ctx);
         st = fn(ctx, args, res);
         ctx->dest = NULL;
     }

@@ -67,7 +67,20 @@ typedef struct arrayad_ctx {
                                    progress may be computed (destination passing),
                                    or NULL: for result i, dest[2i] a caller's
                                    buffer (or 0) and dest[2i + 1] its size in bytes */
+    uintptr_t stack_limit;      /* 392: the lowest stack address from which
+                                   generated code may call a definition kept as a
+                                   call (0: unchecked); arrayad_set_stack_limit */
 } arrayad_ctx;
+
+/* The stack that nested calls of definitions kept as calls may use, from
+ * the frame of whoever calls generated code (1 MiB; threads have at least
+ * 2 MiB on the platforms arrayad supports): a deeper call fails with
+ * ARRAYAD_ERR_OUT_OF_MEMORY rather than overflowing the stack. */
+#define ARRAYAD_CALL_STACK (1u << 20)
+
+/* Sets ctx->stack_limit ARRAYAD_CALL_STACK bytes below the caller's frame:
+ * call it right before calling generated code with ctx. */
+void arrayad_set_stack_limit(arrayad_ctx *ctx);
 
 /* The memory limit of new contexts: $ARRAYAD_MAX_MEMORY (bytes, or with a
  * suffix K, M, G, T: powers of 1024) when set and valid, else half of the

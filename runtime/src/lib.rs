@@ -86,7 +86,19 @@ pub struct Ctx {
     /// `dest[2i + 1]` its size in bytes. A result of exactly that size may
     /// be computed there rather than in the arena (destination passing).
     pub dest: *const u64,
+    /// The lowest stack address from which generated code may call a
+    /// definition kept as a call (0: unchecked):
+    /// [`OwnedCtx::set_stack_limit_here`].
+    pub stack_limit: usize,
 }
+
+/// The stack, in bytes, that nested calls of definitions kept as calls
+/// may use below the frame of whoever calls generated code
+/// (`ARRAYAD_CALL_STACK`): a deeper call fails with an out-of-memory
+/// error ([`arrayad_ir::Fault::CallsTooDeep`]) rather than overflowing the
+/// stack. 1 MiB: threads have at least 2 MiB on the platforms arrayad
+/// supports (Rust's spawned threads; glibc's default is 8 MiB).
+pub const CALL_STACK: i64 = 1 << 20;
 
 /// Byte offsets of the [`Ctx`] fields that generated code uses.
 pub mod offsets {
@@ -108,6 +120,8 @@ pub mod offsets {
     pub const TAPE_TOP: i32 = offset_of!(Ctx, tape_top) as i32;
     /// `dest`.
     pub const DEST: i32 = offset_of!(Ctx, dest) as i32;
+    /// `stack_limit`.
+    pub const STACK_LIMIT: i32 = offset_of!(Ctx, stack_limit) as i32;
 }
 
 /// The C functions of the runtime.
@@ -348,6 +362,7 @@ impl OwnedCtx {
             err_text: std::ptr::null_mut(),
             err_buf: [0; ERR_BUF],
             dest: std::ptr::null(),
+            stack_limit: 0,
         });
         // SAFETY: a valid, exclusively owned context.
         unsafe { ffi::arrayad_ctx_init(&mut *b) };
@@ -386,6 +401,16 @@ impl OwnedCtx {
     /// that would need more fails with an out-of-memory error).
     pub fn set_limit(&mut self, bytes: u64) {
         self.0.limit = bytes;
+    }
+
+    /// Sets the stack limit [`CALL_STACK`] bytes below the caller's frame
+    /// ([`Ctx::stack_limit`]): call it right before calling generated code
+    /// with this context, on the thread that calls it.
+    #[inline(never)]
+    pub fn set_stack_limit_here(&mut self) {
+        let here = 0u8;
+        let at = std::hint::black_box(&here) as *const u8 as usize;
+        self.0.stack_limit = at.saturating_sub(CALL_STACK as usize).max(1);
     }
 
     /// Offers the buffers of `dest` (for result `i`, `dest[2i]` a pointer
@@ -466,6 +491,11 @@ mod tests {
         assert_eq!(offsets::TAPE_TOP, 48);
         assert_eq!(std::mem::offset_of!(Ctx, err_kind), 112);
         assert_eq!(std::mem::offset_of!(Ctx, dest), 384);
+        assert_eq!(offsets::STACK_LIMIT, 392);
+        // The header documents the stack of kept calls that code generation
+        // checks against.
+        assert_eq!(CALL_STACK, 1 << 20);
+        assert!(RUNTIME_C_HEADER.contains("#define ARRAYAD_CALL_STACK (1u << 20)"));
     }
 
     #[test]

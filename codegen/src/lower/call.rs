@@ -12,11 +12,13 @@
 //!
 //! The destination table of the context (`ctx->dest`) belongs to the
 //! outermost call: it is cleared around the call, so that the callee does
-//! not build its results in the caller's output buffers.
+//! not build its results in the caller's output buffers. A function that
+//! makes calls checks the stack first (`Lower::check_stack_depth`), so
+//! that chains of calls fail cleanly rather than overflow it.
 
 use super::emit::{Emitter, IntCC, Mem, Ty};
 use super::{Lower, Result, Val};
-use arrayad_ir::{Atom, FuncId, VarId};
+use arrayad_ir::{Atom, Fault, FuncId, VarId};
 use arrayad_runtime::offsets;
 
 /// The most argument slots and result slots of a call in `f` (`None`
@@ -69,6 +71,26 @@ impl<E: Emitter> Lower<'_, E> {
         }
         let out = self.unpack(resbuf, &result_types, Mem::Stack);
         Ok(out)
+    }
+
+    /// Fails with [`Fault::CallsTooDeep`] when the frame of this function,
+    /// which calls kept definitions (at `frame`, an address in it), lies
+    /// below the context's stack limit: each kept call is a native frame,
+    /// and chains of them may be as deep as the program's definitions, so
+    /// the stack is checked rather than overflowed. Whoever calls generated
+    /// code sets the limit [`arrayad_runtime::CALL_STACK`] bytes below its
+    /// own frame (`arrayad_runtime::OwnedCtx::set_stack_limit_here`, the C
+    /// runtime's `invoke`); 0 checks nothing. Once per function, at its
+    /// entry: a function without kept calls adds one bounded frame.
+    pub(super) fn check_stack_depth(&mut self, frame: E::Value) -> Result<()> {
+        let ctx = self.ctx;
+        let limit = self.b.load(Ty::I64, ctx, offsets::STACK_LIMIT, Mem::Ctx);
+        let null = self.b.iconst(Ty::Ptr, 0);
+        let frame = self.b.ptr_diff(frame, null);
+        let within = self.b.icmp(IntCC::Uge, frame, limit);
+        let budget = self.b.iconst(Ty::I64, arrayad_runtime::CALL_STACK);
+        let name = self.f.name.clone();
+        self.check(within, Fault::CallsTooDeep { function: &name }, &[budget])
     }
 
     /// Moves the tape position to the end of the stored tape, for a call

@@ -72,6 +72,7 @@ pub(crate) fn lower_function<E: Emitter>(
         let (a, r) = (bytes(args)?, bytes(results)?);
         let (abuf, rbuf) = (l.b.stack_slot(a), l.b.stack_slot(r));
         l.call_buffers = Some((abuf, rbuf, args, results));
+        l.check_stack_depth(abuf)?;
     }
     // Arguments.
     let types: Vec<arrayad_ir::Type> = f.params.iter().map(|p| l.var_ty(*p)).collect::<Result<_>>()?;

@@ -108,8 +108,9 @@ pub struct InlineCosts<'p> {
 /// runs the callee's primal once more: `arrayad_ir::KeptKind`) or when
 /// its caller would cross [`MAX_INLINED_STMTS`] or [`MAX_INLINED_DEPTH`]
 /// with it inlined, and when neither it nor anything it calls is a
-/// derivative operator (whose code uses the tape); at most
-/// [`MAX_KEPT_DEPTH`] kept calls deep.
+/// derivative operator (whose code uses the tape). Kept calls may nest as
+/// deep as the definitions do: compiled code checks the stack they use
+/// (`arrayad_ir::Fault::CallsTooDeep`).
 #[derive(Clone, Debug, Default)]
 pub struct KeptCalls {
     kept: Vec<bool>,
@@ -120,11 +121,6 @@ pub struct KeptCalls {
     /// The roots the decisions were made from.
     roots: Vec<FuncId>,
 }
-
-/// The longest chain of kept calls, one inside another (each is a native
-/// call at run time, a frame on the caller's stack): deeper callees are
-/// inlined.
-pub const MAX_KEPT_DEPTH: usize = 64;
 
 /// The size from which a definition is kept as a call ([`KeptCalls`]):
 /// statements at every depth with its own calls inlined or kept.
@@ -209,8 +205,6 @@ impl<'p> InlineCosts<'p> {
         // Whether a function may be kept: no derivative operator in it or
         // below it.
         let mut keepable = vec![true; n];
-        // The longest chain of kept calls below each function.
-        let mut kept_depth = vec![0usize; n];
         // The size of each function with kept calls weighed
         // ([`KEPT_CALL_WEIGHT`]).
         let mut weights = vec![1u64; n];
@@ -260,15 +254,12 @@ impl<'p> InlineCosts<'p> {
                 for c in &l.calls {
                     may_keep &= keepable.get(c.callee.0 as usize).copied().unwrap_or(false);
                 }
-                // Size, depth and kept depth below, with the kept callees
-                // kept.
-                let measure = |kept: &[bool], kept_depth: &[usize]| {
-                    let (mut size, mut depth, mut below) = (l.stmts, l.depth, 0usize);
+                // Size and depth with the kept callees kept.
+                let measure = |kept: &[bool]| {
+                    let (mut size, mut depth) = (l.stmts, l.depth);
                     for c in &l.calls {
                         let ci = c.callee.0 as usize;
-                        let kept_callee = kept.get(ci).copied().unwrap_or(false);
-                        below = below.max(kept_depth.get(ci).copied().unwrap_or(0) + usize::from(kept_callee));
-                        if kept_callee {
+                        if kept.get(ci).copied().unwrap_or(false) {
                             continue;
                         }
                         let (cs, cd) = match out.get(ci) {
@@ -280,24 +271,23 @@ impl<'p> InlineCosts<'p> {
                         size = size.saturating_add(cs.saturating_add(c.copies)).saturating_sub(1);
                         depth = depth.max(c.depth.saturating_add(cd));
                     }
-                    (size, depth, below)
+                    (size, depth)
                 };
-                let (mut size, mut depth, mut below) = measure(&kept, &kept_depth);
+                let (mut size, mut depth) = measure(&kept);
                 if keep_above < u64::MAX && (size > MAX_INLINED_STMTS || depth > MAX_INLINED_DEPTH) {
                     // Beyond a limit with its callees inlined: its large
                     // callees are kept, called once or not.
                     for c in &l.calls {
                         let ci = c.callee.0 as usize;
                         let large = out.get(ci).and_then(|o| o.as_ref()).is_some_and(|(_, cs, _)| *cs >= keep_above);
-                        if ci < n && keepable[ci] && large && kept_depth[ci] < MAX_KEPT_DEPTH {
+                        if ci < n && keepable[ci] && large {
                             kept[ci] = true;
                         }
                     }
-                    (size, depth, below) = measure(&kept, &kept_depth);
+                    (size, depth) = measure(&kept);
                 }
                 state[fi] = 2;
                 keepable[fi] = may_keep;
-                kept_depth[fi] = below;
                 // The size with each kept call (at any depth of inlining)
                 // weighing as the code it compiles to.
                 let mut weighed = l.stmts;
@@ -311,7 +301,7 @@ impl<'p> InlineCosts<'p> {
                     weighed = weighed.saturating_add(w).saturating_sub(1);
                 }
                 weights[fi] = weighed;
-                kept[fi] = may_keep && weighed >= keep_above && sites[fi] >= 2 && below < MAX_KEPT_DEPTH;
+                kept[fi] = may_keep && weighed >= keep_above && sites[fi] >= 2;
                 out[fi] = Some((l, size, depth));
             }
         }
