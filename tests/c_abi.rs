@@ -1279,16 +1279,16 @@ fn libraries_calling_kept_definitions_agree_with_inlined_ones() {
 }
 
 /// A C program calling a chain of 20,000 definitions kept as calls, one
-/// native frame each, where each level branches to the next from two
-/// call sites (so inlining would double per level).
+/// native frame each (holding 8 arguments), where each level branches to
+/// the next from two call sites (so inlining would double per level).
 const DEEP_C: &str = r#"#include <stdio.h>
 #include "libdeep.h"
 int main(void) {
     double v = 0;
-    int rc = g20000(0.3, &v);
+    int rc = g20000(0.3, 1, 2, 3, 4, 5, 6, 7, &v);
     printf("deep_rc %d\n", rc);
     printf("deep_msg %s\n", rc ? deep_last_error() : "");
-    rc = g100(0.3, &v);
+    rc = g100(0.3, 1, 2, 3, 4, 5, 6, 7, &v);
     printf("shallow_rc %d\n", rc);
     printf("shallow %.17g\n", v);
     return 0;
@@ -1301,10 +1301,14 @@ fn kept_calls_nested_beyond_the_stack_fail_cleanly_in_libraries() {
         eprintln!("note: no C compiler `cc`: skipping");
         return;
     }
-    let mut src = String::from("def g0(x: f64) -> f64 = sin(x)\n");
+    let params: String = (1..8).map(|i| format!(", a{i}: f64")).collect();
+    let args: String = (1..8).map(|i| format!(", a{i}")).collect();
+    let mut src = format!("def g0(x: f64{params}) -> f64 = sin(x)\n");
     for k in 1..=20_000 {
         let p = k - 1;
-        src += &format!("def g{k}(x: f64) -> f64 = if x > 0.0 then g{p}(x * 0.5) else g{p}(x + 1.0)\n");
+        src += &format!(
+            "def g{k}(x: f64{params}) -> f64 = if x > 0.0 then g{p}(x * 0.5{args}) else g{p}(x + 1.0{args})\n"
+        );
     }
     // Cranelift: an LLVM build of 20,000 definitions takes minutes, and
     // both share the lowering that checks the stack (tests/kept_calls.rs
@@ -1322,7 +1326,7 @@ fn kept_calls_nested_beyond_the_stack_fail_cleanly_in_libraries() {
     );
     assert_eq!(out.code, 0, "build: {out:#?}");
     let lines = compile_and_run(&dir, DEEP_C, "deep");
-    // 20,000 frames of at least 64 bytes are beyond the 1 MiB kept calls
+    // 20,000 frames of more than 64 bytes are beyond the 1 MiB kept calls
     // may use: the call fails (out of memory) rather than crash, and the
     // thread's next call works.
     assert_eq!(code(&lines, "deep_rc"), 8, "{lines:?}");

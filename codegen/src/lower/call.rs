@@ -11,10 +11,13 @@
 //! unchanged.
 //!
 //! The destination table of the context (`ctx->dest`) belongs to the
-//! outermost call: it is cleared around the call, so that the callee does
-//! not build its results in the caller's output buffers. A function that
-//! makes calls checks the stack first (`Lower::check_stack_depth`), so
-//! that chains of calls fail cleanly rather than overflow it.
+//! outermost call: a function that makes calls takes it at its entry
+//! (`Lower::take_destinations`) and clears the context's, so that its
+//! callees do not build their results in the caller's output buffers. It
+//! also checks the stack there (`Lower::check_stack_depth`), so that
+//! chains of calls fail cleanly rather than overflow it. Every failed call
+//! of a function branches to one cold block, which returns the status
+//! (`Lower::finish_calls`): a call costs one block, not two.
 
 use super::emit::{Emitter, IntCC, Mem, Ty};
 use super::{Lower, Result, Val};
@@ -55,16 +58,23 @@ impl<E: Emitter> Lower<'_, E> {
         };
         self.pack(argbuf, args, Mem::Stack)?;
         let ctx = self.ctx;
-        let dest = self.b.load(Ty::Ptr, ctx, offsets::DEST, Mem::Ctx);
-        let null = self.b.iconst(Ty::Ptr, 0);
-        self.b.store(Ty::Ptr, null, ctx, offsets::DEST, Mem::Ctx);
         let tape = if self.rewinds_tape { Some(self.tape_above_its_end()) } else { None };
         let status = self.b.call_function(func, [ctx, argbuf, resbuf])?;
-        self.b.store(Ty::Ptr, dest, ctx, offsets::DEST, Mem::Ctx);
         let zero = self.b.iconst(Ty::I32, 0);
         let ok = self.b.icmp(IntCC::Eq, status, zero);
-        let cont = self.branch_to_cold(ok);
-        self.b.ret(status);
+        let (failed, failed_status) = match self.call_failed {
+            Some(f) => f,
+            None => {
+                let block = self.b.create_block();
+                self.b.set_cold(block);
+                let var = self.b.declare_var(Ty::I32);
+                *self.call_failed.insert((block, var))
+            }
+        };
+        self.b.def_var(failed_status, status);
+        let cont = self.b.create_block();
+        self.b.brif(ok, cont, failed);
+        self.b.seal(cont);
         self.b.switch_to(cont);
         if let Some(saved) = tape {
             self.tape_restore(saved);
@@ -91,6 +101,29 @@ impl<E: Emitter> Lower<'_, E> {
         let budget = self.b.iconst(Ty::I64, arrayad_runtime::CALL_STACK);
         let name = self.f.name.clone();
         self.check(within, Fault::CallsTooDeep { function: &name }, &[budget])
+    }
+
+    /// Takes the destination table of the context for this function's own
+    /// results ([`Lower::dest_table`]) and clears the context's, so that
+    /// its callees build their results in the arena, not in the caller's
+    /// output buffers: once, at the entry of a function that makes calls.
+    pub(super) fn take_destinations(&mut self) {
+        let ctx = self.ctx;
+        self.dest_table = Some(self.b.load(Ty::Ptr, ctx, offsets::DEST, Mem::Ctx));
+        let null = self.b.iconst(Ty::Ptr, 0);
+        self.b.store(Ty::Ptr, null, ctx, offsets::DEST, Mem::Ctx);
+    }
+
+    /// Emits the block that every failed call branches to (returning the
+    /// callee's status, which has recorded its message), once all of
+    /// them are emitted: after the function's last statement.
+    pub(super) fn finish_calls(&mut self) {
+        if let Some((block, status)) = self.call_failed.take() {
+            self.b.switch_to(block);
+            self.b.seal(block);
+            let s = self.b.use_var(status);
+            self.b.ret(s);
+        }
     }
 
     /// Moves the tape position to the end of the stored tape, for a call

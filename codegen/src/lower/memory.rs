@@ -96,8 +96,10 @@ impl<E: Emitter> Lower<'_, E> {
     /// else the arena's ([`Self::alloc_bytes`]). The caller then finds the
     /// result already in place and copies nothing.
     fn alloc_result(&mut self, size: E::Value, result: usize) -> Result<E::Value> {
-        let ctx = self.ctx;
-        let table = self.b.load(Ty::Ptr, ctx, offsets::DEST, Mem::Ctx);
+        let table = match self.dest_table {
+            Some(table) => table,
+            None => self.b.load(Ty::Ptr, self.ctx, offsets::DEST, Mem::Ctx),
+        };
         let null = self.b.iconst(Ty::Ptr, 0);
         let offered = self.b.icmp(IntCC::Ne, table, null);
         let dest = self.b.declare_var(Ty::Ptr);

@@ -48,6 +48,8 @@ pub(crate) fn lower_function<E: Emitter>(
         f,
         program,
         call_buffers: None,
+        dest_table: None,
+        call_failed: None,
         rewinds_tape: call::rewinds_tape(f),
         file,
         ctx,
@@ -73,6 +75,7 @@ pub(crate) fn lower_function<E: Emitter>(
         let (abuf, rbuf) = (l.b.stack_slot(a), l.b.stack_slot(r));
         l.call_buffers = Some((abuf, rbuf, args, results));
         l.check_stack_depth(abuf)?;
+        l.take_destinations();
     }
     // Arguments.
     let types: Vec<arrayad_ir::Type> = f.params.iter().map(|p| l.var_ty(*p)).collect::<Result<_>>()?;
@@ -84,6 +87,7 @@ pub(crate) fn lower_function<E: Emitter>(
     l.pack(results, &f.body.results, Mem::Slots)?;
     let zero = l.b.iconst(Ty::I32, 0);
     l.b.ret(zero);
+    l.finish_calls();
     Ok(())
 }
 
@@ -216,6 +220,14 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// The argument and result buffers of every call (`call.rs`), with
     /// their sizes in slots.
     call_buffers: Option<(E::Value, E::Value, usize, usize)>,
+    /// In a function that makes calls, the context's destination table
+    /// (`ctx->dest`), read once at entry, where the context's is then
+    /// cleared for the callees (`call.rs`).
+    dest_table: Option<E::Value>,
+    /// In a function that makes calls, the block that returns the status
+    /// of a failed call, and the variable holding it: one for every call
+    /// (`call.rs`).
+    call_failed: Option<(E::Block, E::Var)>,
     /// `f` rewinds its tape: calls run their callee's tape above its end
     /// (`call.rs`).
     rewinds_tape: bool,
