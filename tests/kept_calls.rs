@@ -353,3 +353,57 @@ fn kept_calls_nest_as_deep_as_the_definitions_and_fail_cleanly_beyond_the_stack(
     let got = m.function("g20").unwrap().call(&argv).unwrap();
     assert_close("g20 after the failure", &flat(&[got.into_iter().next()]), &[(0.3 * 0.5f64.powi(20)).sin()]);
 }
+
+/// `g0(x) = sin(x)`, `gk(x) = sum of g{k-j}(x * j / 10)` for `j` in
+/// `1..=min(k, 10)`: a library of helpers each called from 10 sites.
+fn helpers(n: usize) -> String {
+    let mut src = String::from("def g0(x: f64) -> f64 = sin(x)\n");
+    for k in 1..=n {
+        let terms: Vec<String> = (1..=k.min(10)).map(|j| format!("g{}(x * {j}.0e-1)", k - j)).collect();
+        src += &format!("def g{k}(x: f64) -> f64 = {}\n", terms.join(" + "));
+    }
+    src
+}
+
+/// The value and derivative of `gk(x)` of [`helpers`].
+fn helper_value(k: usize, x: f64) -> (f64, f64) {
+    if k == 0 {
+        return (x.sin(), x.cos());
+    }
+    let (mut v, mut d) = (0.0, 0.0);
+    for j in 1..=k.min(10) {
+        let c = j as f64 / 10.0;
+        let (a, b) = helper_value(k - j, x * c);
+        (v, d) = (v + a, d + b * c);
+    }
+    (v, d)
+}
+
+#[test]
+fn definitions_made_of_kept_calls_are_kept_rather_than_copied_to_each_call_site() {
+    // Each g_k above the first few is 10 calls, and g16 is about 2^16
+    // applications of sin once inlined: by default its callees are kept,
+    // and each is called (the policy that keeps a definition made of kept
+    // calls rather than copy them to its 10 call sites shows at larger
+    // sizes: `bench/scaling.sh --shapes helpers`).
+    let source = helpers(16);
+    let (value, derivative) = helper_value(16, 0.7);
+    for b in arrayad_codegen::Backend::available() {
+        let b = match b {
+            arrayad_codegen::Backend::Cranelift => Backend::Cranelift,
+            arrayad_codegen::Backend::Llvm => Backend::Llvm,
+        };
+        let m = Module::compile_with("helpers.arr", &source, Options::backend(b)).unwrap();
+        let f = m.function("g16").unwrap();
+        let x = Value::F64(0.7);
+        let got = flat(&[f.call(&[Arg::Value(&x)]).unwrap().into_iter().next()]);
+        assert_close(&format!("{b:?} value"), &got, &[value]);
+        let g = f.vjp(&[Arg::Value(&x)], &[Some(Arg::Value(&Value::F64(1.0)))]).unwrap();
+        assert_close(&format!("{b:?} derivative"), &flat(g.cotangent.as_slice()), &[derivative]);
+        if b == Backend::Cranelift {
+            let text = f.backend_ir("primal").unwrap().unwrap_or_default();
+            let calls = text.matches("call_indirect").count();
+            assert!((1..=12).contains(&calls), "{calls} calls in g16:\n{text}");
+        }
+    }
+}

@@ -102,7 +102,10 @@ pub struct InlineCosts<'p> {
 /// inlined or kept (a kept call weighing [`KEPT_CALL_WEIGHT`] statements;
 /// [`KEEP_CALLS_ABOVE`] by default: a call then costs
 /// little against its body, and small helpers are still inlined, which
-/// their callers' performance needs), when it is called from at least two
+/// their callers' performance needs; or when its kept calls, each
+/// weighing as much, copied to all but one of its call sites would weigh
+/// `keep_above`: inlining a definition made of calls saves one call and
+/// copies all of them), when it is called from at least two
 /// statements of the functions the root reaches (inlining the only call
 /// of a definition copies nothing, and a derivative through a kept call
 /// runs the callee's primal once more: `arrayad_ir::KeptKind`) or when
@@ -208,6 +211,8 @@ impl<'p> InlineCosts<'p> {
         // The size of each function with kept calls weighed
         // ([`KEPT_CALL_WEIGHT`]).
         let mut weights = vec![1u64; n];
+        // The kept calls each function makes with its other calls inlined.
+        let mut kept_inside = vec![0u64; n];
         let mut out: Vec<Option<(Local, u64, usize)>> = (0..n).map(|_| None).collect();
         let mut state = vec![0u8; n]; // 0 unvisited, 1 on the stack, 2 done
         let ok = |id: FuncId| (id.0 as usize) < n;
@@ -301,7 +306,20 @@ impl<'p> InlineCosts<'p> {
                     weighed = weighed.saturating_add(w).saturating_sub(1);
                 }
                 weights[fi] = weighed;
-                kept[fi] = may_keep && weighed >= keep_above && sites[fi] >= 2;
+                let mut calls_kept = 0u64;
+                for c in &l.calls {
+                    let ci = c.callee.0 as usize;
+                    calls_kept = calls_kept.saturating_add(match kept.get(ci) {
+                        Some(true) => 1,
+                        Some(false) => kept_inside[ci],
+                        None => 0,
+                    });
+                }
+                kept_inside[fi] = calls_kept;
+                // Inlining a definition made of kept calls saves one call
+                // and copies all of them to every call site.
+                let copied = calls_kept.saturating_mul(KEPT_CALL_WEIGHT).saturating_mul(sites[fi].saturating_sub(1));
+                kept[fi] = may_keep && (weighed >= keep_above || copied >= keep_above) && sites[fi] >= 2;
                 out[fi] = Some((l, size, depth));
             }
         }
