@@ -158,7 +158,7 @@ fn build(name: &str, backend: &str) -> Option<Built> {
     // The generated C compiles without a warning (gcc's warnings cost time
     // quadratic in the size of the file: every one rereads its lines).
     let werror = dir.join("cc-werror");
-    std::fs::write(&werror, "#!/bin/sh\nexec cc -Werror \"$@\"\n").unwrap();
+    std::fs::write(&werror, "#!/bin/sh\nexec cc -Wall -Werror \"$@\"\n").unwrap();
     std::fs::set_permissions(&werror, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let cc = werror.to_str().unwrap();
     let out = arrayad(&dir, &["build", "prog.arr", "-o", "libprog.so", "--backend", backend, "--cc", cc]);
