@@ -12,6 +12,10 @@ fn main() {
     cc::Build::new()
         .file("src/arrayad_runtime.c")
         .include("src")
+        // The JIT's calls clamp the stack of kept calls to the thread's
+        // (pthread_getattr_np, which a shared library would need
+        // ld-linux for).
+        .define("ARRAYAD_STACK_BOUNDS", None)
         .flag_if_supported("-std=c99")
         .flag_if_supported("-ffp-contract=off")
         .opt_level(2)

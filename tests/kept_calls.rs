@@ -335,22 +335,27 @@ fn kept_calls_nest_as_deep_as_the_definitions_and_fail_cleanly_beyond_the_stack(
         assert_close(&format!("{what} jacobian"), &jacobian, &[scale * y.cos()]);
         assert_close(&format!("{what} hvp"), &hvp, &[-scale * scale * y.sin()]);
     }
-    // 400 deep with 200 more parameters (kilobytes of frame per level):
-    // beyond the 1 MiB that nested kept calls may use, the call fails with
-    // a located out-of-memory error instead of overflowing the stack (this
-    // test's thread has 2 MiB), and the context works again after it.
-    // Cranelift only: LLVM compiles these wide definitions slowly, and its
-    // frames are smaller (`arrayad run --backend llvm` of 1,000 levels
-    // fails the same way).
-    let source = deep_chain(400, 200);
-    let args: Vec<Value> = (0..201).map(|i| Value::F64(0.3 + i as f64)).collect();
+    // On a thread of 256 KiB, 3,000 levels of 8 arguments each are more
+    // than the thread has: the call fails with a located out-of-memory
+    // error instead of overflowing the stack, and a shallower entry of
+    // the same module runs after it. (Cranelift: LLVM takes minutes to
+    // compile thousands of definitions; tests/c_abi.rs fails a library
+    // the same way on the 1 MiB budget of a large stack.)
+    let source = deep_chain(3_000, 7);
+    let args: Vec<Value> = (0..8).map(|i| Value::F64(0.3 + i as f64)).collect();
     let argv: Vec<Arg<'_>> = args.iter().map(Arg::Value).collect();
     let m = Module::compile_with("deep.arr", &source, Options::backend(Backend::Cranelift).with_keep_calls_above(1));
     let m = m.unwrap();
-    let err = m.function("g400").unwrap().call(&argv).unwrap_err().to_string();
+    let (deep, shallow) = (m.function("g3000").unwrap(), m.function("g20").unwrap());
+    let (err, got) = std::thread::scope(|s| {
+        let small = std::thread::Builder::new().stack_size(256 << 10);
+        let run = small.spawn_scoped(s, || (deep.call(&argv).map_err(|e| e.to_string()), shallow.call(&argv)));
+        run.unwrap().join().unwrap()
+    });
+    let err = err.unwrap_err();
     assert!(err.contains("out of memory") && err.contains("calls nest too deeply at `g"), "{err}");
     assert!(err.starts_with("deep.arr:") && err.contains("1048576 bytes of stack"), "{err}");
-    let got = m.function("g20").unwrap().call(&argv).unwrap();
+    let got = got.unwrap();
     assert_close("g20 after the failure", &flat(&[got.into_iter().next()]), &[(0.3 * 0.5f64.powi(20)).sin()]);
 }
 
@@ -405,5 +410,25 @@ fn definitions_made_of_kept_calls_are_kept_rather_than_copied_to_each_call_site(
             let calls = text.matches("call_indirect").count();
             assert!((1..=12).contains(&calls), "{calls} calls in g16:\n{text}");
         }
+    }
+    // `m` weighs less than the threshold (its statements and two kept
+    // calls of 64 each), but inlined into its three call sites it would
+    // copy both calls to two more places: it is kept, and `top` makes 3
+    // calls, not 6.
+    let mut src = String::from("def a(x: f64) -> f64 =\n  let s0 = x\n");
+    for i in 1..=300 {
+        src += &format!("  let s{i} = sin(s{}) + x\n", i - 1);
+    }
+    src += "  in s300\ndef m(x: f64) -> f64 = a(x) + a(x * 2.0)\n";
+    src += "def top(x: f64) -> f64 = m(x) + m(x * 3.0) + m(x * 5.0)\n";
+    let kept = Module::compile_with("m.arr", &src, Options::default().with_keep_calls_above(200)).unwrap();
+    let inlined = Module::compile_with("m.arr", &src, Options::default().with_keep_calls_above(u64::MAX)).unwrap();
+    let top = kept.function("top").unwrap();
+    let text = top.backend_ir("primal").unwrap().unwrap_or_default();
+    assert_eq!(text.matches("call_indirect").count(), 3, "{text}");
+    let x = [Value::F64(0.4)];
+    let (got, want) = (derivatives(&kept, "top", &x).unwrap(), derivatives(&inlined, "top", &x).unwrap());
+    for (k, name) in ["vjp", "jvp", "jvp_many", "jacobian", "hvp"].iter().enumerate() {
+        assert_close(&format!("top {name}"), &got[k], &want[k]);
     }
 }

@@ -121,7 +121,7 @@ impl Fault<'_> {
                 "tape rewind to slot %1 beyond the %2 stored slots (internal error of the generated code)".into()
             }
             Fault::CallsTooDeep { function } => format!(
-                "calls nest too deeply at `{}`: nested calls of definitions compiled once (not inlined) may use %1 bytes of stack",
+                "calls nest too deeply at `{}`: nested calls of definitions compiled once (not inlined) may use %1 bytes of stack, and no more than the thread has left",
                 escape(function)
             ),
         }

@@ -3,7 +3,14 @@
 #if !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE 1 /* lgamma_r, sysconf's _SC_PHYS_PAGES */
 #endif
+#if defined(ARRAYAD_STACK_BOUNDS) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE 1 /* pthread_getattr_np */
+#endif
 #include "arrayad_runtime.h"
+
+#if defined(ARRAYAD_STACK_BOUNDS)
+#include <pthread.h>
+#endif
 
 #include <math.h>
 #include <stdarg.h>
@@ -161,10 +168,43 @@ void arrayad_ctx_reset(arrayad_ctx *ctx) {
     ctx->stack_limit = 0;
 }
 
+#if defined(ARRAYAD_STACK_BOUNDS)
+/* The lowest address of the calling thread's stack (0 when unknown),
+ * asked once per thread: glibc reads /proc/self/maps for the main thread.
+ * Only in the runtime of the JIT (runtime/build.rs): pthread_getattr_np
+ * would make shared libraries depend on ld-linux, not only libc and libm. */
+static _Thread_local uintptr_t stack_bottom;
+static _Thread_local int stack_bottom_known;
+
+static uintptr_t thread_stack_bottom(void) {
+    if (!stack_bottom_known) {
+        pthread_attr_t attr;
+        void *addr = NULL;
+        size_t size = 0;
+        stack_bottom_known = 1;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            if (pthread_attr_getstack(&attr, &addr, &size) == 0) stack_bottom = (uintptr_t)addr;
+            pthread_attr_destroy(&attr);
+        }
+    }
+    return stack_bottom;
+}
+#else
+static uintptr_t thread_stack_bottom(void) { return 0; }
+#endif
+
+/* The stack left below the limit for the frames of functions that make no
+ * kept call and of the C library. */
+#define ARRAYAD_STACK_MARGIN (64u << 10)
+
 void arrayad_set_stack_limit(arrayad_ctx *ctx) {
     volatile char here = 0;
     uintptr_t at = (uintptr_t)&here;
-    ctx->stack_limit = at > ARRAYAD_CALL_STACK ? at - ARRAYAD_CALL_STACK : 1;
+    uintptr_t limit = at > ARRAYAD_CALL_STACK ? at - ARRAYAD_CALL_STACK : 1;
+    uintptr_t bottom = thread_stack_bottom();
+    /* a thread with less than ARRAYAD_CALL_STACK left: up to its margin */
+    if (bottom && bottom + ARRAYAD_STACK_MARGIN > limit) limit = bottom + ARRAYAD_STACK_MARGIN;
+    ctx->stack_limit = limit;
 }
 
 arrayad_ctx *arrayad_ctx_new(void) {

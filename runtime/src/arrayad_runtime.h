@@ -66,20 +66,25 @@ typedef struct arrayad_ctx {
     const uint64_t *dest;       /* 384: where the array results of the call in
                                    progress may be computed (destination passing),
                                    or NULL: for result i, dest[2i] a caller's
-                                   buffer (or 0) and dest[2i + 1] its size in bytes */
+                                   buffer (or 0) and dest[2i + 1] its size in bytes;
+                                   generated code that calls definitions takes it
+                                   and leaves NULL */
     uintptr_t stack_limit;      /* 392: the lowest stack address from which
                                    generated code may call a definition kept as a
                                    call (0: unchecked); arrayad_set_stack_limit */
 } arrayad_ctx;
 
 /* The stack that nested calls of definitions kept as calls may use, from
- * the frame of whoever calls generated code (1 MiB; threads have at least
- * 2 MiB on the platforms arrayad supports): a deeper call fails with
- * ARRAYAD_ERR_OUT_OF_MEMORY rather than overflowing the stack. */
+ * the frame of whoever calls generated code (1 MiB; in the JIT, no more
+ * than what the thread has left less 64 KiB): a deeper call fails with
+ * ARRAYAD_ERR_OUT_OF_MEMORY rather than overflowing the stack. A thread
+ * calling a shared library needs that much stack free. */
 #define ARRAYAD_CALL_STACK (1u << 20)
 
-/* Sets ctx->stack_limit ARRAYAD_CALL_STACK bytes below the caller's frame:
- * call it right before calling generated code with ctx. */
+/* Sets ctx->stack_limit ARRAYAD_CALL_STACK bytes below the caller's frame,
+ * or, in the JIT (ARRAYAD_STACK_BOUNDS), 64 KiB above the bottom of the
+ * thread's stack (pthread_getattr_np) when that is higher: call it right
+ * before calling generated code with ctx, on the thread that calls it. */
 void arrayad_set_stack_limit(arrayad_ctx *ctx);
 
 /* The memory limit of new contexts: $ARRAYAD_MAX_MEMORY (bytes, or with a

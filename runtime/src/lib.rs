@@ -85,6 +85,7 @@ pub struct Ctx {
     /// for result `i`, `dest[2i]` a buffer of the caller (or 0) and
     /// `dest[2i + 1]` its size in bytes. A result of exactly that size may
     /// be computed there rather than in the arena (destination passing).
+    /// Generated code that calls definitions takes it and leaves null.
     pub dest: *const u64,
     /// The lowest stack address from which generated code may call a
     /// definition kept as a call (0: unchecked):
@@ -96,8 +97,9 @@ pub struct Ctx {
 /// may use below the frame of whoever calls generated code
 /// (`ARRAYAD_CALL_STACK`): a deeper call fails with an out-of-memory
 /// error ([`arrayad_ir::Fault::CallsTooDeep`]) rather than overflowing the
-/// stack. 1 MiB: threads have at least 2 MiB on the platforms arrayad
-/// supports (Rust's spawned threads; glibc's default is 8 MiB).
+/// stack. 1 MiB; in the JIT, no more than what the thread has left less
+/// 64 KiB (a shared library cannot ask the thread's stack without
+/// depending on more than libc and libm).
 pub const CALL_STACK: i64 = 1 << 20;
 
 /// Byte offsets of the [`Ctx`] fields that generated code uses.
@@ -133,6 +135,7 @@ pub mod ffi {
         pub fn arrayad_ctx_init(ctx: *mut Ctx);
         pub fn arrayad_ctx_release(ctx: *mut Ctx);
         pub fn arrayad_ctx_reset(ctx: *mut Ctx);
+        pub fn arrayad_set_stack_limit(ctx: *mut Ctx);
         pub fn arrayad_ctx_size() -> usize;
         pub fn arrayad_ctx_capacity(ctx: *const Ctx) -> u64;
         pub fn arrayad_default_limit() -> u64;
@@ -403,14 +406,14 @@ impl OwnedCtx {
         self.0.limit = bytes;
     }
 
-    /// Sets the stack limit [`CALL_STACK`] bytes below the caller's frame
-    /// ([`Ctx::stack_limit`]): call it right before calling generated code
-    /// with this context, on the thread that calls it.
-    #[inline(never)]
+    /// Sets the stack limit [`CALL_STACK`] bytes below the caller's frame,
+    /// or 64 KiB above the bottom of the thread's stack when that is
+    /// higher ([`Ctx::stack_limit`], `arrayad_set_stack_limit`): call it
+    /// right before calling generated code with this context, on the
+    /// thread that calls it.
     pub fn set_stack_limit_here(&mut self) {
-        let here = 0u8;
-        let at = std::hint::black_box(&here) as *const u8 as usize;
-        self.0.stack_limit = at.saturating_sub(CALL_STACK as usize).max(1);
+        // SAFETY: valid, exclusively borrowed context.
+        unsafe { ffi::arrayad_set_stack_limit(&mut *self.0) }
     }
 
     /// Offers the buffers of `dest` (for result `i`, `dest[2i]` a pointer

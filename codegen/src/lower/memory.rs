@@ -92,7 +92,9 @@ impl<E: Emitter> Lower<'_, E> {
 
     /// The memory of array result `result` (`size` bytes): the caller's
     /// buffer for it when the context offers one (`arrayad_ctx::dest`, set
-    /// by the C ABI for outputs that overlap nothing) of exactly that size,
+    /// by the C ABI for outputs that overlap nothing, or, in a function
+    /// that makes calls, the table it took at entry: [`Lower::dest_table`])
+    /// of exactly that size,
     /// else the arena's ([`Self::alloc_bytes`]). The caller then finds the
     /// result already in place and copies nothing.
     fn alloc_result(&mut self, size: E::Value, result: usize) -> Result<E::Value> {
