@@ -89,9 +89,12 @@ impl<E: Emitter> Lower<'_, E> {
     /// and chains of them may be as deep as the program's definitions, so
     /// the stack is checked rather than overflowed. Whoever calls generated
     /// code sets the limit [`arrayad_runtime::CALL_STACK`] bytes below its
-    /// own frame (`arrayad_runtime::OwnedCtx::set_stack_limit_here`, the C
-    /// runtime's `invoke`); 0 checks nothing. Once per function, at its
-    /// entry: a function without kept calls adds one bounded frame.
+    /// own frame, or higher on a thread with less stack left
+    /// (`arrayad_set_stack_limit`: the JIT's calls through
+    /// `arrayad_runtime::OwnedCtx::set_stack_limit_here`, the C wrappers'
+    /// `begin()`, the C runtime's `invoke`); 0 checks nothing. Once per
+    /// function, at its entry: a function without kept calls adds one
+    /// bounded frame.
     pub(super) fn check_stack_depth(&mut self, frame: E::Value) -> Result<()> {
         let ctx = self.ctx;
         let limit = self.b.load(Ty::I64, ctx, offsets::STACK_LIMIT, Mem::Ctx);
