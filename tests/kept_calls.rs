@@ -9,15 +9,22 @@ use arrayad::{Arg, Backend, Module, Options};
 use arrayad_ir::Value;
 use common::corpus_cases;
 
+/// Every backend that compiles code (not the interpreter).
+fn backends() -> Vec<Backend> {
+    let compiled = arrayad_codegen::Backend::available().into_iter();
+    compiled
+        .map(|b| match b {
+            arrayad_codegen::Backend::Cranelift => Backend::Cranelift,
+            arrayad_codegen::Backend::Llvm => Backend::Llvm,
+        })
+        .collect()
+}
+
 /// Every backend that compiles, with every callee kept (`keep_calls_above`
 /// 1) and with the default policy.
 fn compiled(file: &str, source: &str) -> Vec<(String, Module)> {
     let mut out = Vec::new();
-    for b in arrayad_codegen::Backend::available() {
-        let b = match b {
-            arrayad_codegen::Backend::Cranelift => Backend::Cranelift,
-            arrayad_codegen::Backend::Llvm => Backend::Llvm,
-        };
+    for b in backends() {
         for keep in [1, u64::MAX] {
             let options = Options::backend(b).with_keep_calls_above(keep);
             match Module::compile_with(file, source, options) {
@@ -393,11 +400,7 @@ fn definitions_made_of_kept_calls_are_kept_rather_than_copied_to_each_call_site(
     // sizes: `bench/scaling.sh --shapes helpers`).
     let source = helpers(16);
     let (value, derivative) = helper_value(16, 0.7);
-    for b in arrayad_codegen::Backend::available() {
-        let b = match b {
-            arrayad_codegen::Backend::Cranelift => Backend::Cranelift,
-            arrayad_codegen::Backend::Llvm => Backend::Llvm,
-        };
+    for b in backends() {
         let m = Module::compile_with("helpers.arr", &source, Options::backend(b)).unwrap();
         let f = m.function("g16").unwrap();
         let x = Value::F64(0.7);

@@ -294,27 +294,20 @@ impl<'p> InlineCosts<'p> {
                 state[fi] = 2;
                 keepable[fi] = may_keep;
                 // The size with each kept call (at any depth of inlining)
-                // weighing as the code it compiles to.
-                let mut weighed = l.stmts;
+                // weighing as the code it compiles to, and the number of
+                // those calls.
+                let (mut weighed, mut calls_kept) = (l.stmts, 0u64);
                 for c in &l.calls {
                     let ci = c.callee.0 as usize;
-                    let w = match kept.get(ci) {
-                        Some(true) => KEPT_CALL_WEIGHT,
-                        Some(false) => weights[ci].saturating_add(c.copies),
-                        None => 1,
+                    let (w, k) = match kept.get(ci) {
+                        Some(true) => (KEPT_CALL_WEIGHT, 1),
+                        Some(false) => (weights[ci].saturating_add(c.copies), kept_inside[ci]),
+                        None => (1, 0),
                     };
                     weighed = weighed.saturating_add(w).saturating_sub(1);
+                    calls_kept = calls_kept.saturating_add(k);
                 }
                 weights[fi] = weighed;
-                let mut calls_kept = 0u64;
-                for c in &l.calls {
-                    let ci = c.callee.0 as usize;
-                    calls_kept = calls_kept.saturating_add(match kept.get(ci) {
-                        Some(true) => 1,
-                        Some(false) => kept_inside[ci],
-                        None => 0,
-                    });
-                }
                 kept_inside[fi] = calls_kept;
                 // Inlining a definition made of kept calls saves one call
                 // and copies all of them to every call site.
