@@ -1281,13 +1281,37 @@ fn libraries_calling_kept_definitions_agree_with_inlined_ones() {
 /// A C program calling a chain of 20,000 definitions kept as calls, one
 /// native frame each (holding 8 arguments), where each level branches to
 /// the next from two call sites (so inlining would double per level).
-const DEEP_C: &str = r#"#include <stdio.h>
+const DEEP_C: &str = r#"#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
 #include "libdeep.h"
+static int thread_rc = -1;
+static char thread_msg[512];
+static void *deep_on_a_thread(void *arg) {
+    double v = 0;
+    (void)arg;
+    thread_rc = g20000(0.3, 1, 2, 3, 4, 5, 6, 7, &v);
+    strncpy(thread_msg, thread_rc ? deep_last_error() : "", sizeof thread_msg - 1);
+    return NULL;
+}
 int main(void) {
+    /* a main thread of 16 MiB, which the library reads (RLIMIT_STACK) */
+    struct rlimit rl;
+    getrlimit(RLIMIT_STACK, &rl);
+    rl.rlim_cur = 16 << 20;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < rl.rlim_cur) return 1;
+    if (setrlimit(RLIMIT_STACK, &rl) != 0) return 1;
     double v = 0;
     int rc = g20000(0.3, 1, 2, 3, 4, 5, 6, 7, &v);
-    printf("deep_rc %d\n", rc);
-    printf("deep_msg %s\n", rc ? deep_last_error() : "");
+    printf("main_rc %d\n", rc);
+    printf("main %.17g\n", v);
+    /* a thread whose stack the library cannot see: 1 MiB below its frame */
+    pthread_t t;
+    if (pthread_create(&t, NULL, deep_on_a_thread, NULL) != 0 || pthread_join(t, NULL) != 0) return 1;
+    printf("deep_rc %d\n", thread_rc);
+    printf("deep_msg %s\n", thread_msg);
     rc = g100(0.3, 1, 2, 3, 4, 5, 6, 7, &v);
     printf("shallow_rc %d\n", rc);
     printf("shallow %.17g\n", v);
@@ -1326,9 +1350,17 @@ fn kept_calls_nested_beyond_the_stack_fail_cleanly_in_libraries() {
     );
     assert_eq!(out.code, 0, "build: {out:#?}");
     let lines = compile_and_run(&dir, DEEP_C, "deep");
-    // 20,000 frames of more than 64 bytes are beyond the 1 MiB kept calls
-    // may use: the call fails (out of memory) rather than crash, and the
-    // thread's next call works.
+    // On the main thread, whose stack the library knows, 20,000 levels
+    // fit in 16 MiB.
+    assert_eq!(code(&lines, "main_rc"), 0, "{lines:?}");
+    let mut x = 0.3f64;
+    for _ in 0..20_000 {
+        x = if x > 0.0 { x * 0.5 } else { x + 1.0 };
+    }
+    assert_eq!(numbers(&lines, "main"), [x.sin()], "{lines:?}");
+    // On another thread they are beyond the 1 MiB below the caller that
+    // generated code may use there: the call fails (out of memory) rather
+    // than crash, and the next call works.
     assert_eq!(code(&lines, "deep_rc"), 8, "{lines:?}");
     let msg = &lines["deep_msg"];
     assert!(msg.starts_with("deep.arr:") && msg.contains("calls nest too deeply at `g"), "{msg}");

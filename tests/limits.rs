@@ -142,6 +142,47 @@ fn the_rust_api_takes_a_memory_limit() {
     }
 }
 
+/// `f(x) = sin(x) + sin(2x) + ... + sin(nx)`, every term bound before the
+/// sum: `n` values alive at once.
+fn many_live(n: usize) -> String {
+    let mut src = String::from("def f(x: f64) -> f64 =\n");
+    for i in 1..=n {
+        src += &format!("  let a{i} = sin(x * {i}.0)\n");
+    }
+    src += "  let s1 = a1\n";
+    for i in 2..=n {
+        src += &format!("  let s{i} = s{} + a{i}\n", i - 1);
+    }
+    src + &format!("  in s{n}\n")
+}
+
+#[test]
+fn a_frame_larger_than_the_stack_left_is_out_of_memory() {
+    // 12,000 values alive at once take a stack frame of about 100 KB in
+    // Cranelift's code, which a guard checks against the stack before the
+    // function's prologue writes it. (LLVM's code probes its frame: a
+    // stack overflow there faults rather than writing below the stack.)
+    let n = 12_000;
+    let m = Module::compile_with("live.arr", &many_live(n), Options::backend(Backend::Cranelift)).unwrap();
+    let f = m.function("f").unwrap();
+    let x = [Value::F64(0.3)];
+    let on_thread = |stack: usize| {
+        std::thread::scope(|s| {
+            let t = std::thread::Builder::new().stack_size(stack);
+            t.spawn_scoped(s, || f.call_values(&x)).unwrap().join().unwrap()
+        })
+    };
+    // 128 KiB less the 64 KiB kept for the runtime: not enough.
+    let err = on_thread(128 << 10).unwrap_err();
+    assert_eq!(err.runtime_kind(), Some(ErrorKind::OutOfMemory), "{err}");
+    let msg = err.to_string();
+    assert!(msg.starts_with("live.arr:1:1: out of memory: the compiled code of `f` needs a stack frame of"), "{msg}");
+    // The same call on a thread with the stack for it.
+    let want: f64 = (1..=n).map(|i| (0.3 * i as f64).sin()).sum();
+    let Value::F64(got) = on_thread(2 << 20).unwrap()[0] else { panic!("not an f64") };
+    assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "{got} against {want}");
+}
+
 #[test]
 fn messages_of_any_length_arrive_whole() {
     // A source path of ~600 characters: the location at the end of the

@@ -56,8 +56,12 @@ pub enum Fault<'a> {
     TapeRewindBeyondEnd,
     /// `function`, which calls definitions kept as calls, entered deeper
     /// in such calls than the stack they may use (a native frame each).
-    /// Value: that stack in bytes.
     CallsTooDeep { function: &'a str },
+    /// The compiled code of `function` needs a stack frame larger than
+    /// what the thread has left above the stack limit (a very large
+    /// function keeps many values in stack slots). Value: the frame in
+    /// bytes.
+    FrameTooLarge { function: &'a str },
 }
 
 /// `%` doubled, so that a name can be part of a template.
@@ -79,9 +83,11 @@ impl Fault<'_> {
             Fault::NegativeExtent { .. } => ErrorKind::NegativeSize,
             Fault::DivisionByZero { .. } => ErrorKind::DivisionByZero,
             Fault::EmptyReduction { .. } => ErrorKind::EmptyReduction,
-            Fault::ArraySizeOverflow | Fault::AllocationFailed | Fault::TapeFull | Fault::CallsTooDeep { .. } => {
-                ErrorKind::OutOfMemory
-            }
+            Fault::ArraySizeOverflow
+            | Fault::AllocationFailed
+            | Fault::TapeFull
+            | Fault::CallsTooDeep { .. }
+            | Fault::FrameTooLarge { .. } => ErrorKind::OutOfMemory,
             Fault::TapeUnderflow | Fault::TapeRewindBeyondEnd => ErrorKind::InvalidArgument,
         }
     }
@@ -121,7 +127,11 @@ impl Fault<'_> {
                 "tape rewind to slot %1 beyond the %2 stored slots (internal error of the generated code)".into()
             }
             Fault::CallsTooDeep { function } => format!(
-                "calls nest too deeply at `{}`: nested calls of definitions compiled once (not inlined) may use %1 bytes of stack, and no more than the thread has left",
+                "calls nest too deeply at `{}`: nested calls of definitions compiled once (not inlined) need more stack than the thread has left for generated code",
+                escape(function)
+            ),
+            Fault::FrameTooLarge { function } => format!(
+                "the compiled code of `{}` needs a stack frame of %1 bytes, more than the thread has left for generated code",
                 escape(function)
             ),
         }

@@ -125,7 +125,7 @@ static arrayad_ctx *begin(void) {
         ctx = arrayad_ctx_new();
         if (!ctx && t) set_message(t, "out of memory: cannot allocate the call context");
     }
-    /* kept calls may nest ARRAYAD_CALL_STACK bytes below the wrapper */
+    /* generated code may use the stack down to the limit */
     if (ctx) arrayad_set_stack_limit(ctx);
     return ctx;
 }

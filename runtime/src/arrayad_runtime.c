@@ -8,9 +8,7 @@
 #endif
 #include "arrayad_runtime.h"
 
-#if defined(ARRAYAD_STACK_BOUNDS)
 #include <pthread.h>
-#endif
 
 #include <math.h>
 #include <stdarg.h>
@@ -18,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* glibc declares lgamma_r only with _DEFAULT_SOURCE; declare it in case the
@@ -190,21 +189,55 @@ static uintptr_t thread_stack_bottom(void) {
     return stack_bottom;
 }
 #else
-static uintptr_t thread_stack_bottom(void) { return 0; }
+/* The main thread's stack, [main_stack_lo, main_stack_hi) (empty when
+ * unknown), read once per process: the top of the [stack] mapping of
+ * /proc/self/maps and RLIMIT_STACK below it, as glibc's pthread_getattr_np
+ * computes it (which a shared library cannot call without depending on
+ * ld-linux, nor use thread-local storage). The stacks of other threads are
+ * not known here. */
+static uintptr_t main_stack_lo, main_stack_hi;
+static pthread_once_t main_stack_once = PTHREAD_ONCE_INIT;
+
+static void read_main_stack(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (!maps) return;
+    char line[512];
+    while (fgets(line, sizeof line, maps)) {
+        unsigned long lo = 0, hi = 0;
+        if (!strstr(line, "[stack]") || sscanf(line, "%lx-%lx", &lo, &hi) != 2) continue;
+        if (hi > rl.rlim_cur && hi - rl.rlim_cur <= lo) {
+            main_stack_lo = hi - rl.rlim_cur;
+            main_stack_hi = hi;
+        }
+        break;
+    }
+    fclose(maps);
+}
+
+/* The lowest address of the calling thread's stack when it is the main
+ * thread (0 otherwise, or when unknown). */
+static uintptr_t thread_stack_bottom(void) {
+    volatile char here = 0;
+    uintptr_t at = (uintptr_t)&here;
+    pthread_once(&main_stack_once, read_main_stack);
+    return main_stack_lo <= at && at < main_stack_hi ? main_stack_lo : 0;
+}
 #endif
 
-/* The stack left below the limit for the frames of functions that make no
- * kept call and of the C library. */
+/* The stack left below the limit for the runtime's and the C library's
+ * frames, and for generated frames small enough to need no check. */
 #define ARRAYAD_STACK_MARGIN (64u << 10)
 
 void arrayad_set_stack_limit(arrayad_ctx *ctx) {
     volatile char here = 0;
     uintptr_t at = (uintptr_t)&here;
-    uintptr_t limit = at > ARRAYAD_CALL_STACK ? at - ARRAYAD_CALL_STACK : 1;
     uintptr_t bottom = thread_stack_bottom();
-    /* a thread with less than ARRAYAD_CALL_STACK left: up to its margin */
-    if (bottom && bottom + ARRAYAD_STACK_MARGIN > limit) limit = bottom + ARRAYAD_STACK_MARGIN;
-    ctx->stack_limit = limit;
+    if (bottom)
+        ctx->stack_limit = bottom + ARRAYAD_STACK_MARGIN;
+    else
+        ctx->stack_limit = at > ARRAYAD_CALL_STACK ? at - ARRAYAD_CALL_STACK : 1;
 }
 
 arrayad_ctx *arrayad_ctx_new(void) {

@@ -71,20 +71,24 @@ typedef struct arrayad_ctx {
                                    and leaves NULL */
     uintptr_t stack_limit;      /* 392: the lowest stack address from which
                                    generated code may call a definition kept as a
-                                   call (0: unchecked); arrayad_set_stack_limit */
+                                   call or enter a large frame (0: unchecked);
+                                   arrayad_set_stack_limit */
 } arrayad_ctx;
 
-/* The stack that nested calls of definitions kept as calls may use, from
- * the frame of whoever calls generated code (1 MiB; in the JIT, no more
- * than what the thread has left less 64 KiB): a deeper call fails with
- * ARRAYAD_ERR_OUT_OF_MEMORY rather than overflowing the stack. A thread
- * calling a shared library needs that much stack free. */
+/* The stack that generated code may use below the frame of whoever calls
+ * it when the bottom of the thread's stack is unknown (1 MiB); when it is
+ * known, the whole stack less 64 KiB. The JIT knows every thread's stack, a
+ * shared library the main thread's only (/proc/self/maps and RLIMIT_STACK).
+ * Deeper nested calls of definitions kept as calls, and a function whose
+ * stack frame does not fit, fail with ARRAYAD_ERR_OUT_OF_MEMORY rather than
+ * overflow the stack. */
 #define ARRAYAD_CALL_STACK (1u << 20)
 
-/* Sets ctx->stack_limit ARRAYAD_CALL_STACK bytes below the caller's frame,
- * or, in the JIT (ARRAYAD_STACK_BOUNDS), 64 KiB above the bottom of the
- * thread's stack (pthread_getattr_np) when that is higher: call it right
- * before calling generated code with ctx, on the thread that calls it. */
+/* Sets ctx->stack_limit 64 KiB above the bottom of the calling thread's
+ * stack (in the JIT, ARRAYAD_STACK_BOUNDS: pthread_getattr_np; in a shared
+ * library, for the main thread only), or ARRAYAD_CALL_STACK bytes below the
+ * caller's frame when the bottom is unknown: call it right before calling
+ * generated code with ctx, on the thread that calls it. */
 void arrayad_set_stack_limit(arrayad_ctx *ctx);
 
 /* The memory limit of new contexts: $ARRAYAD_MAX_MEMORY (bytes, or with a

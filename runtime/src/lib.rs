@@ -88,18 +88,22 @@ pub struct Ctx {
     /// Generated code that calls definitions takes it and leaves null.
     pub dest: *const u64,
     /// The lowest stack address from which generated code may call a
-    /// definition kept as a call (0: unchecked):
+    /// definition kept as a call or enter a large frame (0: unchecked):
     /// [`OwnedCtx::set_stack_limit_here`].
     pub stack_limit: usize,
 }
 
-/// The stack, in bytes, that nested calls of definitions kept as calls
-/// may use below the frame of whoever calls generated code
-/// (`ARRAYAD_CALL_STACK`): a deeper call fails with an out-of-memory
-/// error ([`arrayad_ir::Fault::CallsTooDeep`]) rather than overflowing the
-/// stack. 1 MiB; in the JIT, no more than what the thread has left less
-/// 64 KiB (a shared library cannot ask the thread's stack without
-/// depending on more than libc and libm).
+/// The stack, in bytes, that generated code may use below the frame of
+/// whoever calls it when the bottom of the thread's stack is unknown
+/// (`ARRAYAD_CALL_STACK`, 1 MiB); when it is known, generated code may use
+/// the whole stack less 64 KiB. The JIT knows the stack of every thread
+/// (`pthread_getattr_np`); a shared library, which depends on no more than
+/// libc and libm, knows the main thread's only (`/proc/self/maps` and
+/// `RLIMIT_STACK`). Nested calls of definitions kept as calls that go
+/// deeper fail with an out-of-memory error
+/// ([`arrayad_ir::Fault::CallsTooDeep`]), and so does a function whose
+/// frame does not fit ([`arrayad_ir::Fault::FrameTooLarge`]), rather than
+/// overflowing the stack.
 pub const CALL_STACK: i64 = 1 << 20;
 
 /// Byte offsets of the [`Ctx`] fields that generated code uses.
@@ -406,9 +410,9 @@ impl OwnedCtx {
         self.0.limit = bytes;
     }
 
-    /// Sets the stack limit [`CALL_STACK`] bytes below the caller's frame,
-    /// or 64 KiB above the bottom of the thread's stack when that is
-    /// higher ([`Ctx::stack_limit`], `arrayad_set_stack_limit`): call it
+    /// Sets the stack limit 64 KiB above the bottom of the thread's stack,
+    /// or [`CALL_STACK`] bytes below the caller's frame when the bottom is
+    /// unknown ([`Ctx::stack_limit`], `arrayad_set_stack_limit`): call it
     /// right before calling generated code with this context, on the
     /// thread that calls it.
     pub fn set_stack_limit_here(&mut self) {

@@ -159,7 +159,7 @@ pub(crate) fn define_functions<M: Module>(
     let mut fbc = FunctionBuilderContext::new();
     let mut ctx = m.make_context();
     let mut out = Vec::new();
-    for ((_, _, f), id) in funcs.iter().zip(ids) {
+    for ((sym, _, f), id) in funcs.iter().zip(ids) {
         m.clear_context(&mut ctx);
         ctx.func.signature = sig.clone();
         ctx.func.name = UserFuncName::user(0, id.as_u32());
@@ -169,44 +169,78 @@ pub(crate) fn define_functions<M: Module>(
             e.finish();
         }
         let clif = keep_ir.then(|| ctx.func.clone());
-        let compile_error = |func: &clif::Function, e: cranelift_module::ModuleError| match e {
-            cranelift_module::ModuleError::Compilation(err) => CodegenError::Cranelift(format!(
-                "compiling `{}`: {}",
-                f.name,
-                cranelift_codegen::print_errors::pretty_error(func, err)
-            )),
-            e => CodegenError::Cranelift(format!("compiling `{}`: {e:?}", f.name)),
-        };
-        if crate::lower::ir_size(f) > LARGE_FUNCTION {
-            // Compiled here with the single-pass allocator, then handed to
-            // the module as bytes and relocations.
-            if fast_isa.is_none() {
-                fast_isa = Some(isa_with(target, pic, true)?);
-            }
-            let Some(fast) = fast_isa.as_deref() else { unreachable!("made above") };
-            let mut ctrl = cranelift_codegen::control::ControlPlane::default();
-            let alignment = match time("Cranelift", || ctx.compile(fast, &mut ctrl)) {
-                Ok(code) => code.buffer.alignment as u64,
-                Err(e) => {
-                    let msg = cranelift_codegen::print_errors::pretty_error(e.func, e.inner);
-                    return Err(CodegenError::Cranelift(format!("compiling `{}`: {msg}", f.name)));
-                }
-            };
-            let Some(code) = ctx.compiled_code() else { unreachable!("compiled above") };
-            let relocs: Vec<cranelift_module::ModuleReloc> = code
-                .buffer
-                .relocs()
-                .iter()
-                .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
-                .collect();
-            m.define_function_bytes(id, alignment, code.buffer.data(), &relocs)
-                .map_err(|e| compile_error(&ctx.func, e))?;
+        // Functions of very many statements are compiled with the
+        // single-pass allocator.
+        let large = crate::lower::ir_size(f) > LARGE_FUNCTION;
+        if large && fast_isa.is_none() {
+            fast_isa = Some(isa_with(target, pic, true)?);
+        }
+        let fast = fast_isa.as_deref().filter(|_| large);
+        let frame = compile(m, &mut ctx, fast, &f.name)?;
+        if frame <= GUARDED_FRAME {
+            define_compiled(m, &ctx, id, &f.name)?;
         } else {
-            time("Cranelift", || m.define_function(id, &mut ctx).map_err(|e| compile_error(&ctx.func, e)))?;
+            // The compiled code under a local name, and a guard under the
+            // function's own that checks its frame against the stack.
+            let body = m.declare_function(&format!("{sym}.body"), Linkage::Local, &sig)?;
+            define_compiled(m, &ctx, body, &f.name)?;
+            m.clear_context(&mut ctx);
+            ctx.func.signature = sig.clone();
+            ctx.func.name = UserFuncName::user(0, id.as_u32());
+            {
+                let mut e = ClifEmitter::new(m, &mut imports, &mut ctx.func, &mut fbc);
+                lower::lower_frame_guard(&mut e, file, f, u64::from(frame) + FRAME_SLACK, |e, params| {
+                    Ok(e.call_id(body, &params))
+                })?;
+                e.finish();
+            }
+            compile(m, &mut ctx, None, &f.name)?;
+            define_compiled(m, &ctx, id, &f.name)?;
         }
         out.push(Defined { id, clif });
     }
     Ok(out)
+}
+
+/// Compiled code whose frame is larger than this many bytes is called
+/// through a guard ([`lower::lower_frame_guard`]); smaller frames fit in
+/// the margin that the stack limit keeps (64 KiB above the bottom of the
+/// thread's stack in the JIT, 1 MiB below the caller's frame otherwise).
+const GUARDED_FRAME: u32 = 32 << 10;
+
+/// What a guarded function needs beyond its frame: the return address and
+/// saved frame pointer, the guard's own frame, and the runtime functions
+/// it calls (which the margin below the limit holds as well).
+const FRAME_SLACK: u64 = 4 << 10;
+
+/// Compiles the function in `ctx` with `isa` (the module's when `None`),
+/// keeping the code in `ctx`; returns its stack frame in bytes.
+fn compile<M: Module>(
+    m: &M,
+    ctx: &mut cranelift_codegen::Context,
+    isa: Option<&dyn cranelift_codegen::isa::TargetIsa>,
+    name: &str,
+) -> Result<u32> {
+    let isa = isa.unwrap_or_else(|| m.isa());
+    let mut ctrl = cranelift_codegen::control::ControlPlane::default();
+    match time("Cranelift", || ctx.compile(isa, &mut ctrl)) {
+        Ok(code) => Ok(code.buffer.frame_layout().map_or(0, |l| l.frame_to_fp_offset)),
+        Err(e) => {
+            let msg = cranelift_codegen::print_errors::pretty_error(e.func, e.inner);
+            Err(CodegenError::Cranelift(format!("compiling `{name}`: {msg}")))
+        }
+    }
+}
+
+/// Defines `id` in `m` as the code that [`compile`] left in `ctx`.
+fn define_compiled<M: Module>(m: &mut M, ctx: &cranelift_codegen::Context, id: FuncId, name: &str) -> Result<()> {
+    let Some(code) = ctx.compiled_code() else {
+        return Err(CodegenError::Cranelift(format!("compiling `{name}`: no code")));
+    };
+    let relocs: Vec<cranelift_module::ModuleReloc> =
+        code.buffer.relocs().iter().map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id)).collect();
+    m.define_function_bytes(id, u64::from(code.buffer.alignment), code.buffer.data(), &relocs)
+        .map_err(|e| CodegenError::Cranelift(format!("compiling `{name}`: {e:?}")))
 }
 
 /// The Cranelift type of a value type.
@@ -261,6 +295,26 @@ impl<'a, 'b, M: Module> ClifEmitter<'a, 'b, M> {
             free_vars: HashMap::new(),
             var_types: Vec::new(),
         }
+    }
+
+    /// The reference to function `id` in this function.
+    fn fref(&mut self, id: FuncId) -> FuncRef {
+        match self.frefs.get(&id) {
+            Some(r) => *r,
+            None => {
+                let r = self.m.declare_func_in_func(id, self.b.func);
+                self.frefs.insert(id, r);
+                r
+            }
+        }
+    }
+
+    /// A call of the generated function `id` (the internal signature);
+    /// returns its status.
+    fn call_id(&mut self, id: FuncId, args: &[Value]) -> Value {
+        let fref = self.fref(id);
+        let inst = self.b.ins().call(fref, args);
+        self.b.inst_results(inst)[0]
     }
 
     /// Seals every block and finishes the function.
@@ -483,14 +537,7 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
 
     fn call(&mut self, callee: Callee, args: &[Value]) -> Result<Value> {
         let id = self.imp.func(self.m, callee)?;
-        let fref = match self.frefs.get(&id) {
-            Some(r) => *r,
-            None => {
-                let r = self.m.declare_func_in_func(id, self.b.func);
-                self.frefs.insert(id, r);
-                r
-            }
-        };
+        let fref = self.fref(id);
         let inst = self.b.ins().call(fref, args);
         self.b
             .inst_results(inst)
@@ -503,14 +550,7 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
         let sig = internal_signature(self.m);
         let inst = match self.imp.generated(self.m, func, &sig)? {
             imports::Generated::Func(id) => {
-                let fref = match self.frefs.get(&id) {
-                    Some(r) => *r,
-                    None => {
-                        let r = self.m.declare_func_in_func(id, self.b.func);
-                        self.frefs.insert(id, r);
-                        r
-                    }
-                };
+                let fref = self.fref(id);
                 self.b.ins().call(fref, &args)
             }
             imports::Generated::Address(a) => {

@@ -19,10 +19,57 @@
 //! of a function branches to one cold block, which returns the status
 //! (`Lower::finish_calls`): a call costs one block, not two.
 
-use super::emit::{Emitter, IntCC, Mem, Ty};
+use super::emit::{Emitter, IntCC, IntOp, Mem, Ty};
 use super::{Lower, Result, Val};
 use arrayad_ir::{Atom, Fault, FuncId, VarId};
-use arrayad_runtime::offsets;
+use arrayad_runtime::{offsets, Callee, RuntimeFn};
+
+/// Emits a guard for a function `f` whose compiled code needs a stack
+/// frame of `frame` bytes: the guard has `f`'s signature and calls the
+/// compiled code (`call_body`, given the guard's own parameters) only
+/// when the frame fits above the context's stack limit
+/// ([`arrayad_runtime::Ctx::stack_limit`]); otherwise it fails with
+/// [`Fault::FrameTooLarge`], located at `f`. The backend compiles a
+/// function first and puts a guard in front of it when its frame turns
+/// out large (a function of very many statements whose values live in
+/// stack slots): its prologue would write below the stack otherwise, and
+/// no check inside the function can run before its prologue.
+pub(crate) fn lower_frame_guard<E: Emitter>(
+    b: &mut E,
+    file: &str,
+    f: &arrayad_ir::Function,
+    frame: u64,
+    call_body: impl FnOnce(&mut E, [E::Value; 3]) -> Result<E::Value>,
+) -> Result<()> {
+    let params @ [ctx, _, _] = b.params();
+    let frame = i64::try_from(frame)
+        .map_err(|_| crate::error::CodegenError::malformed(&f.name, "a stack frame beyond 2^63 bytes"))?;
+    // The guard's own frame: the address of a slot of it.
+    let here = b.stack_slot(8);
+    let null = b.iconst(Ty::Ptr, 0);
+    let here = b.ptr_diff(here, null);
+    // Unchecked (a limit of 0) passes: `here` is above `frame`.
+    let limit = b.load(Ty::I64, ctx, offsets::STACK_LIMIT, Mem::Ctx);
+    let need = b.iconst(Ty::I64, frame);
+    let floor = b.int(IntOp::Add, limit, need);
+    let fits = b.icmp(IntCC::Uge, here, floor);
+    let (run, fail) = (b.create_block(), b.create_block());
+    b.brif(fits, run, fail);
+    b.seal(run);
+    b.seal(fail);
+    b.switch_to(run);
+    let status = call_body(b, params)?;
+    b.ret(status);
+    b.switch_to(fail);
+    b.set_cold(fail);
+    let fault = Fault::FrameTooLarge { function: &f.name };
+    let msg = b.message(&fault.located_template(file, f.loc))?;
+    let kind = b.iconst(Ty::I32, fault.kind().code() as i64);
+    let zero = b.iconst(Ty::I64, 0);
+    b.call(Callee::Runtime(RuntimeFn::Fail), &[ctx, kind, msg, need, zero, zero])?;
+    b.ret(kind);
+    Ok(())
+}
 
 /// The most argument slots and result slots of a call in `f` (`None`
 /// without calls): every call of a function shares one buffer of each
@@ -88,22 +135,22 @@ impl<E: Emitter> Lower<'_, E> {
     /// below the context's stack limit: each kept call is a native frame,
     /// and chains of them may be as deep as the program's definitions, so
     /// the stack is checked rather than overflowed. Whoever calls generated
-    /// code sets the limit [`arrayad_runtime::CALL_STACK`] bytes below its
-    /// own frame, or higher on a thread with less stack left
-    /// (`arrayad_set_stack_limit`: the JIT's calls through
+    /// code sets the limit 64 KiB above the bottom of the thread's stack
+    /// when it is known, else [`arrayad_runtime::CALL_STACK`] bytes below
+    /// its own frame (`arrayad_set_stack_limit`: the JIT's calls through
     /// `arrayad_runtime::OwnedCtx::set_stack_limit_here`, the C wrappers'
     /// `begin()`, the C runtime's `invoke`); 0 checks nothing. Once per
     /// function, at its entry: a function without kept calls adds one
-    /// bounded frame.
+    /// frame, bounded by the backend (a larger one has a guard,
+    /// [`lower_frame_guard`]).
     pub(super) fn check_stack_depth(&mut self, frame: E::Value) -> Result<()> {
         let ctx = self.ctx;
         let limit = self.b.load(Ty::I64, ctx, offsets::STACK_LIMIT, Mem::Ctx);
         let null = self.b.iconst(Ty::Ptr, 0);
         let frame = self.b.ptr_diff(frame, null);
         let within = self.b.icmp(IntCC::Uge, frame, limit);
-        let budget = self.b.iconst(Ty::I64, arrayad_runtime::CALL_STACK);
         let name = self.f.name.clone();
-        self.check(within, Fault::CallsTooDeep { function: &name }, &[budget])
+        self.check(within, Fault::CallsTooDeep { function: &name }, &[])
     }
 
     /// Takes the destination table of the context for this function's own
