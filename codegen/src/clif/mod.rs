@@ -137,6 +137,12 @@ fn internal_signature<M: Module>(m: &M) -> clif::Signature {
 /// Declares and defines `funcs` (symbol name, linkage, IR) in `m`, built
 /// for `target` (`pic` as `m`'s ISA). With `keep_ir`, each [`Defined`]
 /// holds the Cranelift IR of its function.
+///
+/// This thread lowers the functions one after the other, largest first
+/// (the lowering declares imports in `m`), while up to
+/// [`arrayad_ir::stack::threads`] threads, this one included, compile them
+/// with Cranelift; the code is defined in `m` in the order lowered, so the
+/// output does not depend on the threads.
 pub(crate) fn define_functions<M: Module>(
     m: &mut M,
     file: &str,
@@ -146,7 +152,6 @@ pub(crate) fn define_functions<M: Module>(
     keep_ir: bool,
     callees: &crate::Callees,
 ) -> Result<Vec<Defined>> {
-    let mut fast_isa: Option<OwnedTargetIsa> = None;
     let sig = internal_signature(m);
     let mut ids = Vec::new();
     for (sym, linkage, f) in funcs {
@@ -155,51 +160,257 @@ pub(crate) fn define_functions<M: Module>(
         }
         ids.push(m.declare_function(sym, *linkage, &sig)?);
     }
-    let mut imports = Imports::calling(callees.clone());
-    let mut fbc = FunctionBuilderContext::new();
-    let mut ctx = m.make_context();
-    let mut out = Vec::new();
-    for ((sym, _, f), id) in funcs.iter().zip(ids) {
-        m.clear_context(&mut ctx);
-        ctx.func.signature = sig.clone();
-        ctx.func.name = UserFuncName::user(0, id.as_u32());
-        {
-            let mut e = ClifEmitter::new(m, &mut imports, &mut ctx.func, &mut fbc);
-            time("lower to Cranelift IR", || lower::lower_function(&mut e, file, f, callees.program()))?;
-            e.finish();
+    // Functions of very many statements are compiled with the single-pass
+    // allocator.
+    let large = |f: &arrayad_ir::Function| crate::lower::ir_size(f) > LARGE_FUNCTION;
+    let isas = Isas {
+        usual: isa_with(target, pic, false)?,
+        fast: if funcs.iter().any(|(_, _, f)| large(f)) { Some(isa_with(target, pic, true)?) } else { None },
+    };
+    // The largest functions first, so that the last one compiled is a
+    // small one: the order of the code in the output depends on the
+    // functions only.
+    let mut order: Vec<usize> = (0..funcs.len()).collect();
+    order.sort_by_key(|&k| std::cmp::Reverse(crate::lower::ir_size(funcs[k].2)));
+    let mut definer = Definer {
+        m,
+        file,
+        sig,
+        imports: Imports::calling(callees.clone()),
+        fbc: FunctionBuilderContext::new(),
+        ready: HashMap::new(),
+        defined: (0..funcs.len()).map(|_| None).collect(),
+        next: 0,
+        order: &order,
+        funcs,
+        ids: &ids,
+        isas: &isas,
+    };
+    let lower_one = |d: &mut Definer<'_, '_, M>, k: usize| -> Result<(clif::Function, Option<clif::Function>)> {
+        let f = d.funcs[k].2;
+        let func = d.lower(d.ids[k], |e| lower::lower_function(e, file, f, callees.program()))?;
+        let kept = keep_ir.then(|| func.clone());
+        Ok((func, kept))
+    };
+    let threads = arrayad_ir::stack::threads().min(funcs.len());
+    if threads <= 1 {
+        for &k in &order {
+            let (func, kept) = lower_one(&mut definer, k)?;
+            let code = compile_function(&isas, large(funcs[k].2), func, &funcs[k].2.name);
+            definer.ready.insert(k, (code, kept));
+            definer.define_ready()?;
         }
-        let clif = keep_ir.then(|| ctx.func.clone());
-        // Functions of very many statements are compiled with the
-        // single-pass allocator.
-        let large = crate::lower::ir_size(f) > LARGE_FUNCTION;
-        if large && fast_isa.is_none() {
-            fast_isa = Some(isa_with(target, pic, true)?);
-        }
-        let fast = fast_isa.as_deref().filter(|_| large);
-        let frame = compile(m, &mut ctx, fast, &f.name)?;
-        if frame <= GUARDED_FRAME {
-            define_compiled(m, &ctx, id, &f.name)?;
-        } else {
-            // The compiled code under a local name, and a guard under the
-            // function's own that checks its frame against the stack.
-            let body = m.declare_function(&format!("{sym}.body"), Linkage::Local, &sig)?;
-            define_compiled(m, &ctx, body, &f.name)?;
-            m.clear_context(&mut ctx);
-            ctx.func.signature = sig.clone();
-            ctx.func.name = UserFuncName::user(0, id.as_u32());
-            {
-                let mut e = ClifEmitter::new(m, &mut imports, &mut ctx.func, &mut fbc);
-                lower::lower_frame_guard(&mut e, file, f, u64::from(frame) + FRAME_SLACK, |e, params| {
-                    Ok(e.call_id(body, &params))
-                })?;
-                e.finish();
-            }
-            compile(m, &mut ctx, None, &f.name)?;
-            define_compiled(m, &ctx, id, &f.name)?;
-        }
-        out.push(Defined { id, clif });
+        return definer.finish();
     }
-    Ok(out)
+    // This thread compiles too, whenever the others are busy.
+    let jobs = JobQueue::default();
+    let (done_tx, done) = std::sync::mpsc::channel::<(usize, Result<cranelift_codegen::Context>)>();
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            let done_tx = done_tx.clone();
+            let (jobs, isas) = (&jobs, &isas);
+            let work = move || {
+                while let Some((k, func)) = jobs.take() {
+                    let f = funcs[k].2;
+                    if done_tx.send((k, compile_function(isas, large(f), func, &f.name))).is_err() {
+                        break;
+                    }
+                }
+            };
+            // A thread that cannot be started leaves its jobs to this one.
+            let _ = std::thread::Builder::new()
+                .name("arrayad-cranelift".into())
+                .stack_size(arrayad_ir::stack::COMPILER_STACK)
+                .spawn_scoped(s, work);
+        }
+        drop(done_tx);
+        let mut kept_ir: Vec<Option<clif::Function>> = vec![None; funcs.len()];
+        let mut lowered = || -> Result<()> {
+            for &k in &order {
+                let (func, ir) = lower_one(&mut definer, k)?;
+                kept_ir[k] = ir;
+                // With the other threads busy, this one compiles the job
+                // waiting (the larger) and queues the new one.
+                if let Some((k, func)) = jobs.put((k, func)) {
+                    definer.compile_here(k, func);
+                }
+                while let Ok((k, code)) = done.try_recv() {
+                    definer.ready.insert(k, (code, None));
+                }
+                definer.define_ready()?;
+            }
+            Ok(())
+        };
+        let status = lowered();
+        // The compiling threads end once the queue is empty.
+        jobs.close();
+        status?;
+        // This thread takes its part of what is left.
+        while let Some((k, func)) = jobs.take_now() {
+            definer.compile_here(k, func);
+        }
+        for (k, code) in done.iter() {
+            definer.ready.insert(k, (code, None));
+            definer.define_ready()?;
+        }
+        definer.define_ready()?;
+        for (d, ir) in definer.defined.iter_mut().zip(kept_ir) {
+            if let Some(d) = d {
+                d.clif = ir;
+            }
+        }
+        definer.finish()
+    })
+}
+
+/// The functions lowered and waiting to be compiled (at most one), for
+/// the threads of [`define_functions`].
+#[derive(Default)]
+struct JobQueue {
+    /// The waiting function (its index and Cranelift IR) and whether the
+    /// queue is closed.
+    state: std::sync::Mutex<(Option<(usize, clif::Function)>, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl JobQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Option<(usize, clif::Function)>, bool)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `job`; returns the job that was waiting, if any, for the
+    /// caller to compile.
+    fn put(&self, job: (usize, clif::Function)) -> Option<(usize, clif::Function)> {
+        let waiting = self.lock().0.replace(job);
+        self.changed.notify_one();
+        waiting
+    }
+
+    /// The waiting job, once there is one; `None` once the queue is closed
+    /// and empty.
+    fn take(&self) -> Option<(usize, clif::Function)> {
+        let mut state = self.lock();
+        loop {
+            if let Some(job) = state.0.take() {
+                return Some(job);
+            }
+            if state.1 {
+                return None;
+            }
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The waiting job, if any.
+    fn take_now(&self) -> Option<(usize, clif::Function)> {
+        self.lock().0.take()
+    }
+
+    /// No more jobs will come: the threads waiting end.
+    fn close(&self) {
+        self.lock().1 = true;
+        self.changed.notify_all();
+    }
+}
+
+/// The ISAs functions are compiled for: `fast` (the single-pass register
+/// allocator) for functions of more than [`LARGE_FUNCTION`] statements.
+struct Isas {
+    usual: OwnedTargetIsa,
+    fast: Option<OwnedTargetIsa>,
+}
+
+/// Compiles `func` (with the fast ISA when `large`), on any thread.
+fn compile_function(isas: &Isas, large: bool, func: clif::Function, name: &str) -> Result<cranelift_codegen::Context> {
+    let isa = match (&isas.fast, large) {
+        (Some(fast), true) => fast.as_ref(),
+        _ => isas.usual.as_ref(),
+    };
+    let mut ctx = cranelift_codegen::Context::for_function(func);
+    compile(&mut ctx, isa, name)?;
+    Ok(ctx)
+}
+
+/// The state of [`define_functions`] on the thread that owns the module:
+/// it lowers functions, and defines compiled code in the order of the
+/// functions.
+struct Definer<'m, 'a, M: Module> {
+    m: &'m mut M,
+    file: &'a str,
+    sig: clif::Signature,
+    imports: Imports,
+    fbc: FunctionBuilderContext,
+    /// Compiled functions not yet defined, by index (with the IR kept).
+    ready: HashMap<usize, (Result<cranelift_codegen::Context>, Option<clif::Function>)>,
+    /// The functions defined, by index.
+    defined: Vec<Option<Defined>>,
+    /// The order in which functions are defined (indices), and the
+    /// position in it of the next one.
+    order: &'a [usize],
+    next: usize,
+    funcs: &'a [(String, Linkage, &'a arrayad_ir::Function)],
+    ids: &'a [FuncId],
+    isas: &'a Isas,
+}
+
+impl<M: Module> Definer<'_, '_, M> {
+    /// A new Cranelift function named for `id`, emitted by `emit`.
+    fn lower(
+        &mut self,
+        id: FuncId,
+        emit: impl FnOnce(&mut ClifEmitter<'_, '_, M>) -> Result<()>,
+    ) -> Result<clif::Function> {
+        let mut func = clif::Function::with_name_signature(UserFuncName::user(0, id.as_u32()), self.sig.clone());
+        let mut e = ClifEmitter::new(self.m, &mut self.imports, &mut func, &mut self.fbc);
+        time("lower to Cranelift IR", || emit(&mut e))?;
+        e.finish();
+        Ok(func)
+    }
+
+    /// Compiles function `k` on this thread, to be defined in its turn.
+    fn compile_here(&mut self, k: usize, func: clif::Function) {
+        let f = self.funcs[k].2;
+        let large = crate::lower::ir_size(f) > LARGE_FUNCTION;
+        self.ready.insert(k, (compile_function(self.isas, large, func, &f.name), None));
+    }
+
+    /// Every function defined, in the order of the functions.
+    fn finish(self) -> Result<Vec<Defined>> {
+        self.defined
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| CodegenError::Cranelift("a compiling thread ended early".into()))
+    }
+
+    /// Defines the compiled functions that come next in order.
+    fn define_ready(&mut self) -> Result<()> {
+        while let Some(&k) = self.order.get(self.next) {
+            let Some((code, kept)) = self.ready.remove(&k) else { break };
+            self.next += 1;
+            let ((sym, _, f), id) = (&self.funcs[k], self.ids[k]);
+            let ctx = code?;
+            let frame = ctx.compiled_code().and_then(|c| c.buffer.frame_layout()).map_or(0, |l| l.frame_to_fp_offset);
+            if frame <= GUARDED_FRAME {
+                define_compiled(self.m, &ctx, id, &f.name)?;
+            } else {
+                // The compiled code under a local name, and a guard under
+                // the function's own that checks its frame against the
+                // stack.
+                let body = self.m.declare_function(&format!("{sym}.body"), Linkage::Local, &self.sig)?;
+                define_compiled(self.m, &ctx, body, &f.name)?;
+                let file = self.file;
+                let guard = self.lower(id, |e| {
+                    lower::lower_frame_guard(e, file, f, u64::from(frame) + FRAME_SLACK, |e, params| {
+                        Ok(e.call_id(body, &params))
+                    })
+                })?;
+                let guard = compile_function(self.isas, false, guard, &f.name)?;
+                define_compiled(self.m, &guard, id, &f.name)?;
+            }
+            self.defined[k] = Some(Defined { id, clif: kept });
+        }
+        Ok(())
+    }
 }
 
 /// Compiled code whose frame is larger than this many bytes is called
@@ -213,18 +424,15 @@ const GUARDED_FRAME: u32 = 32 << 10;
 /// it calls (which the margin below the limit holds as well).
 const FRAME_SLACK: u64 = 4 << 10;
 
-/// Compiles the function in `ctx` with `isa` (the module's when `None`),
-/// keeping the code in `ctx`; returns its stack frame in bytes.
-fn compile<M: Module>(
-    m: &M,
+/// Compiles the function in `ctx` with `isa`, keeping the code in `ctx`.
+fn compile(
     ctx: &mut cranelift_codegen::Context,
-    isa: Option<&dyn cranelift_codegen::isa::TargetIsa>,
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
     name: &str,
-) -> Result<u32> {
-    let isa = isa.unwrap_or_else(|| m.isa());
+) -> Result<()> {
     let mut ctrl = cranelift_codegen::control::ControlPlane::default();
     match time("Cranelift", || ctx.compile(isa, &mut ctrl)) {
-        Ok(code) => Ok(code.buffer.frame_layout().map_or(0, |l| l.frame_to_fp_offset)),
+        Ok(_) => Ok(()),
         Err(e) => {
             let msg = cranelift_codegen::print_errors::pretty_error(e.func, e.inner);
             Err(CodegenError::Cranelift(format!("compiling `{name}`: {msg}")))
