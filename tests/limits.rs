@@ -184,6 +184,30 @@ fn a_frame_larger_than_the_stack_left_is_out_of_memory() {
 }
 
 #[test]
+fn libraries_with_guarded_frames_are_the_same_for_any_number_of_threads() {
+    // Cranelift compiles on several threads; a function with a large
+    // frame gets a guard (`f__primal.body` behind `f__primal`). The
+    // library must not depend on which thread finished first.
+    let dir = scratch("limits", "threads");
+    std::fs::write(dir.join("live.arr"), many_live(6_000)).unwrap();
+    let build = |threads: &str| {
+        let lib = format!("t{threads}/liblive.so");
+        std::fs::create_dir_all(dir.join(format!("t{threads}"))).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_arrayad"))
+            .current_dir(&dir)
+            .env("ARRAYAD_NUM_THREADS", threads)
+            .args(["build", "live.arr", "-o", &lib, "--backend", "cranelift"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read(dir.join(&lib)).unwrap()
+    };
+    let one = build("1");
+    assert!(one.windows(5).any(|w| w == b".body"), "no function was guarded");
+    assert!(build("3") == one, "the library built on 3 threads differs from the one built on 1");
+}
+
+#[test]
 fn messages_of_any_length_arrive_whole() {
     // A source path of ~600 characters: the location at the end of the
     // path must survive.

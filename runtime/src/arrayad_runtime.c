@@ -190,11 +190,12 @@ static uintptr_t thread_stack_bottom(void) {
 }
 #else
 /* The main thread's stack, [main_stack_lo, main_stack_hi) (empty when
- * unknown), read once per process: the top of the [stack] mapping of
- * /proc/self/maps and RLIMIT_STACK below it, as glibc's pthread_getattr_np
- * computes it (which a shared library cannot call without depending on
- * ld-linux, nor use thread-local storage). The stacks of other threads are
- * not known here. */
+ * unknown), read once per process (a later setrlimit is not seen): the top
+ * of the [stack] mapping of /proc/self/maps less RLIMIT_STACK, as glibc's
+ * pthread_getattr_np computes it (which a shared library cannot call
+ * without depending on ld-linux), and no lower than 1 MiB (the kernel's
+ * guard gap) above the mapping below it. An unlimited RLIMIT_STACK leaves
+ * it unknown. The stacks of other threads are not known here. */
 static uintptr_t main_stack_lo, main_stack_hi;
 static pthread_once_t main_stack_once = PTHREAD_ONCE_INIT;
 
@@ -204,13 +205,23 @@ static void read_main_stack(void) {
     FILE *maps = fopen("/proc/self/maps", "r");
     if (!maps) return;
     char line[512];
+    unsigned long below = 0; /* the end of the mapping before this one */
+    int whole = 1;           /* line starts a line of the file */
     while (fgets(line, sizeof line, maps)) {
+        size_t n = strlen(line);
+        int starts = whole;
+        whole = n > 0 && line[n - 1] == '\n';
         unsigned long lo = 0, hi = 0;
-        if (!strstr(line, "[stack]") || sscanf(line, "%lx-%lx", &lo, &hi) != 2) continue;
-        if (hi > rl.rlim_cur && hi - rl.rlim_cur <= lo) {
-            main_stack_lo = hi - rl.rlim_cur;
-            main_stack_hi = hi;
+        if (!starts || sscanf(line, "%lx-%lx", &lo, &hi) != 2) continue;
+        if (!(whole && n >= 9 && strcmp(line + n - 9, " [stack]\n") == 0)) {
+            below = hi;
+            continue;
         }
+        uintptr_t bottom = hi > rl.rlim_cur ? hi - rl.rlim_cur : 0;
+        if (bottom < below + (1u << 20)) bottom = below + (1u << 20);
+        if (bottom > lo) bottom = lo;
+        main_stack_lo = bottom;
+        main_stack_hi = hi;
         break;
     }
     fclose(maps);

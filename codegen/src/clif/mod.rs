@@ -180,39 +180,44 @@ pub(crate) fn define_functions<M: Module>(
         fbc: FunctionBuilderContext::new(),
         ready: HashMap::new(),
         defined: (0..funcs.len()).map(|_| None).collect(),
+        guarded: Vec::new(),
+        kept_ir: vec![None; funcs.len()],
         next: 0,
         order: &order,
         funcs,
         ids: &ids,
         isas: &isas,
     };
-    let lower_one = |d: &mut Definer<'_, '_, M>, k: usize| -> Result<(clif::Function, Option<clif::Function>)> {
+    let lower_one = |d: &mut Definer<'_, '_, M>, k: usize| -> Result<clif::Function> {
         let f = d.funcs[k].2;
         let func = d.lower(d.ids[k], |e| lower::lower_function(e, file, f, callees.program()))?;
-        let kept = keep_ir.then(|| func.clone());
-        Ok((func, kept))
+        d.kept_ir[k] = keep_ir.then(|| func.clone());
+        Ok(func)
     };
     let threads = arrayad_ir::stack::threads().min(funcs.len());
     if threads <= 1 {
         for &k in &order {
-            let (func, kept) = lower_one(&mut definer, k)?;
-            let code = compile_function(&isas, large(funcs[k].2), func, &funcs[k].2.name);
-            definer.ready.insert(k, (code, kept));
+            let func = lower_one(&mut definer, k)?;
+            definer.compile_here(k, func);
             definer.define_ready()?;
         }
         return definer.finish();
     }
     // This thread compiles too, whenever the others are busy.
     let jobs = JobQueue::default();
-    let (done_tx, done) = std::sync::mpsc::channel::<(usize, Result<cranelift_codegen::Context>)>();
-    std::thread::scope(|s| {
+    let (done_tx, done) = std::sync::mpsc::channel::<(usize, std::thread::Result<Result<Compiled>>)>();
+    let mut panicked = None;
+    let status = std::thread::scope(|s| {
         for _ in 1..threads {
             let done_tx = done_tx.clone();
             let (jobs, isas) = (&jobs, &isas);
             let work = move || {
                 while let Some((k, func)) = jobs.take() {
                     let f = funcs[k].2;
-                    if done_tx.send((k, compile_function(isas, large(f), func, &f.name))).is_err() {
+                    let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        compile_function(isas, large(f), func, &f.name)
+                    }));
+                    if done_tx.send((k, code)).is_err() {
                         break;
                     }
                 }
@@ -224,43 +229,69 @@ pub(crate) fn define_functions<M: Module>(
                 .spawn_scoped(s, work);
         }
         drop(done_tx);
-        let mut kept_ir: Vec<Option<clif::Function>> = vec![None; funcs.len()];
+        // The compiling threads end once the queue is closed and empty,
+        // however this thread leaves the scope (a panic included).
+        let closing = CloseOnDrop(&jobs);
+        let mut receive = |definer: &mut Definer<'_, '_, M>, (k, code): (usize, std::thread::Result<_>)| match code {
+            Ok(code) => {
+                definer.ready.insert(k, code);
+            }
+            Err(payload) => {
+                panicked.get_or_insert(payload);
+            }
+        };
         let mut lowered = || -> Result<()> {
             for &k in &order {
-                let (func, ir) = lower_one(&mut definer, k)?;
-                kept_ir[k] = ir;
+                let func = lower_one(&mut definer, k)?;
                 // With the other threads busy, this one compiles the job
                 // waiting (the larger) and queues the new one.
                 if let Some((k, func)) = jobs.put((k, func)) {
                     definer.compile_here(k, func);
                 }
-                while let Ok((k, code)) = done.try_recv() {
-                    definer.ready.insert(k, (code, None));
+                while let Ok(done) = done.try_recv() {
+                    receive(&mut definer, done);
                 }
                 definer.define_ready()?;
             }
             Ok(())
         };
         let status = lowered();
-        // The compiling threads end once the queue is empty.
-        jobs.close();
-        status?;
-        // This thread takes its part of what is left.
+        drop(closing);
+        // This thread takes its part of what is left, then defines every
+        // function compiled: the first error in the order of definition
+        // is the one reported, as with one thread.
         while let Some((k, func)) = jobs.take_now() {
             definer.compile_here(k, func);
         }
-        for (k, code) in done.iter() {
-            definer.ready.insert(k, (code, None));
-            definer.define_ready()?;
+        for done in done.iter() {
+            receive(&mut definer, done);
         }
         definer.define_ready()?;
-        for (d, ir) in definer.defined.iter_mut().zip(kept_ir) {
-            if let Some(d) = d {
-                d.clif = ir;
-            }
-        }
-        definer.finish()
-    })
+        status
+    });
+    if let Some(payload) = panicked {
+        std::panic::resume_unwind(payload);
+    }
+    status?;
+    definer.finish()
+}
+
+/// A function compiled by Cranelift: its code, relocations (against the
+/// function's own id), alignment and stack frame in bytes.
+struct Compiled {
+    code: Vec<u8>,
+    relocs: Vec<cranelift_module::ModuleReloc>,
+    alignment: u64,
+    frame: u32,
+}
+
+/// Closes the queue when dropped.
+struct CloseOnDrop<'a>(&'a JobQueue);
+
+impl Drop for CloseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 /// The functions lowered and waiting to be compiled (at most one), for
@@ -320,32 +351,55 @@ struct Isas {
     fast: Option<OwnedTargetIsa>,
 }
 
-/// Compiles `func` (with the fast ISA when `large`), on any thread.
-fn compile_function(isas: &Isas, large: bool, func: clif::Function, name: &str) -> Result<cranelift_codegen::Context> {
+/// Compiles `func` (with the fast ISA when `large`), on any thread; its
+/// relocations are against `func`'s own name.
+fn compile_function(isas: &Isas, large: bool, func: clif::Function, name: &str) -> Result<Compiled> {
     let isa = match (&isas.fast, large) {
         (Some(fast), true) => fast.as_ref(),
         _ => isas.usual.as_ref(),
     };
     let mut ctx = cranelift_codegen::Context::for_function(func);
     compile(&mut ctx, isa, name)?;
-    Ok(ctx)
+    let Some(code) = ctx.compiled_code() else {
+        return Err(CodegenError::Cranelift(format!("compiling `{name}`: no code")));
+    };
+    let UserFuncName::User(own) = &ctx.func.name else {
+        return Err(CodegenError::Cranelift(format!("compiling `{name}`: a function without an id")));
+    };
+    let id = FuncId::from_u32(own.index);
+    Ok(Compiled {
+        code: code.buffer.data().to_vec(),
+        relocs: code
+            .buffer
+            .relocs()
+            .iter()
+            .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+            .collect(),
+        alignment: u64::from(code.buffer.alignment),
+        frame: code.buffer.frame_layout().map_or(0, |l| l.frame_to_fp_offset),
+    })
 }
 
 /// The state of [`define_functions`] on the thread that owns the module:
-/// it lowers functions, and defines compiled code in the order of the
-/// functions.
+/// it lowers functions, and defines compiled code in the order lowered.
 struct Definer<'m, 'a, M: Module> {
     m: &'m mut M,
     file: &'a str,
     sig: clif::Signature,
     imports: Imports,
     fbc: FunctionBuilderContext,
-    /// Compiled functions not yet defined, by index (with the IR kept).
-    ready: HashMap<usize, (Result<cranelift_codegen::Context>, Option<clif::Function>)>,
+    /// Compiled functions not yet defined, by index.
+    ready: HashMap<usize, Result<Compiled>>,
     /// The functions defined, by index.
     defined: Vec<Option<Defined>>,
-    /// The order in which functions are defined (indices), and the
-    /// position in it of the next one.
+    /// Functions whose frame needs a guard, in order, defined last
+    /// ([`Self::finish`]): what they declare in the module then does not
+    /// depend on when their compilation ended.
+    guarded: Vec<(usize, Compiled)>,
+    /// The Cranelift IR of each function as lowered, when kept.
+    kept_ir: Vec<Option<clif::Function>>,
+    /// The order in which functions are lowered and defined (indices),
+    /// and the position in it of the next one to define.
     order: &'a [usize],
     next: usize,
     funcs: &'a [(String, Linkage, &'a arrayad_ir::Function)],
@@ -371,52 +425,71 @@ impl<M: Module> Definer<'_, '_, M> {
     fn compile_here(&mut self, k: usize, func: clif::Function) {
         let f = self.funcs[k].2;
         let large = crate::lower::ir_size(f) > LARGE_FUNCTION;
-        self.ready.insert(k, (compile_function(self.isas, large, func, &f.name), None));
+        self.ready.insert(k, compile_function(self.isas, large, func, &f.name));
     }
 
-    /// Every function defined, in the order of the functions.
-    fn finish(self) -> Result<Vec<Defined>> {
+    /// Defines the compiled functions that come next in order (those whose
+    /// frame needs a guard are kept for [`Self::finish`]).
+    fn define_ready(&mut self) -> Result<()> {
+        while let Some(&k) = self.order.get(self.next) {
+            let Some(code) = self.ready.remove(&k) else { break };
+            self.next += 1;
+            let code = code?;
+            let id = self.ids[k];
+            if code.frame <= GUARDED_FRAME {
+                self.define(id, &code, &self.funcs[k].2.name)?;
+            } else {
+                self.guarded.push((k, code));
+            }
+            self.defined[k] = Some(Defined { id, clif: self.kept_ir[k].take() });
+        }
+        Ok(())
+    }
+
+    /// Defines `id` as `code`.
+    fn define(&mut self, id: FuncId, code: &Compiled, name: &str) -> Result<()> {
+        self.m
+            .define_function_bytes(id, code.alignment, &code.code, &code.relocs)
+            .map_err(|e| CodegenError::Cranelift(format!("compiling `{name}`: {e:?}")))
+    }
+
+    /// Defines the functions whose frame needs a guard: each one's code
+    /// under a local name, and a guard under its own name that checks the
+    /// frame against the stack ([`lower::lower_frame_guard`]). Returns
+    /// every function defined, in the order of the functions.
+    fn finish(mut self) -> Result<Vec<Defined>> {
+        for (k, mut code) in std::mem::take(&mut self.guarded) {
+            let ((sym, _, f), id) = (&self.funcs[k], self.ids[k]);
+            let body = self.m.declare_function(&format!("{sym}.body"), Linkage::Local, &self.sig)?;
+            for r in &mut code.relocs {
+                if let cranelift_module::ModuleRelocTarget::FunctionOffset(own, _) = &mut r.name {
+                    if *own == id {
+                        *own = body;
+                    }
+                }
+            }
+            self.define(body, &code, &f.name)?;
+            let file = self.file;
+            let guard = self.lower(id, |e| {
+                lower::lower_frame_guard(e, file, f, u64::from(code.frame), FRAME_SLACK, |e, params| {
+                    Ok(e.call_id(body, &params))
+                })
+            })?;
+            let guard = compile_function(self.isas, false, guard, &f.name)?;
+            self.define(id, &guard, &f.name)?;
+        }
         self.defined
             .into_iter()
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| CodegenError::Cranelift("a compiling thread ended early".into()))
     }
-
-    /// Defines the compiled functions that come next in order.
-    fn define_ready(&mut self) -> Result<()> {
-        while let Some(&k) = self.order.get(self.next) {
-            let Some((code, kept)) = self.ready.remove(&k) else { break };
-            self.next += 1;
-            let ((sym, _, f), id) = (&self.funcs[k], self.ids[k]);
-            let ctx = code?;
-            let frame = ctx.compiled_code().and_then(|c| c.buffer.frame_layout()).map_or(0, |l| l.frame_to_fp_offset);
-            if frame <= GUARDED_FRAME {
-                define_compiled(self.m, &ctx, id, &f.name)?;
-            } else {
-                // The compiled code under a local name, and a guard under
-                // the function's own that checks its frame against the
-                // stack.
-                let body = self.m.declare_function(&format!("{sym}.body"), Linkage::Local, &self.sig)?;
-                define_compiled(self.m, &ctx, body, &f.name)?;
-                let file = self.file;
-                let guard = self.lower(id, |e| {
-                    lower::lower_frame_guard(e, file, f, u64::from(frame) + FRAME_SLACK, |e, params| {
-                        Ok(e.call_id(body, &params))
-                    })
-                })?;
-                let guard = compile_function(self.isas, false, guard, &f.name)?;
-                define_compiled(self.m, &guard, id, &f.name)?;
-            }
-            self.defined[k] = Some(Defined { id, clif: kept });
-        }
-        Ok(())
-    }
 }
 
 /// Compiled code whose frame is larger than this many bytes is called
 /// through a guard ([`lower::lower_frame_guard`]); smaller frames fit in
-/// the margin that the stack limit keeps (64 KiB above the bottom of the
-/// thread's stack in the JIT, 1 MiB below the caller's frame otherwise).
+/// the 64 KiB that the stack limit keeps above the bottom of the thread's
+/// stack where that is known (and in the 1 MiB below the caller's frame
+/// that generated code may use elsewhere).
 const GUARDED_FRAME: u32 = 32 << 10;
 
 /// What a guarded function needs beyond its frame: the return address and
@@ -438,17 +511,6 @@ fn compile(
             Err(CodegenError::Cranelift(format!("compiling `{name}`: {msg}")))
         }
     }
-}
-
-/// Defines `id` in `m` as the code that [`compile`] left in `ctx`.
-fn define_compiled<M: Module>(m: &mut M, ctx: &cranelift_codegen::Context, id: FuncId, name: &str) -> Result<()> {
-    let Some(code) = ctx.compiled_code() else {
-        return Err(CodegenError::Cranelift(format!("compiling `{name}`: no code")));
-    };
-    let relocs: Vec<cranelift_module::ModuleReloc> =
-        code.buffer.relocs().iter().map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id)).collect();
-    m.define_function_bytes(id, u64::from(code.buffer.alignment), code.buffer.data(), &relocs)
-        .map_err(|e| CodegenError::Cranelift(format!("compiling `{name}`: {e:?}")))
 }
 
 /// The Cranelift type of a value type.

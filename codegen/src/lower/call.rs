@@ -25,9 +25,10 @@ use arrayad_ir::{Atom, Fault, FuncId, VarId};
 use arrayad_runtime::{offsets, Callee, RuntimeFn};
 
 /// Emits a guard for a function `f` whose compiled code needs a stack
-/// frame of `frame` bytes: the guard has `f`'s signature and calls the
-/// compiled code (`call_body`, given the guard's own parameters) only
-/// when the frame fits above the context's stack limit
+/// frame of `frame` bytes, and `slack` more for its call: the guard has
+/// `f`'s signature and calls the compiled code (`call_body`, given the
+/// guard's own parameters) only when that fits above the context's stack
+/// limit
 /// ([`arrayad_runtime::Ctx::stack_limit`]); otherwise it fails with
 /// [`Fault::FrameTooLarge`], located at `f`. The backend compiles a
 /// function first and puts a guard in front of it when its frame turns
@@ -39,18 +40,20 @@ pub(crate) fn lower_frame_guard<E: Emitter>(
     file: &str,
     f: &arrayad_ir::Function,
     frame: u64,
+    slack: u64,
     call_body: impl FnOnce(&mut E, [E::Value; 3]) -> Result<E::Value>,
 ) -> Result<()> {
     let params @ [ctx, _, _] = b.params();
-    let frame = i64::try_from(frame)
-        .map_err(|_| crate::error::CodegenError::malformed(&f.name, "a stack frame beyond 2^63 bytes"))?;
+    let too_large = || crate::error::CodegenError::malformed(&f.name, "a stack frame beyond 2^62 bytes");
+    let bytes = |n: u64| i64::try_from(n).ok().filter(|n| *n < 1 << 62).ok_or_else(too_large);
+    let (frame, need) = (bytes(frame)?, bytes(frame.saturating_add(slack))?);
     // The guard's own frame: the address of a slot of it.
     let here = b.stack_slot(8);
     let null = b.iconst(Ty::Ptr, 0);
     let here = b.ptr_diff(here, null);
     // Unchecked (a limit of 0) passes: `here` is above `frame`.
     let limit = b.load(Ty::I64, ctx, offsets::STACK_LIMIT, Mem::Ctx);
-    let need = b.iconst(Ty::I64, frame);
+    let need = b.iconst(Ty::I64, need);
     let floor = b.int(IntOp::Add, limit, need);
     let fits = b.icmp(IntCC::Uge, here, floor);
     let (run, fail) = (b.create_block(), b.create_block());
@@ -66,7 +69,8 @@ pub(crate) fn lower_frame_guard<E: Emitter>(
     let msg = b.message(&fault.located_template(file, f.loc))?;
     let kind = b.iconst(Ty::I32, fault.kind().code() as i64);
     let zero = b.iconst(Ty::I64, 0);
-    b.call(Callee::Runtime(RuntimeFn::Fail), &[ctx, kind, msg, need, zero, zero])?;
+    let frame = b.iconst(Ty::I64, frame);
+    b.call(Callee::Runtime(RuntimeFn::Fail), &[ctx, kind, msg, frame, zero, zero])?;
     b.ret(kind);
     Ok(())
 }
