@@ -30,9 +30,9 @@ use arrayad_runtime::{offsets, Callee, RuntimeFn};
 /// guard's own parameters) only when that fits above the context's stack
 /// limit
 /// ([`arrayad_runtime::Ctx::stack_limit`]); otherwise it fails with
-/// [`Fault::FrameTooLarge`], located at `f`. The backend compiles a
-/// function first and puts a guard in front of it when its frame turns
-/// out large (a function of very many statements whose values live in
+/// [`Fault::FrameTooLarge`], located at `f`. Cranelift's backend
+/// (`clif::define_functions`) compiles a function first and puts a guard
+/// in front of it when its frame turns out large (a function of very many statements whose values live in
 /// stack slots): its prologue would write below the stack otherwise, and
 /// no check inside the function can run before its prologue.
 pub(crate) fn lower_frame_guard<E: Emitter>(
@@ -51,7 +51,7 @@ pub(crate) fn lower_frame_guard<E: Emitter>(
     let here = b.stack_slot(8);
     let null = b.iconst(Ty::Ptr, 0);
     let here = b.ptr_diff(here, null);
-    // Unchecked (a limit of 0) passes: `here` is above `frame`.
+    // Unchecked (a limit of 0) passes: `here` is above `need`.
     let limit = b.load(Ty::I64, ctx, offsets::STACK_LIMIT, Mem::Ctx);
     let need = b.iconst(Ty::I64, need);
     let floor = b.int(IntOp::Add, limit, need);
