@@ -162,16 +162,17 @@ pub(crate) fn define_functions<M: Module>(
     }
     // Functions of very many statements are compiled with the single-pass
     // allocator.
-    let large = |f: &arrayad_ir::Function| crate::lower::ir_size(f) > LARGE_FUNCTION;
+    let sizes: Vec<usize> = funcs.iter().map(|(_, _, f)| crate::lower::ir_size(f)).collect();
+    let large: Vec<bool> = sizes.iter().map(|&n| n > LARGE_FUNCTION).collect();
     let isas = Isas {
         usual: isa_with(target, pic, false)?,
-        fast: if funcs.iter().any(|(_, _, f)| large(f)) { Some(isa_with(target, pic, true)?) } else { None },
+        fast: if large.contains(&true) { Some(isa_with(target, pic, true)?) } else { None },
     };
     // The largest functions first, so that the last one compiled is a
     // small one: the order of the code in the output depends on the
     // functions only.
     let mut order: Vec<usize> = (0..funcs.len()).collect();
-    order.sort_by_key(|&k| std::cmp::Reverse(crate::lower::ir_size(funcs[k].2)));
+    order.sort_by_key(|&k| std::cmp::Reverse(sizes[k]));
     let mut definer = Definer {
         m,
         file,
@@ -186,6 +187,7 @@ pub(crate) fn define_functions<M: Module>(
         order: &order,
         funcs,
         ids: &ids,
+        large: &large,
         isas: &isas,
     };
     let lower_one = |d: &mut Definer<'_, '_, M>, k: usize| -> Result<clif::Function> {
@@ -210,12 +212,11 @@ pub(crate) fn define_functions<M: Module>(
     let status = std::thread::scope(|s| {
         for _ in 1..threads {
             let done_tx = done_tx.clone();
-            let (jobs, isas) = (&jobs, &isas);
+            let (jobs, isas, large) = (&jobs, &isas, &large);
             let work = move || {
                 while let Some((k, func)) = jobs.take() {
-                    let f = funcs[k].2;
                     let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        compile_function(isas, large(f), func, &f.name)
+                        compile_function(isas, large[k], func, &funcs[k].2.name)
                     }));
                     if done_tx.send((k, code)).is_err() {
                         break;
@@ -404,6 +405,8 @@ struct Definer<'m, 'a, M: Module> {
     next: usize,
     funcs: &'a [(String, Linkage, &'a arrayad_ir::Function)],
     ids: &'a [FuncId],
+    /// Whether each function is compiled with the fast ISA.
+    large: &'a [bool],
     isas: &'a Isas,
 }
 
@@ -423,9 +426,7 @@ impl<M: Module> Definer<'_, '_, M> {
 
     /// Compiles function `k` on this thread, to be defined in its turn.
     fn compile_here(&mut self, k: usize, func: clif::Function) {
-        let f = self.funcs[k].2;
-        let large = crate::lower::ir_size(f) > LARGE_FUNCTION;
-        self.ready.insert(k, compile_function(self.isas, large, func, &f.name));
+        self.ready.insert(k, compile_function(self.isas, self.large[k], func, &self.funcs[k].2.name));
     }
 
     /// Defines the compiled functions that come next in order (those whose
@@ -472,7 +473,8 @@ impl<M: Module> Definer<'_, '_, M> {
             let file = self.file;
             let guard = self.lower(id, |e| {
                 lower::lower_frame_guard(e, file, f, u64::from(code.frame), FRAME_SLACK, |e, params| {
-                    Ok(e.call_id(body, &params))
+                    e.call_id(body, &params)
+                        .ok_or_else(|| CodegenError::Cranelift(format!("the call of `{sym}.body` has no result")))
                 })
             })?;
             let guard = compile_function(self.isas, false, guard, &f.name)?;
@@ -579,12 +581,12 @@ impl<'a, 'b, M: Module> ClifEmitter<'a, 'b, M> {
         }
     }
 
-    /// A call of the generated function `id` (the internal signature);
-    /// returns its status.
-    fn call_id(&mut self, id: FuncId, args: &[Value]) -> Value {
+    /// A call of function `id` of the module; returns its result (`None`
+    /// for a function without one).
+    fn call_id(&mut self, id: FuncId, args: &[Value]) -> Option<Value> {
         let fref = self.fref(id);
         let inst = self.b.ins().call(fref, args);
-        self.b.inst_results(inst)[0]
+        self.b.inst_results(inst).first().copied()
     }
 
     /// Seals every block and finishes the function.
@@ -807,12 +809,7 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
 
     fn call(&mut self, callee: Callee, args: &[Value]) -> Result<Value> {
         let id = self.imp.func(self.m, callee)?;
-        let fref = self.fref(id);
-        let inst = self.b.ins().call(fref, args);
-        self.b
-            .inst_results(inst)
-            .first()
-            .copied()
+        self.call_id(id, args)
             .ok_or_else(|| CodegenError::Cranelift(format!("the call of `{}` has no result", callee.symbol())))
     }
 

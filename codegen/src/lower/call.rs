@@ -22,7 +22,7 @@
 use super::emit::{Emitter, IntCC, IntOp, Mem, Ty};
 use super::{Lower, Result, Val};
 use arrayad_ir::{Atom, Fault, FuncId, VarId};
-use arrayad_runtime::{offsets, Callee, RuntimeFn};
+use arrayad_runtime::offsets;
 
 /// Emits a guard for a function `f` whose compiled code needs a stack
 /// frame of `frame` bytes, and `slack` more for its call: the guard has
@@ -65,14 +65,8 @@ pub(crate) fn lower_frame_guard<E: Emitter>(
     b.ret(status);
     b.switch_to(fail);
     b.set_cold(fail);
-    let fault = Fault::FrameTooLarge { function: &f.name };
-    let msg = b.message(&fault.located_template(file, f.loc))?;
-    let kind = b.iconst(Ty::I32, fault.kind().code() as i64);
-    let zero = b.iconst(Ty::I64, 0);
-    let frame = b.iconst(Ty::I64, frame);
-    b.call(Callee::Runtime(RuntimeFn::Fail), &[ctx, kind, msg, frame, zero, zero])?;
-    b.ret(kind);
-    Ok(())
+    let (frame, zero) = (b.iconst(Ty::I64, frame), b.iconst(Ty::I64, 0));
+    super::raise_at(b, ctx, file, f.loc, Fault::FrameTooLarge { function: &f.name }, [frame, zero, zero])
 }
 
 /// The most argument slots and result slots of a call in `f` (`None`

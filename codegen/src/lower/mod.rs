@@ -92,6 +92,25 @@ pub(crate) fn lower_function<E: Emitter>(
     Ok(())
 }
 
+/// Emits, in the current block, the recording of `fault` located at
+/// `loc` of `file`, with the three `i64` values of its message, in the
+/// context `ctx` (`arrayad_fail`), and the return of its kind.
+pub(crate) fn raise_at<E: Emitter>(
+    b: &mut E,
+    ctx: E::Value,
+    file: &str,
+    loc: arrayad_ir::Loc,
+    fault: Fault<'_>,
+    vals: [E::Value; 3],
+) -> Result<()> {
+    let msg = b.message(&fault.located_template(file, loc))?;
+    let kind = b.iconst(Ty::I32, fault.kind().code() as i64);
+    let [v1, v2, v3] = vals;
+    b.call(Callee::Runtime(RuntimeFn::Fail), &[ctx, kind, msg, v1, v2, v3])?;
+    b.ret(kind);
+    Ok(())
+}
+
 /// How an IR variable lives in emitted code.
 pub(crate) enum Repr<E: Emitter> {
     /// A variable bound once (the IR's scoping makes its definition dominate
@@ -748,20 +767,12 @@ impl<E: Emitter> Lower<'_, E> {
     /// Emits, in the current block, the recording of `fault` (with up to
     /// three `i64` values) and the return of its kind.
     pub(super) fn raise(&mut self, fault: Fault<'_>, vals: &[E::Value]) -> Result<()> {
-        let kind = fault.kind();
-        let msg = self.b.message(&fault.located_template(self.file, self.loc))?;
-        let k = self.b.iconst(Ty::I32, kind.code() as i64);
-        let mut args = vec![self.ctx, k, msg];
-        for i in 0..3 {
-            let v = match vals.get(i) {
-                Some(v) => *v,
-                None => self.iconst(0),
-            };
-            args.push(v);
-        }
-        self.b.call(Callee::Runtime(RuntimeFn::Fail), &args)?;
-        self.b.ret(k);
-        Ok(())
+        let mut val = |i: usize| match vals.get(i) {
+            Some(v) => *v,
+            None => self.iconst(0),
+        };
+        let args = [val(0), val(1), val(2)];
+        raise_at(self.b, self.ctx, self.file, self.loc, fault, args)
     }
 
     /// Checks that a row of extents `dims` has the extents `first` of row 0
