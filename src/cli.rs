@@ -582,32 +582,34 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
             && !scalar
             && a.entries.as_ref().is_some_and(|es| es.iter().all(|e| matches!(e, Entry::Grad | Entry::Hvp)))
     };
-    let exports = ids
-        .iter()
-        .filter(|&&id| !no_entry(id))
-        .map(|&id| {
-            let f = program.func(id);
-            let f64_result = f.signature.result == SrcType::Scalar(Scalar::F64);
-            // `f_grad` and `f_hvp` exist where the result is one f64; an
-            // export left with no entry at all is an error.
-            if let Some(es) = &a.entries {
-                if !f64_result && es.iter().all(|e| matches!(e, Entry::Grad | Entry::Hvp)) && a.export.is_some() {
-                    return Err(Error::Usage(format!(
-                        "--entries {}: `{}` returns {}, not one f64, so it would have no entry (add value, jvp, vjp \
-                         or jacobian, or leave it out of --export)",
-                        es.iter().map(|e| e.name()).collect::<Vec<_>>().join(","),
-                        f.name,
-                        f.signature.result
-                    )));
+    // Derived on one big-stack thread for all exports, not one per step.
+    let derive_exports = || {
+        ids.iter()
+            .filter(|&&id| !no_entry(id))
+            .map(|&id| {
+                let f = program.func(id);
+                let f64_result = f.signature.result == SrcType::Scalar(Scalar::F64);
+                // `f_grad` and `f_hvp` exist where the result is one f64; an
+                // export left with no entry at all is an error.
+                if let Some(es) = &a.entries {
+                    if !f64_result && es.iter().all(|e| matches!(e, Entry::Grad | Entry::Hvp)) && a.export.is_some() {
+                        let asked = es.iter().map(|e| e.name()).collect::<Vec<_>>().join(",");
+                        let (name, result) = (&f.name, &f.signature.result);
+                        return Err(Error::Usage(format!(
+                            "--entries {asked}: `{name}` returns {result}, not one f64, so it would have no entry \
+                             (add value, jvp, vjp or jacobian, or leave it out of --export)"
+                        )));
+                    }
                 }
-            }
-            let (export, warnings) = driver::export(&program, id, &request)?;
-            for w in warnings {
-                eprintln!("{w}");
-            }
-            Ok(export)
-        })
-        .collect::<Result<Vec<_>, Error>>()?;
+                let (export, warnings) = driver::export(&program, id, &request)?;
+                for w in warnings {
+                    eprintln!("{w}");
+                }
+                Ok(export)
+            })
+            .collect::<Result<Vec<_>, Error>>()
+    };
+    let exports = driver::compiling(derive_exports)?;
     if exports.is_empty() {
         return Err(Error::Usage(format!("{name}: no definition can have the entries of --entries")));
     }

@@ -194,36 +194,102 @@ pub fn called_definitions(
     kept: &KeptCalls,
     opts: AdOptions,
 ) -> Result<Vec<arrayad_codegen::CalledDefinition>, Error> {
+    // One big-stack thread for all of them, not one per step.
+    compiling(|| called_definitions_here(program, funcs, kept, opts))
+}
+
+/// [`called_definitions`] on the calling thread (a big-stack one). The
+/// callees are found in waves (those the functions of the last wave call
+/// and no earlier wave made); the definitions of a wave are prepared and
+/// differentiated on several threads, and their functions listed wave by
+/// wave, by definition id within a wave (a definition's kinds in the order
+/// its calls were met), so that the list is the same for any number of
+/// threads. The first error in that order is the one reported.
+fn called_definitions_here(
+    program: &Program,
+    funcs: &[&Function],
+    kept: &KeptCalls,
+    opts: AdOptions,
+) -> Result<Vec<arrayad_codegen::CalledDefinition>, Error> {
     let n = program.funcs.len();
+    // The jvp and vjp of each definition made so far: a later wave may
+    // call kinds of it that an earlier one did not.
     let mut derivatives: HashMap<FuncId, (Function, Function)> = HashMap::new();
-    let mut ir = |id: FuncId| -> Result<Function, Error> {
-        let (def, kind) =
-            KeptKind::of_callee(n, id).ok_or_else(|| Error::Internal(format!("a call of function {}", id.0)))?;
-        if kind == KeptKind::Primal {
-            return prepare_code(program, def, kept);
-        }
-        let (jvp, vjp) = match derivatives.entry(def) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(kept_derivatives(program, def, kept, opts)?),
-        };
-        match kind {
-            KeptKind::Jvp => Ok(jvp.clone()),
-            KeptKind::VjpJvp => vjp_jvp(program, vjp),
-            _ => Ok(vjp.clone()),
-        }
-    };
     let mut out = Vec::new();
     let mut seen: std::collections::HashSet<FuncId> = std::collections::HashSet::new();
-    let mut pending: Vec<FuncId> = funcs.iter().flat_map(|f| called_by(f)).collect();
-    while let Some(c) = pending.pop() {
-        if !seen.insert(c) {
-            continue;
+    let mut wave: Vec<FuncId> = funcs.iter().flat_map(|f| called_by(f)).collect();
+    while !wave.is_empty() {
+        wave.retain(|&c| seen.insert(c));
+        let mut groups: std::collections::BTreeMap<u32, Vec<(FuncId, KeptKind)>> = Default::default();
+        for &c in &wave {
+            let (def, kind) =
+                KeptKind::of_callee(n, c).ok_or_else(|| Error::Internal(format!("a call of function {}", c.0)))?;
+            groups.entry(def.0).or_default().push((c, kind));
         }
-        let f = ir(c)?;
-        pending.extend(called_by(&f));
-        out.push(arrayad_codegen::CalledDefinition { id: c, primal: f });
+        let mut tasks: Vec<CalleeTask> = groups.into_iter().map(|(def, kinds)| (FuncId(def), kinds, None)).collect();
+        let made = &derivatives;
+        arrayad_ir::stack::for_each_parallel(tasks.iter_mut().collect(), COMPILE_STACK, |t: &mut CalleeTask| {
+            let result = on_compile_stack(|| guard(|| make_callees(program, t.0, &t.1, made.get(&t.0), kept, opts)));
+            t.2 = Some(result);
+        });
+        let mut next = Vec::new();
+        for (def, _, result) in tasks {
+            let callees = result.unwrap_or_else(|| Err(Error::Internal("a callee was not made".into())))?;
+            if let Some(pair) = callees.derivatives {
+                derivatives.insert(def, pair);
+            }
+            for (id, primal) in callees.functions {
+                next.extend(called_by(&primal));
+                out.push(arrayad_codegen::CalledDefinition { id, primal });
+            }
+        }
+        wave = next;
     }
     Ok(out)
+}
+
+/// One definition of a wave of [`called_definitions_here`]: the
+/// definition, the callee ids and kinds wanted of it, and what
+/// [`make_callees`] made.
+type CalleeTask = (FuncId, Vec<(FuncId, KeptKind)>, Option<Result<Callees, Error>>);
+
+/// The functions [`make_callees`] made of one definition.
+struct Callees {
+    /// Each callee id wanted, with its function.
+    functions: Vec<(FuncId, Function)>,
+    /// The definition's jvp and vjp, when made here (not given).
+    derivatives: Option<(Function, Function)>,
+}
+
+/// The functions of definition `def` that calls of the callee ids and
+/// kinds `wanted` use ([`called_definitions`]): its primal prepared for
+/// code, its jvp and vjp (from `made` when an earlier wave derived them,
+/// else derived here) and the jvp of its vjp.
+///
+/// Errors: as [`prepare_code`], [`kept_derivatives`] and [`vjp_jvp`].
+fn make_callees(
+    program: &Program,
+    def: FuncId,
+    wanted: &[(FuncId, KeptKind)],
+    made: Option<&(Function, Function)>,
+    kept: &KeptCalls,
+    opts: AdOptions,
+) -> Result<Callees, Error> {
+    let derive = made.is_none() && wanted.iter().any(|&(_, kind)| kind != KeptKind::Primal);
+    let derivatives = if derive { Some(kept_derivatives(program, def, kept, opts)?) } else { None };
+    let pair = derivatives.as_ref().or(made);
+    let mut functions = Vec::with_capacity(wanted.len());
+    for &(id, kind) in wanted {
+        let f = match (kind, pair) {
+            (KeptKind::Primal, _) => prepare_code(program, def, kept)?,
+            (KeptKind::Jvp, Some((jvp, _))) => jvp.clone(),
+            (KeptKind::Vjp, Some((_, vjp))) => vjp.clone(),
+            (KeptKind::VjpJvp, Some((_, vjp))) => vjp_jvp(program, vjp)?,
+            (_, None) => return Err(Error::Internal(format!("the derivatives of function {} were not made", def.0))),
+        };
+        functions.push((id, f));
+    }
+    Ok(Callees { functions, derivatives })
 }
 
 /// The definitions `f` calls (`Expr::Call`, at any depth), each once.
@@ -859,28 +925,26 @@ const COMPILE_STACK: usize = arrayad_ir::stack::COMPILER_STACK;
 /// no thread can be made, turning a panic into [`Error::Internal`]. A step
 /// already on such a thread (`Inner::engine` preparing and deriving before
 /// it compiles) runs where it is.
-pub(crate) fn compiling<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
-    thread_local! {
-        static ON_COMPILE_STACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    }
+pub fn compiling<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
     if ON_COMPILE_STACK.with(std::cell::Cell::get) {
         return guard(f);
     }
-    /// Clears the flag again when the work ends, panic or not (it matters
-    /// where no thread could be made and the work ran on the caller's).
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            let was = self.0;
-            ON_COMPILE_STACK.with(|c| c.set(was));
-        }
-    }
-    let on_stack = move || {
-        let _reset = Reset(ON_COMPILE_STACK.with(|c| c.replace(true)));
-        f()
-    };
-    arrayad_ir::stack::on_big_stack("arrayad-compile", COMPILE_STACK, on_stack)
+    arrayad_ir::stack::on_big_stack("arrayad-compile", COMPILE_STACK, move || on_compile_stack(f))
         .unwrap_or_else(|p| Err(internal_panic(p)))
+}
+
+thread_local! {
+    /// Whether this thread has a stack of [`COMPILE_STACK`] bytes, on which
+    /// [`compiling`] runs its work where it is.
+    static ON_COMPILE_STACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with this thread marked as one with a stack of
+/// [`COMPILE_STACK`] bytes (`ON_COMPILE_STACK`): [`compiling`]'s thread,
+/// or a helper thread of `arrayad_ir::stack::for_each_parallel` given that
+/// stack.
+fn on_compile_stack<T>(f: impl FnOnce() -> T) -> T {
+    arrayad_ir::stack::with_thread_flag(&ON_COMPILE_STACK, f)
 }
 
 /// Runs `f`, turning a panic (a bug in arrayad) into [`Error::Internal`].

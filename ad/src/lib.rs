@@ -304,19 +304,37 @@ pub fn derive(
         });
     }
     tasks.extend([&mut out.vjp_rows, &mut out.jvp_lanes, &mut out.jvp].into_iter().flatten().map(Task::Optimize));
-    arrayad_ir::stack::for_each_parallel(tasks, arrayad_ir::stack::COMPILER_STACK, |task| match task {
+    let run = |task: Task<'_>| match task {
         Task::Optimize(f) => passes::optimize(f),
         Task::VjpThenHvp(v, h) => {
             passes::optimize(v);
             *h = Some(hvp(primal, v, active, within.map(|(p, _)| p)));
         }
-    });
+    };
+    // Threads pay only for large functions: starting them costs more than
+    // optimising a small definition's derivatives.
+    let work: usize = tasks
+        .iter()
+        .map(|t| match t {
+            Task::Optimize(f) | Task::VjpThenHvp(f, _) => arrayad_ir::visit::stmt_count(&f.body),
+        })
+        .sum();
+    if work < PARALLEL_MIN_STMTS {
+        tasks.into_iter().for_each(run);
+    } else {
+        arrayad_ir::stack::for_each_parallel(tasks, arrayad_ir::stack::COMPILER_STACK, run);
+    }
     out.hvp = hvp_out.transpose()?;
     if !want(Which::Vjp) {
         out.vjp = None;
     }
     Ok(out)
 }
+
+/// The statements (at every depth) of the functions [`derive`] optimises
+/// below which it optimises them one after another on the calling thread:
+/// a thread's start costs about what optimising this many does.
+const PARALLEL_MIN_STMTS: usize = 2_000;
 
 /// A loop that checkpointing ([`AdOptions::checkpoint`]) leaves taped:
 /// every iteration's residuals stay on the tape until the backward pass.

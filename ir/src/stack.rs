@@ -53,18 +53,48 @@ pub fn threads() -> usize {
     let from_env = std::env::var("ARRAYAD_NUM_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok());
     match from_env {
         Some(n) if n > 0 => n,
-        _ => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        _ => cores(),
     }
+}
+
+/// The number of cores the process may use, asked of the system once (it
+/// reads the cgroup's quota from files: too slow to ask per function).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+}
+
+thread_local! {
+    /// Whether this thread runs items of a [`for_each_parallel`] that
+    /// started threads: a nested one then runs its items here rather than
+    /// multiply the threads (and their stacks).
+    static IN_PARALLEL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the thread-local `flag` set, restoring its value after,
+/// panic or not (it matters where work runs on the caller's thread).
+pub fn with_thread_flag<R>(flag: &'static std::thread::LocalKey<std::cell::Cell<bool>>, f: impl FnOnce() -> R) -> R {
+    struct Reset(&'static std::thread::LocalKey<std::cell::Cell<bool>>, bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let was = self.1;
+            self.0.with(|c| c.set(was));
+        }
+    }
+    let _reset = Reset(flag, flag.with(|c| c.replace(true)));
+    f()
 }
 
 /// Runs `f` on every item of `items`, on up to [`threads`] threads with
 /// stacks of `stack_size` bytes (each taking the next item in order), or
-/// here when there is one item or one thread or no thread can be started.
-/// A panic of `f` is resumed on the calling thread once every thread has
-/// ended (the first one, in the order of the items).
+/// here when there is one item or one thread or no thread can be started,
+/// or when this thread already runs the items of another
+/// `for_each_parallel` (so nested parallel work never holds more than
+/// [`threads`] threads). A panic of `f` is resumed on the calling thread
+/// once every thread has ended (the first one, in the order of the items).
 pub fn for_each_parallel<T: Send>(items: Vec<T>, stack_size: usize, f: impl Fn(T) + Sync) {
     let n = threads().min(items.len());
-    if n <= 1 {
+    if n <= 1 || IN_PARALLEL.with(std::cell::Cell::get) {
         items.into_iter().for_each(f);
         return;
     }
@@ -72,11 +102,13 @@ pub fn for_each_parallel<T: Send>(items: Vec<T>, stack_size: usize, f: impl Fn(T
     let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).next();
     let panics: Mutex<Vec<(usize, Panic)>> = Mutex::new(Vec::new());
     let work = || {
-        while let Some((k, item)) = next() {
-            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item))) {
-                panics.lock().unwrap_or_else(|e| e.into_inner()).push((k, p));
+        with_thread_flag(&IN_PARALLEL, || {
+            while let Some((k, item)) = next() {
+                if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item))) {
+                    panics.lock().unwrap_or_else(|e| e.into_inner()).push((k, p));
+                }
             }
-        }
+        })
     };
     std::thread::scope(|s| {
         for _ in 1..n {
@@ -133,6 +165,26 @@ mod tests {
             })
         });
         assert_eq!(p.err().map(|p| panic_message(&*p)).as_deref(), Some("item 2"));
+    }
+
+    #[test]
+    fn nested_parallel_work_runs_on_the_threads_already_started() {
+        // Each outer item runs an inner `for_each_parallel`; with the outer
+        // one on several threads, the inner ones run where they are called.
+        let ids = Mutex::new(std::collections::HashSet::new());
+        let sum = std::sync::atomic::AtomicUsize::new(0);
+        for_each_parallel((0..4).collect(), 1 << 20, |_: usize| {
+            for_each_parallel((1..=10).collect(), 1 << 20, |k: usize| {
+                sum.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
+                ids.lock().unwrap_or_else(|e| e.into_inner()).insert(std::thread::current().id());
+                // Slow enough that a helper of an inner call, were one
+                // started, would take items too.
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            });
+        });
+        assert_eq!(sum.into_inner(), 4 * 55);
+        let ids = ids.into_inner().unwrap_or_else(|e| e.into_inner());
+        assert!(ids.len() <= threads(), "{} threads ran items, more than {}", ids.len(), threads());
     }
 
     #[test]

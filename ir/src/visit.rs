@@ -221,6 +221,14 @@ pub fn for_each_block<'a>(block: &'a Block, f: &mut dyn FnMut(&'a Block)) {
     }
 }
 
+/// The number of statements of `block` at every depth (the size the
+/// backends' budgets and the compiler's choice of threads count).
+pub fn stmt_count(block: &Block) -> usize {
+    let mut n = 0;
+    for_each_block(block, &mut |b| n += b.stmts.len());
+    n
+}
+
 /// The functions called (`Expr::Call`) in `block` at any depth, each once,
 /// in the order of their first calls.
 pub fn called_functions(block: &Block) -> Vec<crate::program::FuncId> {
@@ -413,41 +421,89 @@ impl Subst {
         rename_stmt_with(&mut c, |c| c.s, kind, &mut |c, b| (c.g)(b))
     }
 
-    /// `kind` renamed by the substitution except inside its nested blocks,
-    /// which are moved as they are (for passes that walk the nested blocks
-    /// themselves: renaming them here too would copy every statement once
-    /// per enclosing block).
-    pub fn stmt_shallow(&self, kind: StmtKind) -> StmtKind {
-        let atoms = |a: Vec<Atom>| a.iter().map(|x| self.atom(x)).collect::<Vec<_>>();
-        let vars = |a: Vec<VarId>| a.iter().map(|v| self.var(*v)).collect::<Vec<_>>();
+    /// Renames `kind` in place by the substitution except inside its nested
+    /// blocks (for passes that walk the nested blocks themselves, and keep
+    /// most statements of long blocks where they are: renaming the nested
+    /// blocks here too would rename every statement once per enclosing
+    /// block).
+    pub fn stmt_shallow_in_place(&self, kind: &mut StmtKind) {
+        let atom = |a: &mut Atom| *a = self.atom(a);
+        let var = |v: &mut VarId| *v = self.var(*v);
         match kind {
-            StmtKind::Let { vars: vs, expr } => {
-                let expr = match expr {
-                    Expr::Build { n, index, body } => Expr::Build { n: self.atom(&n), index: self.var(index), body },
-                    Expr::Loop { n, index, states, init, body } => Expr::Loop {
-                        n: self.atom(&n),
-                        index: self.var(index),
-                        states: vars(states),
-                        init: atoms(init),
-                        body,
-                    },
-                    Expr::While { states, init, cond, body } => {
-                        Expr::While { states: vars(states), init: atoms(init), cond, body }
-                    }
-                    Expr::If { cond, then_branch, else_branch } => {
-                        Expr::If { cond: self.atom(&cond), then_branch, else_branch }
-                    }
-                    e => self.expr(&e),
-                };
-                StmtKind::Let { vars: vars(vs), expr }
+            StmtKind::Let { vars, expr } => {
+                vars.iter_mut().for_each(var);
+                self.expr_shallow_in_place(expr);
             }
-            StmtKind::For { n, index, reverse, body } => {
-                StmtKind::For { n: self.atom(&n), index: self.var(index), reverse, body }
+            StmtKind::Assign { var: v, value } => {
+                var(v);
+                atom(value);
             }
-            StmtKind::If { cond, then_branch, else_branch } => {
-                StmtKind::If { cond: self.atom(&cond), then_branch, else_branch }
+            StmtKind::AccAdd { acc, indices, value } => {
+                var(acc);
+                indices.iter_mut().for_each(atom);
+                atom(value);
             }
-            k => self.stmt(&Stmt { kind: k, loc: crate::program::Loc::default() }).kind,
+            StmtKind::AccZero { acc, indices } => {
+                var(acc);
+                indices.iter_mut().for_each(atom);
+            }
+            StmtKind::CheckSize { a, b, .. } => {
+                atom(a);
+                atom(b);
+            }
+            StmtKind::Push(a) | StmtKind::TapeRewind(a) => atom(a),
+            StmtKind::For { n, index, .. } => {
+                atom(n);
+                var(index);
+            }
+            StmtKind::If { cond, .. } => atom(cond),
+        }
+    }
+
+    /// [`Self::expr`] in place, outside the expression's nested blocks.
+    pub fn expr_shallow_in_place(&self, e: &mut Expr) {
+        let atom = |a: &mut Atom| *a = self.atom(a);
+        let var = |v: &mut VarId| *v = self.var(*v);
+        match e {
+            Expr::Atom(a) | Expr::Unary(_, a) => atom(a),
+            Expr::Binary(_, a, b) => {
+                atom(a);
+                atom(b);
+            }
+            Expr::Index { array, indices: atoms } | Expr::Reshape { array, dims: atoms } => {
+                var(array);
+                atoms.iter_mut().for_each(atom);
+            }
+            Expr::Slice { array, lo, hi } => {
+                var(array);
+                atom(lo);
+                atom(hi);
+            }
+            Expr::Update { array, indices, value } => {
+                var(array);
+                indices.iter_mut().for_each(atom);
+                atom(value);
+            }
+            Expr::Dim { array, .. } | Expr::Reduce { array, .. } | Expr::ZerosLike(array) => var(array),
+            Expr::ArrayLit { elems: atoms, .. } | Expr::Call { args: atoms, .. } | Expr::Zeros(atoms) => {
+                atoms.iter_mut().for_each(atom)
+            }
+            Expr::Build { n, index, .. } => {
+                atom(n);
+                var(index);
+            }
+            Expr::Loop { n, index, states, init, .. } => {
+                atom(n);
+                var(index);
+                states.iter_mut().for_each(var);
+                init.iter_mut().for_each(atom);
+            }
+            Expr::While { states, init, .. } => {
+                states.iter_mut().for_each(var);
+                init.iter_mut().for_each(atom);
+            }
+            Expr::If { cond, .. } => atom(cond),
+            Expr::Pop | Expr::TapeMark => {}
         }
     }
 

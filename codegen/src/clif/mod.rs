@@ -65,6 +65,18 @@ pub(crate) fn isa(target: &TargetOptions, pic: bool) -> Result<OwnedTargetIsa> {
 /// choice hardly slows. Every loop body of a usual program is far smaller.
 pub(crate) const LARGE_FUNCTION: usize = 20_000;
 
+/// True when `f` is straight-line scalar code: no statement with a nested
+/// block (no loop, no `if`) and no array variable (so no reduction, copy
+/// or row of an accumulator that lowers to a loop either). Its code runs
+/// once per call, its values live across calls of the runtime or of other
+/// functions, and the backtracking register allocator saves little on it
+/// while it took most of the compile time of a library of many small
+/// definitions (`bench/scaling.sh --shapes helpers`).
+fn straight_line(f: &arrayad_ir::Function) -> bool {
+    f.vars.iter().all(|v| v.ty.rank == 0)
+        && f.body.stmts.iter().all(|s| arrayad_ir::visit::child_blocks(&s.kind).next().is_none())
+}
+
 /// [`isa`], with the single-pass register allocator when `fast_regalloc`.
 fn isa_with(target: &TargetOptions, pic: bool, fast_regalloc: bool) -> Result<OwnedTargetIsa> {
     let mut fb = settings::builder();
@@ -160,13 +172,14 @@ pub(crate) fn define_functions<M: Module>(
         }
         ids.push(m.declare_function(sym, *linkage, &sig)?);
     }
-    // Functions of very many statements are compiled with the single-pass
-    // allocator.
+    // Functions of very many statements, and straight-line ones, are
+    // compiled with the single-pass allocator.
     let sizes: Vec<usize> = funcs.iter().map(|(_, _, f)| crate::lower::ir_size(f)).collect();
-    let large: Vec<bool> = sizes.iter().map(|&n| n > LARGE_FUNCTION).collect();
+    let single_pass: Vec<bool> =
+        funcs.iter().zip(&sizes).map(|((_, _, f), &n)| n > LARGE_FUNCTION || straight_line(f)).collect();
     let isas = Isas {
         usual: isa_with(target, pic, false)?,
-        fast: if large.contains(&true) { Some(isa_with(target, pic, true)?) } else { None },
+        fast: if single_pass.contains(&true) { Some(isa_with(target, pic, true)?) } else { None },
     };
     // The largest functions first, so that the last one compiled is a
     // small one: the order of the code in the output depends on the
@@ -187,7 +200,7 @@ pub(crate) fn define_functions<M: Module>(
         order: &order,
         funcs,
         ids: &ids,
-        large: &large,
+        single_pass: &single_pass,
         isas: &isas,
     };
     let lower_one = |d: &mut Definer<'_, '_, M>, k: usize| -> Result<clif::Function> {
@@ -212,11 +225,11 @@ pub(crate) fn define_functions<M: Module>(
     let status = std::thread::scope(|s| {
         for _ in 1..threads {
             let done_tx = done_tx.clone();
-            let (jobs, isas, large) = (&jobs, &isas, &large);
+            let (jobs, isas, single_pass) = (&jobs, &isas, &single_pass);
             let work = move || {
                 while let Some((k, func)) = jobs.take() {
                     let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        compile_function(isas, large[k], func, &funcs[k].2.name)
+                        compile_function(isas, single_pass[k], func, &funcs[k].2.name)
                     }));
                     if done_tx.send((k, code)).is_err() {
                         break;
@@ -346,16 +359,17 @@ impl JobQueue {
 }
 
 /// The ISAs functions are compiled for: `fast` (the single-pass register
-/// allocator) for functions of more than [`LARGE_FUNCTION`] statements.
+/// allocator) for functions of more than [`LARGE_FUNCTION`] statements and
+/// straight-line scalar ones ([`straight_line`]).
 struct Isas {
     usual: OwnedTargetIsa,
     fast: Option<OwnedTargetIsa>,
 }
 
-/// Compiles `func` (with the fast ISA when `large`), on any thread; its
+/// Compiles `func` (with the fast ISA when `single_pass`), on any thread; its
 /// relocations are against `func`'s own name.
-fn compile_function(isas: &Isas, large: bool, func: clif::Function, name: &str) -> Result<Compiled> {
-    let isa = match (&isas.fast, large) {
+fn compile_function(isas: &Isas, single_pass: bool, func: clif::Function, name: &str) -> Result<Compiled> {
+    let isa = match (&isas.fast, single_pass) {
         (Some(fast), true) => fast.as_ref(),
         _ => isas.usual.as_ref(),
     };
@@ -406,7 +420,7 @@ struct Definer<'m, 'a, M: Module> {
     funcs: &'a [(String, Linkage, &'a arrayad_ir::Function)],
     ids: &'a [FuncId],
     /// Whether each function is compiled with the fast ISA.
-    large: &'a [bool],
+    single_pass: &'a [bool],
     isas: &'a Isas,
 }
 
@@ -426,7 +440,7 @@ impl<M: Module> Definer<'_, '_, M> {
 
     /// Compiles function `k` on this thread, to be defined in its turn.
     fn compile_here(&mut self, k: usize, func: clif::Function) {
-        self.ready.insert(k, compile_function(self.isas, self.large[k], func, &self.funcs[k].2.name));
+        self.ready.insert(k, compile_function(self.isas, self.single_pass[k], func, &self.funcs[k].2.name));
     }
 
     /// Defines the compiled functions that come next in order (those whose

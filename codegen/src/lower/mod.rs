@@ -335,9 +335,7 @@ fn destinations(f: &arrayad_ir::Function) -> std::collections::HashMap<VarId, us
 /// The number of statements of `f` at every depth (the size the backends'
 /// budgets count).
 pub(crate) fn ir_size(f: &arrayad_ir::Function) -> usize {
-    let mut n = 0;
-    arrayad_ir::visit::for_each_block(&f.body, &mut |b| n += b.stmts.len());
-    n
+    arrayad_ir::visit::stmt_count(&f.body)
 }
 
 /// A size as sizes are compared: a constant by its value (two `iconst`s

@@ -8,7 +8,7 @@
 
 use crate::fx::FxHashMap as HashMap;
 use crate::program::{Atom, BinOp, Block, Expr, Function, Stmt, StmtKind, VarId};
-use crate::visit::{child_blocks, for_each_block, stmt_uses_shallow};
+use crate::visit::{child_blocks, child_blocks_mut, for_each_block, stmt_uses_shallow};
 
 /// Runs the folding on `f` in place, in time linear in the size of `f`.
 pub fn fold_accumulators(f: &mut Function) {
@@ -22,8 +22,9 @@ pub fn fold_accumulators(f: &mut Function) {
     });
     let mut first = FirstUses::default();
     first.block(&f.body, &mut Vec::new());
-    let body = std::mem::take(&mut f.body);
-    f.body = block(f, body, &assigns, &first.first);
+    let mut body = std::mem::take(&mut f.body);
+    block(f, &mut body, &assigns, &first.first);
+    f.body = body;
 }
 
 /// A zero-initialised mutable scalar: `let mut c = 0.0`.
@@ -83,67 +84,84 @@ impl FirstUses {
     }
 }
 
-fn block(f: &mut Function, b: Block, assigns: &[u32], first: &HashMap<VarId, usize>) -> Block {
-    let mut stmts: Vec<Option<Stmt>> = Vec::with_capacity(b.stmts.len());
-    for s in b.stmts {
-        let loc = s.loc;
-        let kind = super::inline::map_nested(s.kind, &mut |nb| block(f, nb, assigns, first));
-        stmts.push(Some(Stmt { kind, loc }));
+fn block(f: &mut Function, b: &mut Block, assigns: &[u32], first: &HashMap<VarId, usize>) {
+    for s in &mut b.stmts {
+        for nb in child_blocks_mut(&mut s.kind) {
+            block(f, nb, assigns, first);
+        }
     }
-    // Removed statements leave a hole, so the indices of `first` stay valid.
-    for k in 0..stmts.len() {
-        let Some(c) = stmts[k].as_ref().and_then(|s| zero_decl(f, &s.kind)) else { continue };
+    // Statements are replaced where they are and removed by marking them
+    // `gone`, so the indices of `first` stay valid; the block is rebuilt
+    // only when something changed (a pass that changes nothing moves no
+    // statement).
+    let n = b.stmts.len();
+    let mut gone = vec![false; n];
+    let mut changed = false;
+    for k in 0..n {
+        let Some(c) = (!gone[k]).then(|| zero_decl(f, &b.stmts[k].kind)).flatten() else { continue };
         // First statement after the declaration that mentions c.
         let Some(&j) = first.get(&c) else { continue };
-        if j <= k || stmts[j].is_none() {
+        if j <= k || j >= n || gone[j] {
             continue;
         }
-        let Some(next) = (j + 1..stmts.len()).find(|&i| stmts[i].is_some()) else { continue };
-        let folded = match (stmts[j].as_ref().map(|s| &s.kind), stmts[next].as_ref().map(|s| &s.kind)) {
+        let Some(next) = (j + 1..n).find(|&i| !gone[i]) else { continue };
+        let folded = match (&b.stmts[j].kind, &b.stmts[next].kind) {
             (
-                Some(StmtKind::Let { vars, expr: Expr::Binary(BinOp::Add, Atom::Var(a), v) }),
-                Some(StmtKind::Assign { var, value: Atom::Var(t) }),
+                StmtKind::Let { vars, expr: Expr::Binary(BinOp::Add, Atom::Var(a), v) },
+                StmtKind::Assign { var, value: Atom::Var(t) },
             ) if *a == c && *var == c && vars.len() == 1 && *t == vars[0] && *v != Atom::Var(c) => Some(*v),
             _ => None,
         };
         let Some(v) = folded else { continue };
-        let loc = stmts[j].as_ref().map_or_else(Default::default, |s| s.loc);
-        stmts[next] = None;
+        let loc = b.stmts[j].loc;
+        gone[next] = true;
+        changed = true;
         if assigns[c.index()] == 1 {
             // Single assignment: an immutable binding in place of the add.
             f.vars[c.index()].mutable = false;
-            stmts[j] = Some(Stmt { kind: StmtKind::Let { vars: vec![c], expr: Expr::Atom(v) }, loc });
-            stmts[k] = None;
+            b.stmts[j] = Stmt { kind: StmtKind::Let { vars: vec![c], expr: Expr::Atom(v) }, loc };
+            gone[k] = true;
         } else {
-            stmts[j] = Some(Stmt { kind: StmtKind::Assign { var: c, value: v }, loc });
+            b.stmts[j] = Stmt { kind: StmtKind::Assign { var: c, value: v }, loc };
         }
     }
     // Declarations of mutable variables by a literal or an immutable
     // variable move down to their first use: a mutable variable lives in an
     // emitter variable, and one declared far from its use is live (and
     // costs the code generator) across everything in between.
-    let mut moved: HashMap<usize, Vec<Stmt>> = HashMap::default();
-    for k in 0..stmts.len() {
-        let Some(Stmt { kind: StmtKind::Let { vars, expr: Expr::Atom(a) }, .. }) = &stmts[k] else { continue };
+    let mut move_to: HashMap<usize, usize> = HashMap::default();
+    for k in 0..n {
+        if gone[k] {
+            continue;
+        }
+        let StmtKind::Let { vars, expr: Expr::Atom(a) } = &b.stmts[k].kind else { continue };
         let ([c], true) = (vars.as_slice(), f.var(vars[0]).mutable) else { continue };
         if a.as_var().is_some_and(|w| f.var(w).mutable) {
             continue;
         }
         match first.get(c) {
-            Some(&j) if j > k + 1 && j < stmts.len() && stmts[j].is_some() => {
-                if let Some(d) = stmts[k].take() {
-                    moved.entry(j).or_default().push(d);
-                }
+            Some(&j) if j > k + 1 && j < n && !gone[j] => {
+                gone[k] = true;
+                move_to.insert(k, j);
+                changed = true;
             }
             _ => {}
         }
     }
-    let mut out = Vec::with_capacity(stmts.len());
-    for (i, s) in stmts.into_iter().enumerate() {
+    if !changed {
+        return;
+    }
+    let mut moved: HashMap<usize, Vec<Stmt>> = HashMap::default();
+    let mut out = Vec::with_capacity(n);
+    for (i, s) in std::mem::take(&mut b.stmts).into_iter().enumerate() {
         if let Some(ds) = moved.remove(&i) {
             out.extend(ds);
         }
-        out.extend(s);
+        if let Some(&j) = move_to.get(&i) {
+            moved.entry(j).or_default().push(s);
+        } else if !gone[i] {
+            out.push(s);
+        }
     }
-    Block { stmts: out, results: b.results }
+    b.stmts = out;
 }

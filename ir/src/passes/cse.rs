@@ -4,10 +4,11 @@
 //!
 //! Linear in the size of the function: one table of the expressions
 //! available (with an undo list per block, so a lookup costs the same at any
-//! depth), and every statement renamed and rebuilt once.
+//! depth), and every statement renamed once, in place (a statement kept is
+//! not moved).
 
 use crate::fx::{FxHashMap, FxHashSet};
-use crate::program::{Atom, BinOp, Block, Expr, Function, ReduceOp, Stmt, StmtKind, UnOp, VarId};
+use crate::program::{Atom, BinOp, Block, Expr, Function, ReduceOp, StmtKind, UnOp, VarId};
 use crate::visit::Subst;
 
 /// Runs CSE on `f` in place.
@@ -18,8 +19,7 @@ pub fn cse(f: &mut Function) {
             c.unstable.insert(VarId(i as u32));
         }
     }
-    let body = std::mem::take(&mut f.body);
-    f.body = c.block(&body);
+    c.block(&mut f.body);
 }
 
 /// An operand as a key: a variable, or a literal by its bits (so that
@@ -81,14 +81,17 @@ impl Cse {
         })
     }
 
-    fn block(&mut self, b: &Block) -> Block {
+    /// Renames `b` in place and removes the statements whose expression an
+    /// earlier one computes (a pass over a long body moves only what
+    /// follows a removed statement).
+    fn block(&mut self, b: &mut Block) {
         let mut added: Vec<Key> = Vec::new();
-        let mut out = Vec::with_capacity(b.stmts.len());
-        for s in &b.stmts {
-            let loc = s.loc;
-            if let StmtKind::Let { vars, expr } = &s.kind {
-                if !crate::visit::child_blocks(&s.kind).any(|_| true) {
-                    let expr = self.subst.expr(expr);
+        let mut keep = vec![true; b.stmts.len()];
+        let mut removed = false;
+        for (s, kept) in b.stmts.iter_mut().zip(keep.iter_mut()) {
+            if crate::visit::child_blocks(&s.kind).next().is_none() {
+                if let StmtKind::Let { vars, expr } = &mut s.kind {
+                    self.subst.expr_shallow_in_place(expr);
                     let taints = matches!(expr, Expr::ZerosLike(_) | Expr::Zeros(_))
                         || (matches!(
                             expr,
@@ -101,17 +104,19 @@ impl Cse {
                                 | Expr::Call { .. }
                         ) && {
                             let mut t = false;
-                            crate::visit::expr_uses(&expr, &mut |v| t |= self.unstable.contains(&v));
+                            crate::visit::expr_uses(expr, &mut |v| t |= self.unstable.contains(&v));
                             t
                         });
                     if taints {
                         self.unstable.extend(vars.iter().copied());
                     }
                     if vars.len() == 1 && !taints {
-                        if let Some(k) = self.key(&expr) {
+                        if let Some(k) = self.key(expr) {
                             match self.table.entry(k) {
                                 std::collections::hash_map::Entry::Occupied(prev) => {
                                     self.subst.map.insert(vars[0], Atom::Var(*prev.get()));
+                                    *kept = false;
+                                    removed = true;
                                     continue;
                                 }
                                 std::collections::hash_map::Entry::Vacant(slot) => {
@@ -123,21 +128,27 @@ impl Cse {
                             }
                         }
                     }
-                    out.push(Stmt { kind: StmtKind::Let { vars: vars.clone(), expr }, loc });
                     continue;
                 }
             }
             self.depth += 1;
-            let kind = crate::visit::rename_stmt_with(self, |c| &c.subst, &s.kind, &mut |c, nb| c.block(nb));
+            self.subst.stmt_shallow_in_place(&mut s.kind);
+            for nb in crate::visit::child_blocks_mut(&mut s.kind) {
+                self.block(nb);
+            }
             self.depth -= 1;
-            out.push(Stmt { kind, loc });
+        }
+        if removed {
+            let mut keep = keep.into_iter();
+            b.stmts.retain(|_| keep.next().unwrap_or(true));
         }
         // The function body's table ends with the pass: only nested
         // blocks forget their expressions (`added` is empty at depth 0).
         for k in added {
             self.table.remove(&k);
         }
-        let results = b.results.iter().map(|a| self.subst.atom(a)).collect();
-        Block { stmts: out, results }
+        for r in &mut b.results {
+            *r = self.subst.atom(r);
+        }
     }
 }

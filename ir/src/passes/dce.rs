@@ -21,8 +21,7 @@ pub fn dce_assuming_safe(f: &mut Function, safe: &std::collections::HashSet<crat
     let mut fallible = super::fallible::analyse(f);
     fallible.assume_safe(safe);
     let mut live = vec![false; f.vars.len()];
-    let body = std::mem::take(&mut f.body);
-    f.body = block(body, &mut live, &fallible);
+    block(&mut f.body, &mut live, &fallible);
 }
 
 /// True when `kind` has an effect beyond binding its variables.
@@ -46,29 +45,32 @@ pub fn block_has_effect(b: &Block) -> bool {
     b.stmts.iter().any(|s| has_effect(&s.kind))
 }
 
-fn block(b: Block, live: &mut Vec<bool>, fallible: &super::fallible::Fallible) -> Block {
+fn block(b: &mut Block, live: &mut [bool], fallible: &super::fallible::Fallible) {
     for r in &b.results {
         if let crate::Atom::Var(v) = r {
             live[v.index()] = true;
         }
     }
-    let mut kept = Vec::with_capacity(b.stmts.len());
-    for mut s in b.stmts.into_iter().rev() {
-        let keep = match &s.kind {
+    // Decided last statement first; the kept ones stay where they are (a
+    // pass over a long body moves no statement it keeps).
+    let mut keep = vec![false; b.stmts.len()];
+    for (s, k) in b.stmts.iter_mut().zip(keep.iter_mut()).rev() {
+        *k = match &s.kind {
             StmtKind::Let { vars, .. } => {
                 vars.iter().any(|v| live[v.index()]) || has_effect(&s.kind) || fallible.stmt(&s.kind)
             }
             _ => true,
         };
-        if !keep {
+        if !*k {
             continue;
         }
         // The nested blocks mark what their kept statements use; the
         // statement itself adds what it reads outside them.
-        s.kind = crate::passes::inline::map_nested(s.kind, &mut |nb| block(nb, live, fallible));
+        for nb in crate::visit::child_blocks_mut(&mut s.kind) {
+            block(nb, live, fallible);
+        }
         stmt_uses_shallow(&s.kind, &mut |v| live[v.index()] = true);
-        kept.push(s);
     }
-    kept.reverse();
-    Block { stmts: kept, results: b.results }
+    let mut keep = keep.into_iter();
+    b.stmts.retain(|_| keep.next().unwrap_or(true));
 }

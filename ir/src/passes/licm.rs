@@ -94,9 +94,10 @@ impl Ctx {
     /// Processes the loops of `b` (their bodies first), inserting what
     /// leaves each loop body in front of the loop.
     fn block(&mut self, b: &mut Block) {
-        let stmts = std::mem::take(&mut b.stmts);
-        let mut out = Vec::with_capacity(stmts.len());
-        for mut s in stmts {
+        // The statements hoisted before each statement, by its index: a
+        // block nothing leaves is not rebuilt.
+        let mut hoists: Vec<(usize, Vec<Stmt>)> = Vec::new();
+        for (i, s) in b.stmts.iter_mut().enumerate() {
             let hoisted = match &mut s.kind {
                 StmtKind::Let { expr: Expr::Build { body, .. } | Expr::Loop { body, .. }, .. }
                 | StmtKind::For { body, .. } => {
@@ -120,7 +121,20 @@ impl Ctx {
                 }
                 _ => Vec::new(),
             };
-            out.extend(hoisted);
+            if !hoisted.is_empty() {
+                hoists.push((i, hoisted));
+            }
+        }
+        if hoists.is_empty() {
+            return;
+        }
+        let stmts = std::mem::take(&mut b.stmts);
+        let mut out = Vec::with_capacity(stmts.len() + hoists.iter().map(|(_, h)| h.len()).sum::<usize>());
+        let mut hoists = hoists.into_iter().peekable();
+        for (i, s) in stmts.into_iter().enumerate() {
+            if let Some((_, h)) = hoists.next_if(|(j, _)| *j == i) {
+                out.extend(h);
+            }
             out.push(s);
         }
         b.stmts = out;

@@ -29,6 +29,11 @@ enum Known {
 
 /// Replaces small arrays by scalars in `f` (module docs).
 pub fn scalarize(f: &mut Function) {
+    // Without array variables there is nothing to replace: the body is not
+    // rebuilt.
+    if f.vars.iter().all(|v| v.ty.rank == 0) {
+        return;
+    }
     let mut known: HashMap<VarId, Known> = HashMap::default();
     let body = std::mem::take(&mut f.body);
     f.body = block(f, body, &mut known);

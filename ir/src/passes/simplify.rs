@@ -30,8 +30,9 @@ struct Shapes {
 pub fn simplify(f: &mut Function) {
     let mut subst = Subst::default();
     let mut shapes = Shapes::default();
-    let body = std::mem::take(&mut f.body);
-    f.body = block(f, body, &mut subst, &mut shapes);
+    let mut body = std::mem::take(&mut f.body);
+    block(f, &mut body, &mut subst, &mut shapes);
+    f.body = body;
 }
 
 /// `dim array axis`, simplified with what the bindings tell.
@@ -63,32 +64,40 @@ fn dim(f: &Function, shapes: &Shapes, array: VarId, axis: u8) -> Expr {
     Expr::Dim { array: a, axis }
 }
 
-fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Block {
-    let mut out = Vec::with_capacity(b.stmts.len());
+/// Simplifies `b` in place: statements are renamed and rewritten where
+/// they are, removed by marking, and the block is rebuilt only when an
+/// `if` on a literal leaves its taken branch in place of itself (a pass
+/// over a long body moves no statement it keeps).
+fn block(f: &Function, b: &mut Block, subst: &mut Subst, shapes: &mut Shapes) {
     // Substitutions learnt from size checks in this block: they hold only
     // after the check, so they end with the block.
     let mut learnt: Vec<VarId> = Vec::new();
     let mut learnt_dims: Vec<(VarId, u8)> = Vec::new();
     // The sizes (i64 variables) bound in this block so far.
     let mut bound_here: crate::fx::FxHashSet<VarId> = Default::default();
-    for s in b.stmts {
+    let mut keep = vec![true; b.stmts.len()];
+    // The statements that take the place of a removed one, by its index.
+    let mut splices: Vec<(usize, Vec<Stmt>)> = Vec::new();
+    for (i, s) in b.stmts.iter_mut().enumerate() {
         if let StmtKind::Let { vars, .. } = &s.kind {
             bound_here.extend(vars.iter().filter(|v| f.ty(**v) == crate::Type::I64));
         }
-        let s = Stmt { kind: subst.stmt_shallow(s.kind), loc: s.loc };
+        subst.stmt_shallow_in_place(&mut s.kind);
         let loc = s.loc;
-        match s.kind {
+        match &mut s.kind {
             StmtKind::Let { vars, expr } => {
-                let expr = match expr {
-                    Expr::Build { n, index, body } => {
+                let rewritten = match &mut *expr {
+                    Expr::Build { n, body, .. } => {
                         if vars.iter().all(|v| !f.var(*v).mutable) {
-                            for v in &vars {
-                                shapes.axis0.insert(*v, n);
+                            for v in vars.iter() {
+                                shapes.axis0.insert(*v, *n);
                             }
                         }
-                        Expr::Build { n, index, body: block(f, body, subst, shapes) }
+                        block(f, body, subst, shapes);
+                        None
                     }
                     Expr::ZerosLike(a) => {
+                        let a = *a;
                         if let [v] = vars.as_slice() {
                             if !f.var(*v).mutable {
                                 shapes.like.insert(*v, a);
@@ -104,93 +113,101 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
                             })
                             .collect();
                         match lits {
-                            Some(dims) if !f.var(a).mutable && rank > 0 => Expr::Zeros(dims),
-                            _ => Expr::ZerosLike(a),
+                            Some(dims) if !f.var(a).mutable && rank > 0 => Some(Expr::Zeros(dims)),
+                            _ => None,
                         }
                     }
-                    Expr::Dim { array, axis } => match dim(f, shapes, array, axis) {
+                    Expr::Dim { array, axis } => match dim(f, shapes, *array, *axis) {
                         Expr::Dim { array, axis } => {
                             if let [v] = vars.as_slice() {
                                 shapes.dim_of.insert(*v, (array, axis));
                             }
                             match shapes.lit_dim.get(&(array, axis)) {
-                                Some(n) => Expr::Atom(Atom::I64(*n)),
-                                None => Expr::Dim { array, axis },
+                                Some(n) => Some(Expr::Atom(Atom::I64(*n))),
+                                None => Some(Expr::Dim { array, axis }),
                             }
                         }
-                        e => e,
+                        e => Some(e),
                     },
-                    Expr::ArrayLit { elem_ty, elems } => {
+                    Expr::ArrayLit { elems, .. } => {
                         if let [v] = vars.as_slice() {
                             shapes.axis0.insert(*v, Atom::I64(elems.len() as i64));
                         }
-                        Expr::ArrayLit { elem_ty, elems }
+                        None
                     }
                     Expr::Slice { array, lo, hi } => {
                         if let [v] = vars.as_slice() {
-                            shapes.view.insert(*v, (array, 0));
-                            if let (Atom::I64(l), Atom::I64(h)) = (lo, hi) {
+                            shapes.view.insert(*v, (*array, 0));
+                            if let (Atom::I64(l), Atom::I64(h)) = (*lo, *hi) {
                                 if h >= l {
                                     shapes.axis0.insert(*v, Atom::I64(h - l));
                                 }
                             }
                         }
-                        Expr::Slice { array, lo, hi }
+                        None
                     }
                     Expr::Index { array, indices } => {
                         if let [v] = vars.as_slice() {
                             if f.var(*v).ty.is_array() {
-                                shapes.view.insert(*v, (array, indices.len() as u8));
+                                shapes.view.insert(*v, (*array, indices.len() as u8));
                             }
                         }
-                        fold(f, Expr::Index { array, indices })
+                        // Nothing folds an index.
+                        None
                     }
-                    Expr::Loop { n, index, states, init, body } => {
-                        Expr::Loop { n, index, states, init, body: block(f, body, subst, shapes) }
+                    Expr::Loop { body, .. } => {
+                        block(f, body, subst, shapes);
+                        None
                     }
-                    Expr::While { states, init, cond, body } => Expr::While {
-                        states,
-                        init,
-                        cond: block(f, cond, subst, shapes),
-                        body: block(f, body, subst, shapes),
-                    },
+                    Expr::While { cond, body, .. } => {
+                        block(f, cond, subst, shapes);
+                        block(f, body, subst, shapes);
+                        None
+                    }
                     Expr::If { cond: Atom::Bool(c), then_branch, else_branch }
                         if vars.iter().all(|v| !f.var(*v).mutable) =>
                     {
-                        let taken = block(f, if c { then_branch } else { else_branch }, subst, shapes);
-                        out.extend(taken.stmts);
+                        let mut taken = std::mem::take(if *c { then_branch } else { else_branch });
+                        block(f, &mut taken, subst, shapes);
+                        let mut out = taken.stmts;
                         for (v, r) in vars.iter().zip(&taken.results) {
                             propagate(f, *v, *r, subst, &mut out, loc);
                         }
+                        splices.push((i, out));
+                        keep[i] = false;
                         continue;
                     }
-                    Expr::If { cond, then_branch, else_branch } => Expr::If {
-                        cond,
-                        then_branch: block(f, then_branch, subst, shapes),
-                        else_branch: block(f, else_branch, subst, shapes),
-                    },
+                    Expr::If { then_branch, else_branch, .. } => {
+                        block(f, then_branch, subst, shapes);
+                        block(f, else_branch, subst, shapes);
+                        None
+                    }
                     e => fold(f, e),
                 };
-                if let (Expr::Atom(a), [v]) = (&expr, vars.as_slice()) {
-                    propagate(f, *v, *a, subst, &mut out, loc);
-                    continue;
+                if let Some(e) = rewritten {
+                    *expr = e;
                 }
-                out.push(Stmt { kind: StmtKind::Let { vars, expr }, loc });
+                // `let v = a`: substituted, unless either is mutable (then
+                // the statement stays as it is).
+                if let (Expr::Atom(a), [v]) = (&*expr, vars.as_slice()) {
+                    let a_mut = matches!(a, Atom::Var(w) if f.var(*w).mutable);
+                    if !f.var(*v).mutable && !a_mut {
+                        subst.map.insert(*v, *a);
+                        keep[i] = false;
+                    }
+                }
             }
-            StmtKind::For { n, index, reverse, body } => {
-                let body = block(f, body, subst, shapes);
-                out.push(Stmt { kind: StmtKind::For { n, index, reverse, body }, loc });
-            }
-            StmtKind::If { cond, then_branch, else_branch } => {
-                let then_branch = block(f, then_branch, subst, shapes);
-                let else_branch = block(f, else_branch, subst, shapes);
-                out.push(Stmt { kind: StmtKind::If { cond, then_branch, else_branch }, loc });
+            StmtKind::For { body, .. } => block(f, body, subst, shapes),
+            StmtKind::If { then_branch, else_branch, .. } => {
+                block(f, then_branch, subst, shapes);
+                block(f, else_branch, subst, shapes);
             }
             // A size equal to itself: the check cannot fail.
-            StmtKind::CheckSize { a, b, .. } if a == b => {}
+            StmtKind::CheckSize { a, b, .. } if a == b => keep[i] = false,
             // Once `x == c` is checked, later uses of `x` in this block (and
             // the blocks nested in it) are the literal.
-            StmtKind::CheckSize { a, b, what } => {
+            StmtKind::CheckSize { a, b, .. } => {
+                let (a, b) = (*a, *b);
                 // Once `x == y` is checked for two sizes, later uses of `x`
                 // (when this block binds it) are `y`, so that loops over
                 // either have one extent and fuse. `y` is the size that
@@ -217,19 +234,36 @@ fn block(f: &Function, b: Block, subst: &mut Subst, shapes: &mut Shapes) -> Bloc
                         }
                     }
                 }
-                out.push(Stmt { kind: StmtKind::CheckSize { a, b, what }, loc });
             }
-            kind => out.push(Stmt { kind, loc }),
+            _ => {}
         }
     }
-    let results = b.results.iter().map(|a| subst.atom(a)).collect();
+    if !splices.is_empty() {
+        let extra: usize = splices.iter().map(|(_, s)| s.len()).sum();
+        let mut out = Vec::with_capacity(b.stmts.len() + extra);
+        let mut splices = splices.into_iter().peekable();
+        for (i, s) in std::mem::take(&mut b.stmts).into_iter().enumerate() {
+            if let Some((_, taken)) = splices.next_if(|(j, _)| *j == i) {
+                out.extend(taken);
+            }
+            if keep[i] {
+                out.push(s);
+            }
+        }
+        b.stmts = out;
+    } else if keep.contains(&false) {
+        let mut keep = keep.into_iter();
+        b.stmts.retain(|_| keep.next().unwrap_or(true));
+    }
+    for r in &mut b.results {
+        *r = subst.atom(r);
+    }
     for x in learnt {
         subst.map.remove(&x);
     }
     for k in learnt_dims {
         shapes.lit_dim.remove(&k);
     }
-    Block { stmts: out, results }
 }
 
 /// `let v = a`: substitute `a` for `v` unless either is mutable.
@@ -242,10 +276,11 @@ fn propagate(f: &Function, v: crate::VarId, a: Atom, subst: &mut Subst, out: &mu
     }
 }
 
-/// Folds an expression whose operands are literals, or an exact identity.
-fn fold(f: &Function, e: Expr) -> Expr {
+/// The fold of an expression whose operands are literals, or an exact
+/// identity; `None` when it folds to nothing simpler.
+fn fold(f: &Function, e: &Expr) -> Option<Expr> {
     use Atom::*;
-    match &e {
+    Some(match e {
         Expr::Unary(op, a) => match (op, a) {
             (UnOp::Neg, F64(x)) => Expr::Atom(F64(-x)),
             (UnOp::Neg, I64(x)) => Expr::Atom(I64(x.wrapping_neg())),
@@ -260,7 +295,7 @@ fn fold(f: &Function, e: Expr) -> Expr {
             (UnOp::Abs, F64(x)) => Expr::Atom(F64(x.abs())),
             (UnOp::Floor, F64(x)) => Expr::Atom(F64(x.floor())),
             (UnOp::Ceil, F64(x)) => Expr::Atom(F64(x.ceil())),
-            _ => e,
+            _ => return None,
         },
         Expr::Binary(op, a, b) => match (op, a, b) {
             (BinOp::Add, F64(x), F64(y)) => Expr::Atom(F64(x + y)),
@@ -300,8 +335,8 @@ fn fold(f: &Function, e: Expr) -> Expr {
             (BinOp::Mul, x, I64(1)) | (BinOp::Mul, I64(1), x) | (BinOp::Div, x, I64(1)) => Expr::Atom(*x),
             (BinOp::And, x, Bool(true)) | (BinOp::And, Bool(true), x) => Expr::Atom(*x),
             (BinOp::Or, x, Bool(false)) | (BinOp::Or, Bool(false), x) => Expr::Atom(*x),
-            _ => e,
+            _ => return None,
         },
-        _ => e,
-    }
+        _ => return None,
+    })
 }

@@ -22,6 +22,11 @@ pub const BUDGET: usize = 64;
 
 /// Unrolls the short loops of `f` (innermost first).
 pub fn unroll(f: &mut Function) {
+    // A function without counted loops has nothing to unroll: its body is
+    // not rebuilt (straight-line derivatives run to millions of statements).
+    if !has_counted_loop(&f.body) {
+        return;
+    }
     let body = std::mem::take(&mut f.body);
     f.body = block(f, body);
 }
@@ -61,6 +66,17 @@ fn instance(f: &mut Function, body: &Block, index: VarId, k: i64, states: &[(Var
         subst.map.insert(*s, *a);
     }
     crate::visit::freshen_block(f, body, &[], &mut subst)
+}
+
+/// True when `b` has a comprehension, a `loop` or a `for` at any depth.
+fn has_counted_loop(b: &Block) -> bool {
+    let mut found = false;
+    crate::visit::for_each_block(b, &mut |blk| {
+        found |= blk.stmts.iter().any(|s| {
+            matches!(s.kind, StmtKind::Let { expr: Expr::Build { .. } | Expr::Loop { .. }, .. } | StmtKind::For { .. })
+        })
+    });
+    found
 }
 
 fn block(f: &mut Function, b: Block) -> Block {
