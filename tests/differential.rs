@@ -309,3 +309,68 @@ fn checkpointed_gradients_equal_taped_gradients() {
     }
     assert!(compared >= 20, "only {compared} cases compared");
 }
+
+/// A branch whose residuals are scalars yields them as results of the
+/// forward `if` instead of taping them: outside loops the vjp touches no
+/// tape, inside a comprehension the loop's rule tapes them once per
+/// iteration (as any value of its body), and a branch with an array residual
+/// still pushes and pops. The gradients are right in every case.
+#[test]
+fn branch_residuals_are_results_of_the_branch() {
+    use arrayad_ir::{Block, Expr, StmtKind};
+    /// The pushes of `b` at any depth, and those inside branches.
+    fn pushes(b: &Block, in_branch: bool) -> (usize, usize) {
+        let mut n = (0, 0);
+        for s in &b.stmts {
+            let add = |n: &mut (usize, usize), m: (usize, usize)| {
+                n.0 += m.0;
+                n.1 += m.1;
+            };
+            match &s.kind {
+                StmtKind::Push(_) => {
+                    n.0 += 1;
+                    n.1 += in_branch as usize;
+                }
+                StmtKind::Let { expr: Expr::If { then_branch, else_branch, .. }, .. }
+                | StmtKind::If { then_branch, else_branch, .. } => {
+                    add(&mut n, pushes(then_branch, true));
+                    add(&mut n, pushes(else_branch, true));
+                }
+                k => {
+                    for c in arrayad_ir::visit::child_blocks(k) {
+                        add(&mut n, pushes(c, in_branch));
+                    }
+                }
+            }
+        }
+        n
+    }
+    let src = "def outside(x: [2]f64) -> f64 =
+  let r = x[0] * x[0] + x[1] * x[1]
+  in if r > 1.0 then sin(sqrt(r)) * cos(x[1]) else exp(x[0]) * x[1]
+def inside(x: [n]f64) -> f64 =
+  sum(for i < n => if x[i] > 0.0 then sin(x[i]) * cos(x[i]) else x[i] * exp(x[i]))
+def with_array(x: [n]f64) -> f64 =
+  if x[0] > 0.0 then let y = for i < n => sin(x[i]) * x[0] in sum(y * y) else sum(x)
+";
+    let program = arrayad_frontend::compile("branches.arr", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    for (func, want, args) in [
+        ("outside", (0, 0), serde_json::json!([[0.8, 0.9]])),
+        ("outside", (0, 0), serde_json::json!([[0.3, -0.2]])),
+        ("inside", (1, 0), serde_json::json!([[0.5, -1.5, 2.0, -0.25]])),
+        ("with_array", (1, 1), serde_json::json!([[0.7, -0.4, 1.3]])),
+    ] {
+        let fid = program.find(func).unwrap();
+        let vjp = common::ad::vjp(&program, fid, &[true]).unwrap();
+        let text = arrayad_ir::printer::print_function(&vjp, None);
+        let (all, in_branches) = pushes(&vjp.body, false);
+        assert_eq!((all.min(1), in_branches.min(1)), want, "{func}: pushes (any, in branches)\n{text}");
+        check_case(&Case {
+            file: "branches.arr".into(),
+            source: src.into(),
+            func: func.into(),
+            args,
+            finite_differences: true,
+        });
+    }
+}

@@ -47,6 +47,8 @@ impl Rev<'_> {
         lin_binders: Vec<(VarId, Decl)>,
         seeds: Vec<Seed>,
     ) -> Result<(Vec<Stmt>, Vec<Stmt>), AdError> {
+        // Asked of this block only, not of the blocks nested in it.
+        let yielding = std::mem::take(&mut self.yield_residuals);
         let mut fwd: Vec<Stmt> = Vec::new();
         let mut decls: Vec<Stmt> = Vec::new();
         let mut chunks: Vec<Vec<Stmt>> = Vec::new();
@@ -191,7 +193,12 @@ impl Rev<'_> {
                     }
                 }
                 Expr::If { cond, then_branch, else_branch } => {
-                    self.if_rule(vars, *cond, then_branch, else_branch, loc, &mut fwd, &mut chunk)?
+                    self.if_rule(vars, *cond, then_branch, else_branch, loc, &mut fwd, &mut chunk)?;
+                    // The residuals the branches yield: primal values of
+                    // this block.
+                    for (v, _) in std::mem::take(&mut self.setup) {
+                        bound.push(v);
+                    }
                 }
                 Expr::Call { func, args } => {
                     let rules = self.rules;
@@ -316,6 +323,11 @@ impl Rev<'_> {
         if !shapes.is_empty() {
             rewrite_shapes(&mut recompute, &shapes);
             rewrite_shapes(&mut bwd, &shapes);
+        }
+        if yielding && taped.iter().all(|v| self.out.ty(*v).is_scalar()) {
+            // The branch rule binds them from the branch's results.
+            self.yielded = Some(taped);
+            return Ok((fwd, recompute.into_iter().chain(bwd).collect()));
         }
         for v in &taped {
             self.push(&mut fwd, StmtKind::Push(Atom::Var(*v)));

@@ -130,6 +130,8 @@ fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdErro
         checkpoint,
         uncheckpointed: Vec::new(),
         setup: Vec::new(),
+        yield_residuals: false,
+        yielded: None,
         loc: Loc::default(),
         twins: Subst::default(),
         rules: &j.rules,
@@ -296,6 +298,13 @@ struct Rev<'a> {
     /// The bindings a checkpointed loop put in front of itself in the
     /// forward pass, for the enclosing block's residuals.
     setup: Vec<(VarId, Option<(Expr, Loc)>)>,
+    /// Set by the `if` rule for the branch it unzips next: when that
+    /// block's residuals are all scalars, it yields them instead of taping
+    /// them (`rules/branch.rs`), and leaves them in `yielded`.
+    yield_residuals: bool,
+    /// The residuals the last branch unzipped with `yield_residuals`
+    /// yields, in order (`None` when it taped them).
+    yielded: Option<Vec<VarId>>,
     /// The location of the primal statement being unzipped: the statements
     /// made for it carry it, so that a run-time error in them (out of
     /// memory on the tape, a size check) names the source statement.

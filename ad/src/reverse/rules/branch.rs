@@ -1,5 +1,16 @@
-//! The reverse of an `if`: the branch taken, popped from the tape, runs its
-//! Delta bindings backward.
+//! The reverse of an `if`: the branch taken runs its Delta bindings
+//! backward, reading the residuals of its forward half.
+//!
+//! A branch whose residuals are all scalars yields them as extra results
+//! of the forward `if` (the other branch yields zeros in their place), and
+//! its backward half binds them from those results: the `if` then has no
+//! effect, so a forward pass made of it can be hoisted or shared like any
+//! primal code (a `vjp` inside a comprehension whose arguments do not
+//! depend on the index runs its forward pass once), and an `if` outside
+//! loops touches no tape. The results are primal values of the enclosing
+//! block, taped or kept in scope by its rule like any other. A branch with
+//! an array residual pushes its residuals at its end and pops them at the
+//! start of its backward half.
 
 use crate::reverse::*;
 
@@ -15,6 +26,7 @@ impl Rev<'_> {
         fwd: &mut Vec<Stmt>,
         chunk: &mut Vec<Stmt>,
     ) -> Result<(), AdError> {
+        // Each branch's forward block, backward block and yielded residuals.
         let mut branches = Vec::new();
         for br in [then_branch, else_branch] {
             let seeds: Vec<Seed> = vars
@@ -29,14 +41,60 @@ impl Rev<'_> {
                     owned: true,
                 })
                 .collect();
-            let (f, b) = self.block(br, true, &[], &[], vec![], seeds)?;
+            self.yield_residuals = true;
+            self.yielded = None;
+            let unzipped = self.block(br, true, &[], &[], vec![], seeds);
+            self.yield_residuals = false;
+            let (f, b) = unzipped?;
+            let residuals = self.yielded.take().unwrap_or_default();
             let presults: Vec<Atom> =
                 vars.iter().zip(&br.results).filter(|(v, _)| !self.linear.contains(v)).map(|(_, r)| *r).collect();
-            branches.push((Block { stmts: f, results: presults }, Block { stmts: b, results: vec![] }));
+            branches.push((f, presults, b, residuals));
         }
-        let (fe, be) = branches.pop().expect("two branches");
-        let (ft, bt) = branches.pop().expect("two branches");
-        let pvars: Vec<VarId> = vars.iter().copied().filter(|v| !self.linear.contains(v)).collect();
+        // The variables the forward `if` binds the residuals of both
+        // branches to, then's first.
+        let outer: Vec<Vec<VarId>> = branches
+            .iter()
+            .map(|(_, _, _, rs)| {
+                rs.iter()
+                    .map(|r| {
+                        let name = self.out.var(*r).name.clone();
+                        self.new_var(&name, self.out.ty(*r))
+                    })
+                    .collect()
+            })
+            .collect();
+        let zero = |ty: Type| match ty.elem {
+            Scalar::F64 => Atom::F64(0.0),
+            Scalar::I64 => Atom::I64(0),
+            Scalar::Bool => Atom::Bool(false),
+        };
+        let mut fwd_blocks = Vec::new();
+        let mut bwd_blocks = Vec::new();
+        for (k, (f, mut results, b, residuals)) in branches.into_iter().enumerate() {
+            for (j, rs) in outer.iter().enumerate() {
+                if j == k {
+                    results.extend(residuals.iter().map(|r| Atom::Var(*r)));
+                } else {
+                    results.extend(rs.iter().map(|r| zero(self.out.ty(*r))));
+                }
+            }
+            fwd_blocks.push(Block { stmts: f, results });
+            let mut stmts: Vec<Stmt> = residuals
+                .iter()
+                .zip(&outer[k])
+                .map(|(r, o)| Stmt { kind: StmtKind::Let { vars: vec![*r], expr: Expr::Atom(Atom::Var(*o)) }, loc })
+                .collect();
+            stmts.extend(b);
+            bwd_blocks.push(Block { stmts, results: vec![] });
+        }
+        let (fe, be) = (fwd_blocks.pop().expect("two branches"), bwd_blocks.pop().expect("two branches"));
+        let (ft, bt) = (fwd_blocks.pop().expect("two branches"), bwd_blocks.pop().expect("two branches"));
+        let mut pvars: Vec<VarId> = vars.iter().copied().filter(|v| !self.linear.contains(v)).collect();
+        for v in outer.into_iter().flatten() {
+            pvars.push(v);
+            self.setup.push((v, None));
+        }
         if !pvars.is_empty() {
             fwd.push(Stmt {
                 kind: StmtKind::Let { vars: pvars, expr: Expr::If { cond, then_branch: ft, else_branch: fe } },
