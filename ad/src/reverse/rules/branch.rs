@@ -4,13 +4,12 @@
 //! A branch whose residuals are all scalars yields them as extra results
 //! of the forward `if` (the other branch yields zeros in their place), and
 //! its backward half binds them from those results: the `if` then has no
-//! effect, so a forward pass made of it can be hoisted or shared like any
-//! primal code (a `vjp` inside a comprehension whose arguments do not
-//! depend on the index runs its forward pass once), and an `if` outside
-//! loops touches no tape. The results are primal values of the enclosing
-//! block, taped or kept in scope by its rule like any other. A branch with
-//! an array residual pushes its residuals at its end and pops them at the
-//! start of its backward half.
+//! effect, so DCE drops it when its results are unused, as any primal
+//! code, and an `if` outside loops touches no tape. The
+//! results are primal values of the enclosing block, taped or kept in
+//! scope by its rule like any other. A branch with an array residual
+//! pushes its residuals at its end and pops them at the start of its
+//! backward half.
 
 use crate::reverse::*;
 
