@@ -3,19 +3,32 @@
 //! move in front of it, so they run once instead of once per iteration (and,
 //! before differentiation, are never taped per iteration).
 //!
-//! Only expressions that cannot fail and have no effect move (atoms, unary
-//! operations, binary operations other than an `i64` division or remainder
-//! by a divisor that is not a nonzero literal, extents): running one of them
-//! when the loop would have run zero times only costs its time, never an
-//! error. Mutable variables are never invariant (the body may assign them).
+//! Expressions that cannot fail and have no effect move out of any loop
+//! (atoms, unary operations, binary operations other than an `i64` division
+//! or remainder by a divisor that is not a nonzero literal, extents):
+//! running one of them when the loop would have run zero times only costs
+//! its time, never an error. Out of a loop whose trip count is a literal of
+//! at least 1, any binding without effect moves too (indexing, array
+//! literals, comprehensions and branches of such bindings), as long as no
+//! statement staying in front of it may fail: the first iteration would
+//! have run it first, so the call fails with the same first error. A
+//! Jacobian row by row, `for r < 2 => vjp(f, x, [0.0, 0.0] with [r] = 1.0)`,
+//! so runs the forward pass of `f` once (the branches of a forward pass have
+//! no effect: `ad` yields their residuals). Out-of-memory errors are not
+//! ordered: where memory runs out depends on what is live, which code
+//! motion changes anyway. Mutable variables are never invariant (the body
+//! may assign them).
 //! Inner bodies are processed first, so a computation invariant in several
 //! nested loops leaves all of them.
 //!
 //! Linear in the size of the function: every binding gets its position in
 //! a preorder numbering, and a loop body is the interval of positions it
-//! spans, so "bound inside this loop" is two comparisons.
+//! spans, so "bound inside this loop" is two comparisons. A binding with
+//! nested blocks that may leave a loop of literal trip count is walked
+//! whole once per such loop around it: size times the nesting depth, which
+//! the frontend bounds.
 
-use crate::fx::FxHashSet as HashSet;
+use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::program::{Atom, BinOp, Block, Expr, Function, Stmt, StmtKind, VarId};
 use crate::types::Scalar;
 
@@ -24,7 +37,9 @@ pub fn licm(f: &mut Function) {
     let mutable: HashSet<VarId> =
         f.vars.iter().enumerate().filter(|(_, v)| v.mutable).map(|(i, _)| VarId(i as u32)).collect();
     let types: Vec<Scalar> = f.vars.iter().map(|v| v.ty.elem).collect();
-    let mut ctx = Ctx { mutable, types, pos: vec![u32::MAX; f.vars.len()], ranges: Vec::new(), next_loop: 0 };
+    let accumulated = accumulated(f);
+    let mut ctx =
+        Ctx { mutable, accumulated, types, pos: vec![u32::MAX; f.vars.len()], ranges: Vec::new(), next_loop: 0 };
     let mut counter = 0;
     ctx.number(&f.body, &mut counter);
     let mut body = std::mem::take(&mut f.body);
@@ -34,6 +49,10 @@ pub fn licm(f: &mut Function) {
 
 struct Ctx {
     mutable: HashSet<VarId>,
+    /// Arrays that may share their elements with an accumulator
+    /// ([`accumulated`]): their contents change in place, so reading them
+    /// is never invariant.
+    accumulated: HashSet<VarId>,
     types: Vec<Scalar>,
     /// The preorder position of each variable's binding (`u32::MAX` for
     /// parameters).
@@ -99,12 +118,16 @@ impl Ctx {
         let mut hoists: Vec<(usize, Vec<Stmt>)> = Vec::new();
         for (i, s) in b.stmts.iter_mut().enumerate() {
             let hoisted = match &mut s.kind {
-                StmtKind::Let { expr: Expr::Build { body, .. } | Expr::Loop { body, .. }, .. }
-                | StmtKind::For { body, .. } => {
+                StmtKind::Let { expr: Expr::Build { n, index, body } | Expr::Loop { n, index, body, .. }, .. }
+                | StmtKind::For { n, index, body, .. } => {
                     let range = self.ranges.get(self.next_loop).copied().unwrap_or((0, u32::MAX));
                     self.next_loop += 1;
                     self.block(body);
-                    self.hoist(body, range)
+                    let count = match n {
+                        Atom::I64(c) if *c >= 1 => Some(*c),
+                        _ => None,
+                    };
+                    self.hoist(body, range, count.map(|c| (*index, c)))
                 }
                 StmtKind::Let { expr: Expr::If { then_branch, else_branch, .. }, .. }
                 | StmtKind::If { then_branch, else_branch, .. } => {
@@ -141,8 +164,15 @@ impl Ctx {
     }
 
     /// Removes from a loop body spanning the positions `range` the
-    /// statements that may leave it, in order.
-    fn hoist(&self, body: &mut Block, range: (u32, u32)) -> Vec<Stmt> {
+    /// statements that may leave it, in order. `runs` is the loop's index
+    /// and its trip count when that is a literal of at least 1: then a
+    /// binding without effect that may fail (an index, a comprehension, a
+    /// branch, at any depth) leaves too, provided no statement that stays
+    /// in front of it may fail. The first iteration would have run it, with
+    /// the same operands, before anything else could fail, so the first
+    /// error of the call is the same (out of memory excepted: where memory
+    /// runs out depends on what is live, which code motion changes anyway).
+    fn hoist(&self, body: &mut Block, range: (u32, u32), runs: Option<(VarId, i64)>) -> Vec<Stmt> {
         let mut moved: HashSet<VarId> = HashSet::default();
         let invariant = |v: VarId, moved: &HashSet<VarId>| {
             if self.mutable.contains(&v) {
@@ -151,16 +181,29 @@ impl Ctx {
             let p = self.pos.get(v.index()).copied().unwrap_or(u32::MAX);
             !(range.0 <= p && p < range.1) || moved.contains(&v)
         };
+        // Whether a statement that stays may fail: nothing after it leaves
+        // unless it cannot fail either.
+        let mut may_fail = false;
+        // The lengths of the array literals bound in the body.
+        let mut literal_len: HashMap<VarId, usize> = HashMap::default();
         let mut hoisted = Vec::new();
         let stmts = std::mem::take(&mut body.stmts);
         for s in stmts {
+            if let StmtKind::Let { vars, expr: Expr::ArrayLit { elems, .. } } = &s.kind {
+                literal_len.insert(vars[0], elems.len());
+            }
             let movable = match &s.kind {
-                StmtKind::Let { vars, expr } => {
-                    vars.iter().all(|v| !self.mutable.contains(v))
-                        && self.pure_infallible(expr)
+                StmtKind::Let { vars, expr } if vars.iter().all(|v| !self.mutable.contains(v)) => {
+                    (self.pure_infallible(expr)
                         && atoms(expr).all(|a| match a {
                             Atom::Var(v) => invariant(v, &moved),
                             _ => true,
+                        }))
+                        || (runs.is_some() && !may_fail && {
+                            let mut free = Vec::new();
+                            self.effect_free(expr, &mut HashSet::default(), &mut free)
+                                && free.into_iter().all(|v| invariant(v, &moved) && !self.accumulated.contains(&v))
+                                && !vars.iter().any(|v| self.accumulated.contains(v))
                         })
                 }
                 _ => false,
@@ -171,10 +214,104 @@ impl Ctx {
                 }
                 hoisted.push(s);
             } else {
+                may_fail = may_fail || self.may_fail(&s.kind, runs, &literal_len);
                 body.stmts.push(s);
             }
         }
         hoisted
+    }
+
+    /// True when `e` has no effect at any depth (no tape, no call, no
+    /// mutable variable, no `while`, whose trip count is unbounded), adding
+    /// to `inner` the variables it binds and to `free` those it reads that
+    /// it does not bind.
+    fn effect_free(&self, e: &Expr, inner: &mut HashSet<VarId>, free: &mut Vec<VarId>) -> bool {
+        let uses = |a: &Atom, inner: &HashSet<VarId>, free: &mut Vec<VarId>| {
+            if let Atom::Var(v) = a {
+                if !inner.contains(v) {
+                    free.push(*v);
+                }
+            }
+        };
+        match e {
+            Expr::Pop | Expr::TapeMark | Expr::Call { .. } | Expr::While { .. } => false,
+            Expr::Build { n, index, body } => {
+                uses(n, inner, free);
+                inner.insert(*index);
+                self.effect_free_block(body, inner, free)
+            }
+            Expr::Loop { n, index, states, init, body } => {
+                uses(n, inner, free);
+                init.iter().for_each(|a| uses(a, inner, free));
+                inner.insert(*index);
+                inner.extend(states.iter().copied());
+                self.effect_free_block(body, inner, free)
+            }
+            Expr::If { cond, then_branch, else_branch } => {
+                uses(cond, inner, free);
+                self.effect_free_block(then_branch, inner, free) && self.effect_free_block(else_branch, inner, free)
+            }
+            _ => {
+                crate::visit::expr_uses(e, &mut |v| {
+                    if !inner.contains(&v) {
+                        free.push(v);
+                    }
+                });
+                true
+            }
+        }
+    }
+
+    /// [`Self::effect_free`] for every statement of `b` (bindings of
+    /// immutable variables and size checks) and its results.
+    fn effect_free_block(&self, b: &Block, inner: &mut HashSet<VarId>, free: &mut Vec<VarId>) -> bool {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Let { vars, expr } if vars.iter().all(|v| !self.mutable.contains(v)) => {
+                    if !self.effect_free(expr, inner, free) {
+                        return false;
+                    }
+                    inner.extend(vars.iter().copied());
+                }
+                StmtKind::CheckSize { a, b, .. } => {
+                    free.extend([a, b].into_iter().filter_map(|x| x.as_var()).filter(|v| !inner.contains(v)))
+                }
+                _ => return false,
+            }
+        }
+        free.extend(b.results.iter().filter_map(|a| a.as_var()).filter(|v| !inner.contains(v)));
+        true
+    }
+
+    /// False for statements that cannot raise an error other than out of
+    /// memory: infallible expressions, array literals, pushes, assignments,
+    /// zeros of literal extents, and the update at the loop index of a
+    /// literal at least as long as the trip count (`runs`, `literal_len`):
+    /// the one-hot cotangent `[0.0, 0.0] with [r] = 1.0` of a Jacobian's row
+    /// `r`. Nested blocks are judged without those facts.
+    fn may_fail(&self, s: &StmtKind, runs: Option<(VarId, i64)>, literal_len: &HashMap<VarId, usize>) -> bool {
+        match s {
+            StmtKind::Let { expr, .. } => match expr {
+                Expr::ArrayLit { elem_ty, .. } => !elem_ty.is_scalar(),
+                Expr::Zeros(dims) => !dims.iter().all(|d| matches!(d, Atom::I64(k) if *k >= 0)),
+                Expr::Update { array, indices, .. } => !matches!(
+                    (runs, indices.as_slice(), literal_len.get(array)),
+                    (Some((index, count)), [Atom::Var(i)], Some(&len)) if *i == index && count as u64 <= len as u64
+                ),
+                Expr::If { then_branch, else_branch, .. } => [then_branch, else_branch]
+                    .iter()
+                    .any(|b| b.stmts.iter().any(|s| self.may_fail(&s.kind, None, literal_len))),
+                Expr::Build { n: Atom::I64(k), body, .. } if *k >= 0 => {
+                    body.stmts.iter().any(|s| self.may_fail(&s.kind, None, literal_len))
+                }
+                e => !self.pure_infallible(e),
+            },
+            StmtKind::Assign { .. } | StmtKind::Push(_) => false,
+            StmtKind::If { then_branch, else_branch, .. } => [then_branch, else_branch]
+                .iter()
+                .any(|b| b.stmts.iter().any(|s| self.may_fail(&s.kind, None, literal_len))),
+            _ => true,
+        }
     }
 
     /// True for expressions that cannot fail and have no effect.
@@ -193,6 +330,80 @@ impl Ctx {
             _ => false,
         }
     }
+}
+
+/// The variables of `f` that may share their elements with an accumulator
+/// (the target of an `+=` or a zeroing, `AccAdd`/`AccZero`): every variable
+/// connected to one by a copy or an assignment, a view (index, slice,
+/// reshape), an update (which may reuse its array), a branch's result or a
+/// loop's state.
+/// Linear: one union-find over the bindings.
+fn accumulated(f: &Function) -> HashSet<VarId> {
+    let mut parent: Vec<u32> = (0..f.vars.len() as u32).collect();
+    fn root(parent: &mut [u32], v: u32) -> u32 {
+        let mut r = v;
+        while parent[r as usize] != r {
+            r = parent[r as usize];
+        }
+        let mut v = v;
+        while parent[v as usize] != r {
+            let next = parent[v as usize];
+            parent[v as usize] = r;
+            v = next;
+        }
+        r
+    }
+    fn union(parent: &mut [u32], a: VarId, b: &Atom) {
+        if let Atom::Var(b) = b {
+            if a.index() < parent.len() && b.index() < parent.len() {
+                let (ra, rb) = (root(parent, a.0), root(parent, b.0));
+                parent[ra as usize] = rb;
+            }
+        }
+    }
+    let mut targets = Vec::new();
+    crate::visit::for_each_block(&f.body, &mut |b| {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Let { vars, expr } => match expr {
+                    Expr::Atom(a) => union(&mut parent, vars[0], a),
+                    Expr::Index { array, .. }
+                    | Expr::Slice { array, .. }
+                    | Expr::Reshape { array, .. }
+                    | Expr::Update { array, .. } => union(&mut parent, vars[0], &Atom::Var(*array)),
+                    Expr::If { then_branch, else_branch, .. } => {
+                        for (k, v) in vars.iter().enumerate() {
+                            for br in [then_branch, else_branch] {
+                                if let Some(r) = br.results.get(k) {
+                                    union(&mut parent, *v, r);
+                                }
+                            }
+                        }
+                    }
+                    Expr::Loop { states, init, body, .. } | Expr::While { states, init, body, .. } => {
+                        for (k, st) in states.iter().enumerate() {
+                            if let Some(v) = vars.get(k) {
+                                union(&mut parent, *v, &Atom::Var(*st));
+                            }
+                            for a in init.get(k).into_iter().chain(body.results.get(k)) {
+                                union(&mut parent, *st, a);
+                            }
+                        }
+                    }
+                    _ => {}
+                },
+                StmtKind::Assign { var, value } => union(&mut parent, *var, value),
+                StmtKind::AccAdd { acc, .. } | StmtKind::AccZero { acc, .. } => targets.push(*acc),
+                _ => {}
+            }
+        }
+    });
+    let marked: HashSet<u32> =
+        targets.into_iter().filter(|v| v.index() < f.vars.len()).map(|v| root(&mut parent, v.0)).collect();
+    if marked.is_empty() {
+        return HashSet::default();
+    }
+    (0..f.vars.len() as u32).filter(|&v| marked.contains(&root(&mut parent, v))).map(VarId).collect()
 }
 
 /// The atoms an expression of [`Ctx::pure_infallible`]'s kinds reads.

@@ -1,0 +1,129 @@
+//! Loop-invariant code motion of bindings that may fail: out of a loop
+//! whose trip count is a literal of at least 1, and only past statements
+//! that cannot fail, so that the call's first error stays the same.
+
+mod common;
+
+use arrayad_ir::builder::Builder;
+use arrayad_ir::passes;
+use arrayad_ir::program::*;
+use arrayad_ir::types::Type;
+use arrayad_ir::verify::verify_program;
+use arrayad_ir::{interp, ArrayValue, Value};
+use common::{bits, v, F1};
+
+/// `f(x: [n]f64)` with three comprehensions:
+/// - `for r < 2`: a one-hot row `[0.0, 0.0] with [r] = 1.0`, then
+///   `sin(x[3])` (invariant, may fail: leaves the loop);
+/// - `for r < n`: `x[1]` (may fail, the loop may run zero times: stays);
+/// - `for r < 2`: `x[r]`, then `x[5]` (invariant, but behind a statement
+///   that may fail: stays);
+/// - two loops over accumulators (`+=`), whose reads and zeros stay.
+fn program() -> Program {
+    let (mut f, ps) = Function::with_params("f", &[F1], &[F1; 5]);
+    let x = ps[0];
+    let mut b = Builder::new(&mut f);
+    let n = b.let_one("n", Expr::Dim { array: x, axis: 0 });
+    let index = |b: &mut Builder, k: Atom| b.let_one("e", Expr::Index { array: x, indices: vec![k] });
+
+    let r = b.var("r", Type::I64);
+    b.begin_block();
+    let one_hot = b.let1("oh", Expr::ArrayLit { elem_ty: Type::F64, elems: vec![Atom::F64(0.0); 2] }, F1);
+    let row = b.let1("row", Expr::Update { array: one_hot, indices: vec![v(r)], value: Atom::F64(1.0) }, F1);
+    let e3 = index(&mut b, Atom::I64(3));
+    let s3 = b.unary(UnOp::Sin, e3);
+    let pick = b.let_one("pick", Expr::Index { array: row, indices: vec![v(r)] });
+    let res = b.binary(BinOp::Mul, s3, pick);
+    let body = b.end_block(vec![res]);
+    let first = b.let1("first", Expr::Build { n: Atom::I64(2), index: r, body }, F1);
+
+    let r2 = b.var("r", Type::I64);
+    b.begin_block();
+    let e1 = index(&mut b, Atom::I64(1));
+    let ri = b.let_one("ri", Expr::Unary(UnOp::ToF64, v(r2)));
+    let res = b.binary(BinOp::Add, e1, ri);
+    let body = b.end_block(vec![res]);
+    let second = b.let1("second", Expr::Build { n, index: r2, body }, F1);
+
+    let r3 = b.var("r", Type::I64);
+    b.begin_block();
+    let xr = index(&mut b, v(r3));
+    let e5 = index(&mut b, Atom::I64(5));
+    let res = b.binary(BinOp::Add, xr, e5);
+    let body = b.end_block(vec![res]);
+    let third = b.let1("third", Expr::Build { n: Atom::I64(2), index: r3, body }, F1);
+
+    // An accumulator read before it is added to: its element changes from
+    // one iteration to the next, so the read stays.
+    let acc = b.let1("acc", Expr::Zeros(vec![Atom::I64(1)]), F1);
+    let r4 = b.var("r", Type::I64);
+    b.begin_block();
+    let seen = b.let_one("seen", Expr::Index { array: acc, indices: vec![Atom::I64(0)] });
+    b.stmt(StmtKind::AccAdd { acc, indices: vec![Atom::I64(0)], value: Atom::F64(1.0) });
+    let body = b.end_block(vec![seen]);
+    let fourth = b.let1("fourth", Expr::Build { n: Atom::I64(2), index: r4, body }, F1);
+
+    // An accumulator made per iteration: it stays in the loop.
+    let r5 = b.var("r", Type::I64);
+    b.begin_block();
+    let fresh = b.let1("fresh", Expr::Zeros(vec![Atom::I64(2)]), F1);
+    b.stmt(StmtKind::AccAdd { acc: fresh, indices: vec![v(r5)], value: Atom::F64(2.0) });
+    let total = b.let_one("total", Expr::Reduce { op: ReduceOp::Sum, array: fresh });
+    let body = b.end_block(vec![total]);
+    let fifth = b.let1("fifth", Expr::Build { n: Atom::I64(2), index: r5, body }, F1);
+
+    f.body = b.finish(vec![v(first), v(second), v(third), v(fourth), v(fifth)]);
+    let p = Program { file: "t.arr".into(), funcs: vec![f] };
+    verify_program(&p).expect("the program verifies");
+    p
+}
+
+/// The nesting depth of the statement `x[k]` for the literal `k`.
+fn depth_of_index(b: &Block, k: i64, depth: usize) -> Option<usize> {
+    for s in &b.stmts {
+        if let StmtKind::Let { expr: Expr::Index { indices, .. }, .. } = &s.kind {
+            if indices.as_slice() == [Atom::I64(k)] {
+                return Some(depth);
+            }
+        }
+        for child in arrayad_ir::visit::child_blocks(&s.kind) {
+            if let Some(d) = depth_of_index(child, k, depth + 1) {
+                return Some(d);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn fallible_invariants_leave_loops_that_run_and_keep_the_first_error() {
+    let before = program();
+    let mut after = before.clone();
+    passes::licm::licm(&mut after.funcs[0]);
+    verify_program(&after).expect("the transformed program verifies");
+    let shown = arrayad_ir::printer::print_program(&after);
+    assert_eq!(depth_of_index(&after.funcs[0].body, 3, 0), Some(0), "x[3] leaves `for r < 2`\n{shown}");
+    assert_eq!(depth_of_index(&after.funcs[0].body, 1, 0), Some(1), "x[1] stays in `for r < n`\n{shown}");
+    assert_eq!(depth_of_index(&after.funcs[0].body, 5, 0), Some(1), "x[5] stays behind x[r]\n{shown}");
+    let f = &after.funcs[0];
+    for (name, len) in [("fourth", 2), ("fifth", 3)] {
+        let body = f.body.stmts.iter().find_map(|s| match &s.kind {
+            StmtKind::Let { vars, expr: Expr::Build { body, .. } } if f.var(vars[0]).name == name => Some(body),
+            _ => None,
+        });
+        assert_eq!(body.map(|b| b.stmts.len()), Some(len), "`{name}` keeps its statements\n{shown}");
+    }
+    // The same values, and the same first error, at every size: x[3]
+    // fails for n <= 3, x[r] for n <= 1 (before x[5]), x[5] for n <= 5.
+    for n in 0..8 {
+        let data: Vec<f64> = (0..n).map(|k| 0.25 + k as f64).collect();
+        let args = [Value::Array(ArrayValue::f64(vec![n], data).expect("array"))];
+        let want = interp::run(&before, FuncId(0), &args);
+        let got = interp::run(&after, FuncId(0), &args);
+        match (want, got) {
+            (Ok(w), Ok(g)) => assert_eq!(bits(&g), bits(&w), "n = {n}"),
+            (Err(w), Err(g)) => assert_eq!(format!("{g:?}"), format!("{w:?}"), "n = {n}"),
+            (w, g) => panic!("n = {n}: the original gives {w:?}, the transformed {g:?}"),
+        }
+    }
+}
