@@ -235,7 +235,10 @@ enum BackendArg {
 enum Stage {
     /// The syntax tree.
     Ast,
-    /// The optimised IR of the primal, calls inlined.
+    /// The optimised IR of the primal as `build` compiles it: calls
+    /// inlined, except those of definitions kept as calls
+    /// (`--keep-calls-above`), printed `call g(...)` (`call g_jvp(...)`,
+    /// `g_vjp`, `g_vjp_jvp` for their derivatives in the stages below).
     Ir,
     /// The forward-mode (jvp) IR.
     Jvp,
@@ -249,12 +252,13 @@ enum Stage {
     /// once, the tangents of several directions (lanes) side by side.
     #[value(name = "jvp_lanes")]
     JvpLanes,
-    /// The linearised program: the Delta bindings of reverse mode.
+    /// The linearised program: the Delta bindings of reverse mode (every
+    /// call inlined).
     Delta,
-    /// Cranelift IR of the primal, jvp and vjp.
+    /// Cranelift IR of the primal, jvp and vjp (every call inlined).
     Clif,
-    /// Optimised LLVM IR of the primal, jvp and vjp (only when built with
-    /// the `llvm` feature).
+    /// Optimised LLVM IR of the primal, jvp and vjp (every call inlined;
+    /// only when built with the `llvm` feature).
     Llvm,
 }
 
@@ -718,6 +722,10 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
     };
     driver::check_wrt(&program, Some(&ids), a.wrt.as_deref())?;
     let wrt = a.wrt.as_deref();
+    // The IR stages show the code `build` compiles: the calls of the
+    // definitions it keeps stay calls.
+    let keep_calls_above = a.codegen.keep_calls_above.unwrap_or(arrayad_ir::passes::inline::KEEP_CALLS_ABOVE);
+    let kept = driver::kept_calls(&program, &ids, keep_calls_above);
     let mut out = String::new();
     for (n, &id) in ids.iter().enumerate() {
         if n > 0 {
@@ -725,18 +733,32 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
         }
         let f = program.func(id);
         let active = arrayad_ad::active_leaves(&f.signature, wrt);
-        let primal = driver::prepare(&program, id)?;
+        let code = driver::prepare_code(&program, id, &kept)?;
+        let keeps = !driver::called_by(&code).is_empty();
+        // Every call inlined: the derivatives that inline them (see
+        // `driver::keeps_calls`) and the Delta and backend stages.
+        let inlined = || if keeps { driver::prepare(&program, id) } else { Ok(code.clone()) };
+        let vector_forward = keeps && arrayad_ad::has_vector_forward(&code);
         let derive = |which| -> Result<arrayad_ir::Function, Error> {
-            let mut d = driver::derive(&program, id, &primal, &active, a.codegen.ad(), &[which])?;
+            let full;
+            let primal = if driver::keeps_calls(which, vector_forward) {
+                &code
+            } else {
+                full = inlined()?;
+                &full
+            };
+            let mut d = driver::derive(&program, id, primal, &active, a.codegen.ad(), &[which])?;
             d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
         };
+        let print = |f: &arrayad_ir::Function| print_function(f, Some(&program));
         match a.stage {
-            Stage::Ir => out.push_str(&print_function(&primal, Some(&program))),
-            Stage::Jvp => out.push_str(&print_function(&derive(Which::Jvp)?, None)),
-            Stage::Vjp => out.push_str(&print_function(&derive(Which::Vjp)?, None)),
-            Stage::VjpRows => out.push_str(&print_function(&derive(Which::VjpRows)?, None)),
-            Stage::JvpLanes => out.push_str(&print_function(&derive(Which::JvpLanes)?, None)),
+            Stage::Ir => out.push_str(&print(&code)),
+            Stage::Jvp => out.push_str(&print(&derive(Which::Jvp)?)),
+            Stage::Vjp => out.push_str(&print(&derive(Which::Vjp)?)),
+            Stage::VjpRows => out.push_str(&print(&derive(Which::VjpRows)?)),
+            Stage::JvpLanes => out.push_str(&print(&derive(Which::JvpLanes)?)),
             Stage::Delta => {
+                let primal = inlined()?;
                 let lin = arrayad_ad::linearize(&primal, &active).map_err(Error::from)?;
                 let mut ids: Vec<_> = lin.linear.iter().copied().collect();
                 ids.sort();
@@ -745,6 +767,7 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
                 out.push_str(&print_function(&lin.func, None));
             }
             Stage::Clif | Stage::Llvm => {
+                let primal = inlined()?;
                 let mut d = driver::derive(&program, id, &primal, &active, a.codegen.ad(), &[Which::Jvp, Which::Vjp])?;
                 let (jvp, vjp) = (d.take(Which::Jvp), d.take(Which::Vjp));
                 let funcs: Vec<arrayad_ir::Function> = [Some(primal), jvp, vjp].into_iter().flatten().collect();

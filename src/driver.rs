@@ -293,7 +293,7 @@ fn make_callees(
 }
 
 /// The definitions `f` calls (`Expr::Call`, at any depth), each once.
-pub(crate) fn called_by(f: &Function) -> Vec<FuncId> {
+pub fn called_by(f: &Function) -> Vec<FuncId> {
     arrayad_ir::visit::called_functions(&f.body)
 }
 

@@ -411,6 +411,21 @@ fn emit_prints_every_stage() {
     let out = arrayad(&dir, &["emit", "calls.arr", "--stage", "ir", "--function", "g"]);
     assert_eq!(out.code, 0, "{out:#?}");
     assert!(!out.stdout.contains("call"), "calls are not inlined: {}", out.stdout);
+    // ... except those `build` keeps: the IR stages show them as calls,
+    // the derivatives as calls of the kept definition's derivatives.
+    std::fs::write(
+        dir.join("kept.arr"),
+        "def g(x: f64) -> f64 = sin(x) * x\ndef f(x: f64) -> f64 = g(x) + g(2.0 * x)\n",
+    )
+    .unwrap();
+    for (stage, want) in [("ir", "call g("), ("jvp", "call g_jvp("), ("vjp", "call g_vjp("), ("delta", "sin")] {
+        let args = ["emit", "kept.arr", "--stage", stage, "--function", "f", "--keep-calls-above", "1"];
+        let out = arrayad(&dir, &args);
+        assert_eq!(out.code, 0, "{out:#?}");
+        assert!(out.stdout.contains(want), "emit --stage {stage} keeps calls of g: {}", out.stdout);
+        let inlined = arrayad(&dir, &args[..6]);
+        assert!(!inlined.stdout.contains("call"), "emit --stage {stage} inlines by default: {}", inlined.stdout);
+    }
     if cfg!(feature = "llvm") {
         let llvm = emit("llvm");
         assert!(llvm.contains("define") && llvm.contains("; f_vjp"), "{llvm}");

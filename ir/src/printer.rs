@@ -14,7 +14,9 @@ pub fn print_program(p: &Program) -> String {
     out
 }
 
-/// Prints one function. `program` resolves call targets to names.
+/// Prints one function. `program` resolves call targets to names (`g`,
+/// and `g_jvp`, `g_vjp`, `g_vjp_jvp` for the derivatives of a definition
+/// kept as a call).
 pub fn print_function(f: &Function, program: Option<&Program>) -> String {
     let mut p = Printer { f, program, out: String::new() };
     let params: Vec<String> = f.params.iter().map(|v| format!("{}: {}", p.var(*v), f.ty(*v))).collect();
@@ -182,10 +184,20 @@ impl Printer<'_> {
                 self.sub_block(else_branch, depth);
             }
             Expr::Call { func, args } => {
+                // A kept definition's derivative (`KeptKind`) by the
+                // definition's name and the kind's suffix.
                 let name = self
                     .program
-                    .and_then(|p| p.funcs.get(func.0 as usize))
-                    .map(|f| f.name.clone())
+                    .and_then(|p| {
+                        let (def, kind) = crate::KeptKind::of_callee(p.funcs.len(), *func)?;
+                        let suffix = match kind {
+                            crate::KeptKind::Primal => "",
+                            crate::KeptKind::Jvp => "_jvp",
+                            crate::KeptKind::Vjp => "_vjp",
+                            crate::KeptKind::VjpJvp => "_vjp_jvp",
+                        };
+                        Some(format!("{}{suffix}", p.funcs.get(def.0 as usize)?.name))
+                    })
                     .unwrap_or_else(|| format!("func{}", func.0));
                 let _ = write!(self.out, "call {}({})", name, self.atoms(args));
             }
