@@ -376,7 +376,7 @@ fn exponential_inlining_is_a_located_error() {
     for argv in [
         &["run", "exp.arr", "g24", "--args", "[0.5]", "--keep-calls-above", "100000000"][..],
         &["build", "exp.arr", "-o", "libexp.so", "--keep-calls-above", "100000000"],
-        &["emit", "exp.arr", "--stage", "vjp", "--function", "g24"],
+        &["emit", "exp.arr", "--stage", "vjp", "--function", "g24", "--keep-calls-above", "100000000"],
     ] {
         let out = arrayad(&dir, argv);
         assert_eq!(out.code, 2, "{argv:?}: {out:#?}");
@@ -386,6 +386,10 @@ fn exponential_inlining_is_a_located_error() {
         let text = src.lines().nth(line - 1).expect("the line exists");
         assert!(text[col - 1..].starts_with(&format!("g{}(", line - 2)), "{line}:{col} is `{text}`");
     }
+    // With the calls `build` keeps, `emit` shows them as calls.
+    let out = arrayad(&dir, &["emit", "exp.arr", "--stage", "vjp", "--function", "g24"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(out.stdout.contains("_vjp("), "kept calls of derivatives: {}", out.stdout);
     // g10(x) = sum_k C(10, k) sin(x / 2^k) is small enough.
     let x = 0.5f64;
     let (mut value, mut derivative, mut c) = (0.0, 0.0, 1.0);

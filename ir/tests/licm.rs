@@ -7,7 +7,7 @@ mod common;
 use arrayad_ir::builder::Builder;
 use arrayad_ir::passes;
 use arrayad_ir::program::*;
-use arrayad_ir::types::Type;
+use arrayad_ir::types::{Scalar, Type};
 use arrayad_ir::verify::verify_program;
 use arrayad_ir::{interp, ArrayValue, Value};
 use common::{bits, v, F1};
@@ -124,6 +124,67 @@ fn fallible_invariants_leave_loops_that_run_and_keep_the_first_error() {
             (Ok(w), Ok(g)) => assert_eq!(bits(&g), bits(&w), "n = {n}"),
             (Err(w), Err(g)) => assert_eq!(format!("{g:?}"), format!("{w:?}"), "n = {n}"),
             (w, g) => panic!("n = {n}: the original gives {w:?}, the transformed {g:?}"),
+        }
+    }
+}
+
+/// `f(x: [n]f64)` with one comprehension `for r < 2` whose first statement
+/// fails at run time although it has no index: rows of different lengths
+/// (`irregular`), or the update of a literal of arrays with a row of
+/// another length. `x[6]` after it stays in the loop, and the error is
+/// the one the original reports.
+fn failing_first(irregular: bool) -> Program {
+    let (mut f, ps) = Function::with_params("f", &[F1], &[F1]);
+    let x = ps[0];
+    let mut b = Builder::new(&mut f);
+    let r = b.var("r", Type::I64);
+    b.begin_block();
+    let first = if irregular {
+        let j = b.var("j", Type::I64);
+        b.begin_block();
+        let same = b.binary(BinOp::Eq, v(j), v(r));
+        b.begin_block();
+        let one = b.let1("one", Expr::ArrayLit { elem_ty: Type::F64, elems: vec![Atom::F64(1.0)] }, F1);
+        let then_branch = b.end_block(vec![v(one)]);
+        b.begin_block();
+        let two = b.let1("two", Expr::ArrayLit { elem_ty: Type::F64, elems: vec![Atom::F64(1.0); 2] }, F1);
+        let else_branch = b.end_block(vec![v(two)]);
+        let row = b.let1("row", Expr::If { cond: same, then_branch, else_branch }, F1);
+        let rows = b.end_block(vec![v(row)]);
+        b.let1("t", Expr::Build { n: Atom::I64(2), index: j, body: rows }, Type { elem: Scalar::F64, rank: 2 })
+    } else {
+        let u = b.let1("u", Expr::ArrayLit { elem_ty: Type::F64, elems: vec![Atom::F64(1.0)] }, F1);
+        let w = b.let1("w", Expr::ArrayLit { elem_ty: Type::F64, elems: vec![Atom::F64(1.0); 3] }, F1);
+        let m2 = Type { elem: Scalar::F64, rank: 2 };
+        let lit = b.let1("lit", Expr::ArrayLit { elem_ty: F1, elems: vec![v(u), v(u)] }, m2);
+        b.let1("t", Expr::Update { array: lit, indices: vec![v(r)], value: v(w) }, m2)
+    };
+    let rows = b.let_one("rows", Expr::Dim { array: first, axis: 0 });
+    let e6 = b.let_one("e", Expr::Index { array: x, indices: vec![Atom::I64(6)] });
+    let rf = b.let_one("rf", Expr::Unary(UnOp::ToF64, rows));
+    let res = b.binary(BinOp::Add, e6, rf);
+    let body = b.end_block(vec![res]);
+    let out = b.let1("out", Expr::Build { n: Atom::I64(2), index: r, body }, F1);
+    f.body = b.finish(vec![v(out)]);
+    let p = Program { file: "t.arr".into(), funcs: vec![f] };
+    verify_program(&p).expect("the program verifies");
+    p
+}
+
+#[test]
+fn statements_failing_without_an_index_keep_later_reads_in_the_loop() {
+    for irregular in [true, false] {
+        let before = failing_first(irregular);
+        let mut after = before.clone();
+        passes::licm::licm(&mut after.funcs[0]);
+        verify_program(&after).expect("the transformed program verifies");
+        let shown = arrayad_ir::printer::print_program(&after);
+        assert_eq!(depth_of_index(&after.funcs[0].body, 6, 0), Some(1), "x[6] stays\n{shown}");
+        for n in [3, 8] {
+            let args = [Value::Array(ArrayValue::f64(vec![n], vec![0.5; n]).expect("array"))];
+            let want = interp::run(&before, FuncId(0), &args).expect_err("the original fails");
+            let got = interp::run(&after, FuncId(0), &args).expect_err("the transformed program fails");
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "irregular = {irregular}, n = {n}");
         }
     }
 }

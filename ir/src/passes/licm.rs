@@ -13,11 +13,13 @@
 //! statement staying in front of it may fail: the first iteration would
 //! have run it first, so the call fails with the same first error. A
 //! Jacobian row by row, `for r < 2 => vjp(f, x, [0.0, 0.0] with [r] = 1.0)`,
-//! so runs the forward pass of `f` once (the branches of a forward pass have
-//! no effect: `ad` yields their residuals). Out-of-memory errors are not
-//! ordered: where memory runs out depends on what is live, which code
-//! motion changes anyway. Mutable variables are never invariant (the body
-//! may assign them).
+//! so runs the forward pass of `f` once when that pass has no effect (no
+//! loop that tapes: `ad` yields the scalar residuals of branches). What
+//! moves reads only variables bound outside the loop (or moved before it),
+//! none of them mutable or sharing elements with an accumulator (the body
+//! may assign or add into them). Out-of-memory errors are not ordered:
+//! where memory runs out depends on what is live, which code motion changes
+//! anyway.
 //! Inner bodies are processed first, so a computation invariant in several
 //! nested loops leaves all of them.
 //!
@@ -37,9 +39,17 @@ pub fn licm(f: &mut Function) {
     let mutable: HashSet<VarId> =
         f.vars.iter().enumerate().filter(|(_, v)| v.mutable).map(|(i, _)| VarId(i as u32)).collect();
     let types: Vec<Scalar> = f.vars.iter().map(|v| v.ty.elem).collect();
+    let is_array: Vec<bool> = f.vars.iter().map(|v| v.ty.is_array()).collect();
     let accumulated = accumulated(f);
-    let mut ctx =
-        Ctx { mutable, accumulated, types, pos: vec![u32::MAX; f.vars.len()], ranges: Vec::new(), next_loop: 0 };
+    let mut ctx = Ctx {
+        mutable,
+        accumulated,
+        types,
+        is_array,
+        pos: vec![u32::MAX; f.vars.len()],
+        ranges: Vec::new(),
+        next_loop: 0,
+    };
     let mut counter = 0;
     ctx.number(&f.body, &mut counter);
     let mut body = std::mem::take(&mut f.body);
@@ -54,6 +64,8 @@ struct Ctx {
     /// is never invariant.
     accumulated: HashSet<VarId>,
     types: Vec<Scalar>,
+    /// Whether each variable is an array.
+    is_array: Vec<bool>,
     /// The preorder position of each variable's binding (`u32::MAX` for
     /// parameters).
     pos: Vec<u32>,
@@ -189,8 +201,10 @@ impl Ctx {
         let mut hoisted = Vec::new();
         let stmts = std::mem::take(&mut body.stmts);
         for s in stmts {
-            if let StmtKind::Let { vars, expr: Expr::ArrayLit { elems, .. } } = &s.kind {
-                literal_len.insert(vars[0], elems.len());
+            if let StmtKind::Let { vars, expr: Expr::ArrayLit { elem_ty, elems } } = &s.kind {
+                if elem_ty.is_scalar() {
+                    literal_len.insert(vars[0], elems.len());
+                }
             }
             let movable = match &s.kind {
                 StmtKind::Let { vars, expr } if vars.iter().all(|v| !self.mutable.contains(v)) => {
@@ -284,11 +298,13 @@ impl Ctx {
     }
 
     /// False for statements that cannot raise an error other than out of
-    /// memory: infallible expressions, array literals, pushes, assignments,
-    /// zeros of literal extents, and the update at the loop index of a
-    /// literal at least as long as the trip count (`runs`, `literal_len`):
-    /// the one-hot cotangent `[0.0, 0.0] with [r] = 1.0` of a Jacobian's row
-    /// `r`. Nested blocks are judged without those facts.
+    /// memory: infallible expressions, literals of scalars, pushes,
+    /// assignments, zeros of literal extents, branches and comprehensions of
+    /// a literal count with scalar elements whose statements are such, and
+    /// the update at the loop index of a literal of scalars at least as long
+    /// as the trip count (`runs`, `literal_len`): the one-hot cotangent
+    /// `[0.0, 0.0] with [r] = 1.0` of a Jacobian's row `r`. Nested blocks
+    /// are judged without those facts.
     fn may_fail(&self, s: &StmtKind, runs: Option<(VarId, i64)>, literal_len: &HashMap<VarId, usize>) -> bool {
         match s {
             StmtKind::Let { expr, .. } => match expr {
@@ -301,8 +317,10 @@ impl Ctx {
                 Expr::If { then_branch, else_branch, .. } => [then_branch, else_branch]
                     .iter()
                     .any(|b| b.stmts.iter().any(|s| self.may_fail(&s.kind, None, literal_len))),
+                // Rows of arrays may differ in shape (an irregular array).
                 Expr::Build { n: Atom::I64(k), body, .. } if *k >= 0 => {
-                    body.stmts.iter().any(|s| self.may_fail(&s.kind, None, literal_len))
+                    body.results.iter().any(|r| matches!(r, Atom::Var(v) if self.is_array[v.index()]))
+                        || body.stmts.iter().any(|s| self.may_fail(&s.kind, None, literal_len))
                 }
                 e => !self.pure_infallible(e),
             },
@@ -335,8 +353,10 @@ impl Ctx {
 /// The variables of `f` that may share their elements with an accumulator
 /// (the target of an `+=` or a zeroing, `AccAdd`/`AccZero`): every variable
 /// connected to one by a copy or an assignment, a view (index, slice,
-/// reshape), an update (which may reuse its array), a branch's result or a
-/// loop's state.
+/// reshape), an update (which may reuse its array), a branch's result, a
+/// loop's state or a call (whose result may be an argument); arrays popped
+/// from the tape count as accumulators (the tape holds them by
+/// reference).
 /// Linear: one union-find over the bindings.
 fn accumulated(f: &Function) -> HashSet<VarId> {
     let mut parent: Vec<u32> = (0..f.vars.len() as u32).collect();
@@ -380,6 +400,16 @@ fn accumulated(f: &Function) -> HashSet<VarId> {
                             }
                         }
                     }
+                    // A callee may return an array argument; the tape holds
+                    // arrays by reference.
+                    Expr::Call { args, .. } => {
+                        for v in vars {
+                            for a in args {
+                                union(&mut parent, *v, a);
+                            }
+                        }
+                    }
+                    Expr::Pop => targets.extend(vars.iter().copied().filter(|v| f.var(*v).ty.is_array())),
                     Expr::Loop { states, init, body, .. } | Expr::While { states, init, body, .. } => {
                         for (k, st) in states.iter().enumerate() {
                             if let Some(v) = vars.get(k) {

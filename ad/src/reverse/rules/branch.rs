@@ -3,13 +3,13 @@
 //!
 //! A branch whose residuals are all scalars yields them as extra results
 //! of the forward `if` (the other branch yields zeros in their place), and
-//! its backward half binds them from those results: the `if` then has no
-//! effect, so DCE drops it when its results are unused, as any primal
-//! code, and an `if` outside loops touches no tape. The
-//! results are primal values of the enclosing block, taped or kept in
-//! scope by its rule like any other. A branch with an array residual
-//! pushes its residuals at its end and pops them at the start of its
-//! backward half.
+//! its backward half binds them from those results: unless it holds a loop
+//! that tapes its iterations, the forward `if` then has no effect (DCE drops
+//! it when its results are unused, loop-invariant code motion may move it,
+//! as any primal code). The results are primal values of the enclosing
+//! block, taped or kept in scope by its rule like any other. A branch with
+//! an array residual pushes its residuals at its end and pops them at the
+//! start of its backward half.
 
 use crate::reverse::*;
 
