@@ -319,7 +319,9 @@ impl Ctx {
                     .any(|b| b.stmts.iter().any(|s| self.may_fail(&s.kind, None, literal_len))),
                 // Rows of arrays may differ in shape (an irregular array).
                 Expr::Build { n: Atom::I64(k), body, .. } if *k >= 0 => {
-                    body.results.iter().any(|r| matches!(r, Atom::Var(v) if self.is_array[v.index()]))
+                    body.results
+                        .iter()
+                        .any(|r| matches!(r, Atom::Var(v) if self.is_array.get(v.index()).copied().unwrap_or(true)))
                         || body.stmts.iter().any(|s| self.may_fail(&s.kind, None, literal_len))
                 }
                 e => !self.pure_infallible(e),
