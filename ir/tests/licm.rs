@@ -188,3 +188,39 @@ fn statements_failing_without_an_index_keep_later_reads_in_the_loop() {
         }
     }
 }
+
+/// `f(x: [n]f64) = for r < 2 => [1.0, 2.0][r] + x[7]`: the read of the
+/// literal at the loop index depends on `r` and stays, but the size facts
+/// prove it in bounds, so `x[7]` after it leaves the loop, with the same
+/// value and the same first error at every size.
+#[test]
+fn reads_proven_in_bounds_do_not_keep_later_reads_in_the_loop() {
+    let (mut f, ps) = Function::with_params("f", &[F1], &[F1]);
+    let x = ps[0];
+    let mut b = Builder::new(&mut f);
+    let r = b.var("r", Type::I64);
+    b.begin_block();
+    let lit = b.let1("lit", Expr::ArrayLit { elem_ty: Type::F64, elems: vec![Atom::F64(1.0), Atom::F64(2.0)] }, F1);
+    let pick = b.let_one("pick", Expr::Index { array: lit, indices: vec![v(r)] });
+    let e7 = b.let_one("e", Expr::Index { array: x, indices: vec![Atom::I64(7)] });
+    let res = b.binary(BinOp::Add, pick, e7);
+    let body = b.end_block(vec![res]);
+    let out = b.let1("out", Expr::Build { n: Atom::I64(2), index: r, body }, F1);
+    f.body = b.finish(vec![v(out)]);
+    let before = Program { file: "t.arr".into(), funcs: vec![f] };
+    verify_program(&before).expect("the program verifies");
+    let mut after = before.clone();
+    passes::licm::licm(&mut after.funcs[0]);
+    verify_program(&after).expect("the transformed program verifies");
+    let shown = arrayad_ir::printer::print_program(&after);
+    assert_eq!(depth_of_index(&after.funcs[0].body, 7, 0), Some(0), "x[7] leaves the loop\n{shown}");
+    for n in [0, 7, 8, 9] {
+        let data: Vec<f64> = (0..n).map(|k| 0.5 + k as f64).collect();
+        let args = [Value::Array(ArrayValue::f64(vec![n], data).expect("array"))];
+        match (interp::run(&before, FuncId(0), &args), interp::run(&after, FuncId(0), &args)) {
+            (Ok(w), Ok(g)) => assert_eq!(bits(&g), bits(&w), "n = {n}"),
+            (Err(w), Err(g)) => assert_eq!(format!("{g:?}"), format!("{w:?}"), "n = {n}"),
+            (w, g) => panic!("n = {n}: the original gives {w:?}, the transformed {g:?}"),
+        }
+    }
+}

@@ -10,7 +10,8 @@
 //! its time, never an error. Out of a loop whose trip count is a literal of
 //! at least 1, any binding without effect moves too (indexing, array
 //! literals, comprehensions and branches of such bindings), as long as no
-//! statement staying in front of it may fail: the first iteration would
+//! statement staying in front of it may fail (as [`super::fallible`]
+//! judges it, from size facts): the first iteration would
 //! have run it first, so the call fails with the same first error. A
 //! Jacobian row by row, `for r < 2 => vjp(f, x, [0.0, 0.0] with [r] = 1.0)`,
 //! so runs the forward pass of `f` once when that pass has no effect (no
@@ -39,13 +40,13 @@ pub fn licm(f: &mut Function) {
     let mutable: HashSet<VarId> =
         f.vars.iter().enumerate().filter(|(_, v)| v.mutable).map(|(i, _)| VarId(i as u32)).collect();
     let types: Vec<Scalar> = f.vars.iter().map(|v| v.ty.elem).collect();
-    let is_array: Vec<bool> = f.vars.iter().map(|v| v.ty.is_array()).collect();
     let accumulated = accumulated(f);
+    let fallible = super::fallible::analyse(f);
     let mut ctx = Ctx {
+        fallible,
         mutable,
         accumulated,
         types,
-        is_array,
         pos: vec![u32::MAX; f.vars.len()],
         ranges: Vec::new(),
         next_loop: 0,
@@ -58,14 +59,15 @@ pub fn licm(f: &mut Function) {
 }
 
 struct Ctx {
+    /// Which statements may fail, analysed once before any motion (keyed by
+    /// the variables bound, so it stays valid as bindings move).
+    fallible: super::fallible::Fallible,
     mutable: HashSet<VarId>,
     /// Arrays that may share their elements with an accumulator
     /// ([`accumulated`]): their contents change in place, so reading them
     /// is never invariant.
     accumulated: HashSet<VarId>,
     types: Vec<Scalar>,
-    /// Whether each variable is an array.
-    is_array: Vec<bool>,
     /// The preorder position of each variable's binding (`u32::MAX` for
     /// parameters).
     pos: Vec<u32>,
@@ -297,41 +299,20 @@ impl Ctx {
         true
     }
 
-    /// False for statements that cannot raise an error other than out of
-    /// memory: infallible expressions, literals of scalars, pushes,
-    /// assignments, zeros of literal extents, branches and comprehensions of
-    /// a literal count with scalar elements whose statements are such, and
-    /// the update at the loop index of a literal of scalars at least as long
-    /// as the trip count (`runs`, `literal_len`): the one-hot cotangent
-    /// `[0.0, 0.0] with [r] = 1.0` of a Jacobian's row `r`. Nested blocks
-    /// are judged without those facts.
+    /// Whether a statement that stays in the body may fail: what
+    /// [`fallible`](super::fallible) cannot rule out, except the update at
+    /// the loop index of a literal of scalars at least as long as the trip
+    /// count (`runs`, `literal_len`), the one-hot cotangent
+    /// `[0.0, 0.0] with [r] = 1.0` of a Jacobian's row `r`.
     fn may_fail(&self, s: &StmtKind, runs: Option<(VarId, i64)>, literal_len: &HashMap<VarId, usize>) -> bool {
-        match s {
-            StmtKind::Let { expr, .. } => match expr {
-                Expr::ArrayLit { elem_ty, .. } => !elem_ty.is_scalar(),
-                Expr::Zeros(dims) => !dims.iter().all(|d| matches!(d, Atom::I64(k) if *k >= 0)),
-                Expr::Update { array, indices, .. } => !matches!(
-                    (runs, indices.as_slice(), literal_len.get(array)),
-                    (Some((index, count)), [Atom::Var(i)], Some(&len)) if *i == index && count as u64 <= len as u64
-                ),
-                Expr::If { then_branch, else_branch, .. } => [then_branch, else_branch]
-                    .iter()
-                    .any(|b| b.stmts.iter().any(|s| self.may_fail(&s.kind, None, literal_len))),
-                // Rows of arrays may differ in shape (an irregular array).
-                Expr::Build { n: Atom::I64(k), body, .. } if *k >= 0 => {
-                    body.results
-                        .iter()
-                        .any(|r| matches!(r, Atom::Var(v) if self.is_array.get(v.index()).copied().unwrap_or(true)))
-                        || body.stmts.iter().any(|s| self.may_fail(&s.kind, None, literal_len))
-                }
-                e => !self.pure_infallible(e),
-            },
-            StmtKind::Assign { .. } | StmtKind::Push(_) => false,
-            StmtKind::If { then_branch, else_branch, .. } => [then_branch, else_branch]
-                .iter()
-                .any(|b| b.stmts.iter().any(|s| self.may_fail(&s.kind, None, literal_len))),
-            _ => true,
-        }
+        let one_hot = match s {
+            StmtKind::Let { expr: Expr::Update { array, indices, .. }, .. } => matches!(
+                (runs, indices.as_slice(), literal_len.get(array)),
+                (Some((index, count)), [Atom::Var(i)], Some(&len)) if *i == index && count as u64 <= len as u64
+            ),
+            _ => false,
+        };
+        !one_hot && self.fallible.stmt(s)
     }
 
     /// True for expressions that cannot fail and have no effect.
