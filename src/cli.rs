@@ -733,33 +733,22 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
         }
         let f = program.func(id);
         let active = arrayad_ad::active_leaves(&f.signature, wrt);
-        let code = driver::prepare_code(&program, id, &kept)?;
-        let keeps = !driver::called_by(&code).is_empty();
-        // Every call inlined: the derivatives that inline them (see
-        // `driver::keeps_calls`) and the Delta and backend stages.
-        let inlined = || if keeps { driver::prepare(&program, id) } else { Ok(code.clone()) };
-        let vector_forward = keeps && arrayad_ad::has_vector_forward(&code);
+        let primals = driver::Primals::new(&program, id, &kept)?;
+        let code = primals.code();
         let derive = |which| -> Result<arrayad_ir::Function, Error> {
-            let full;
-            let primal = if driver::keeps_calls(which, vector_forward) {
-                &code
-            } else {
-                full = inlined()?;
-                &full
-            };
-            let mut d = driver::derive(&program, id, primal, &active, a.codegen.ad(), &[which])?;
+            let mut d = primals.derive(&program, &active, a.codegen.ad(), &[which])?;
             d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
         };
         let print = |f: &arrayad_ir::Function| print_function(f, Some(&program));
         match a.stage {
-            Stage::Ir => out.push_str(&print(&code)),
+            Stage::Ir => out.push_str(&print(code)),
             Stage::Jvp => out.push_str(&print(&derive(Which::Jvp)?)),
             Stage::Vjp => out.push_str(&print(&derive(Which::Vjp)?)),
             Stage::VjpRows => out.push_str(&print(&derive(Which::VjpRows)?)),
             Stage::JvpLanes => out.push_str(&print(&derive(Which::JvpLanes)?)),
             Stage::Delta => {
-                let primal = inlined()?;
-                let lin = arrayad_ad::linearize(&primal, &active).map_err(Error::from)?;
+                // The Delta and backend stages inline every call.
+                let lin = arrayad_ad::linearize(primals.inlined(&program)?, &active).map_err(Error::from)?;
                 let mut ids: Vec<_> = lin.linear.iter().copied().collect();
                 ids.sort();
                 let linear: Vec<String> = ids.iter().map(|v| format!("{}%{}", lin.func.var(*v).name, v.0)).collect();
@@ -767,7 +756,7 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
                 out.push_str(&print_function(&lin.func, None));
             }
             Stage::Clif | Stage::Llvm => {
-                let primal = inlined()?;
+                let primal = primals.inlined(&program)?.clone();
                 let mut d = driver::derive(&program, id, &primal, &active, a.codegen.ad(), &[Which::Jvp, Which::Vjp])?;
                 let (jvp, vjp) = (d.take(Which::Jvp), d.take(Which::Vjp));
                 let funcs: Vec<arrayad_ir::Function> = [Some(primal), jvp, vjp].into_iter().flatten().collect();

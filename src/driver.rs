@@ -8,6 +8,8 @@
 //! - [`load`]: the frontend, then `arrayad_ad::expand_derivatives`.
 //! - [`prepare`]: the size check (`passes::inline::check_inlining`) and
 //!   `arrayad_ir::passes::prepare` (calls inlined, optimised).
+//! - [`Primals`]: a definition's code (kept calls stay calls) and, when a
+//!   derivative needs it, the definition with every call inlined.
 //! - [`derive`], [`hvp`]: the AD transformations on a prepared primal.
 //! - [`export`]: what a shared library needs of one definition.
 //!
@@ -360,6 +362,107 @@ pub fn keeps_calls(which: Which, vector_forward: bool) -> bool {
     which == Which::Jvp || vector_forward
 }
 
+/// The primals the derivatives of one definition are taken from: its code
+/// ([`prepare_code`], kept calls staying calls) and, on first need, the
+/// definition with every call inlined ([`prepare`]); [`keeps_calls`]
+/// decides which each derivative starts from. `Module`, `build` and `emit`
+/// all choose through it.
+pub struct Primals {
+    id: FuncId,
+    code: Function,
+    /// Whether `code` calls kept definitions.
+    keeps: bool,
+    /// Whether `code` has a vector forward mode
+    /// (`arrayad_ad::has_vector_forward`, false exactly when it runs
+    /// reverse mode inside).
+    vector_forward: bool,
+    /// The definition with every call inlined, when `keeps`.
+    inlined: OnceLock<Result<Function, Error>>,
+}
+
+impl Primals {
+    /// The primals of definition `id`, its code prepared with the calls of
+    /// `kept` kept.
+    ///
+    /// Errors: as [`prepare_code`].
+    pub fn new(program: &Program, id: FuncId, kept: &KeptCalls) -> Result<Primals, Error> {
+        let code = prepare_code(program, id, kept)?;
+        let keeps = !called_by(&code).is_empty();
+        let vector_forward = arrayad_ad::has_vector_forward(&code);
+        Ok(Primals { id, code, keeps, vector_forward, inlined: OnceLock::new() })
+    }
+
+    /// The code of the primal ([`prepare_code`]).
+    pub fn code(&self) -> &Function {
+        &self.code
+    }
+
+    /// Whether the primal has a vector forward mode ([`Which::JvpLanes`]).
+    pub fn vector_forward(&self) -> bool {
+        self.vector_forward
+    }
+
+    /// The primal with every call inlined ([`prepare`]): the code itself
+    /// when it keeps no call.
+    ///
+    /// Errors: as [`prepare`] (a call crossing an inlining limit).
+    pub fn inlined(&self, program: &Program) -> Result<&Function, Error> {
+        if !self.keeps {
+            return Ok(&self.code);
+        }
+        self.inlined.get_or_init(|| prepare(program, self.id)).as_ref().map_err(Error::clone)
+    }
+
+    /// Whether the derivative `which` starts from the code, its kept calls
+    /// becoming calls of their definitions' derivatives ([`keeps_calls`]).
+    pub fn keeps_calls(&self, which: Which) -> bool {
+        self.keeps && keeps_calls(which, self.vector_forward)
+    }
+
+    /// The primal the derivative `which` is derived from.
+    ///
+    /// Errors: as [`Self::inlined`].
+    pub fn for_derivative(&self, program: &Program, which: Which) -> Result<&Function, Error> {
+        match self.keeps_calls(which) {
+            true => Ok(&self.code),
+            false => self.inlined(program),
+        }
+    }
+
+    /// The derivatives `wanted` for the IR params marked in `active`,
+    /// those taken from the same primal derived together ([`derive`]: one
+    /// linearisation each), with the checkpointing warnings of both.
+    ///
+    /// Errors: as [`Self::inlined`] and [`derive`].
+    pub fn derive(
+        &self,
+        program: &Program,
+        active: &[bool],
+        opts: AdOptions,
+        wanted: &[Which],
+    ) -> Result<Derivatives, Error> {
+        let (kept, rest): (Vec<Which>, Vec<Which>) = wanted.iter().partition(|w| self.keeps_calls(**w));
+        let mut d = Derivatives::default();
+        for group in [kept, rest] {
+            let Some(&first) = group.first() else { continue };
+            let primal = self.for_derivative(program, first)?;
+            let mut part = derive(program, self.id, primal, active, opts, &group)?;
+            d.uncheckpointed.append(&mut part.uncheckpointed);
+            for w in group {
+                if let Some(f) = part.take(w) {
+                    d.set(w, f);
+                }
+            }
+        }
+        Ok(d)
+    }
+
+    /// The code of the primal, owned.
+    pub fn into_code(self) -> Function {
+        self.code
+    }
+}
+
 /// The Hessian-vector product of a prepared primal with one f64 result,
 /// from its vjp (`arrayad_ad::hvp`).
 ///
@@ -411,13 +514,11 @@ pub fn export(
     let needed = |es: &[Entry]| es.iter().any(|e| asked(*e));
     let hvp_wanted = f64_result && asked(Entry::Hvp);
     let vjp_entry = needed(&[Entry::Vjp, Entry::Grad]);
-    let code = prepare_code(program, id, request.kept)?;
-    let keeps = !called_by(&code).is_empty();
+    let primals = Primals::new(program, id, request.kept)?;
     // The forward-mode Jacobian and `f_jvp_many` by the vector jvp when
     // there is one, else by the jvp.
     let many = needed(&[Entry::Jacobian, Entry::JvpMany]);
-    let vector_forward = arrayad_ad::has_vector_forward(&code);
-    let lanes = many && vector_forward;
+    let lanes = many && primals.vector_forward();
     let mut wanted = Vec::new();
     if asked(Entry::Jvp) || (many && !lanes) {
         wanted.push(Which::Jvp);
@@ -435,30 +536,8 @@ pub fn export(
         wanted.push(Which::VjpRows);
     }
     let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
-    let (kept, rest): (Vec<Which>, Vec<Which>) =
-        wanted.into_iter().partition(|w| keeps && keeps_calls(*w, vector_forward));
-    // The reverse mode of a primal running reverse mode inside inlines
-    // every call ([`keeps_calls`]).
-    let full = match keeps {
-        false => Some(code.clone()),
-        true if !rest.is_empty() => Some(prepare(program, id)?),
-        true => None,
-    };
-    let mut d = Derivatives::default();
-    let mut warnings = Vec::new();
-    for (group, primal) in [(kept, Some(&code)), (rest, full.as_ref())] {
-        if group.is_empty() {
-            continue;
-        }
-        let primal = primal.ok_or_else(|| Error::Internal("no primal for a derivative".into()))?;
-        let mut part = derive(program, id, primal, &leaves, request.opts, &group)?;
-        warnings.extend(std::mem::take(&mut part.uncheckpointed).into_iter().map(|u| warning(&program.file, u)));
-        for w in group {
-            if let Some(f) = part.take(w) {
-                d.set(w, f);
-            }
-        }
-    }
+    let mut d = primals.derive(program, &leaves, request.opts, &wanted)?;
+    let warnings = std::mem::take(&mut d.uncheckpointed).into_iter().map(|u| warning(&program.file, u)).collect();
     let entries = request
         .entries
         .map(|es| es.iter().copied().filter(|e| f64_result || !matches!(e, Entry::Grad | Entry::Hvp)).collect());
@@ -467,7 +546,7 @@ pub fn export(
         signature: f.signature.clone(),
         active: arrayad_ad::active_params(&f.signature, request.wrt),
         entries,
-        primal: code,
+        primal: primals.into_code(),
         jvp: d.take(Which::Jvp),
         vjp: d.take(Which::Vjp),
         vjp_rows: d.take(Which::VjpRows),
@@ -539,14 +618,9 @@ pub(crate) struct Def {
     pub plan: crate::shapes::ArgPlan,
     /// The names of its argument leaves ([`crate::Function::arg_names`]).
     pub arg_names: Arc<[String]>,
-    /// The prepared primal ([`prepare`]), shared by every active set.
-    pub primal: OnceLock<Result<Function, Error>>,
-    /// The primal prepared for its own code ([`prepare_code`]: large
-    /// callees kept as calls).
-    pub code_primal: OnceLock<Result<Function, Error>>,
-    /// Whether the prepared primal has a vector forward mode
-    /// (`arrayad_ad::has_vector_forward`, a walk of its IR: once).
-    pub lanes: OnceLock<bool>,
+    /// Its primals ([`Primals`]: the code, large callees kept as calls,
+    /// and every call inlined), shared by every active set.
+    pub primals: OnceLock<Result<Primals, Error>>,
     /// The primal's code.
     pub primal_code: OnceLock<Result<Engine, Error>>,
     /// Its jvp and vjp in every f64 param, for the derivatives of callers
@@ -587,9 +661,7 @@ impl Def {
             plan: crate::shapes::ArgPlan::new(sig),
             arg_names: crate::shapes::param_leaves(sig).into_iter().map(|l| l.name).collect(),
             default_active: default_active.into(),
-            primal: OnceLock::new(),
-            code_primal: OnceLock::new(),
-            lanes: OnceLock::new(),
+            primals: OnceLock::new(),
             primal_code: OnceLock::new(),
             kept_ir: OnceLock::new(),
             kept_vjp_jvp: OnceLock::new(),
@@ -620,17 +692,6 @@ impl Inner {
         AdOptions { checkpoint: self.options.checkpoint }
     }
 
-    /// The prepared primal of definition `index`.
-    pub(crate) fn prepared(&self, index: usize) -> Result<&Function, Error> {
-        let def = &self.defs[index];
-        let prepare = || match def.code_primal.get() {
-            // The same function when no call is kept.
-            Some(Ok(f)) if called_by(f).is_empty() => Ok(f.clone()),
-            _ => prepare(&self.program, def.id),
-        };
-        def.primal.get_or_init(prepare).as_ref().map_err(Error::clone)
-    }
-
     /// The definitions kept as calls ([`kept_calls`] of every definition
     /// of the program), decided on first use.
     fn kept_calls(&self) -> &KeptCalls {
@@ -645,17 +706,18 @@ impl Inner {
         })
     }
 
+    /// The primals of definition `index` ([`Primals`]), prepared on first
+    /// use.
+    fn primals(&self, index: usize) -> Result<&Primals, Error> {
+        let def = &self.defs[index];
+        let primals = def.primals.get_or_init(|| Primals::new(&self.program, def.id, self.kept_calls()));
+        primals.as_ref().map_err(Error::clone)
+    }
+
     /// The primal of definition `index` prepared for its own code
     /// ([`prepare_code`]).
     pub(crate) fn prepared_code(&self, index: usize) -> Result<&Function, Error> {
-        let def = &self.defs[index];
-        let kept = self.kept_calls();
-        let prepare = || match def.primal.get() {
-            // The same function when no call is kept.
-            Some(Ok(p)) if kept.kept().next().is_none() => Ok(p.clone()),
-            _ => prepare_code(&self.program, def.id, kept),
-        };
-        def.code_primal.get_or_init(prepare).as_ref().map_err(Error::clone)
+        self.primals(index).map(Primals::code)
     }
 
     /// The definition and kind a kept call's callee id names
@@ -761,11 +823,7 @@ impl Inner {
     /// True when definition `index` has a vector forward mode
     /// ([`Kind::JvpLanes`]; `arrayad_ad::has_vector_forward`).
     pub(crate) fn has_lanes(&self, index: usize) -> Result<bool, Error> {
-        if let Some(&lanes) = self.defs[index].lanes.get() {
-            return Ok(lanes);
-        }
-        let lanes = arrayad_ad::has_vector_forward(self.prepared_code(index)?);
-        Ok(*self.defs[index].lanes.get_or_init(|| lanes))
+        self.primals(index).map(Primals::vector_forward)
     }
 
     /// Derives the derivatives `wanted` of definition `index` for `active`
@@ -777,21 +835,11 @@ impl Inner {
         if missing.is_empty() {
             return Ok(());
         }
-        let keeps = !called_by(self.prepared_code(index)?).is_empty();
-        let vector_forward = self.has_lanes(index)?;
-        let (kept, full): (Vec<Which>, Vec<Which>) =
-            missing.into_iter().partition(|w| keeps && keeps_calls(*w, vector_forward));
-        for (group, keeping) in [(kept, true), (full, false)] {
-            if group.is_empty() {
-                continue;
-            }
-            let primal = if keeping { self.prepared_code(index)? } else { self.prepared(index)? };
-            let mut all = derive(&self.program, self.defs[index].id, primal, active, self.ad_options(), &group)?;
-            for w in group {
-                if let Some(f) = all.take(w) {
-                    // Another thread may have derived it meanwhile: the same IR.
-                    let _ = d.ir[w as usize].set(Ok(f));
-                }
+        let mut all = self.primals(index)?.derive(&self.program, active, self.ad_options(), &missing)?;
+        for w in missing {
+            if let Some(f) = all.take(w) {
+                // Another thread may have derived it meanwhile: the same IR.
+                let _ = d.ir[w as usize].set(Ok(f));
             }
         }
         Ok(())
@@ -810,10 +858,7 @@ impl Inner {
         };
         let id = self.defs[index].id;
         let one = derived.ir[which as usize].get_or_init(|| {
-            let primal = match keeps_calls(which, self.has_lanes(index)?) {
-                true => self.prepared_code(index)?,
-                false => self.prepared(index)?,
-            };
+            let primal = self.primals(index)?.for_derivative(&self.program, which)?;
             let mut d = derive(&self.program, id, primal, active, self.ad_options(), &[which])?;
             d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
         });
@@ -822,13 +867,13 @@ impl Inner {
             return Ok(Some(f.clone()));
         }
         let h = derived.hvp.get_or_init(|| {
-            let code = self.prepared_code(index)?;
-            if called_by(f).is_empty() || keeps_calls(Which::Hvp, self.has_lanes(index)?) {
-                return hvp(&self.program, code, f, active);
+            let primals = self.primals(index)?;
+            if called_by(f).is_empty() || primals.keeps_calls(Which::Hvp) {
+                return hvp(&self.program, primals.code(), f, active);
             }
             // Forward over a vjp of reverse-mode code that keeps calls:
             // from the primal with every call inlined.
-            let mut d = derive(&self.program, id, self.prepared(index)?, active, self.ad_options(), &[Which::Hvp])?;
+            let mut d = primals.derive(&self.program, active, self.ad_options(), &[Which::Hvp])?;
             d.take(Which::Hvp).ok_or_else(|| Error::Internal("the hvp was not derived".into()))
         });
         h.as_ref().map(|f| Some(f.clone())).map_err(Error::clone)
