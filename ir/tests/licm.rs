@@ -224,3 +224,37 @@ fn reads_proven_in_bounds_do_not_keep_later_reads_in_the_loop() {
         }
     }
 }
+
+/// `f(x: [n]f64) = for r < 2 => (while s < r + 3 do s + 1) + x[7]`: a
+/// `while` that stays may run forever, so `x[7]` after it stays in the loop
+/// (moving it would turn a call that does not end into an error).
+#[test]
+fn a_while_that_stays_keeps_later_reads_in_the_loop() {
+    let (mut f, ps) = Function::with_params("f", &[F1], &[F1]);
+    let x = ps[0];
+    let mut b = Builder::new(&mut f);
+    let r = b.var("r", Type::I64);
+    b.begin_block();
+    let limit = b.binary(BinOp::Add, v(r), Atom::I64(3));
+    let s = b.var("s", Type::I64);
+    b.begin_block();
+    let c = b.binary(BinOp::Lt, v(s), limit);
+    let cond = b.end_block(vec![c]);
+    b.begin_block();
+    let next = b.binary(BinOp::Add, v(s), Atom::I64(1));
+    let body = b.end_block(vec![next]);
+    let end = b.let1("end", Expr::While { states: vec![s], init: vec![Atom::I64(0)], cond, body }, Type::I64);
+    let endf = b.let_one("endf", Expr::Unary(UnOp::ToF64, v(end)));
+    let e7 = b.let_one("e", Expr::Index { array: x, indices: vec![Atom::I64(7)] });
+    let res = b.binary(BinOp::Add, endf, e7);
+    let body = b.end_block(vec![res]);
+    let out = b.let1("out", Expr::Build { n: Atom::I64(2), index: r, body }, F1);
+    f.body = b.finish(vec![v(out)]);
+    let before = Program { file: "t.arr".into(), funcs: vec![f] };
+    verify_program(&before).expect("the program verifies");
+    let mut after = before.clone();
+    passes::licm::licm(&mut after.funcs[0]);
+    verify_program(&after).expect("the transformed program verifies");
+    let shown = arrayad_ir::printer::print_program(&after);
+    assert_eq!(depth_of_index(&after.funcs[0].body, 7, 0), Some(1), "x[7] stays in the loop\n{shown}");
+}

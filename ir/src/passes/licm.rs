@@ -24,7 +24,8 @@
 //! Inner bodies are processed first, so a computation invariant in several
 //! nested loops leaves all of them.
 //!
-//! Linear in the size of the function: every binding gets its position in
+//! Linear in the size of the function (with the fallible analysis, computed
+//! once): every binding gets its position in
 //! a preorder numbering, and a loop body is the interval of positions it
 //! spans, so "bound inside this loop" is two comparisons. A binding with
 //! nested blocks that may leave a loop of literal trip count is walked
@@ -230,7 +231,8 @@ impl Ctx {
                 }
                 hoisted.push(s);
             } else {
-                may_fail = may_fail || self.may_fail(&s.kind, runs, &literal_len);
+                // (Only read when `runs`.)
+                may_fail = may_fail || (runs.is_some() && self.may_fail(&s.kind, runs, &literal_len));
                 body.stmts.push(s);
             }
         }
@@ -299,20 +301,27 @@ impl Ctx {
         true
     }
 
-    /// Whether a statement that stays in the body may fail: what
-    /// [`fallible`](super::fallible) cannot rule out, except the update at
-    /// the loop index of a literal of scalars at least as long as the trip
-    /// count (`runs`, `literal_len`), the one-hot cotangent
-    /// `[0.0, 0.0] with [r] = 1.0` of a Jacobian's row `r`.
+    /// Whether a statement that stays in the body may fail or not end:
+    /// what [`fallible`](super::fallible) cannot rule out, a `while` at any
+    /// depth (it may run forever) and an accumulation (whose indices and
+    /// shapes are those of accesses that succeeded, which the analysis
+    /// does not check); except the update at the loop index of a literal
+    /// of scalars at least as long as the trip count (`runs`,
+    /// `literal_len`), the one-hot cotangent `[0.0, 0.0] with [r] = 1.0`
+    /// of a Jacobian's row `r`.
     fn may_fail(&self, s: &StmtKind, runs: Option<(VarId, i64)>, literal_len: &HashMap<VarId, usize>) -> bool {
-        let one_hot = match s {
-            StmtKind::Let { expr: Expr::Update { array, indices, .. }, .. } => matches!(
-                (runs, indices.as_slice(), literal_len.get(array)),
-                (Some((index, count)), [Atom::Var(i)], Some(&len)) if *i == index && count as u64 <= len as u64
-            ),
-            _ => false,
-        };
-        !one_hot && self.fallible.stmt(s)
+        match s {
+            StmtKind::Let { expr: Expr::Update { array, indices, .. }, .. }
+                if matches!(
+                    (runs, indices.as_slice(), literal_len.get(array)),
+                    (Some((index, count)), [Atom::Var(i)], Some(&len)) if *i == index && count as u64 <= len as u64
+                ) =>
+            {
+                false
+            }
+            StmtKind::AccAdd { .. } | StmtKind::AccZero { .. } => true,
+            _ => self.fallible.stmt(s) || has_while(s),
+        }
     }
 
     /// True for expressions that cannot fail and have no effect.
@@ -417,6 +426,12 @@ fn accumulated(f: &Function) -> HashSet<VarId> {
         return HashSet::default();
     }
     (0..f.vars.len() as u32).filter(|&v| marked.contains(&root(&mut parent, v))).map(VarId).collect()
+}
+
+/// True when `s` runs a `while` loop at any depth.
+fn has_while(s: &StmtKind) -> bool {
+    matches!(s, StmtKind::Let { expr: Expr::While { .. }, .. })
+        || crate::visit::child_blocks(s).into_iter().any(|b| b.stmts.iter().any(|s| has_while(&s.kind)))
 }
 
 /// The atoms an expression of [`Ctx::pure_infallible`]'s kinds reads.
