@@ -330,7 +330,7 @@ pub fn check_sizes(program: &Program, ids: &[FuncId], kept: &KeptCalls) -> Resul
 }
 
 /// The derivatives `wanted` of definition `id` of `program`, whose
-/// prepared primal is `primal` ([`prepare`]), with the IR params marked in
+/// prepared primal is `primal` ([`prepare`] or [`prepare_code`]), with the IR params marked in
 /// `active` differentiated, from one linearisation (`arrayad_ad::derive`).
 ///
 /// Errors: [`Error::Usage`] for a derivative arrayad does not compute;
@@ -355,9 +355,8 @@ pub fn derive(
 /// the `grad`/`vjp` operators (or forward columns) derives from the
 /// program with every call but the operators' inlined. `vector_forward`:
 /// whether the primal has a vector forward mode
-/// (`arrayad_ad::has_vector_forward`, a walk of its IR, which callers do
-/// once: `Inner::has_lanes` caches it), false exactly when it runs
-/// reverse mode inside.
+/// (`arrayad_ad::has_vector_forward`, a walk of its IR, which [`Primals`]
+/// does once), false exactly when it runs reverse mode inside.
 pub fn keeps_calls(which: Which, vector_forward: bool) -> bool {
     which == Which::Jvp || vector_forward
 }
@@ -442,6 +441,10 @@ impl Primals {
         wanted: &[Which],
     ) -> Result<Derivatives, Error> {
         let (kept, rest): (Vec<Which>, Vec<Which>) = wanted.iter().partition(|w| self.keeps_calls(**w));
+        // The size check of the inlined primal before any derivation.
+        if !rest.is_empty() {
+            self.inlined(program)?;
+        }
         let mut d = Derivatives::default();
         for group in [kept, rest] {
             let Some(&first) = group.first() else { continue };
