@@ -401,6 +401,14 @@ impl Primals {
         self.vector_forward
     }
 
+    /// Whether `jvp_many` and the forward Jacobian in the IR params marked
+    /// in `active` run the vector jvp: when the primal has one and it pays
+    /// (`arrayad_ad::lanes_pay`: more than one active scalar); else they
+    /// call the jvp once per direction.
+    pub fn uses_lanes(&self, active: &[bool]) -> bool {
+        self.vector_forward && arrayad_ad::lanes_pay(&self.code, active)
+    }
+
     /// The primal with every call inlined ([`prepare`]): the code itself
     /// when it keeps no call.
     ///
@@ -518,10 +526,11 @@ pub fn export(
     let hvp_wanted = f64_result && asked(Entry::Hvp);
     let vjp_entry = needed(&[Entry::Vjp, Entry::Grad]);
     let primals = Primals::new(program, id, request.kept)?;
+    let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
     // The forward-mode Jacobian and `f_jvp_many` by the vector jvp when
-    // there is one, else by the jvp.
+    // it is used, else by the jvp.
     let many = needed(&[Entry::Jacobian, Entry::JvpMany]);
-    let lanes = many && primals.vector_forward();
+    let lanes = many && primals.uses_lanes(&leaves);
     let mut wanted = Vec::new();
     if asked(Entry::Jvp) || (many && !lanes) {
         wanted.push(Which::Jvp);
@@ -538,7 +547,6 @@ pub fn export(
     if asked(Entry::Jacobian) {
         wanted.push(Which::VjpRows);
     }
-    let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
     let mut d = primals.derive(program, &leaves, request.opts, &wanted)?;
     let warnings = std::mem::take(&mut d.uncheckpointed).into_iter().map(|u| warning(&program.file, u)).collect();
     let entries = request
@@ -823,10 +831,11 @@ impl Inner {
         e.as_ref().map_err(Error::clone)
     }
 
-    /// True when definition `index` has a vector forward mode
-    /// ([`Kind::JvpLanes`]; `arrayad_ad::has_vector_forward`).
-    pub(crate) fn has_lanes(&self, index: usize) -> Result<bool, Error> {
-        self.primals(index).map(Primals::vector_forward)
+    /// True when `jvp_many` and the forward Jacobian of definition `index`
+    /// in the IR params marked in `active` run its vector forward mode
+    /// ([`Kind::JvpLanes`]; [`Primals::uses_lanes`]).
+    pub(crate) fn has_lanes(&self, index: usize, active: &[bool]) -> Result<bool, Error> {
+        self.primals(index).map(|p| p.uses_lanes(active))
     }
 
     /// Derives the derivatives `wanted` of definition `index` for `active`

@@ -729,10 +729,12 @@ impl Function {
         Ok(Jacobian { value, rows, cols, data })
     }
 
-    /// True when this function has a vector forward mode
-    /// ([`Kind::JvpLanes`]): its body runs no reverse mode inside.
+    /// True when this function's `jvp_many` and forward Jacobian run its
+    /// vector forward mode ([`Kind::JvpLanes`]): its body runs no reverse
+    /// mode inside and it has more than one active scalar
+    /// (`arrayad_ad::lanes_pay`).
     fn has_lanes(&self) -> Result<bool, Error> {
-        self.module.inner.has_lanes(self.index)
+        self.module.inner.has_lanes(self.index, &self.active)
     }
 
     /// Forward mode in `n` directions from one set of checked arguments

@@ -211,7 +211,7 @@ impl Module {
     pub fn precompile(&self) -> Result<(), Error> {
         for f in self.functions() {
             // Every derivative from one linearisation.
-            let lanes = self.inner.has_lanes(f.index)?;
+            let lanes = self.inner.has_lanes(f.index, &f.active)?;
             let mut wanted = vec![Which::Jvp, Which::Vjp, Which::VjpRows];
             wanted.extend(lanes.then_some(Which::JvpLanes));
             self.inner.derive_together(f.index, &f.active, &wanted)?;

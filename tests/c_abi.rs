@@ -1147,6 +1147,55 @@ int main(void) {
     }
 }
 
+/// With one active scalar (`--wrt s`), the Jacobian has one column and the
+/// directions of `f_jvp_many` are multiples of one another: the library
+/// has no vector jvp, and both entries call the jvp per direction, bitwise
+/// equal to `f_jvp`; with two active parameters it has one.
+#[test]
+fn one_active_scalar_runs_the_jvp_per_direction() {
+    const SRC: &str = "def curve(s: f64, y: [n]f64) -> [n]f64 = for i < n => sin(s * y[i]) + s * y[i]\n";
+    const MAIN: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include "libcurve.h"
+
+int main(void) {
+    double y[5] = {0.1, -0.4, 0.7, 1.3, 2.0}, v[5], v2[5], t[5], jac[5], ts[3] = {1.0, -2.5, 0.25}, tm[15];
+    int i, d, bad = 0;
+    if (curve_jacobian(5, 0.8, y, v, jac) != 0) { printf("error %s\n", curve_last_error()); return 1; }
+    if (curve_jvp(5, 0.8, y, 1.0, v2, t) != 0) return 1;
+    bad += memcmp(jac, t, sizeof t) != 0;
+    bad += memcmp(v, v2, sizeof v) != 0;
+    if (curve_jvp_many(5, 0.8, y, 3, ts, v, tm) != 0) { printf("error %s\n", curve_last_error()); return 1; }
+    for (d = 0; d < 3; d++) {
+        if (curve_jvp(5, 0.8, y, ts[d], v2, t) != 0) return 1;
+        bad += memcmp(tm + 5 * d, t, sizeof t) != 0;
+    }
+    for (i = 0; i < 5; i++) bad += jac[i] == 0.0;
+    printf("bad %d\n", bad);
+    return 0;
+}
+"#;
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping the C ABI test");
+        return;
+    }
+    for backend in backends() {
+        let dir = scratch("c_abi", &format!("one-scalar-{backend}"));
+        std::fs::write(dir.join("curve.arr"), SRC).unwrap();
+        let lanes_in = |wrt: &str| {
+            let out = arrayad(&dir, &["build", "curve.arr", "-o", "libcurve.so", "--backend", backend, "--wrt", wrt]);
+            assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
+            let lanes: &[u8] = b"curve__jvp_lanes";
+            std::fs::read(dir.join("libcurve.so")).unwrap().windows(lanes.len()).any(|w| w == lanes)
+        };
+        assert!(lanes_in("s,y"), "{backend}: two active parameters run the vector jvp");
+        assert!(!lanes_in("s"), "{backend}: one active scalar needs no vector jvp");
+        let lines = compile_and_run(&dir, MAIN, "curve");
+        assert_eq!(code(&lines, "bad"), 0, "{backend}: the Jacobian and jvp_many differ from the jvp");
+    }
+}
+
 /// `arrayad build` splits a library's LLVM code into one module per thread
 /// (`$ARRAYAD_NUM_THREADS`); the functions are compiled alone either way,
 /// so a library built on one thread and one built on five give the C

@@ -155,6 +155,24 @@ pub fn has_vector_forward(primal: &Function) -> bool {
     !reverse::has_reverse_code(primal)
 }
 
+/// True when the vector jvp of `primal` ([`Which::JvpLanes`]) can carry
+/// directions that are not multiples of one another: false when the IR
+/// params marked in `active` are one scalar. Its Jacobian then has one
+/// column and its directions are multiples of one, so `jvp_many` and the
+/// forward Jacobian call the jvp per direction rather than compile the
+/// eight-lane code (the largest function of a long straight-line
+/// definition, eight times the jvp's tangent arithmetic for one column).
+pub fn lanes_pay(primal: &Function, active: &[bool]) -> bool {
+    let mut scalars = 0;
+    for (p, _) in primal.params.iter().zip(active).filter(|(_, a)| **a) {
+        if primal.ty(*p).rank > 0 {
+            return true;
+        }
+        scalars += 1;
+    }
+    scalars > 1
+}
+
 /// The derivatives [`derive`] was asked for, each optimised and named
 /// `NAME_jvp`, `NAME_vjp`, `NAME_vjp_rows` after the primal `NAME`.
 #[derive(Clone, Debug, Default)]
