@@ -538,13 +538,15 @@ pub fn export(
     if lanes {
         wanted.push(Which::JvpLanes);
     }
-    if vjp_entry {
+    // The Jacobian of a result that is one f64 is one row: the vjp's
+    // (no many-row vjp to compile).
+    if vjp_entry || (asked(Entry::Jacobian) && f64_result) {
         wanted.push(Which::Vjp);
     }
     if hvp_wanted {
         wanted.push(Which::Hvp);
     }
-    if asked(Entry::Jacobian) {
+    if asked(Entry::Jacobian) && !f64_result {
         wanted.push(Which::VjpRows);
     }
     let mut d = primals.derive(program, &leaves, request.opts, &wanted)?;

@@ -1196,6 +1196,52 @@ int main(void) {
     }
 }
 
+/// The Jacobian of a result that is one `f64` is one row: the library
+/// computes it by one call of the vjp (no many-row vjp is compiled), and
+/// it is bitwise the gradient; a size mismatch is reported at the
+/// Jacobian's name.
+#[test]
+fn the_jacobian_of_one_f64_is_the_gradient() {
+    const SRC: &str = "def loss(w: [n]f64, s: f64) -> f64 = sum(for i < n => sin(w[i]) * w[i]) * s\n";
+    const MAIN: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include "libloss.h"
+
+int main(void) {
+    double w[6] = {0.3, -1.2, 0.8, 2.5, -0.1, 1.7}, jac[7], g[6], gs, v, v2;
+    int bad = 0;
+    if (loss_jacobian(6, w, 0.6, &v, jac) != 0) { printf("error %s\n", loss_last_error()); return 1; }
+    if (loss_grad(6, w, 0.6, &v2, g, &gs) != 0) { printf("error %s\n", loss_last_error()); return 1; }
+    bad += memcmp(jac, g, sizeof g) != 0;
+    bad += memcmp(&jac[6], &gs, 8) != 0;
+    bad += memcmp(&v, &v2, 8) != 0;
+    bad += jac[0] == 0.0 || jac[6] == 0.0;
+    printf("bad %d\n", bad);
+    bad = (int)loss_jacobian(6, w, 0.6, &v, NULL);
+    printf("null %d %s\n", bad, loss_last_error());
+    return 0;
+}
+"#;
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping the C ABI test");
+        return;
+    }
+    for backend in backends() {
+        let dir = scratch("c_abi", &format!("one-row-{backend}"));
+        std::fs::write(dir.join("loss.arr"), SRC).unwrap();
+        let out = arrayad(&dir, &["build", "loss.arr", "-o", "libloss.so", "--backend", backend]);
+        assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
+        let rows: &[u8] = b"loss__vjp_rows";
+        let lib = std::fs::read(dir.join("libloss.so")).unwrap();
+        assert!(!lib.windows(rows.len()).any(|w| w == rows), "{backend}: a many-row vjp was compiled");
+        let lines = compile_and_run(&dir, MAIN, "loss");
+        assert_eq!(code(&lines, "bad"), 0, "{backend}: the Jacobian differs from the gradient");
+        let null = lines.get("null").expect("a line `null`");
+        assert!(null.starts_with("9 ") && null.contains("loss_jacobian: null pointer for `jac`"), "{backend}: {null}");
+    }
+}
+
 /// `arrayad build` splits a library's LLVM code into one module per thread
 /// (`$ARRAYAD_NUM_THREADS`); the functions are compiled alone either way,
 /// so a library built on one thread and one built on five give the C

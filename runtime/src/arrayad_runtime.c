@@ -1248,6 +1248,26 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
     }
     for (i = 0; i < np; i++) in2[i] = in[i];
     for (i = 0; i < nr; i++) out2[i] = out[i];
+    if (total > 0 && !d->vjp_rows) {
+        /* one row (the result is one f64): one call of the vjp with
+           cotangent 1, each active leaf's cotangent written into its
+           columns */
+        static const double one = 1.0;
+        int64_t off = 0;
+        if (!d->vjp || d->nres != 1 || rows != 1) {
+            st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                                   "%sinvalid argument: %s_jacobian: the library has no reverse mode for it",
+                                   AT(ps), ps->fname);
+            goto done;
+        }
+        in2[np] = &one;
+        for (i = 0; i < d->nact; i++) {
+            out2[nr + i] = jac + off;
+            off += act_count[i];
+        }
+        st = arrayad_invoke(ctx, d->vjp, d->vjp_sig, sizes, in2, out2);
+        goto done;
+    }
     if (total > 0 && rows <= cols) {
         /* reverse mode: one call of vjp_rows (one forward pass, then one
            backward pass per row) with the rows x rows identity as the

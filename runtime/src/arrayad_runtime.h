@@ -218,6 +218,11 @@ typedef struct arrayad_jac_desc {
     const int32_t *act;          /* their indices among the primal inputs */
     int32_t nres;                /* f64 output leaves (the rows) */
     const int32_t *res;          /* their indices among the primal outputs */
+    arrayad_fn vjp;              /* when vjp_rows is NULL: the result is one
+                                    f64 (one row), computed by one call of
+                                    the vjp with cotangent 1 */
+    const arrayad_sig *vjp_sig;  /* its signature (messages name the
+                                    Jacobian) */
 } arrayad_jac_desc;
 
 /* The dense Jacobian (rows = f64 result elements, columns = active f64

@@ -721,6 +721,12 @@ impl Interface {
             .collect()
     }
 
+    /// True when the Jacobian is one row (the result is one `f64`) computed
+    /// by one call of the vjp, no many-row vjp being compiled.
+    pub(crate) fn jacobian_by_vjp(&self) -> bool {
+        self.has_grad && self.built.vjp && !self.built.vjp_rows
+    }
+
     /// True if the IR functions (and the result type) allow variant `v`.
     fn can_define(&self, v: Variant) -> bool {
         match v {
@@ -729,7 +735,9 @@ impl Interface {
             Variant::JvpMany => self.built.jvp || self.built.jvp_lanes > 0,
             Variant::Vjp => self.built.vjp,
             Variant::Grad => self.has_grad && self.built.vjp,
-            Variant::Jacobian => (self.built.jvp || self.built.jvp_lanes > 0) && self.built.vjp_rows,
+            Variant::Jacobian => {
+                (self.built.jvp || self.built.jvp_lanes > 0) && (self.built.vjp_rows || self.jacobian_by_vjp())
+            }
             Variant::Hvp => self.has_hvp,
         }
     }

@@ -213,8 +213,9 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
         let many = has(Variant::Jacobian) || has(Variant::JvpMany);
         let needs_lanes = many && lanes > 0;
         let needs_jvp = has(Variant::Jvp) || (many && !needs_lanes);
-        let needs_vjp = has(Variant::Vjp) || has(Variant::Grad);
-        let needs_rows = has(Variant::Jacobian);
+        let by_vjp = has(Variant::Jacobian) && i.jacobian_by_vjp();
+        let needs_vjp = has(Variant::Vjp) || has(Variant::Grad) || by_vjp;
+        let needs_rows = has(Variant::Jacobian) && !by_vjp;
         let needs_hvp = has(Variant::Hvp);
         let whiches = [
             ("primal", true),
@@ -297,6 +298,22 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
             &rin.iter().collect::<Vec<_>>(),
             &rout.iter().collect::<Vec<_>>(),
         );
+        // The Jacobian of one row by the vjp: its layout, the Jacobian's
+        // name in messages.
+        let jac_vjp_sig = if by_vjp {
+            let sig = sig_table(
+                &mut out,
+                &format!("{p}_jac_vjp"),
+                &format!("{f}_jacobian"),
+                &sizes,
+                ns,
+                &vin.iter().collect::<Vec<_>>(),
+                &vout.iter().collect::<Vec<_>>(),
+            );
+            format!("&{sig}")
+        } else {
+            "NULL".to_string()
+        };
         let grad_sig = if i.has_grad {
             Some(sig_table(
                 &mut out,
@@ -344,9 +361,10 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
                 None => (internal_symbol(module, f, "jvp"), jvp_sig.as_str(), 1),
             };
             let rows_fn = if needs_rows { internal_symbol(module, f, "vjp_rows") } else { "NULL".into() };
+            let vjp_fn = if by_vjp { internal_symbol(module, f, "vjp") } else { "NULL".into() };
             let _ = writeln!(
                 out,
-                "static const arrayad_jac_desc {p}_jac = {{{}, {jvp_fn}, {rows_fn}, &{primal_sig}, &{jvp_sig}, &{rows_sig}, {lanes}, {}, {act}, {}, {res}}};",
+                "static const arrayad_jac_desc {p}_jac = {{{}, {jvp_fn}, {rows_fn}, &{primal_sig}, &{jvp_sig}, &{rows_sig}, {lanes}, {}, {act}, {}, {res}, {vjp_fn}, {jac_vjp_sig}}};",
                 internal_symbol(module, f, "primal"),
                 i.active.len(),
                 i.f64_results.len()
@@ -657,6 +675,9 @@ fn stage_results(out: &mut String, outs: &[(Leaf, String)], first: usize) {
 /// a static identity as the cotangents) when every leaf has literal
 /// extents and there are at most as many rows as columns.
 fn fixed_jacobian(i: &Interface, module: &str) -> Option<String> {
+    if i.jacobian_by_vjp() {
+        return None;
+    }
     let named = |ls: &[Leaf]| ls.iter().map(|l| (l.clone(), l.name.clone())).collect::<Vec<_>>();
     let params = named(&i.params);
     let results = named(&i.results);
