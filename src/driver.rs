@@ -403,8 +403,8 @@ impl Primals {
 
     /// Whether `jvp_many` and the forward Jacobian in the IR params marked
     /// in `active` run the vector jvp: when the primal has one and it pays
-    /// (`arrayad_ad::lanes_pay`: more than one active scalar); else they
-    /// call the jvp once per direction.
+    /// (`arrayad_ad::lanes_pay`: unless the active params are at most one
+    /// scalar); else they call the jvp once per direction.
     pub fn uses_lanes(&self, active: &[bool]) -> bool {
         self.vector_forward && arrayad_ad::lanes_pay(&self.code, active)
     }
@@ -528,8 +528,9 @@ pub fn export(
     let primals = Primals::new(program, id, request.kept)?;
     let leaves = arrayad_ad::active_leaves(&f.signature, request.wrt);
     // The forward-mode Jacobian and `f_jvp_many` by the vector jvp when
-    // it is used, else by the jvp.
-    let many = needed(&[Entry::Jacobian, Entry::JvpMany]);
+    // it is used, else by the jvp (the Jacobian of one f64 is one row, by
+    // the vjp).
+    let many = asked(Entry::JvpMany) || (asked(Entry::Jacobian) && !f64_result);
     let lanes = many && primals.uses_lanes(&leaves);
     let mut wanted = Vec::new();
     if asked(Entry::Jvp) || (many && !lanes) {

@@ -731,7 +731,7 @@ impl Function {
 
     /// True when this function's `jvp_many` and forward Jacobian run its
     /// vector forward mode ([`Kind::JvpLanes`]): its body runs no reverse
-    /// mode inside and it has more than one active scalar
+    /// mode inside and its active params are more than one scalar
     /// (`arrayad_ad::lanes_pay`).
     fn has_lanes(&self) -> Result<bool, Error> {
         self.module.inner.has_lanes(self.index, &self.active)

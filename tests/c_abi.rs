@@ -1198,11 +1198,15 @@ int main(void) {
 
 /// The Jacobian of a result that is one `f64` is one row: the library
 /// computes it by one call of the vjp (no many-row vjp is compiled), and
-/// it is bitwise the gradient; a size mismatch is reported at the
-/// Jacobian's name.
+/// it is bitwise the gradient, by the fast path of literal extents and by
+/// the table-driven one; a null `jac` is reported at the Jacobian's name;
+/// `--entries jacobian` alone compiles no jvp for it.
 #[test]
 fn the_jacobian_of_one_f64_is_the_gradient() {
-    const SRC: &str = "def loss(w: [n]f64, s: f64) -> f64 = sum(for i < n => sin(w[i]) * w[i]) * s\n";
+    const SRC: &str = "\
+def loss(w: [n]f64, s: f64) -> f64 = sum(for i < n => sin(w[i]) * w[i]) * s
+def cubes(w: [3]f64, s: f64) -> f64 = sum(for i < 3 => w[i] * w[i] * w[i]) * s
+";
     const MAIN: &str = r#"
 #include <stdio.h>
 #include <string.h>
@@ -1217,6 +1221,12 @@ int main(void) {
     bad += memcmp(&jac[6], &gs, 8) != 0;
     bad += memcmp(&v, &v2, 8) != 0;
     bad += jac[0] == 0.0 || jac[6] == 0.0;
+    /* literal extents: the fast path */
+    if (cubes_jacobian(w, 0.6, &v, jac) != 0) { printf("error %s\n", loss_last_error()); return 1; }
+    if (cubes_grad(w, 0.6, &v2, g, &gs) != 0) { printf("error %s\n", loss_last_error()); return 1; }
+    bad += memcmp(jac, g, 3 * 8) != 0;
+    bad += memcmp(&jac[3], &gs, 8) != 0;
+    bad += memcmp(&v, &v2, 8) != 0;
     printf("bad %d\n", bad);
     bad = (int)loss_jacobian(6, w, 0.6, &v, NULL);
     printf("null %d %s\n", bad, loss_last_error());
@@ -1239,6 +1249,14 @@ int main(void) {
         assert_eq!(code(&lines, "bad"), 0, "{backend}: the Jacobian differs from the gradient");
         let null = lines.get("null").expect("a line `null`");
         assert!(null.starts_with("9 ") && null.contains("loss_jacobian: null pointer for `jac`"), "{backend}: {null}");
+        let out =
+            arrayad(&dir, &["build", "loss.arr", "-o", "libonly.so", "--backend", backend, "--entries", "jacobian"]);
+        assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
+        let lib = std::fs::read(dir.join("libonly.so")).unwrap();
+        for (name, present) in [(&b"loss__vjp"[..], true), (b"loss__jvp", false), (b"loss__vjp_rows", false)] {
+            let found = lib.windows(name.len()).any(|w| w == name);
+            assert_eq!(found, present, "{backend}: {}", String::from_utf8_lossy(name));
+        }
     }
 }
 

@@ -155,13 +155,14 @@ pub fn has_vector_forward(primal: &Function) -> bool {
     !reverse::has_reverse_code(primal)
 }
 
-/// True when the vector jvp of `primal` ([`Which::JvpLanes`]) can carry
-/// directions that are not multiples of one another: false when the IR
-/// params marked in `active` are one scalar. Its Jacobian then has one
-/// column and its directions are multiples of one, so `jvp_many` and the
-/// forward Jacobian call the jvp per direction rather than compile the
-/// eight-lane code (the largest function of a long straight-line
-/// definition, eight times the jvp's tangent arithmetic for one column).
+/// True when the vector jvp of `primal` ([`Which::JvpLanes`]) is worth
+/// compiling for the IR params marked in `active`: false when they are at
+/// most one scalar. Its forward Jacobian then has one column, which one
+/// jvp computes (the eight-lane code would do eight times the tangent
+/// arithmetic, and is the largest function of a long straight-line
+/// definition), and `jvp_many` calls the jvp per direction: it runs the
+/// primal once per direction rather than once per eight, a cost this
+/// rarely used entry pays so that no build does.
 pub fn lanes_pay(primal: &Function, active: &[bool]) -> bool {
     let mut scalars = 0;
     for (p, _) in primal.params.iter().zip(active).filter(|(_, a)| **a) {

@@ -84,7 +84,8 @@ pub struct ExportedFunction {
     /// The C functions to define (`arrayad build --entries`); `None`: every
     /// one the IR functions below allow. An entry needs: `Value` the
     /// primal; `Jvp` `jvp`; `Vjp` and `Grad` `vjp` (and `Grad` a result
-    /// that is one `f64`); `Jacobian` the primal, `jvp` or `jvp_lanes`, and `vjp_rows`;
+    /// that is one `f64`); `Jacobian` the primal, `jvp` or `jvp_lanes`, and `vjp_rows` (for a
+    /// result that is one `f64`: `vjp` alone);
     /// `Hvp` `hvp`. Asking for one without what it needs is an
     /// [`CodegenError::Abi`].
     pub entries: Option<Vec<Entry>>,

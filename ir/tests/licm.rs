@@ -95,6 +95,32 @@ fn depth_of_index(b: &Block, k: i64, depth: usize) -> Option<usize> {
     None
 }
 
+/// `f` as a program, before and after LICM (both verified), and the
+/// transformed program printed.
+fn licm_of(f: Function) -> (Program, Program, String) {
+    let before = Program { file: "t.arr".into(), funcs: vec![f] };
+    verify_program(&before).expect("the program verifies");
+    let mut after = before.clone();
+    passes::licm::licm(&mut after.funcs[0]);
+    verify_program(&after).expect("the transformed program verifies");
+    let shown = arrayad_ir::printer::print_program(&after);
+    (before, after, shown)
+}
+
+/// `before` and `after` give bitwise the same values, or the same first
+/// error, on `x: [n]f64` for every `n` of `sizes`.
+fn assert_same_runs(before: &Program, after: &Program, sizes: &[usize]) {
+    for &n in sizes {
+        let data: Vec<f64> = (0..n).map(|k| 0.25 + k as f64).collect();
+        let args = [Value::Array(ArrayValue::f64(vec![n], data).expect("array"))];
+        match (interp::run(before, FuncId(0), &args), interp::run(after, FuncId(0), &args)) {
+            (Ok(w), Ok(g)) => assert_eq!(bits(&g), bits(&w), "n = {n}"),
+            (Err(w), Err(g)) => assert_eq!(format!("{g:?}"), format!("{w:?}"), "n = {n}"),
+            (w, g) => panic!("n = {n}: the original gives {w:?}, the transformed {g:?}"),
+        }
+    }
+}
+
 #[test]
 fn fallible_invariants_leave_loops_that_run_and_keep_the_first_error() {
     let before = program();
@@ -115,17 +141,7 @@ fn fallible_invariants_leave_loops_that_run_and_keep_the_first_error() {
     }
     // The same values, and the same first error, at every size: x[3]
     // fails for n <= 3, x[r] for n <= 1 (before x[5]), x[5] for n <= 5.
-    for n in 0..8 {
-        let data: Vec<f64> = (0..n).map(|k| 0.25 + k as f64).collect();
-        let args = [Value::Array(ArrayValue::f64(vec![n], data).expect("array"))];
-        let want = interp::run(&before, FuncId(0), &args);
-        let got = interp::run(&after, FuncId(0), &args);
-        match (want, got) {
-            (Ok(w), Ok(g)) => assert_eq!(bits(&g), bits(&w), "n = {n}"),
-            (Err(w), Err(g)) => assert_eq!(format!("{g:?}"), format!("{w:?}"), "n = {n}"),
-            (w, g) => panic!("n = {n}: the original gives {w:?}, the transformed {g:?}"),
-        }
-    }
+    assert_same_runs(&before, &after, &[0, 1, 2, 3, 4, 5, 6, 7]);
 }
 
 /// `f(x: [n]f64)` with one comprehension `for r < 2` whose first statement
@@ -207,22 +223,9 @@ fn reads_proven_in_bounds_do_not_keep_later_reads_in_the_loop() {
     let body = b.end_block(vec![res]);
     let out = b.let1("out", Expr::Build { n: Atom::I64(2), index: r, body }, F1);
     f.body = b.finish(vec![v(out)]);
-    let before = Program { file: "t.arr".into(), funcs: vec![f] };
-    verify_program(&before).expect("the program verifies");
-    let mut after = before.clone();
-    passes::licm::licm(&mut after.funcs[0]);
-    verify_program(&after).expect("the transformed program verifies");
-    let shown = arrayad_ir::printer::print_program(&after);
+    let (before, after, shown) = licm_of(f);
     assert_eq!(depth_of_index(&after.funcs[0].body, 7, 0), Some(0), "x[7] leaves the loop\n{shown}");
-    for n in [0, 7, 8, 9] {
-        let data: Vec<f64> = (0..n).map(|k| 0.5 + k as f64).collect();
-        let args = [Value::Array(ArrayValue::f64(vec![n], data).expect("array"))];
-        match (interp::run(&before, FuncId(0), &args), interp::run(&after, FuncId(0), &args)) {
-            (Ok(w), Ok(g)) => assert_eq!(bits(&g), bits(&w), "n = {n}"),
-            (Err(w), Err(g)) => assert_eq!(format!("{g:?}"), format!("{w:?}"), "n = {n}"),
-            (w, g) => panic!("n = {n}: the original gives {w:?}, the transformed {g:?}"),
-        }
-    }
+    assert_same_runs(&before, &after, &[0, 7, 8, 9]);
 }
 
 /// `f(x: [n]f64) = for r < 2 => (while s < r + 3 do s + 1) + x[7]`: a
@@ -250,11 +253,7 @@ fn a_while_that_stays_keeps_later_reads_in_the_loop() {
     let body = b.end_block(vec![res]);
     let out = b.let1("out", Expr::Build { n: Atom::I64(2), index: r, body }, F1);
     f.body = b.finish(vec![v(out)]);
-    let before = Program { file: "t.arr".into(), funcs: vec![f] };
-    verify_program(&before).expect("the program verifies");
-    let mut after = before.clone();
-    passes::licm::licm(&mut after.funcs[0]);
-    verify_program(&after).expect("the transformed program verifies");
-    let shown = arrayad_ir::printer::print_program(&after);
+    let (before, after, shown) = licm_of(f);
     assert_eq!(depth_of_index(&after.funcs[0].body, 7, 0), Some(1), "x[7] stays in the loop\n{shown}");
+    assert_same_runs(&before, &after, &[8]);
 }

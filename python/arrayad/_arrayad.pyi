@@ -79,8 +79,9 @@ class Function:
     ) -> Tuple[Any, List[Any]]:
         """Forward mode in many directions: ``(value, tangents)``, one
         tangent per direction (each direction as the ``tangents`` of
-        :meth:`jvp`); the primal once per eight directions, each tangent
-        bitwise :meth:`jvp`'s."""
+        :meth:`jvp`); the primal once per eight directions (per direction
+        when the only active parameter is one scalar, or the function runs
+        ``grad``/``vjp`` inside), each tangent bitwise :meth:`jvp`'s."""
     def jacobian(self, *args: Any, wrt: _Wrt = None, **kwargs: Any) -> npt.NDArray[np.float64]:
         """The dense Jacobian, shape ``(m, k)``: ``m`` f64 elements of the
         result (flattened left to right, row-major), ``k`` f64 elements of

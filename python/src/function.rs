@@ -611,8 +611,10 @@ impl Function {
     ///
     /// ``directions`` is a sequence of tangents, each as the ``tangents`` of
     /// :meth:`jvp`. One pass computes the primal once and eight directions
-    /// side by side (vector forward mode); each tangent is bitwise what
-    /// :meth:`jvp` returns for its direction.
+    /// side by side (vector forward mode; one direction per pass when the
+    /// only active parameter is one scalar, or the function runs
+    /// ``grad``/``vjp`` inside); each tangent is bitwise what :meth:`jvp`
+    /// returns for its direction.
     #[pyo3(signature = (primals, directions, wrt = None))]
     fn jvp_many<'py>(
         &self,

@@ -203,8 +203,9 @@ typedef struct arrayad_sig {
 int32_t arrayad_invoke(arrayad_ctx *ctx, arrayad_fn fn, const arrayad_sig *sig,
                        const int64_t *sizes, const void *const *in, void *const *out);
 
-/* What arrayad_jacobian needs: the three compiled functions and their
- * interfaces, plus which primal inputs are active f64 leaves and which
+/* What arrayad_jacobian needs: the compiled functions and their
+ * interfaces (the primal, the jvp or vector jvp, and vjp_rows, or for a
+ * result that is one f64 the vjp), plus which primal inputs are active f64 leaves and which
  * primal outputs are f64 leaves. vjp_rows is the many-row vjp: its
  * signature has one more size, the number of rows R, last; its cotangent
  * inputs and outputs have R as an extra leading axis. */
@@ -228,7 +229,8 @@ typedef struct arrayad_jac_desc {
 /* The dense Jacobian (rows = f64 result elements, columns = active f64
  * parameter elements, row-major into jac) and the values (into out), by
  * reverse mode when rows <= cols (one call of vjp_rows: one forward pass,
- * one backward pass per row), else forward mode (one jvp call per `lanes`
+ * one backward pass per row; for a result that is one f64, one call of
+ * the vjp), else forward mode (one jvp call per `lanes`
  * columns, the last call padded with zero tangents).
  * More than 2^56 rows or entries (counted without overflow, whatever the
  * declared sizes) is OutOfMemory, reported at the definition. */

@@ -736,7 +736,7 @@ impl Interface {
             Variant::Vjp => self.built.vjp,
             Variant::Grad => self.has_grad && self.built.vjp,
             Variant::Jacobian => {
-                (self.built.jvp || self.built.jvp_lanes > 0) && (self.built.vjp_rows || self.jacobian_by_vjp())
+                self.jacobian_by_vjp() || ((self.built.jvp || self.built.jvp_lanes > 0) && self.built.vjp_rows)
             }
             Variant::Hvp => self.has_hvp,
         }

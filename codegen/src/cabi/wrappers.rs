@@ -211,9 +211,11 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
         // when there is one, else the jvp.
         let lanes = i.built.jvp_lanes;
         let many = has(Variant::Jacobian) || has(Variant::JvpMany);
-        let needs_lanes = many && lanes > 0;
-        let needs_jvp = has(Variant::Jvp) || (many && !needs_lanes);
         let by_vjp = has(Variant::Jacobian) && i.jacobian_by_vjp();
+        // Forward mode in many directions (a Jacobian of one row has none).
+        let forward_many = has(Variant::JvpMany) || (has(Variant::Jacobian) && !by_vjp);
+        let needs_lanes = forward_many && lanes > 0;
+        let needs_jvp = has(Variant::Jvp) || (forward_many && !needs_lanes);
         let needs_vjp = has(Variant::Vjp) || has(Variant::Grad) || by_vjp;
         let needs_rows = has(Variant::Jacobian) && !by_vjp;
         let needs_hvp = has(Variant::Hvp);
@@ -358,7 +360,8 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
         if many {
             let (jvp_fn, jvp_sig, lanes) = match &lanes_sig {
                 Some(sig) => (internal_symbol(module, f, "jvp_lanes"), sig.as_str(), lanes),
-                None => (internal_symbol(module, f, "jvp"), jvp_sig.as_str(), 1),
+                None if needs_jvp => (internal_symbol(module, f, "jvp"), jvp_sig.as_str(), 1),
+                None => ("NULL".to_string(), jvp_sig.as_str(), 1),
             };
             let rows_fn = if needs_rows { internal_symbol(module, f, "vjp_rows") } else { "NULL".into() };
             let vjp_fn = if by_vjp { internal_symbol(module, f, "vjp") } else { "NULL".into() };
@@ -676,7 +679,15 @@ fn stage_results(out: &mut String, outs: &[(Leaf, String)], first: usize) {
 /// extents and there are at most as many rows as columns.
 fn fixed_jacobian(i: &Interface, module: &str) -> Option<String> {
     if i.jacobian_by_vjp() {
-        return None;
+        // One row: the gradient's call, each cotangent into its columns.
+        let (ins, mut outs, _) = variant_leaves(i, Variant::Grad);
+        outs[0].1 = i.results[0].name.clone();
+        let mut off = 0u64;
+        for (l, e) in outs.iter_mut().skip(1) {
+            *e = format!("({} + {off})", i.jac_name);
+            off = off.checked_add(literal_count(l)?)?;
+        }
+        return fixed_call(&ins, &outs, &internal_symbol(module, &i.name, "vjp"));
     }
     let named = |ls: &[Leaf]| ls.iter().map(|l| (l.clone(), l.name.clone())).collect::<Vec<_>>();
     let params = named(&i.params);
