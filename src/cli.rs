@@ -735,10 +735,7 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
         let active = arrayad_ad::active_leaves(&f.signature, wrt);
         let primals = driver::Primals::new(&program, id, &kept)?;
         let code = primals.code();
-        let derive = |which| -> Result<arrayad_ir::Function, Error> {
-            let mut d = primals.derive(&program, &active, a.codegen.ad(), &[which])?;
-            d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
-        };
+        let derive = |which| primals.derive_one(&program, &active, a.codegen.ad(), which);
         let print = |f: &arrayad_ir::Function| print_function(f, Some(&program));
         match a.stage {
             Stage::Ir => out.push_str(&print(code)),

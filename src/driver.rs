@@ -429,7 +429,7 @@ impl Primals {
     /// The primal the derivative `which` is derived from.
     ///
     /// Errors: as [`Self::inlined`].
-    pub fn for_derivative(&self, program: &Program, which: Which) -> Result<&Function, Error> {
+    fn for_derivative(&self, program: &Program, which: Which) -> Result<&Function, Error> {
         match self.keeps_calls(which) {
             true => Ok(&self.code),
             false => self.inlined(program),
@@ -466,6 +466,20 @@ impl Primals {
             }
         }
         Ok(d)
+    }
+
+    /// The derivative `which` alone ([`Self::derive`]).
+    ///
+    /// Errors: as [`Self::derive`].
+    pub fn derive_one(
+        &self,
+        program: &Program,
+        active: &[bool],
+        opts: AdOptions,
+        which: Which,
+    ) -> Result<Function, Error> {
+        let mut d = self.derive(program, active, opts, &[which])?;
+        d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
     }
 
     /// The code of the primal, owned.
@@ -871,12 +885,8 @@ impl Inner {
             Kind::VjpRows => Which::VjpRows,
             Kind::JvpLanes => Which::JvpLanes,
         };
-        let id = self.defs[index].id;
-        let one = derived.ir[which as usize].get_or_init(|| {
-            let primal = self.primals(index)?.for_derivative(&self.program, which)?;
-            let mut d = derive(&self.program, id, primal, active, self.ad_options(), &[which])?;
-            d.take(which).ok_or_else(|| Error::Internal(format!("the {which:?} was not derived")))
-        });
+        let one = derived.ir[which as usize]
+            .get_or_init(|| self.primals(index)?.derive_one(&self.program, active, self.ad_options(), which));
         let f = one.as_ref().map_err(Error::clone)?;
         if kind != Kind::Hvp {
             return Ok(Some(f.clone()));
@@ -888,8 +898,7 @@ impl Inner {
             }
             // Forward over a vjp of reverse-mode code that keeps calls:
             // from the primal with every call inlined.
-            let mut d = primals.derive(&self.program, active, self.ad_options(), &[Which::Hvp])?;
-            d.take(Which::Hvp).ok_or_else(|| Error::Internal("the hvp was not derived".into()))
+            primals.derive_one(&self.program, active, self.ad_options(), Which::Hvp)
         });
         h.as_ref().map(|f| Some(f.clone())).map_err(Error::clone)
     }
