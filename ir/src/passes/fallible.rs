@@ -72,7 +72,7 @@ pub fn analyse(f: &Function) -> Fallible {
         nonneg: Vec::new(),
         lit: Vec::new(),
         undo: Vec::new(),
-        depth: HashMap::default(),
+        depth: vec![0; f.vars.len()],
         bound: HashMap::default(),
         compare: HashMap::default(),
         positive: HashSet::default(),
@@ -81,9 +81,6 @@ pub fn analyse(f: &Function) -> Fallible {
         accessed_log: Vec::new(),
         out: Fallible::default(),
     };
-    for p in &f.params {
-        a.depth.insert(*p, 0);
-    }
     a.block(&f.body, 0);
     a.out
 }
@@ -117,8 +114,9 @@ struct Analysis<'f> {
     lit: Vec<Option<i64>>,
     /// (child root, parent root, the parent's old min_depth, nonneg, lit).
     undo: Vec<(usize, usize, u32, bool, Option<i64>)>,
-    /// The block depth at which each variable is bound (params: 0).
-    depth: HashMap<VarId, u32>,
+    /// The block depth at which each variable is bound, by variable
+    /// (parameters and variables not yet bound: 0).
+    depth: Vec<u32>,
     /// The bound `n` of each loop index, and of each `i - 1` computed
     /// where the loop index `i` is known to be at least 1: `0 <= v < n`.
     bound: HashMap<VarId, Atom>,
@@ -146,8 +144,8 @@ impl Analysis<'_> {
         }
         let (depth, nonneg) = match k {
             Key::Lit(x) => (0, x >= 0),
-            Key::Var(v) => (self.depth.get(&v).copied().unwrap_or(0), false),
-            Key::Dim(v, _) => (self.depth.get(&v).copied().unwrap_or(0), true),
+            Key::Var(v) => (self.depth.get(v.index()).copied().unwrap_or(0), false),
+            Key::Dim(v, _) => (self.depth.get(v.index()).copied().unwrap_or(0), true),
         };
         let id = self.parent.len();
         self.parent.push(id);
@@ -245,9 +243,16 @@ impl Analysis<'_> {
         arrays.iter().any(|&b| (0..axes).all(|axis| self.same(Key::Dim(b, axis), Key::Dim(array, axis))))
     }
 
+    /// Records that `v` is bound at block depth `depth`.
+    fn set_depth(&mut self, v: VarId, depth: u32) {
+        if let Some(d) = self.depth.get_mut(v.index()) {
+            *d = depth;
+        }
+    }
+
     /// `index` runs over `0..n` in a nested block at `depth`.
     fn enter_loop(&mut self, index: VarId, n: Atom, depth: u32) {
-        self.depth.insert(index, depth);
+        self.set_depth(index, depth);
         self.bound.insert(index, n);
         let k = self.key(Key::Var(index));
         self.nonneg[k] = true;
@@ -325,7 +330,7 @@ impl Analysis<'_> {
         match s {
             StmtKind::Let { vars, expr } => {
                 for v in vars {
-                    self.depth.insert(*v, depth);
+                    self.set_depth(*v, depth);
                 }
                 let fails = self.expr(expr, depth);
                 if fails {
@@ -420,14 +425,14 @@ impl Analysis<'_> {
             Expr::Loop { n, index, states, body, .. } => {
                 self.enter_loop(*index, *n, depth + 1);
                 for s in states {
-                    self.depth.insert(*s, depth + 1);
+                    self.set_depth(*s, depth + 1);
                 }
                 let (fails, _) = self.loop_body(*n, body, depth + 1);
                 fails || !self.nonneg_size(n)
             }
             Expr::While { states, cond, body, .. } => {
                 for s in states {
-                    self.depth.insert(*s, depth + 1);
+                    self.set_depth(*s, depth + 1);
                 }
                 let c = self.block(cond, depth + 1).0;
                 self.block(body, depth + 1).0 || c

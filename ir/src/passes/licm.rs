@@ -38,22 +38,26 @@ use crate::types::Scalar;
 
 /// Hoists the loop-invariant computations of every loop body of `f`.
 pub fn licm(f: &mut Function) {
-    let mutable: HashSet<VarId> =
-        f.vars.iter().enumerate().filter(|(_, v)| v.mutable).map(|(i, _)| VarId(i as u32)).collect();
-    let types: Vec<Scalar> = f.vars.iter().map(|v| v.ty.elem).collect();
-    let accumulated = accumulated(f);
-    let fallible = super::fallible::analyse(f);
     let mut ctx = Ctx {
-        fallible,
-        mutable,
-        accumulated,
-        types,
+        fallible: Default::default(),
+        mutable: HashSet::default(),
+        accumulated: HashSet::default(),
+        types: Vec::new(),
         pos: vec![u32::MAX; f.vars.len()],
         ranges: Vec::new(),
         next_loop: 0,
     };
     let mut counter = 0;
     ctx.number(&f.body, &mut counter);
+    if ctx.ranges.is_empty() {
+        // No counted loop: nothing to move (the analyses below are the
+        // pass's whole cost on long straight-line code).
+        return;
+    }
+    ctx.mutable = f.vars.iter().enumerate().filter(|(_, v)| v.mutable).map(|(i, _)| VarId(i as u32)).collect();
+    ctx.types = f.vars.iter().map(|v| v.ty.elem).collect();
+    ctx.accumulated = accumulated(f);
+    ctx.fallible = super::fallible::analyse(f);
     let mut body = std::mem::take(&mut f.body);
     ctx.block(&mut body);
     f.body = body;
