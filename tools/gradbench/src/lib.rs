@@ -10,7 +10,7 @@
 pub mod evals;
 pub mod protocol;
 
-use arrayad::{Backend, Module, Options};
+use arrayad::{Backend, Module, Options, Value};
 use evals::{Eval, Outcome};
 use protocol::{Message, Runs};
 use serde_json::{json, Value as Json};
@@ -170,6 +170,11 @@ fn run(d: &Defined, function: &str, input: &Json) -> Result<(Json, Vec<u64>), St
     let argv: Vec<arrayad::Arg<'_>> = args.iter().map(arrayad::Arg::Value).collect();
     let directions: Vec<Vec<Option<arrayad::Arg<'_>>>> =
         call.directions.iter().map(|d| d.iter().map(|t| t.as_ref().map(arrayad::Arg::Value)).collect()).collect();
+    // A primal's results go into buffers made before the timed runs.
+    let mut results = match call.entry {
+        arrayad::Entry::Grad | arrayad::Entry::Jvp => Vec::new(),
+        _ => result_buffers(&f, &argv)?,
+    };
     let mut timings = Vec::new();
     let mut total: u64 = 0;
     let mut outcome = None;
@@ -180,16 +185,78 @@ fn run(d: &Defined, function: &str, input: &Json) -> Result<(Json, Vec<u64>), St
                 f.grad(&argv).map(|g| Outcome::Grad { value: g.value, gradient: g.gradient.into_vec() })
             }
             arrayad::Entry::Jvp => f.jvp_many(&argv, &directions).map(Outcome::JvpMany),
-            _ => f.call(&argv).map(Outcome::Values),
+            _ => f.call_into(&argv, &mut outs(&mut results)).map(|()| Outcome::Values(Vec::new())),
         };
         let ns = elapsed_ns(start);
         outcome = Some(result.map_err(|e| e.to_string())?);
         timings.push(ns);
         total = total.saturating_add(ns);
     }
-    let outcome = outcome.ok_or("no run was made")?;
+    let outcome = match outcome.ok_or("no run was made")? {
+        Outcome::Values(_) => Outcome::Values(results),
+        other => other,
+    };
     let output = (call.output)(&outcome)?;
     Ok((output, timings))
+}
+
+/// Buffers for the results of a primal call of `f` on `args`, of the shapes
+/// these arguments give, allocated and written once: the timed runs write
+/// their results into them ([`arrayad::Function::call_into`]), as a program
+/// calling repeatedly does, instead of allocating new result memory (which
+/// the kernel zero-fills page by page) in every run.
+///
+/// Errors: the arguments' (as the call's), or memory for the results.
+fn result_buffers(f: &arrayad::Function, args: &[arrayad::Arg<'_>]) -> Result<Vec<Value>, String> {
+    use arrayad::{ArrayData, ArrayValue, Scalar};
+    let shapes = f.result_shapes(args).map_err(|e| e.to_string())?;
+    let leaves = f.signature().result.leaves();
+    leaves
+        .iter()
+        .zip(shapes)
+        .map(|(ty, shape)| {
+            if ty.rank == 0 {
+                return Ok(match ty.elem {
+                    Scalar::F64 => Value::F64(0.0),
+                    Scalar::I64 => Value::I64(0),
+                    Scalar::Bool => Value::Bool(false),
+                });
+            }
+            let len = shape.iter().try_fold(1usize, |n, d| n.checked_mul(*d)).ok_or("a result is too large")?;
+            let data = match ty.elem {
+                Scalar::F64 => ArrayData::F64(filled(len, 0.0)?),
+                Scalar::I64 => ArrayData::I64(filled(len, 0)?),
+                Scalar::Bool => ArrayData::Bool(filled(len, false)?),
+            };
+            Ok(Value::Array(ArrayValue { shape, data }))
+        })
+        .collect()
+}
+
+/// `len` copies of `x`, every element written.
+fn filled<T: Copy>(len: usize, x: T) -> Result<Vec<T>, String> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| format!("cannot allocate a result of {len} elements"))?;
+    v.resize(len, x);
+    Ok(v)
+}
+
+/// The destinations of [`arrayad::Function::call_into`] in `values`.
+fn outs(values: &mut [Value]) -> Vec<arrayad::Out<'_>> {
+    use arrayad::{ArrayData, Out};
+    values
+        .iter_mut()
+        .map(|v| match v {
+            Value::F64(x) => Out::F64(x),
+            Value::I64(x) => Out::I64(x),
+            Value::Bool(x) => Out::Bool(x),
+            Value::Array(a) => match &mut a.data {
+                ArrayData::F64(d) => Out::F64s(d),
+                ArrayData::I64(d) => Out::I64s(d),
+                ArrayData::Bool(d) => Out::Bools(d),
+            },
+        })
+        .collect()
 }
 
 fn elapsed_ns(start: Instant) -> u64 {
