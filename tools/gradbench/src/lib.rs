@@ -170,10 +170,15 @@ fn run(d: &Defined, function: &str, input: &Json) -> Result<(Json, Vec<u64>), St
     let argv: Vec<arrayad::Arg<'_>> = args.iter().map(arrayad::Arg::Value).collect();
     let directions: Vec<Vec<Option<arrayad::Arg<'_>>>> =
         call.directions.iter().map(|d| d.iter().map(|t| t.as_ref().map(arrayad::Arg::Value)).collect()).collect();
-    // A primal's results go into buffers made before the timed runs.
+    // A primal's results, and a gradient, go into buffers made before the
+    // timed runs.
     let mut results = match call.entry {
         arrayad::Entry::Grad | arrayad::Entry::Jvp => Vec::new(),
         _ => result_buffers(&f, &argv)?,
+    };
+    let mut gradient = match call.entry {
+        arrayad::Entry::Grad => gradient_buffers(&f, &args)?,
+        _ => Vec::new(),
     };
     let mut timings = Vec::new();
     let mut total: u64 = 0;
@@ -182,7 +187,8 @@ fn run(d: &Defined, function: &str, input: &Json) -> Result<(Json, Vec<u64>), St
         let start = Instant::now();
         let result = match call.entry {
             arrayad::Entry::Grad => {
-                f.grad(&argv).map(|g| Outcome::Grad { value: g.value, gradient: g.gradient.into_vec() })
+                let mut buffers: Vec<&mut [f64]> = gradient.iter_mut().map(Vec::as_mut_slice).collect();
+                f.grad_into(&argv, &mut buffers).map(|value| Outcome::Grad { value, gradient: Vec::new() })
             }
             arrayad::Entry::Jvp => f.jvp_many(&argv, &directions).map(Outcome::JvpMany),
             _ => f.call_into(&argv, &mut outs(&mut results)).map(|()| Outcome::Values(Vec::new())),
@@ -194,6 +200,7 @@ fn run(d: &Defined, function: &str, input: &Json) -> Result<(Json, Vec<u64>), St
     }
     let outcome = match outcome.ok_or("no run was made")? {
         Outcome::Values(_) => Outcome::Values(results),
+        Outcome::Grad { value, .. } => Outcome::Grad { value, gradient: gradient_values(&f, &args, gradient) },
         other => other,
     };
     let output = (call.output)(&outcome)?;
@@ -229,6 +236,41 @@ fn result_buffers(f: &arrayad::Function, args: &[arrayad::Arg<'_>]) -> Result<Ve
                 Scalar::Bool => ArrayData::Bool(filled(len, false)?),
             };
             Ok(Value::Array(ArrayValue { shape, data }))
+        })
+        .collect()
+}
+
+/// Buffers for the gradient of `f` at `args`: one per active argument, of
+/// its element count, written once.
+///
+/// Errors: memory for the gradient.
+fn gradient_buffers(f: &arrayad::Function, args: &[Value]) -> Result<Vec<Vec<f64>>, String> {
+    args.iter()
+        .zip(f.active())
+        .filter(|(_, active)| **active)
+        .map(|(a, _)| match a {
+            Value::Array(a) => filled(a.data.len(), 0.0),
+            _ => filled(1, 0.0),
+        })
+        .collect()
+}
+
+/// The gradient in `buffers` ([`gradient_buffers`]) as values shaped as the
+/// arguments, `None` for an inactive one.
+fn gradient_values(f: &arrayad::Function, args: &[Value], buffers: Vec<Vec<f64>>) -> Vec<Option<Value>> {
+    use arrayad::{ArrayData, ArrayValue};
+    let mut buffers = buffers.into_iter();
+    args.iter()
+        .zip(f.active())
+        .map(|(a, active)| {
+            if !*active {
+                return None;
+            }
+            let data = buffers.next()?;
+            Some(match a {
+                Value::Array(a) => Value::Array(ArrayValue { shape: a.shape.clone(), data: ArrayData::F64(data) }),
+                _ => Value::F64(data.first().copied().unwrap_or(0.0)),
+            })
         })
         .collect()
 }
