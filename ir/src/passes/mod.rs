@@ -53,8 +53,17 @@ pub fn optimize(f: &mut Function) {
     }
 }
 
+/// Functions with more statements than this (at every depth) get one
+/// round of [`optimize`], not rounds to a fixed point: on the chains of
+/// 10,000 and 100,000 lets of `bench/scaling.sh`, the second round of the
+/// primal, the vjp and the Hessian-vector product changed nothing, and it
+/// cost almost as much as the first (1.6 s of the larger chain's
+/// Hessian-vector product, on the critical path of its build).
+pub const ONE_ROUND_ABOVE: usize = 100_000;
+
 fn optimize_rounds(f: &mut Function) {
-    for _ in 0..4 {
+    let rounds = if crate::visit::stmt_count(&f.body) > ONE_ROUND_ABOVE { 1 } else { 4 };
+    for _ in 0..rounds {
         // A round that changes nothing ends it: compared by a hash of the
         // function (a copy to compare with cost more than some passes).
         let before = time("fingerprint", || fingerprint(f));
