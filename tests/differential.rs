@@ -374,3 +374,61 @@ def with_array(x: [n]f64) -> f64 =
         });
     }
 }
+
+/// A comprehension's row that reverse mode needs and cannot recompute
+/// cheaply (the `exp(x[i] - a)` of a logsumexp) is read back from the
+/// comprehension's array rather than taped, and the derivative of
+/// `maximum` keeps no mask of the array's length: the vjp of a logsumexp
+/// pushes nothing and builds one array, the exponentials. The gradients
+/// are right, with ties of the maximum (split evenly), with rows of a
+/// nested comprehension (whose array the outer iteration tapes instead of
+/// its elements) and with comprehensions fused into one of two results.
+#[test]
+fn comprehension_rows_are_read_back_rather_than_taped() {
+    use arrayad_ir::{Block, Expr, StmtKind};
+    /// The pushes and the comprehensions of `b`, at any depth.
+    fn census(b: &Block) -> (usize, usize) {
+        let mut n = (0, 0);
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Push(_) => n.0 += 1,
+                StmtKind::Let { expr: Expr::Build { .. }, .. } => n.1 += 1,
+                _ => {}
+            }
+            for c in arrayad_ir::visit::child_blocks(&s.kind) {
+                let m = census(c);
+                n = (n.0 + m.0, n.1 + m.1);
+            }
+        }
+        n
+    }
+    let src = "def lse(x: [n]f64) -> f64 =
+  let a = maximum(x)
+  in a + log(sum(exp(x - a)))
+def rows(x: [n][m]f64) -> f64 =
+  sum(for i < n => let e = for j < m => tanh(x[i, j]) * x[i, 0] in sum(e * e) + minimum(e))
+def pairs(x: [n]f64) -> f64 =
+  let s = for i < n => sin(x[i])
+  let c = for i < n => exp(x[i])
+  in dot(s, c) + sum(c)
+";
+    let program = arrayad_frontend::compile("rows.arr", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let fid = program.find("lse").unwrap();
+    let vjp = common::ad::vjp(&program, fid, &[true]).unwrap();
+    let text = arrayad_ir::printer::print_function(&vjp, None);
+    assert_eq!(census(&vjp.body), (0, 1), "lse: (pushes, comprehensions)\n{text}");
+    for (func, args) in [
+        ("lse", serde_json::json!([[0.5, 2.0, -1.0, 2.0, 0.25]])),
+        ("lse", serde_json::json!([[3.0]])),
+        ("rows", serde_json::json!([[[0.5, -0.3, 0.2], [1.5, 0.7, -0.9]]])),
+        ("pairs", serde_json::json!([[0.1, -0.6, 1.2, 0.4]])),
+    ] {
+        check_case(&Case {
+            file: "rows.arr".into(),
+            source: src.into(),
+            func: func.into(),
+            args,
+            finite_differences: true,
+        });
+    }
+}

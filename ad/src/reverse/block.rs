@@ -49,6 +49,7 @@ impl Rev<'_> {
     ) -> Result<(Vec<Stmt>, Vec<Stmt>), AdError> {
         // Asked of this block only, not of the blocks nested in it.
         let yielding = std::mem::take(&mut self.yield_residuals);
+        let rows_built = std::mem::take(&mut self.rows_built);
         let mut fwd: Vec<Stmt> = Vec::new();
         let mut decls: Vec<Stmt> = Vec::new();
         let mut chunks: Vec<Vec<Stmt>> = Vec::new();
@@ -215,6 +216,18 @@ impl Rev<'_> {
                 _ => self.transpose(vars[0], expr, &mut chunk)?,
             }
             chunks.push(chunk);
+        }
+
+        // The rows this block yields into a comprehension's array, when
+        // not cheap to recompute, are read back from it (`rows_built`).
+        if let [index, ..] = binders {
+            let bound_here: HashSet<VarId> = bound.iter().copied().collect();
+            for (r, array) in rows_built {
+                if bound_here.contains(&r) && r != *index && !defs.contains_key(&r) {
+                    let row = Expr::Index { array, indices: vec![Atom::Var(*index)] };
+                    defs.insert(r, (row, self.loc));
+                }
+            }
         }
 
         let mut bwd = decls;

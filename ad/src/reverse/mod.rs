@@ -132,6 +132,7 @@ fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdErro
         setup: Vec::new(),
         yield_residuals: false,
         yielded: None,
+        rows_built: Vec::new(),
         loc: Loc::default(),
         twins: Subst::default(),
         rules: &j.rules,
@@ -305,6 +306,12 @@ struct Rev<'a> {
     /// The residuals the last branch unzipped with `yield_residuals`
     /// yields, in order (`None` when it taped them).
     yielded: Option<Vec<VarId>>,
+    /// Set by the `build` rule for the body it unzips next: each result of
+    /// the body (a variable it binds) with the array of the forward pass's
+    /// comprehension holding it. A result that the backward body needs and
+    /// that is not cheap to recompute (an `exp`) is read back from that
+    /// array rather than taped: the array holds it already.
+    rows_built: Vec<(VarId, VarId)>,
     /// The location of the primal statement being unzipped: the statements
     /// made for it carry it, so that a run-time error in them (out of
     /// memory on the tape, a size check) names the source statement.

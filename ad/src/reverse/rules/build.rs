@@ -30,6 +30,15 @@ impl Rev<'_> {
                 });
             }
         }
+        self.rows_built = vars
+            .iter()
+            .zip(&body.results)
+            .filter(|(v, _)| !self.linear.contains(v))
+            .filter_map(|(v, r)| match r {
+                Atom::Var(r) => Some((*r, *v)),
+                _ => None,
+            })
+            .collect();
         let saved = std::mem::take(&mut self.pending);
         self.for_depth += 1;
         let body_result = self.block(body, true, &[index], &[(index, ib)], vec![], seeds);
