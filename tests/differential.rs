@@ -375,14 +375,14 @@ def with_array(x: [n]f64) -> f64 =
     }
 }
 
-/// A comprehension's row that reverse mode needs and cannot recompute
-/// cheaply (the `exp(x[i] - a)` of a logsumexp) is read back from the
-/// comprehension's array rather than taped, and the derivative of
+/// A comprehension's scalar row that reverse mode needs and cannot
+/// recompute cheaply (the `exp(x[i] - a)` of a logsumexp) is read back from
+/// the comprehension's array rather than taped, and the derivative of
 /// `maximum` keeps no mask of the array's length: the vjp of a logsumexp
 /// pushes nothing and builds one array, the exponentials. The gradients
-/// are right, with ties of the maximum (split evenly), with rows of a
-/// nested comprehension (whose array the outer iteration tapes instead of
-/// its elements) and with comprehensions fused into one of two results.
+/// are right, with ties of the maximum (split evenly), with a nested
+/// comprehension (whose rows are taped, as before) and with comprehensions
+/// fused into one of two results.
 #[test]
 fn comprehension_rows_are_read_back_rather_than_taped() {
     use arrayad_ir::{Block, Expr, StmtKind};

@@ -429,7 +429,13 @@ fn doubling_chain_beyond_the_inlining_limit_differentiates_through_kept_calls() 
     for k in 1..=21 {
         writeln!(src, "def f{k}(x: f64) -> f64 = f{j}(f{j}(x))", j = k - 1).unwrap();
     }
-    src.push_str("def h(x: f64) -> f64 = grad(f1, x) * f21(x)\n");
+    // `h` runs reverse mode with a loop inside; `h2` runs the straight-line
+    // gradient of `f1`, which the optimiser leaves without mutable
+    // variables or effects: ordinary code, differentiated with its calls
+    // kept.
+    src.push_str("def g1(x: f64) -> f64 = loop s = x for i < 9 do f0(s)\n");
+    src.push_str("def h(x: f64) -> f64 = grad(g1, x) * f21(x)\n");
+    src.push_str("def h2(x: f64) -> f64 = grad(f1, x) * f21(x)\n");
     write(&dir, "chain.arr", &src);
     // The value x, first derivative d and second derivative h along the
     // chain x' = x + e sin x.
@@ -464,6 +470,19 @@ fn doubling_chain_beyond_the_inlining_limit_differentiates_through_kept_calls() 
     // with the message that names the call.
     let out = arrayad(&dir, &["run", "chain.arr", "h", "--args", "[0.3]", "--jvp", "[1.0]"]);
     assert_eq!(out.code, 0, "{out:#?}");
+    // h2 = f1' f21, whose derivative is f1'' f21 + f1' f21'.
+    let (x1, d1, h1) = {
+        let (mut x, mut d, mut h) = (0.3f64, 1.0f64, 0.0f64);
+        for _ in 0..2 {
+            h = h * (1.0 + 0.0000001 * x.cos()) - d * d * 0.0000001 * x.sin();
+            d *= 1.0 + 0.0000001 * x.cos();
+            x += 0.0000001 * x.sin();
+        }
+        (x, d, h)
+    };
+    let _ = x1;
+    let (v2, g2) = grad(&dir, "chain.arr", "h2", "[0.3]");
+    assert!(close(v2, d1 * x, 1e-12) && close(num(&g2), h1 * x + d1 * d, 1e-9), "{v2} {g2}");
     for argv in [
         &["run", "chain.arr", "h", "--args", "[0.3]", "--grad"][..],
         &["build", "chain.arr", "-o", "libh.so", "--export", "h", "--entries", "jacobian"],

@@ -162,7 +162,7 @@ impl Rev<'_> {
             let mut chunk = Vec::new();
             match expr {
                 Expr::Build { n, index, body } => {
-                    self.build_rule(vars, *n, *index, body, loc, &mut fwd, &mut chunk)?;
+                    self.build_rule(vars, *n, *index, body, loc, !nested, &mut fwd, &mut chunk)?;
                     // The primal half of the comprehension, when cheap, is
                     // recomputed rather than taped like any cheap binding.
                     if let Some(Stmt { kind: StmtKind::Let { vars: pv, expr: pe @ Expr::Build { .. } }, loc }) =

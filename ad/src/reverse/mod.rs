@@ -306,11 +306,13 @@ struct Rev<'a> {
     /// The residuals the last branch unzipped with `yield_residuals`
     /// yields, in order (`None` when it taped them).
     yielded: Option<Vec<VarId>>,
-    /// Set by the `build` rule for the body it unzips next: each result of
-    /// the body (a variable it binds) with the array of the forward pass's
-    /// comprehension holding it. A result that the backward body needs and
-    /// that is not cheap to recompute (an `exp`) is read back from that
-    /// array rather than taped: the array holds it already.
+    /// Set by the `build` rule for the body it unzips next, when the
+    /// comprehension is a statement of the function's body: each scalar
+    /// result of the body with the array of the forward pass's
+    /// comprehension holding it. A result that the body binds, that the
+    /// backward body needs and that is not cheap to recompute (an `exp`)
+    /// is read back from that array rather than taped: the array holds it
+    /// already, and stays in scope until the backward pass.
     rows_built: Vec<(VarId, VarId)>,
     /// The location of the primal statement being unzipped: the statements
     /// made for it carry it, so that a run-time error in them (out of

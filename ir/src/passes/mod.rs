@@ -1,7 +1,8 @@
 //! Optimisation passes over the IR: inlining, simplification (copy
 //! propagation, constant folding, algebraic identities), common
 //! subexpression elimination, dead code elimination, loop fusion, array
-//! contraction and loop-invariant code motion.
+//! contraction, loop-invariant code motion and mutable scalars made
+//! values.
 //!
 //! [`optimize`] runs them in the order the AD output needs.
 
@@ -15,6 +16,7 @@ pub mod fuse;
 pub mod fuse_for;
 pub mod inline;
 pub mod licm;
+pub mod mutables;
 mod offsets;
 pub mod scalarize;
 pub mod simplify;
@@ -68,6 +70,7 @@ fn optimize_rounds(f: &mut Function) {
         // function (a copy to compare with cost more than some passes).
         let before = time("fingerprint", || fingerprint(f));
         time("accum", || accum::fold_accumulators(f));
+        time("mutables", || mutables::mutables_to_values(f));
         time("simplify", || simplify::simplify(f));
         time("broadcast", || broadcast::forward_broadcasts(f));
         time("unroll", || unroll::unroll(f));

@@ -13,6 +13,7 @@ impl Rev<'_> {
         index: VarId,
         body: &Block,
         loc: Loc,
+        top_level: bool,
         fwd: &mut Vec<Stmt>,
         chunk: &mut Vec<Stmt>,
     ) -> Result<(), AdError> {
@@ -30,15 +31,21 @@ impl Rev<'_> {
                 });
             }
         }
-        self.rows_built = vars
-            .iter()
-            .zip(&body.results)
-            .filter(|(v, _)| !self.linear.contains(v))
-            .filter_map(|(v, r)| match r {
-                Atom::Var(r) => Some((*r, *v)),
-                _ => None,
-            })
-            .collect();
+        // The scalar rows of a comprehension of the function's body (in
+        // scope in the backward pass, so never taped): a nested one's array
+        // would be taped whole and kept, and an array row may be needed for
+        // its extents only, which are taped alone.
+        if top_level {
+            self.rows_built = vars
+                .iter()
+                .zip(&body.results)
+                .filter(|(v, _)| !self.linear.contains(v) && self.out.ty(**v).rank == 1)
+                .filter_map(|(v, r)| match r {
+                    Atom::Var(r) => Some((*r, *v)),
+                    _ => None,
+                })
+                .collect();
+        }
         let saved = std::mem::take(&mut self.pending);
         self.for_depth += 1;
         let body_result = self.block(body, true, &[index], &[(index, ib)], vec![], seeds);
