@@ -576,13 +576,7 @@ impl Jvp {
         let j = b.var("j", Type::I64);
         let count = b.var("count", Type::I64);
         b.begin_block();
-        let aj = b.let_one("a", Expr::Index { array, indices: vec![Atom::Var(j)] });
-        let is_ext = b.binary(BinOp::Eq, aj, Atom::Var(y));
-        b.begin_block();
-        let one = b.end_block(vec![Atom::I64(1)]);
-        b.begin_block();
-        let zero = b.end_block(vec![Atom::I64(0)]);
-        let wj = crate::rules::select(b, is_ext, one, zero);
+        let wj = Self::extreme_mask(b, array, j, y, (Atom::I64(1), Atom::I64(0)));
         let next = b.binary(BinOp::Add, Atom::Var(count), wj);
         let body = b.end_block(vec![next]);
         let cnt = b.let_one("count", Expr::Loop { n, index: j, states: vec![count], init: vec![Atom::I64(0)], body });
@@ -592,7 +586,7 @@ impl Jvp {
         let acc = b.var("dacc", Type::F64);
         self.linear.insert(acc);
         b.begin_block();
-        let wj = Self::extreme_mask(b, array, j2, y);
+        let wj = Self::extreme_mask(b, array, j2, y, (Atom::F64(1.0), Atom::F64(0.0)));
         let dj = self.lin(b, Expr::Index { array: da, indices: vec![Atom::Var(j2)] }, Type::F64, None);
         let t = self.scale(b, wj, dj);
         let next = self.lin(b, Expr::Binary(BinOp::Add, Atom::Var(acc), t), Type::F64, None);
@@ -606,14 +600,15 @@ impl Jvp {
         self.lin(b, Expr::Binary(BinOp::Div, dsum, cntm), Type::F64, None)
     }
 
-    /// `1.0` where `array[j]` equals the extreme `y`, else `0.0`.
-    fn extreme_mask(b: &mut Builder, array: VarId, j: VarId, y: VarId) -> Atom {
+    /// `one` where `array[j]` equals the extreme `y`, else `zero` (two
+    /// literals of one type).
+    fn extreme_mask(b: &mut Builder, array: VarId, j: VarId, y: VarId, (one, zero): (Atom, Atom)) -> Atom {
         let aj = b.let_one("a", Expr::Index { array, indices: vec![Atom::Var(j)] });
         let is_ext = b.binary(BinOp::Eq, aj, Atom::Var(y));
         b.begin_block();
-        let one = b.end_block(vec![Atom::F64(1.0)]);
+        let one = b.end_block(vec![one]);
         b.begin_block();
-        let zero = b.end_block(vec![Atom::F64(0.0)]);
+        let zero = b.end_block(vec![zero]);
         crate::rules::select(b, is_ext, one, zero)
     }
 
