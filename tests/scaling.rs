@@ -437,14 +437,18 @@ fn doubling_chain_beyond_the_inlining_limit_differentiates_through_kept_calls() 
     src.push_str("def h(x: f64) -> f64 = grad(g1, x) * f21(x)\n");
     src.push_str("def h2(x: f64) -> f64 = grad(f1, x) * f21(x)\n");
     write(&dir, "chain.arr", &src);
-    // The value x, first derivative d and second derivative h along the
-    // chain x' = x + e sin x.
-    let (mut x, mut d, mut h) = (0.3f64, 1.0f64, 0.0f64);
-    for _ in 0..(1u64 << 21) {
-        h = h * (1.0 + 0.0000001 * x.cos()) - d * d * 0.0000001 * x.sin();
-        d *= 1.0 + 0.0000001 * x.cos();
-        x += 0.0000001 * x.sin();
-    }
+    // The value x, first derivative d and second derivative h after
+    // `steps` steps of the chain x' = x + e sin x from 0.3.
+    let along = |steps: u64| {
+        let (mut x, mut d, mut h) = (0.3f64, 1.0f64, 0.0f64);
+        for _ in 0..steps {
+            h = h * (1.0 + 0.0000001 * x.cos()) - d * d * 0.0000001 * x.sin();
+            d *= 1.0 + 0.0000001 * x.cos();
+            x += 0.0000001 * x.sin();
+        }
+        (x, d, h)
+    };
+    let (x, d, h) = along(1 << 21);
     let (v, g) = grad(&dir, "chain.arr", "f21", "[0.3]");
     assert!(close(v, x, 1e-12) && close(num(&g), d, 1e-9), "{v} {g} against {x} {d}");
     let out = arrayad(&dir, &["run", "chain.arr", "f21", "--args", "[0.3]", "--jvp", "[2.0]"]);
@@ -471,16 +475,7 @@ fn doubling_chain_beyond_the_inlining_limit_differentiates_through_kept_calls() 
     let out = arrayad(&dir, &["run", "chain.arr", "h", "--args", "[0.3]", "--jvp", "[1.0]"]);
     assert_eq!(out.code, 0, "{out:#?}");
     // h2 = f1' f21, whose derivative is f1'' f21 + f1' f21'.
-    let (x1, d1, h1) = {
-        let (mut x, mut d, mut h) = (0.3f64, 1.0f64, 0.0f64);
-        for _ in 0..2 {
-            h = h * (1.0 + 0.0000001 * x.cos()) - d * d * 0.0000001 * x.sin();
-            d *= 1.0 + 0.0000001 * x.cos();
-            x += 0.0000001 * x.sin();
-        }
-        (x, d, h)
-    };
-    let _ = x1;
+    let (_, d1, h1) = along(2);
     let (v2, g2) = grad(&dir, "chain.arr", "h2", "[0.3]");
     assert!(close(v2, d1 * x, 1e-12) && close(num(&g2), h1 * x + d1 * d, 1e-9), "{v2} {g2}");
     for argv in [

@@ -218,18 +218,6 @@ impl Rev<'_> {
             chunks.push(chunk);
         }
 
-        // The rows this block yields into a comprehension's array, when
-        // not cheap to recompute, are read back from it (`rows_built`).
-        if let [index, ..] = binders {
-            let bound_here: HashSet<VarId> = bound.iter().copied().collect();
-            for (r, array) in rows_built {
-                if bound_here.contains(&r) && r != *index && !defs.contains_key(&r) {
-                    let row = Expr::Index { array, indices: vec![Atom::Var(*index)] };
-                    defs.insert(r, (row, self.loc));
-                }
-            }
-        }
-
         let mut bwd = decls;
         for s in plain_seeds {
             let value = match s.value {
@@ -266,6 +254,16 @@ impl Rev<'_> {
 
         // Residuals: primal variables bound here that the backward code uses.
         let bound_set: HashSet<VarId> = bound.iter().copied().collect();
+        // The rows this block yields into a comprehension's array, when
+        // not cheap to recompute, are read back from it (`rows_built`).
+        if let [index, ..] = binders {
+            for (r, array) in rows_built {
+                if bound_set.contains(&r) && r != *index && !defs.contains_key(&r) {
+                    let row = Expr::Index { array, indices: vec![Atom::Var(*index)] };
+                    defs.insert(r, (row, self.loc));
+                }
+            }
+        }
         let mut needed: HashSet<VarId> = HashSet::new();
         for s in &bwd {
             stmt_uses(&s.kind, &mut |v| {

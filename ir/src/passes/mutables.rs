@@ -16,7 +16,7 @@
 //! One walk to find the variables, one to rewrite: linear in the function.
 //! The recursion follows the nesting of blocks, which the frontend bounds.
 
-use crate::program::{Atom, Block, Function, Stmt, StmtKind};
+use crate::program::{Atom, Block, Function, Stmt, StmtKind, VarInfo};
 use crate::visit::{child_blocks, child_blocks_mut, Subst};
 
 /// Turns the mutable scalars of `f` described in the module docs into
@@ -26,9 +26,9 @@ pub fn mutables_to_values(f: &mut Function) {
         return;
     }
     let mut find = Find {
+        vars: &f.vars,
         home: vec![u32::MAX; f.vars.len()],
         ok: f.vars.iter().map(|v| v.mutable && v.ty.rank == 0).collect(),
-        mutable: f.vars.iter().map(|v| v.mutable).collect(),
         blocks: 0,
     };
     find.block(&f.body);
@@ -46,18 +46,18 @@ pub fn mutables_to_values(f: &mut Function) {
 }
 
 /// The first walk: which mutable scalars qualify.
-struct Find {
+struct Find<'f> {
+    /// The function's variables (an assignment of a mutable one does not
+    /// qualify its target: the atom would be read after it changed).
+    vars: &'f [VarInfo],
     /// The block (numbered in walk order) binding each variable.
     home: Vec<u32>,
     /// Whether each variable qualifies so far.
     ok: Vec<bool>,
-    /// Whether each variable is mutable (an assignment of one does not
-    /// qualify its target: the atom would be read after it changed).
-    mutable: Vec<bool>,
     blocks: u32,
 }
 
-impl Find {
+impl Find<'_> {
     fn block(&mut self, b: &Block) {
         let here = self.blocks;
         self.blocks += 1;
@@ -73,7 +73,7 @@ impl Find {
                 StmtKind::Assign { var, value } => {
                     let i = var.0 as usize;
                     let of_mutable =
-                        matches!(value, Atom::Var(w) if self.mutable.get(w.0 as usize).copied().unwrap_or(true));
+                        matches!(value, Atom::Var(w) if self.vars.get(w.0 as usize).is_none_or(|w| w.mutable));
                     if i < self.ok.len() && (self.home[i] != here || of_mutable) {
                         self.ok[i] = false;
                     }
