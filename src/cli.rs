@@ -758,7 +758,8 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
                 let (jvp, vjp) = (d.take(Which::Jvp), d.take(Which::Vjp));
                 let funcs: Vec<arrayad_ir::Function> = [Some(primal), jvp, vjp].into_iter().flatten().collect();
                 let cg = if a.stage == Stage::Clif { CodegenBackend::Cranelift } else { CodegenBackend::Llvm };
-                let jit = JitModule::compile_with(cg, &a.codegen.target(None), &name, &funcs)?;
+                let none = arrayad_codegen::Callees::none();
+                let jit = JitModule::compile_keeping_ir(cg, &a.codegen.target(None), &name, &funcs, &none)?;
                 for (k, func) in funcs.iter().enumerate() {
                     if k > 0 {
                         out.push('\n');

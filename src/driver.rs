@@ -936,6 +936,22 @@ impl Inner {
         }
     }
 
+    /// The backend IR of the code of `kind` of definition `index` for
+    /// `active`: that code compiled again, its text kept (the compiled code
+    /// of [`Self::engine`] keeps none); `None` on the interpreter.
+    pub(crate) fn backend_ir(&self, index: usize, active: &Arc<[bool]>, kind: Kind) -> Result<Option<String>, Error> {
+        let Some(cg) = self.options.backend.codegen() else { return Ok(None) };
+        compiling(|| {
+            let derived = self.defs[index].derived(active);
+            let Some(f) = self.ir(index, active, kind, derived.get())? else { return Ok(None) };
+            let callees = self.callees(&f)?;
+            let file = &self.program.file;
+            let funcs = std::slice::from_ref(&f);
+            let m = arrayad_codegen::JitModule::compile_keeping_ir(cg, &self.options.target, file, funcs, &callees)?;
+            Ok(m.backend_ir(&f.name))
+        })
+    }
+
     /// The checkpointing warnings of definition `index` for `active` (none
     /// when the module does not checkpoint).
     pub(crate) fn checkpoint_warnings(&self, index: usize, active: &[bool]) -> Result<Vec<Warning>, Error> {

@@ -167,15 +167,6 @@ impl Engine {
     pub fn run_values(&self, args: &[ArgRef<'_>]) -> Result<Vec<Value>, Error> {
         self.run(args, |rs| rs.iter().map(ResultRef::to_value).collect())
     }
-
-    /// The backend's IR of the compiled function (Cranelift IR, or
-    /// optimised LLVM IR), if JIT-compiled.
-    pub fn backend_ir(&self) -> Option<String> {
-        match self {
-            Engine::Jit { module, name } => module.backend_ir(name),
-            Engine::Interp { .. } => None,
-        }
-    }
 }
 
 /// A copy of a borrowed argument as a value (for the interpreter).

@@ -263,7 +263,7 @@ impl Function {
                 )))
             }
         };
-        Ok(self.engine(kind)?.get().backend_ir())
+        self.module.inner.backend_ir(self.index, &self.active, kind)
     }
 
     // ---- code -------------------------------------------------------------

@@ -11,8 +11,9 @@ use crate::error::CodegenError;
 use crate::target::{Backend, TargetOptions};
 use arrayad_ir::Function;
 
-/// Per compiled function, in order: its entry address and its backend IR.
-pub(crate) type Entries = Vec<(*const u8, String)>;
+/// Per compiled function, in order: its entry address and, when asked
+/// for, its backend IR.
+pub(crate) type Entries = Vec<(*const u8, Option<String>)>;
 
 /// The owner of a JIT module's executable memory: dropping it frees the
 /// code ([`crate::JitModule`] drops it only when no call can run).
@@ -24,13 +25,16 @@ pub(crate) trait CodegenBackend: Sync {
     /// [`crate::CallTarget::Address`]) into executable memory
     /// for this machine (`options.cpu` and `options.fast_math` as the
     /// backend honours them): the code's owner, and per function its entry
-    /// address and backend IR.
+    /// address and, with `keep_ir`, its backend IR (formatting it costs
+    /// about as much as a fast compile: only `emit` and
+    /// `Function::backend_ir` ask for it).
     fn compile_jit(
         &self,
         options: &TargetOptions,
         file: &str,
         funcs: &[&Function],
         callees: &Callees,
+        keep_ir: bool,
     ) -> Result<(JitCode, Entries), CodegenError>;
 
     /// The object files (ELF, position-independent, hidden symbols) of

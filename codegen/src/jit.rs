@@ -16,8 +16,8 @@ struct JitFunction {
     params: Vec<Type>,
     results: Vec<Type>,
     /// The backend's IR of the function (Cranelift IR as generated, or
-    /// optimised LLVM IR).
-    text: String,
+    /// optimised LLVM IR), kept by [`JitModule::compile_keeping_ir`] only.
+    text: Option<String>,
 }
 
 /// Functions compiled to machine code in this process, callable by name.
@@ -89,6 +89,32 @@ impl JitModule {
         funcs: &[arrayad_ir::Function],
         callees: &Callees,
     ) -> Result<JitModule, CodegenError> {
+        JitModule::compile_inner(backend, options, file, funcs, callees, false)
+    }
+
+    /// [`Self::compile_calling`], keeping each function's backend IR for
+    /// [`Self::backend_ir`] (the other constructors keep none: formatting
+    /// it costs about as much as Cranelift's compilation).
+    ///
+    /// Errors: as [`Self::compile_calling`].
+    pub fn compile_keeping_ir(
+        backend: Backend,
+        options: &TargetOptions,
+        file: &str,
+        funcs: &[arrayad_ir::Function],
+        callees: &Callees,
+    ) -> Result<JitModule, CodegenError> {
+        JitModule::compile_inner(backend, options, file, funcs, callees, true)
+    }
+
+    fn compile_inner(
+        backend: Backend,
+        options: &TargetOptions,
+        file: &str,
+        funcs: &[arrayad_ir::Function],
+        callees: &Callees,
+        keep_ir: bool,
+    ) -> Result<JitModule, CodegenError> {
         if options.is_cross() {
             return Err(CodegenError::Target(format!(
                 "JIT code runs on this machine; `{}` is another one (build a shared library for it instead)",
@@ -109,6 +135,7 @@ impl JitModule {
             file,
             &funcs.iter().collect::<Vec<_>>(),
             callees,
+            keep_ir,
         )?;
         let mut map = Vec::with_capacity(funcs.len());
         for (f, (ptr, text)) in funcs.iter().zip(compiled) {
@@ -158,9 +185,11 @@ impl JitModule {
     }
 
     /// The backend IR of a compiled function: Cranelift IR as generated
-    /// (before Cranelift's passes), or LLVM IR after optimisation.
+    /// (before Cranelift's passes), or LLVM IR after optimisation; `None`
+    /// for a name the module lacks, or a module compiled without
+    /// [`Self::compile_keeping_ir`].
     pub fn backend_ir(&self, name: &str) -> Option<String> {
-        self.get(name).map(|f| f.text.clone())
+        self.get(name).and_then(|f| f.text.clone())
     }
 
     /// Calls a compiled function with one value per IR parameter. Checks the

@@ -24,12 +24,13 @@ impl Drop for ClifCode {
 }
 
 /// Compiles `funcs` (verified IR, calling `callees` at their addresses)
-/// for the host: the code, and per function its entry address and
-/// Cranelift IR text.
+/// for the host: the code, and per function its entry address and, with
+/// `keep_ir`, its Cranelift IR text.
 pub(crate) fn compile(
     file: &str,
     funcs: &[&arrayad_ir::Function],
     callees: &crate::Callees,
+    keep_ir: bool,
 ) -> Result<(ClifCode, Entries), CodegenError> {
     let host = TargetOptions::host();
     let isa = isa(&host, false)?;
@@ -40,11 +41,11 @@ pub(crate) fn compile(
     let mut module = JITModule::new(builder);
     let items: Vec<(String, Linkage, &arrayad_ir::Function)> =
         funcs.iter().enumerate().map(|(k, f)| (format!("arrayad_jit_{k}_{}", f.name), Linkage::Local, *f)).collect();
-    let defined = define_functions(&mut module, file, &items, &host, false, true, callees)?;
+    let defined = define_functions(&mut module, file, &items, &host, false, keep_ir, callees)?;
     module.finalize_definitions()?;
     let out = defined
         .into_iter()
-        .map(|d| (module.get_finalized_function(d.id), d.clif.map(|c| c.display().to_string()).unwrap_or_default()))
+        .map(|d| (module.get_finalized_function(d.id), d.clif.map(|c| c.display().to_string())))
         .collect();
     Ok((ClifCode { module: Some(module) }, out))
 }

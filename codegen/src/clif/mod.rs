@@ -34,9 +34,10 @@ impl crate::backend::CodegenBackend for Cranelift {
         file: &str,
         funcs: &[&arrayad_ir::Function],
         callees: &crate::Callees,
+        keep_ir: bool,
     ) -> std::result::Result<(crate::backend::JitCode, crate::backend::Entries), CodegenError> {
         // Cranelift compiles for the host's features whatever CPU is named.
-        let (code, entries) = jit::compile(file, funcs, callees)?;
+        let (code, entries) = jit::compile(file, funcs, callees, keep_ir)?;
         Ok((Box::new(code), entries))
     }
 

@@ -35,13 +35,14 @@ impl Drop for LlvmCode {
 }
 
 /// Compiles `funcs` (verified IR, calling `callees` at their addresses)
-/// for this machine: the code, and per function its entry address and
-/// optimised LLVM IR.
+/// for this machine: the code, and per function its entry address and,
+/// with `keep_ir`, its optimised LLVM IR.
 pub(crate) fn compile(
     opts: &TargetOptions,
     file: &str,
     funcs: &[&arrayad_ir::Function],
     callees: &crate::Callees,
+    keep_ir: bool,
 ) -> Result<(LlvmCode, Entries), CodegenError> {
     let machine = target_machine(opts, false)?;
     let context = Box::new(Context::create());
@@ -51,7 +52,7 @@ pub(crate) fn compile(
     let ctx: &'static Context = unsafe { &*(context.as_ref() as *const Context) };
     let syms: Vec<(String, &arrayad_ir::Function)> =
         funcs.iter().enumerate().map(|(k, f)| (format!("arrayad_jit_{k}_{}", f.name), *f)).collect();
-    let built = build_module(ctx, &machine, opts, file, &syms, false, callees)?;
+    let built = build_module(ctx, &machine, opts, file, &syms, false, callees, keep_ir)?;
     let engine = built
         .module
         .create_jit_execution_engine(OptimizationLevel::Aggressive)

@@ -59,22 +59,23 @@ impl crate::backend::CodegenBackend for Llvm {
         file: &str,
         funcs: &[&arrayad_ir::Function],
         callees: &crate::Callees,
+        keep_ir: bool,
     ) -> std::result::Result<(crate::backend::JitCode, crate::backend::Entries), CodegenError> {
         let (large, small): (Vec<usize>, Vec<usize>) = (0..funcs.len()).partition(|&k| over_budget(funcs[k]));
         if large.is_empty() {
-            let (code, entries) = jit::compile(options, file, funcs, callees)?;
+            let (code, entries) = jit::compile(options, file, funcs, callees, keep_ir)?;
             return Ok((Box::new(code), entries));
         }
         let pick = |ks: &[usize]| ks.iter().map(|&k| funcs[k]).collect::<Vec<_>>();
-        let (clif_code, clif_entries) = crate::clif::Cranelift.compile_jit(options, file, &pick(&large), callees)?;
+        let (clif_code, clif_entries) = crate::clif::Cranelift.compile_jit(options, file, &pick(&large), callees, keep_ir)?;
         let (llvm_code, llvm_entries) = if small.is_empty() {
             (None, Vec::new())
         } else {
-            let (code, entries) = jit::compile(options, file, &pick(&small), callees)?;
+            let (code, entries) = jit::compile(options, file, &pick(&small), callees, keep_ir)?;
             (Some(code), entries)
         };
         // The entries in the order of `funcs`.
-        let mut entries = vec![(std::ptr::null(), String::new()); funcs.len()];
+        let mut entries = vec![(std::ptr::null(), None); funcs.len()];
         for (k, e) in large.iter().zip(clif_entries).chain(small.iter().zip(llvm_entries)) {
             entries[*k] = e;
         }
@@ -188,10 +189,10 @@ fn host_cpu() -> (String, String) {
 }
 
 /// An LLVM module holding compiled IR functions, with per function its
-/// LLVM name and its optimised IR text.
+/// LLVM name and, when asked for, its optimised IR text.
 pub(crate) struct Built<'ctx> {
     pub module: Module<'ctx>,
-    pub funcs: Vec<(String, String)>,
+    pub funcs: Vec<(String, Option<String>)>,
 }
 
 /// Loop nests deeper than this are compiled for size ([`build_module`]).
@@ -242,7 +243,9 @@ fn loop_depth(f: &arrayad_ir::Function) -> usize {
 
 /// Lowers `funcs` (symbol name, IR) into a new module of `ctx` for `tm`,
 /// verifies each function (a failure is an internal error naming it) and
-/// runs the `-O3` pipeline.
+/// runs the `-O3` pipeline; with `keep_ir`, prints each function's
+/// optimised IR.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn build_module<'ctx>(
     ctx: &'ctx Context,
     machine: &Machine,
@@ -251,6 +254,7 @@ pub(crate) fn build_module<'ctx>(
     funcs: &[(String, &arrayad_ir::Function)],
     hidden: bool,
     callees: &crate::Callees,
+    keep_ir: bool,
 ) -> Result<Built<'ctx>> {
     let Machine { tm, cpu, features } = machine;
     let module = ctx.create_module("arrayad");
@@ -314,9 +318,12 @@ pub(crate) fn build_module<'ctx>(
     popts.set_loop_unrolling(true);
     popts.set_loop_interleaving(true);
     module.run_passes("default<O3>", tm, popts).map_err(|e| llvm_err("(module)", format!("optimisation: {e}")))?;
-    let texts =
-        funcs.iter().zip(&values).map(|((sym, _), fv)| (sym.clone(), fv.print_to_string().to_string())).collect();
-    Ok(Built { module, funcs: texts })
+    let funcs = funcs
+        .iter()
+        .zip(&values)
+        .map(|((sym, _), fv)| (sym.clone(), keep_ir.then(|| fv.print_to_string().to_string())))
+        .collect();
+    Ok(Built { module, funcs })
 }
 
 /// Declarations and constants shared by the functions of one module.

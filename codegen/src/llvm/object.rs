@@ -68,7 +68,7 @@ pub(crate) fn compile_object(
 ) -> Result<Vec<u8>, CodegenError> {
     let machine = target_machine(opts, true)?;
     let context = Context::create();
-    let built = build_module(&context, &machine, opts, file, funcs, true, callees)?;
+    let built = build_module(&context, &machine, opts, file, funcs, true, callees, false)?;
     let buf = machine
         .tm
         .write_to_memory_buffer(&built.module, FileType::Object)
