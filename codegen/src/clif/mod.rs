@@ -193,6 +193,7 @@ pub(crate) fn define_functions<M: Module>(
         sig,
         imports: Imports::calling(callees.clone()),
         fbc: FunctionBuilderContext::new(),
+        ctx: cranelift_codegen::Context::new(),
         ready: HashMap::new(),
         defined: (0..funcs.len()).map(|_| None).collect(),
         guarded: Vec::new(),
@@ -228,9 +229,10 @@ pub(crate) fn define_functions<M: Module>(
             let done_tx = done_tx.clone();
             let (jobs, isas, single_pass) = (&jobs, &isas, &single_pass);
             let work = move || {
+                let mut ctx = cranelift_codegen::Context::new();
                 while let Some((k, func)) = jobs.take() {
                     let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        compile_function(isas, single_pass[k], func, &funcs[k].2.name)
+                        compile_function(&mut ctx, isas, single_pass[k], func, &funcs[k].2.name)
                     }));
                     if done_tx.send((k, code)).is_err() {
                         break;
@@ -367,15 +369,24 @@ struct Isas {
     fast: Option<OwnedTargetIsa>,
 }
 
-/// Compiles `func` (with the fast ISA when `single_pass`), on any thread; its
-/// relocations are against `func`'s own name.
-fn compile_function(isas: &Isas, single_pass: bool, func: clif::Function, name: &str) -> Result<Compiled> {
+/// Compiles `func` (with the fast ISA when `single_pass`), on any thread,
+/// in `ctx` (one per thread: Cranelift reuses its analyses' and register
+/// allocator's memory from one function to the next); its relocations
+/// are against `func`'s own name.
+fn compile_function(
+    ctx: &mut cranelift_codegen::Context,
+    isas: &Isas,
+    single_pass: bool,
+    func: clif::Function,
+    name: &str,
+) -> Result<Compiled> {
     let isa = match (&isas.fast, single_pass) {
         (Some(fast), true) => fast.as_ref(),
         _ => isas.usual.as_ref(),
     };
-    let mut ctx = cranelift_codegen::Context::for_function(func);
-    compile(&mut ctx, isa, name)?;
+    ctx.clear();
+    ctx.func = func;
+    compile(ctx, isa, name)?;
     let Some(code) = ctx.compiled_code() else {
         return Err(CodegenError::Cranelift(format!("compiling `{name}`: no code")));
     };
@@ -404,6 +415,8 @@ struct Definer<'m, 'a, M: Module> {
     sig: clif::Signature,
     imports: Imports,
     fbc: FunctionBuilderContext,
+    /// The Cranelift context of the functions this thread compiles.
+    ctx: cranelift_codegen::Context,
     /// Compiled functions not yet defined, by index.
     ready: HashMap<usize, Result<Compiled>>,
     /// The functions defined, by index.
@@ -441,7 +454,8 @@ impl<M: Module> Definer<'_, '_, M> {
 
     /// Compiles function `k` on this thread, to be defined in its turn.
     fn compile_here(&mut self, k: usize, func: clif::Function) {
-        self.ready.insert(k, compile_function(self.isas, self.single_pass[k], func, &self.funcs[k].2.name));
+        let code = compile_function(&mut self.ctx, self.isas, self.single_pass[k], func, &self.funcs[k].2.name);
+        self.ready.insert(k, code);
     }
 
     /// Defines the compiled functions that come next in order (those whose
@@ -492,7 +506,7 @@ impl<M: Module> Definer<'_, '_, M> {
                         .ok_or_else(|| CodegenError::Cranelift(format!("the call of `{sym}.body` has no result")))
                 })
             })?;
-            let guard = compile_function(self.isas, false, guard, &f.name)?;
+            let guard = compile_function(&mut self.ctx, self.isas, false, guard, &f.name)?;
             self.define(id, &guard, &f.name)?;
         }
         self.defined

@@ -67,7 +67,8 @@ impl crate::backend::CodegenBackend for Llvm {
             return Ok((Box::new(code), entries));
         }
         let pick = |ks: &[usize]| ks.iter().map(|&k| funcs[k]).collect::<Vec<_>>();
-        let (clif_code, clif_entries) = crate::clif::Cranelift.compile_jit(options, file, &pick(&large), callees, keep_ir)?;
+        let (clif_code, clif_entries) =
+            crate::clif::Cranelift.compile_jit(options, file, &pick(&large), callees, keep_ir)?;
         let (llvm_code, llvm_entries) = if small.is_empty() {
             (None, Vec::new())
         } else {

@@ -165,3 +165,58 @@ fn block(f: &mut Function, b: &mut Block, assigns: &[u32], first: &HashMap<VarId
     }
     b.stmts = out;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::{Loc, Signature, SrcType};
+    use crate::types::{Scalar, Type};
+
+    fn stmt(kind: StmtKind) -> Stmt {
+        Stmt { kind, loc: Loc::default() }
+    }
+
+    /// `let mut m = x; let t = x * 2; let u = t + 1; for i < 3 { m := m + u };
+    /// return m`: the declaration of `m`, whose assignment in the loop keeps
+    /// it mutable, moves down to just before the loop (its first use), and
+    /// the statements keep their order otherwise.
+    #[test]
+    fn mutable_declarations_move_down_to_their_first_use() {
+        let mut f = Function {
+            name: "f".into(),
+            params: vec![],
+            body: Block::default(),
+            vars: vec![],
+            result_types: vec![Type::F64],
+            signature: Signature { params: vec![], result: SrcType::Scalar(Scalar::F64) },
+            loc: Loc::default(),
+        };
+        let x = f.new_var("x", Type::F64);
+        f.params.push(x);
+        let m = f.new_mut_var("m", Type::F64);
+        let t = f.new_var("t", Type::F64);
+        let u = f.new_var("u", Type::F64);
+        let s = f.new_var("s", Type::F64);
+        let i = f.new_var("i", Type::I64);
+        let loop_body = Block {
+            stmts: vec![
+                stmt(StmtKind::Let { vars: vec![s], expr: Expr::Binary(BinOp::Add, Atom::Var(m), Atom::Var(u)) }),
+                stmt(StmtKind::Assign { var: m, value: Atom::Var(s) }),
+            ],
+            results: vec![],
+        };
+        let declare_m = stmt(StmtKind::Let { vars: vec![m], expr: Expr::Atom(Atom::Var(x)) });
+        let bind_t =
+            stmt(StmtKind::Let { vars: vec![t], expr: Expr::Binary(BinOp::Mul, Atom::Var(x), Atom::F64(2.0)) });
+        let bind_u =
+            stmt(StmtKind::Let { vars: vec![u], expr: Expr::Binary(BinOp::Add, Atom::Var(t), Atom::F64(1.0)) });
+        let the_loop = stmt(StmtKind::For { n: Atom::I64(3), index: i, reverse: false, body: loop_body });
+        f.body = Block {
+            stmts: vec![declare_m.clone(), bind_t.clone(), bind_u.clone(), the_loop.clone()],
+            results: vec![Atom::Var(m)],
+        };
+        fold_accumulators(&mut f);
+        assert!(f.var(m).mutable);
+        assert_eq!(f.body.stmts, vec![bind_t, bind_u, declare_m, the_loop]);
+    }
+}
