@@ -249,6 +249,9 @@ impl Function {
     /// jvp, vjp, many-row vjp or vector jvp of the Jacobian, or
     /// Hessian-vector product (`kind` is `"primal"`, `"jvp"`, `"vjp"`,
     /// `"vjp_rows"`, `"jvp_lanes"` or `"hvp"`); `None` on the interpreter.
+    /// The code is compiled again with its text kept: the compiled code
+    /// calls run keeps none (formatting it costs about as much as a fast
+    /// compilation).
     pub fn backend_ir(&self, kind: &str) -> Result<Option<String>, Error> {
         let kind = match kind {
             "primal" => Kind::Primal,

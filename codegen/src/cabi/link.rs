@@ -176,6 +176,27 @@ fn run_c_compiler(cc: &str, mut command: Command) -> Result<(), CodegenError> {
     )))
 }
 
+/// `-fuse-ld=gold` when `cc` can link with gold, else nothing (asked once
+/// per C compiler and process). Gold links the large objects of generated
+/// code in half the time of the default BFD linker (10,000 small
+/// definitions: 0.64 s instead of 1.33 s), and makes a library with the
+/// same functions, visibility and dependencies (its dynamic symbols add
+/// the linker's `_end`, `_edata` and `__bss_start`).
+fn faster_linker(cc: &str) -> Option<&'static str> {
+    static CHECKED: std::sync::Mutex<Vec<(String, bool)>> = std::sync::Mutex::new(Vec::new());
+    let mut checked = CHECKED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, gold)) = checked.iter().find(|(c, _)| c == cc) {
+        return gold.then_some("-fuse-ld=gold");
+    }
+    let gold = Command::new(cc)
+        .args(["-fuse-ld=gold", "-Wl,--version"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("gold"));
+    checked.push((cc.to_string(), gold));
+    gold.then_some("-fuse-ld=gold")
+}
+
 /// Writes `contents` to `path` without ever leaving a partial file there:
 /// into a temporary file in the same directory, then renamed over `path`
 /// (a process that has the old file mapped keeps its copy).
@@ -363,7 +384,8 @@ fn build_calling(
     results.into_iter().collect::<Result<Vec<()>, _>>()?;
     let tmp_so = d.join("out.so");
     let mut link = Command::new(&cc);
-    link.arg("-shared").args(FLAGS).arg("-o").arg(&tmp_so).args(&objects).args(&prebuilt_objects).args(&code_paths);
+    link.arg("-shared").args(FLAGS).args(faster_linker(&cc));
+    link.arg("-o").arg(&tmp_so).args(&objects).args(&prebuilt_objects).args(&code_paths);
     link.arg("-lm").args(extra_c_flags());
     time("link", || run_c_compiler(&cc, link))?;
     let so = std::fs::read(&tmp_so).map_err(|e| CodegenError::Link(format!("reading {}: {e}", tmp_so.display())))?;
