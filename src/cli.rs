@@ -507,6 +507,11 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
         out.push_str(&encode_result(&result_ty, &value));
     }
     out.push_str("}\n");
+    // The process ends after printing: the system takes back the module's
+    // IR and code at once (freeing them piece by piece took a third of a
+    // second after the gradient of a 100,000-let chain).
+    drop(f);
+    std::mem::forget(module);
     Ok(out)
 }
 
@@ -628,6 +633,10 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
     let opts = LinkOptions { backend, target: a.codegen.target(a.target.clone()), cc: a.cc.clone() };
     let called = arrayad_codegen::Called { program: program.clone(), funcs: called };
     arrayad_codegen::build_shared_library_calling(&name, &exports, &called, &module_name, &a.output, &header, &opts)?;
+    // The process ends after the build: the system takes back the IR of
+    // every export and called definition at once, where freeing it piece
+    // by piece took a second for 10,000 definitions.
+    std::mem::forget((exports, called, program));
     Ok(String::new())
 }
 
