@@ -180,7 +180,9 @@ fn run_c_compiler(cc: &str, mut command: Command) -> Result<(), CodegenError> {
 /// per C compiler and process). Gold links the large objects of generated
 /// code in half the time of the default BFD linker (10,000 small
 /// definitions: 0.64 s instead of 1.33 s). With the soname and the version
-/// script of `build_calling`, the library exports what BFD's does.
+/// script of `build_calling`, the library exports what BFD's does; a link
+/// gold fails is done again without it. `ARRAYAD_CFLAGS=-fuse-ld=bfd`
+/// (which comes later on the command line) chooses the default linker.
 fn faster_linker(cc: &str) -> Option<&'static str> {
     static CHECKED: std::sync::Mutex<Vec<(String, bool)>> = std::sync::Mutex::new(Vec::new());
     let mut checked = CHECKED.lock().unwrap_or_else(|e| e.into_inner());
@@ -196,17 +198,25 @@ fn faster_linker(cc: &str) -> Option<&'static str> {
     gold.then_some("-fuse-ld=gold")
 }
 
-/// Moves the file `from` (in a scratch directory) over `to` as
-/// [`replace_file`] would write it: renamed when both are on one file
-/// system (a library of 10,000 definitions is 145 MB: no copy), else
-/// copied.
+/// Moves the file `from` (in a scratch directory) over `to`, never
+/// leaving a partial file there, with the permissions `from` has (the
+/// linker's): renamed when both are on one file system (a library of
+/// 10,000 definitions is 145 MB: no copy), else copied by
+/// [`replace_file`].
 fn move_file(from: &Path, to: &Path) -> Result<(), CodegenError> {
-    let durable = std::fs::File::open(from).and_then(|f| f.sync_all());
-    if durable.is_ok() && std::fs::rename(from, to).is_ok() {
-        return Ok(());
+    let failed = |e: std::io::Error| CodegenError::Link(format!("writing {}: {e}", to.display()));
+    std::fs::File::open(from).and_then(|f| f.sync_all()).map_err(failed)?;
+    match std::fs::rename(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
+            let bytes =
+                std::fs::read(from).map_err(|e| CodegenError::Link(format!("reading {}: {e}", from.display())))?;
+            replace_file(to, &bytes)?;
+            let mode = std::fs::metadata(from).map(|m| m.permissions()).map_err(failed)?;
+            std::fs::set_permissions(to, mode).map_err(failed)
+        }
+        Err(e) => Err(failed(e)),
     }
-    let bytes = std::fs::read(from).map_err(|e| CodegenError::Link(format!("reading {}: {e}", from.display())))?;
-    replace_file(to, &bytes)
 }
 
 /// Writes `contents` to `path` without ever leaving a partial file there:
@@ -395,26 +405,39 @@ fn build_calling(
     });
     results.into_iter().collect::<Result<Vec<()>, _>>()?;
     let tmp_so = d.join("out.so");
-    let mut link = Command::new(&cc);
-    link.arg("-shared").args(FLAGS);
-    if let Some(gold) = faster_linker(&cc) {
-        // Gold exports the linker's `_end`, `_edata` and `__bss_start`,
-        // which BFD keeps to itself: the library exports only its API.
-        let hide = d.join("arrayad_hide.map");
-        write(&hide, b"{ local: _end; _edata; __bss_start; };\n")?;
-        let mut script = std::ffi::OsString::from("--version-script=");
-        script.push(&hide);
-        link.arg(gold).arg("-Xlinker").arg(script);
-    }
-    // The library's own name as its soname: what programs linked with it
-    // record, and what gold would otherwise take from the scratch path of
-    // its output (for the version definition), making every build differ.
-    if let Some(name) = out_so.file_name() {
-        link.args(["-Xlinker", "-soname", "-Xlinker"]).arg(name);
-    }
-    link.arg("-o").arg(&tmp_so).args(&objects).args(&prebuilt_objects).args(&code_paths);
-    link.arg("-lm").args(extra_c_flags());
-    time("link", || run_c_compiler(&cc, link))?;
+    // Gold, when there, with a version script: gold exports the linker's
+    // `_end`, `_edata` and `__bss_start`, which BFD keeps to itself, and
+    // the library exports only its API.
+    let gold = match faster_linker(&cc) {
+        Some(flag) => {
+            let hide = d.join("arrayad_hide.map");
+            write(&hide, b"{ local: _end; _edata; __bss_start; };\n")?;
+            let mut script = std::ffi::OsString::from("--version-script=");
+            script.push(&hide);
+            Some([std::ffi::OsString::from(flag), "-Xlinker".into(), script])
+        }
+        None => None,
+    };
+    let link = |gold: Option<&[std::ffi::OsString; 3]>| {
+        let mut link = Command::new(&cc);
+        link.arg("-shared").args(FLAGS).args(gold.into_iter().flatten());
+        // The library's own name as its soname: what programs linked with
+        // it record, and what gold would otherwise take from the scratch
+        // path of its output (for the version definition), making every
+        // build differ.
+        if let Some(name) = out_so.file_name() {
+            link.args(["-Xlinker", "-soname", "-Xlinker"]).arg(name);
+        }
+        link.arg("-o").arg(&tmp_so).args(&objects).args(&prebuilt_objects).args(&code_paths);
+        link.arg("-lm").args(extra_c_flags());
+        link
+    };
+    // A failure of gold is retried with the compiler's own linker, whose
+    // error is the one reported.
+    time("link", || match &gold {
+        Some(g) => run_c_compiler(&cc, link(Some(g))).or_else(|_| run_c_compiler(&cc, link(None))),
+        None => run_c_compiler(&cc, link(None)),
+    })?;
     move_file(&tmp_so, out_so)?;
     replace_file(out_h, header.as_bytes())?;
     Ok(())

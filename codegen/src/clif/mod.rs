@@ -131,8 +131,9 @@ fn isa_with(target: &TargetOptions, pic: bool, fast_regalloc: bool) -> Result<Ow
     Ok(isa)
 }
 
-/// One compiled function: its id in the module and its Cranelift IR as
-/// generated (before Cranelift's own passes).
+/// One compiled function: its id in the module and, when kept
+/// (`define_functions`' `keep_ir`), its Cranelift IR as generated (before
+/// Cranelift's own passes).
 pub(crate) struct Defined {
     pub id: FuncId,
     pub clif: Option<clif::Function>,
@@ -234,6 +235,10 @@ pub(crate) fn define_functions<M: Module>(
                     let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         compile_function(&mut ctx, isas, single_pass[k], func, &funcs[k].2.name)
                     }));
+                    if code.is_err() {
+                        // A context a panic left half-way is not reused.
+                        ctx = cranelift_codegen::Context::new();
+                    }
                     if done_tx.send((k, code)).is_err() {
                         break;
                     }
