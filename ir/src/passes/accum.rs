@@ -169,8 +169,8 @@ fn block(f: &mut Function, b: &mut Block, assigns: &[u32], first: &HashMap<VarId
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::program::{Loc, Signature, SrcType};
-    use crate::types::{Scalar, Type};
+    use crate::program::Loc;
+    use crate::types::Type;
 
     fn stmt(kind: StmtKind) -> Stmt {
         Stmt { kind, loc: Loc::default() }
@@ -182,17 +182,8 @@ mod tests {
     /// the statements keep their order otherwise.
     #[test]
     fn mutable_declarations_move_down_to_their_first_use() {
-        let mut f = Function {
-            name: "f".into(),
-            params: vec![],
-            body: Block::default(),
-            vars: vec![],
-            result_types: vec![Type::F64],
-            signature: Signature { params: vec![], result: SrcType::Scalar(Scalar::F64) },
-            loc: Loc::default(),
-        };
-        let x = f.new_var("x", Type::F64);
-        f.params.push(x);
+        let (mut f, ps) = Function::with_params("f", &[Type::F64], &[Type::F64]);
+        let x = ps[0];
         let m = f.new_mut_var("m", Type::F64);
         let t = f.new_var("t", Type::F64);
         let u = f.new_var("u", Type::F64);

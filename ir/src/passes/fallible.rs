@@ -565,24 +565,12 @@ impl Analysis<'_> {
 mod tests {
     use super::*;
     use crate::builder::Builder;
-    use crate::program::{Loc, Signature, SrcType};
     use crate::types::Type;
 
     /// `f(x: [n]f64, k: i64)`: the function and its two params.
     fn func() -> (Function, VarId, VarId) {
-        let mut f = Function {
-            name: "f".into(),
-            params: vec![],
-            body: Block::default(),
-            vars: vec![],
-            result_types: vec![Type::F64],
-            signature: Signature { params: vec![], result: SrcType::Scalar(Scalar::F64) },
-            loc: Loc::default(),
-        };
-        let x = f.new_var("x", Type::array(Scalar::F64, 1));
-        let k = f.new_var("k", Type::I64);
-        f.params = vec![x, k];
-        (f, x, k)
+        let (f, ps) = Function::with_params("f", &[Type::array(Scalar::F64, 1), Type::I64], &[Type::F64]);
+        (f, ps[0], ps[1])
     }
 
     /// `x[0]` may fail outside a loop over `dim x 0` (after it) and in a

@@ -120,8 +120,8 @@ fn is_assign_of(s: &Stmt, ok: &[bool]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::program::{BinOp, Expr, Loc, Signature, SrcType};
-    use crate::types::{Scalar, Type};
+    use crate::program::{BinOp, Expr, Loc};
+    use crate::types::Type;
 
     fn stmt(kind: StmtKind) -> Stmt {
         Stmt { kind, loc: Loc::default() }
@@ -133,17 +133,8 @@ mod tests {
     /// stays as it was.
     #[test]
     fn assignments_in_the_binding_block_become_values() {
-        let mut f = Function {
-            name: "f".into(),
-            params: vec![],
-            body: Block::default(),
-            vars: vec![],
-            result_types: vec![Type::F64, Type::F64],
-            signature: Signature { params: vec![], result: SrcType::Scalar(Scalar::F64) },
-            loc: Loc::default(),
-        };
-        let x = f.new_var("x", Type::F64);
-        f.params.push(x);
+        let (mut f, ps) = Function::with_params("f", &[Type::F64], &[Type::F64, Type::F64]);
+        let x = ps[0];
         let c = f.new_mut_var("c", Type::F64);
         let d = f.new_mut_var("d", Type::F64);
         let t = f.new_var("t", Type::F64);
