@@ -208,7 +208,9 @@ struct EmitArgs {
     /// The stage to print.
     #[arg(long, value_enum)]
     stage: Stage,
-    /// Print only this definition (default: all).
+    /// Print only this definition (default: all, then the parts `f#1`,
+    /// `f#2`, ... that definitions of 32,000 statements or more are split
+    /// into, each compiled on its own).
     #[arg(long, value_name = "F")]
     function: Option<String>,
     /// Differentiate only these parameters (jvp, vjp, delta, clif, llvm).
@@ -727,9 +729,12 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
     let program = driver::load(&name, &source)?;
     let ids: Vec<FuncId> = match &a.function {
         Some(f) => vec![driver::find(&program, f)?],
-        None => program.definitions().collect(),
+        // The parts of huge definitions too (`passes::outline`).
+        None => program.definitions().chain(program.parts()).collect(),
     };
-    driver::check_wrt(&program, Some(&ids), a.wrt.as_deref())?;
+    let defs: Vec<FuncId> =
+        ids.iter().copied().filter(|id| !arrayad_ir::passes::outline::is_part(&program.func(*id).name)).collect();
+    driver::check_wrt(&program, Some(&defs), a.wrt.as_deref())?;
     let wrt = a.wrt.as_deref();
     // The IR stages show the code `build` compiles: the calls of the
     // definitions it keeps stay calls.

@@ -73,16 +73,23 @@ pub fn load(name: &str, source: &str) -> Result<Program, Error> {
 }
 
 /// `program` with each `grad`, `vjp` and `jvp` inside a definition turned
-/// into a definition of its own (`arrayad_ad::expand_derivatives`).
+/// into a definition of its own (`arrayad_ad::expand_derivatives`), and
+/// each huge definition split into parts that it calls
+/// (`passes::outline`), which are compiled, and differentiated, on their
+/// own.
 pub fn expand(program: &Program) -> Result<Program, Error> {
-    compiling(|| Ok(arrayad_ad::expand_derivatives(program)?))
+    compiling(|| {
+        let mut expanded = arrayad_ad::expand_derivatives(program)?;
+        time("outline", || passes::outline::outline(&mut expanded));
+        Ok(expanded)
+    })
 }
 
 /// The definition called `name`.
 ///
 /// Errors: [`Error::Usage`] naming the definitions there are.
 pub fn find(program: &Program, name: &str) -> Result<FuncId, Error> {
-    program.find(name).ok_or_else(|| {
+    program.find(name).filter(|id| !passes::outline::is_part(&program.func(*id).name)).ok_or_else(|| {
         let names: Vec<&str> = program.definitions().map(|id| program.func(id).name.as_str()).collect();
         Error::Usage(format!(
             "no definition `{name}` in {} (it defines: {})",
@@ -167,9 +174,20 @@ pub fn kept_derivatives(
     kept: &KeptCalls,
     opts: AdOptions,
 ) -> Result<(Function, Function), Error> {
-    let primal = prepare_code(program, id, kept)?;
+    kept_derivatives_of(program, id, &prepare_code(program, id, kept)?, opts)
+}
+
+/// [`kept_derivatives`] from the primal of `id` prepared for code.
+///
+/// Errors: as [`derive`].
+pub fn kept_derivatives_of(
+    program: &Program,
+    id: FuncId,
+    primal: &Function,
+    opts: AdOptions,
+) -> Result<(Function, Function), Error> {
     let leaves = arrayad_ad::active_leaves(&program.func(id).signature, None);
-    let mut d = derive(program, id, &primal, &leaves, opts, &[Which::Jvp, Which::Vjp])?;
+    let mut d = derive(program, id, primal, &leaves, opts, &[Which::Jvp, Which::Vjp])?;
     match (d.take(Which::Jvp), d.take(Which::Vjp)) {
         (Some(jvp), Some(vjp)) => Ok((jvp, vjp)),
         _ => Err(Error::Internal(format!("the derivatives of `{}` were not derived", primal.name))),
@@ -202,11 +220,19 @@ pub fn called_definitions(
 
 /// [`called_definitions`] on the calling thread (a big-stack one). The
 /// callees are found in waves (those the functions of the last wave call
-/// and no earlier wave made); the definitions of a wave are prepared and
-/// differentiated on several threads, and their functions listed wave by
-/// wave, by definition id within a wave (a definition's kinds in the order
-/// its calls were met), so that the list is the same for any number of
+/// and no earlier wave made), and their functions listed wave by wave, by
+/// definition id within a wave (a definition's kinds in the order its
+/// calls were met), so that the list is the same for any number of
 /// threads. The first error in that order is the one reported.
+///
+/// A wave may hold a single definition (a library of helpers each calling
+/// the next ten is as many waves deep as it has helpers), so the waves do
+/// not make the functions: before them, every kept definition that the
+/// program reaches from the first wave's definitions is made, on every
+/// core, in the kinds the first wave asks of the definitions that reach
+/// it (a kind's functions call the same kind of their callees, the vjp's
+/// and its jvp's the primal too). A wave only takes them, making what the
+/// first one did not foresee; what is made and never called is dropped.
 fn called_definitions_here(
     program: &Program,
     funcs: &[&Function],
@@ -214,33 +240,63 @@ fn called_definitions_here(
     opts: AdOptions,
 ) -> Result<Vec<arrayad_codegen::CalledDefinition>, Error> {
     let n = program.funcs.len();
-    // The jvp and vjp of each definition made so far: a later wave may
-    // call kinds of it that an earlier one did not.
-    let mut derivatives: HashMap<FuncId, (Function, Function)> = HashMap::new();
+    let kind_of =
+        |c: FuncId| KeptKind::of_callee(n, c).ok_or_else(|| Error::Internal(format!("a call of function {}", c.0)));
+    let mut wave: Vec<FuncId> = funcs.iter().flat_map(|f| called_by(f)).collect();
+    let mut made: HashMap<FuncId, Made> = HashMap::new();
+    {
+        // The definitions the first wave asks each kind of, and the kinds
+        // each definition they reach is made in.
+        let mut roots: std::collections::BTreeMap<KeptKind, Vec<FuncId>> = Default::default();
+        for &c in &wave {
+            let (def, kind) = kind_of(c)?;
+            roots.entry(kind).or_default().push(def);
+        }
+        let mut kinds: std::collections::BTreeMap<u32, Vec<KeptKind>> = Default::default();
+        for (kind, defs) in &roots {
+            let with = match kind {
+                KeptKind::Vjp | KeptKind::VjpJvp => vec![*kind, KeptKind::Primal],
+                _ => vec![*kind],
+            };
+            for d in kept_reached(program, defs, kept) {
+                let ks = kinds.entry(d.0).or_default();
+                for k in &with {
+                    if !ks.contains(k) {
+                        ks.push(*k);
+                    }
+                }
+            }
+        }
+        let mut tasks: Vec<MakeTask> = kinds.into_iter().map(|(d, ks)| (FuncId(d), ks, None)).collect();
+        arrayad_ir::stack::for_each_parallel(tasks.iter_mut().collect(), COMPILE_STACK, |t: &mut (FuncId, _, _)| {
+            let mut m = Made::default();
+            t.2 = Some(on_compile_stack(|| guard(|| m.make(program, t.0, &t.1, kept, opts).map(|()| m))));
+        });
+        // An error is reported when a wave asks for the function.
+        made.extend(tasks.into_iter().filter_map(|(d, _, r)| Some((d, r?.ok()?))));
+    }
     let mut out = Vec::new();
     let mut seen: std::collections::HashSet<FuncId> = std::collections::HashSet::new();
-    let mut wave: Vec<FuncId> = funcs.iter().flat_map(|f| called_by(f)).collect();
     while !wave.is_empty() {
         wave.retain(|&c| seen.insert(c));
         let mut groups: std::collections::BTreeMap<u32, Vec<(FuncId, KeptKind)>> = Default::default();
         for &c in &wave {
-            let (def, kind) =
-                KeptKind::of_callee(n, c).ok_or_else(|| Error::Internal(format!("a call of function {}", c.0)))?;
+            let (def, kind) = kind_of(c)?;
             groups.entry(def.0).or_default().push((c, kind));
         }
-        let mut tasks: Vec<CalleeTask> = groups.into_iter().map(|(def, kinds)| (FuncId(def), kinds, None)).collect();
-        let made = &derivatives;
+        let mut tasks: Vec<CalleeTask> = groups
+            .into_iter()
+            .map(|(def, kinds)| (FuncId(def), kinds, made.remove(&FuncId(def)).unwrap_or_default(), None))
+            .collect();
         arrayad_ir::stack::for_each_parallel(tasks.iter_mut().collect(), COMPILE_STACK, |t: &mut CalleeTask| {
-            let result = on_compile_stack(|| guard(|| make_callees(program, t.0, &t.1, made.get(&t.0), kept, opts)));
-            t.2 = Some(result);
+            let (def, wanted, m, result) = t;
+            *result = Some(on_compile_stack(|| guard(|| m.take(program, *def, wanted, kept, opts))));
         });
         let mut next = Vec::new();
-        for (def, _, result) in tasks {
-            let callees = result.unwrap_or_else(|| Err(Error::Internal("a callee was not made".into())))?;
-            if let Some(pair) = callees.derivatives {
-                derivatives.insert(def, pair);
-            }
-            for (id, primal) in callees.functions {
+        for (def, _, m, result) in tasks {
+            let functions = result.unwrap_or_else(|| Err(Error::Internal("a callee was not made".into())))?;
+            made.insert(def, m);
+            for (id, primal) in functions {
                 next.extend(called_by(&primal));
                 out.push(arrayad_codegen::CalledDefinition { id, primal });
             }
@@ -250,48 +306,127 @@ fn called_definitions_here(
     Ok(out)
 }
 
-/// One definition of a wave of [`called_definitions_here`]: the
-/// definition, the callee ids and kinds wanted of it, and what
-/// [`make_callees`] made.
-type CalleeTask = (FuncId, Vec<(FuncId, KeptKind)>, Option<Result<Callees, Error>>);
-
-/// The functions [`make_callees`] made of one definition.
-struct Callees {
-    /// Each callee id wanted, with its function.
-    functions: Vec<(FuncId, Function)>,
-    /// The definition's jvp and vjp, when made here (not given).
-    derivatives: Option<(Function, Function)>,
+/// The kept definitions among `roots` and the definitions they call,
+/// directly or through others (calls at any depth of the program's
+/// definitions, kept or inlined), in order of id.
+fn kept_reached(program: &Program, roots: &[FuncId], kept: &KeptCalls) -> Vec<FuncId> {
+    let n = program.funcs.len();
+    let mut seen = vec![false; n];
+    let mut stack: Vec<FuncId> = Vec::new();
+    for &r in roots {
+        if (r.0 as usize) < n && !std::mem::replace(&mut seen[r.0 as usize], true) {
+            stack.push(r);
+        }
+    }
+    while let Some(d) = stack.pop() {
+        for c in called_by(program.func(d)) {
+            if (c.0 as usize) < n && !std::mem::replace(&mut seen[c.0 as usize], true) {
+                stack.push(c);
+            }
+        }
+    }
+    (0..n).filter(|&i| seen[i] && kept.keeps(FuncId(i as u32))).map(|i| FuncId(i as u32)).collect()
 }
 
-/// The functions of definition `def` that calls of the callee ids and
-/// kinds `wanted` use ([`called_definitions`]): its primal prepared for
-/// code, its jvp and vjp (from `made` when an earlier wave derived them,
-/// else derived here) and the jvp of its vjp.
-///
-/// Errors: as [`prepare_code`], [`kept_derivatives`] and [`vjp_jvp`].
-fn make_callees(
-    program: &Program,
-    def: FuncId,
-    wanted: &[(FuncId, KeptKind)],
-    made: Option<&(Function, Function)>,
-    kept: &KeptCalls,
-    opts: AdOptions,
-) -> Result<Callees, Error> {
-    let derive = made.is_none() && wanted.iter().any(|&(_, kind)| kind != KeptKind::Primal);
-    let derivatives = if derive { Some(kept_derivatives(program, def, kept, opts)?) } else { None };
-    let pair = derivatives.as_ref().or(made);
-    let mut functions = Vec::with_capacity(wanted.len());
-    for &(id, kind) in wanted {
-        let f = match (kind, pair) {
-            (KeptKind::Primal, _) => prepare_code(program, def, kept)?,
-            (KeptKind::Jvp, Some((jvp, _))) => jvp.clone(),
-            (KeptKind::Vjp, Some((_, vjp))) => vjp.clone(),
-            (KeptKind::VjpJvp, Some((_, vjp))) => vjp_jvp(program, vjp)?,
-            (_, None) => return Err(Error::Internal(format!("the derivatives of function {} were not made", def.0))),
-        };
-        functions.push((id, f));
+/// One definition made before the waves of [`called_definitions_here`]:
+/// the definition, the kinds to make, and what [`Made::make`] made.
+type MakeTask = (FuncId, Vec<KeptKind>, Option<Result<Made, Error>>);
+
+/// One definition of a wave of [`called_definitions_here`]: the
+/// definition, the callee ids and kinds wanted of it, its functions made
+/// so far, and the functions taken for the wave.
+type CalleeTask = (FuncId, Vec<(FuncId, KeptKind)>, Made, Option<Result<Vec<(FuncId, Function)>, Error>>);
+
+/// The functions of one kept definition made and not yet taken
+/// ([`called_definitions_here`]).
+#[derive(Default)]
+struct Made {
+    /// Its primal prepared for code ([`prepare_code`]).
+    primal: Option<Function>,
+    /// Its jvp and vjp ([`kept_derivatives_of`]).
+    jvp: Option<Function>,
+    vjp: Option<Function>,
+    /// The jvp of its vjp ([`vjp_jvp`]).
+    vjp_jvp: Option<Function>,
+}
+
+impl Made {
+    /// Makes the functions of `kinds` of definition `def` that are not
+    /// made, each function shrunk ([`Function::shrink_to_fit`]): they are
+    /// kept until every callee is compiled.
+    ///
+    /// Errors: as [`prepare_code`], [`kept_derivatives_of`] and [`vjp_jvp`].
+    fn make(
+        &mut self,
+        program: &Program,
+        def: FuncId,
+        kinds: &[KeptKind],
+        kept: &KeptCalls,
+        opts: AdOptions,
+    ) -> Result<(), Error> {
+        let wants = |k: KeptKind| kinds.contains(&k);
+        let pair = wants(KeptKind::Jvp) && self.jvp.is_none()
+            || wants(KeptKind::Vjp) && self.vjp.is_none()
+            || wants(KeptKind::VjpJvp) && self.vjp_jvp.is_none() && self.vjp.is_none();
+        if wants(KeptKind::Primal) && self.primal.is_none() || pair {
+            // A primal made before and not yet taken is kept for its wave.
+            let kept_primal = self.primal.is_some();
+            let primal = match self.primal.take() {
+                Some(p) => p,
+                None => prepare_code(program, def, kept)?,
+            };
+            if pair {
+                let (jvp, vjp) = kept_derivatives_of(program, def, &primal, opts)?;
+                self.jvp = self.jvp.take().or(Some(jvp));
+                self.vjp = self.vjp.take().or(Some(vjp));
+            }
+            if wants(KeptKind::Primal) || kept_primal {
+                self.primal = Some(primal);
+            }
+        }
+        if wants(KeptKind::VjpJvp) && self.vjp_jvp.is_none() {
+            let vjp = self.vjp.as_ref().ok_or_else(|| Error::Internal("a vjp was not made".into()))?;
+            self.vjp_jvp = Some(vjp_jvp(program, vjp)?);
+        }
+        for f in [&mut self.primal, &mut self.jvp, &mut self.vjp, &mut self.vjp_jvp].into_iter().flatten() {
+            f.shrink_to_fit();
+        }
+        Ok(())
     }
-    Ok(Callees { functions, derivatives })
+
+    /// The functions of the callee ids and kinds `wanted` of definition
+    /// `def`, made first when they are not ([`Self::make`]). A jvp or vjp
+    /// is moved out once the kinds that need it are taken, else copied.
+    ///
+    /// Errors: as [`Self::make`].
+    fn take(
+        &mut self,
+        program: &Program,
+        def: FuncId,
+        wanted: &[(FuncId, KeptKind)],
+        kept: &KeptCalls,
+        opts: AdOptions,
+    ) -> Result<Vec<(FuncId, Function)>, Error> {
+        let kinds: Vec<KeptKind> = wanted.iter().map(|w| w.1).collect();
+        self.make(program, def, &kinds, kept, opts)?;
+        let missing = || Error::Internal(format!("the {:?} of function {} was not made", kinds, def.0));
+        // A later wave may ask for the vjp's jvp (made from the vjp) or the
+        // other of the pair: copied, unless this wave takes them all.
+        let all = kinds.contains(&KeptKind::Jvp) && kinds.contains(&KeptKind::Vjp) && kinds.contains(&KeptKind::VjpJvp);
+        let mut out = Vec::with_capacity(wanted.len());
+        for &(id, kind) in wanted {
+            let slot = match kind {
+                KeptKind::Primal => self.primal.take(),
+                KeptKind::VjpJvp => self.vjp_jvp.take(),
+                KeptKind::Jvp if all => self.jvp.take(),
+                KeptKind::Vjp if all => self.vjp.take(),
+                KeptKind::Jvp => self.jvp.clone(),
+                KeptKind::Vjp => self.vjp.clone(),
+            };
+            out.push((id, slot.ok_or_else(missing)?));
+        }
+        Ok(out)
+    }
 }
 
 /// The definitions `f` calls (`Expr::Call`, at any depth), each once.

@@ -435,3 +435,73 @@ fn definitions_made_of_kept_calls_are_kept_rather_than_copied_to_each_call_site(
         assert_close(&format!("top {name}"), &got[k], &want[k]);
     }
 }
+
+/// A long definition of `steps` steps, each using the step before: arrays
+/// built and reduced, a branch, a loop, an index that fails when `k` is
+/// out of bounds, and integer and boolean values crossing steps.
+fn long_definition(steps: usize) -> String {
+    let mut src = String::from("def long(x: [n]f64, k: i64, s: f64) -> f64 =\n");
+    src += "  let a0 = x\n  let t0 = s\n  let j0 = k\n  let p0 = true\n";
+    for i in 1..=steps {
+        let h = i - 1;
+        src += &format!("  let a{i} = for i < n => sin(a{h}[i]) * t{h} + x[i]\n");
+        src += &format!("  let u{i} = sum(a{i}) / f64(n)\n");
+        src += &format!("  let b{i} = if p{h} then u{i} * u{i} else u{i} + s\n");
+        src += &format!("  let c{i} = loop acc = b{i} for r < 2 do cos(acc) * 0.5 + s\n");
+        src += &format!("  let t{i} = c{i} + a{i}[j{h}] * 0.25\n");
+        src += &format!("  let j{i} = (j{h} + {i}) % n\n");
+        src += &format!("  let p{i} = t{i} > 0.1\n");
+    }
+    src += &format!("  in t{steps} * s + sum(a{steps}) * 0.1\n");
+    src
+}
+
+#[test]
+fn a_huge_definition_split_into_parts_gives_the_values_errors_and_derivatives_of_the_whole() {
+    use arrayad_ir::passes::outline::{is_part, outline_with, OutlineLimits};
+    let source = long_definition(12);
+    let limits = OutlineLimits { above: 60, part: 20, max_crossing: 8 };
+    let x = vector(vec![0.3, -1.2, 0.8, 2.0]);
+    let runs: Vec<Vec<Value>> = vec![
+        vec![x.clone(), Value::I64(1), Value::F64(0.7)],
+        vec![x.clone(), Value::I64(3), Value::F64(-0.4)],
+        // Out of bounds in the first step, inside the first part.
+        vec![x.clone(), Value::I64(9), Value::F64(0.7)],
+        // Empty: the first step's `a1[j0]` fails.
+        vec![vector(Vec::new()), Value::I64(0), Value::F64(0.7)],
+    ];
+    let mut split = arrayad_frontend::compile("long.arr", &source).unwrap();
+    outline_with(&mut split, limits);
+    let parts = split.funcs.iter().filter(|f| is_part(&f.name)).count();
+    assert!(parts >= 3, "{parts} parts");
+    let interp = Module::compile_with("long.arr", &source, Options::backend(Backend::Interp)).unwrap();
+    for b in backends() {
+        let whole = Options::backend(b).with_keep_calls_above(u64::MAX);
+        let whole = Module::compile_with("long.arr", &source, whole).unwrap();
+        // Parts are kept when they weigh `keep_calls_above` statements.
+        let kept = Module::from_program(split.clone(), Options::backend(b).with_keep_calls_above(1)).unwrap();
+        assert_eq!(kept.functions().count(), 1);
+        if b == Backend::Cranelift {
+            let text = kept.function("long").unwrap().backend_ir("primal").unwrap().unwrap_or_default();
+            assert_eq!(text.matches("call_indirect").count(), parts, "{text}");
+        }
+        for args in &runs {
+            let (got, want) = (values(&kept, "long", args), values(&interp, "long", args));
+            match (&got, &want) {
+                (Ok(g), Ok(w)) => assert_eq!(bits(g), bits(w), "{b:?} {args:?}"),
+                (Err(g), Err(w)) => assert_eq!(g, w, "{b:?} {args:?}"),
+                _ => panic!("{b:?} {args:?}: {got:?} against {want:?}"),
+            }
+            let (got, want) = (derivatives(&kept, "long", args), derivatives(&whole, "long", args));
+            match (&got, &want) {
+                (Ok(g), Ok(w)) => {
+                    for (k, name) in ["vjp", "jvp", "jvp_many", "jacobian", "hvp"].iter().enumerate() {
+                        assert_close(&format!("{b:?} {args:?} {name}"), &g[k], &w[k]);
+                    }
+                }
+                (Err(g), Err(w)) => assert_eq!(g, w, "{b:?} {args:?}"),
+                _ => panic!("{b:?} {args:?}: {got:?} against {want:?}"),
+            }
+        }
+    }
+}

@@ -54,6 +54,64 @@ fn a_chain_of_twenty_thousand_lets_differentiates() {
     assert_close("gradient", num(&g), derivative);
 }
 
+/// A chain of 9,000 lets (36,000 statements) is split into parts
+/// (`arrayad_ir::passes::outline`), each compiled on its own: `emit`
+/// shows them, the library is the same on one thread as on several, and a
+/// C program gets the chain's value, gradient and Hessian-vector product.
+#[test]
+fn a_chain_split_into_parts_builds_a_library_with_its_derivatives() {
+    if !support::have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping");
+        return;
+    }
+    let dir = scratch("scaling", "parts");
+    let (body, _, _) = chain(9_000, "  ", 0.7);
+    write(&dir, "chain.arr", &format!("def f(x: f64) -> f64 =\n{body}"));
+    // The value, first and second derivatives, along the chain.
+    let (mut a, mut da, mut dda) = (0.7f64, 1.0f64, 0.0f64);
+    for i in 1..=9_000 {
+        let c = (i % 7 + 1) as f64;
+        (a, da, dda) =
+            (a.sin() * 0.5 + 0.7 * c, a.cos() * 0.5 * da + c, -a.sin() * 0.5 * da * da + a.cos() * 0.5 * dda);
+    }
+    let out = arrayad(&dir, &["emit", "chain.arr", "--stage", "ir"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(out.stdout.contains("call f#1(") && out.stdout.contains("\ndef f#4("), "{}", &out.stdout[..2000]);
+    let exe = env!("CARGO_BIN_EXE_arrayad");
+    std::fs::create_dir_all(dir.join("one")).unwrap();
+    for (lib, threads) in [("one/libchain.so", "1"), ("libchain.so", "2")] {
+        let cmd = format!("ARRAYAD_NUM_THREADS={threads} '{exe}' build chain.arr -o {lib}");
+        let out = support::run_in(&dir, "sh", &["-c", &cmd], None);
+        assert_eq!(out.code, 0, "{out:#?}");
+    }
+    let bytes = |lib: &str| std::fs::read(dir.join(lib)).unwrap();
+    assert!(bytes("one/libchain.so") == bytes("libchain.so"), "the library differs between one thread and two");
+    const MAIN: &str = r#"
+#include <stdio.h>
+#include "libchain.h"
+int main(void) {
+    double v, g, v2, g2, h;
+    if (f(0.7, &v) != 0 || f_grad(0.7, &v2, &g) != 0 || f_hvp(0.7, 2.0, &v2, &g2, &h) != 0) {
+        printf("error %s\n", chain_last_error());
+        return 1;
+    }
+    printf("%.17g %.17g %.17g %.17g\n", v, g, g2, h);
+    return 0;
+}
+"#;
+    std::fs::write(dir.join("main.c"), MAIN).unwrap();
+    let args = ["main.c", "-o", "main", "-I.", "-L.", "-lchain", "-Wl,-rpath,$ORIGIN", "-lm"];
+    let out = support::run_in(&dir, "cc", &args, None);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let out = support::run_in(&dir, dir.join("main").to_str().unwrap(), &[], None);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let got: Vec<f64> = out.stdout.split_whitespace().map(|t| t.parse().unwrap()).collect();
+    assert_close("value", got[0], a);
+    assert_close("gradient", got[1], da);
+    assert_close("gradient of the hvp", got[2], da);
+    assert!(close(got[3], 2.0 * dda, 1e-7), "hvp: got {:e}, want {:e}", got[3], 2.0 * dda);
+}
+
 #[test]
 fn a_chain_of_lets_nested_in_branches_differentiates() {
     // The same chain inside 20 branches (all taken): its residuals are

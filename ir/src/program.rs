@@ -734,12 +734,22 @@ pub struct Program {
 
 impl Program {
     /// The source definitions, in order: every function but the derivative
-    /// stubs (`crate::derivative`), which come after them.
+    /// stubs (`crate::derivative`), which come after them, and the parts
+    /// of huge definitions (`crate::passes::outline`), which come last.
     pub fn definitions(&self) -> impl Iterator<Item = FuncId> + '_ {
         self.funcs
             .iter()
             .enumerate()
-            .filter(|(_, f)| crate::DiffOp::parse_stub(&f.name).is_none())
+            .filter(|(_, f)| crate::DiffOp::parse_stub(&f.name).is_none() && !crate::passes::outline::is_part(&f.name))
+            .map(|(i, _)| FuncId(i as u32))
+    }
+    /// The parts huge definitions are split into
+    /// (`crate::passes::outline`), in order.
+    pub fn parts(&self) -> impl Iterator<Item = FuncId> + '_ {
+        self.funcs
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| crate::passes::outline::is_part(&f.name))
             .map(|(i, _)| FuncId(i as u32))
     }
     /// The function with this name.
@@ -819,6 +829,16 @@ impl Function {
         let id = VarId(self.vars.len() as u32);
         self.vars.push(VarInfo { name: name.into(), ty, mutable: true });
         id
+    }
+    /// Gives back the spare capacity of the function's statements (at
+    /// every depth) and variable table: a function kept until the code is
+    /// compiled (the callees of a library) holds no more than it uses.
+    pub fn shrink_to_fit(&mut self) {
+        crate::visit::for_each_block_mut(&mut self.body, &mut |b| {
+            b.stmts.shrink_to_fit();
+            b.results.shrink_to_fit();
+        });
+        self.vars.shrink_to_fit();
     }
     /// Types of the parameters.
     pub fn param_types(&self) -> Vec<Type> {

@@ -111,7 +111,9 @@ pub struct InlineCosts<'p> {
 /// runs the callee's primal once more: `arrayad_ir::KeptKind`) or when
 /// its caller would cross [`MAX_INLINED_STMTS`] or [`MAX_INLINED_DEPTH`]
 /// with it inlined, and when neither it nor anything it calls is a
-/// derivative operator (whose code uses the tape). Kept calls may nest as
+/// derivative operator (whose code uses the tape). A part of a huge
+/// definition ([`super::outline`]) is kept when it has `keep_above`
+/// statements, called once or not. Kept calls may nest as
 /// deep as the definitions do: compiled code checks the stack they use
 /// (`arrayad_ir::Fault::CallsTooDeep`).
 #[derive(Clone, Debug, Default)]
@@ -312,7 +314,10 @@ impl<'p> InlineCosts<'p> {
                 // Inlining a definition made of kept calls saves one call
                 // and copies all of them to every call site.
                 let copied = calls_kept.saturating_mul(KEPT_CALL_WEIGHT).saturating_mul(sites[fi].saturating_sub(1));
-                kept[fi] = may_keep && (weighed >= keep_above || copied >= keep_above) && sites[fi] >= 2;
+                // A part of a huge definition (`outline`) is kept by its
+                // size alone: it is called once.
+                let part = super::outline::is_part(&program.funcs[fi].name) && weighed >= keep_above;
+                kept[fi] = may_keep && ((weighed >= keep_above || copied >= keep_above) && sites[fi] >= 2 || part);
                 out[fi] = Some((l, size, depth));
             }
         }

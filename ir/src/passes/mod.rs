@@ -18,6 +18,7 @@ pub mod inline;
 pub mod licm;
 pub mod mutables;
 mod offsets;
+pub mod outline;
 pub mod scalarize;
 pub mod simplify;
 pub mod unroll;
