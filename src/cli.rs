@@ -727,14 +727,15 @@ fn emit_command(a: EmitArgs) -> Result<String, Error> {
         });
     }
     let program = driver::load(&name, &source)?;
-    let ids: Vec<FuncId> = match &a.function {
+    let defs: Vec<FuncId> = match &a.function {
         Some(f) => vec![driver::find(&program, f)?],
-        // The parts of huge definitions too (`passes::outline`).
-        None => program.definitions().chain(program.parts()).collect(),
+        None => program.definitions().collect(),
     };
-    let defs: Vec<FuncId> =
-        ids.iter().copied().filter(|id| !arrayad_ir::passes::outline::is_part(&program.func(*id).name)).collect();
     driver::check_wrt(&program, Some(&defs), a.wrt.as_deref())?;
+    // Without `--function`, the parts of huge definitions too
+    // (`passes::outline`).
+    let parts = program.parts().filter(|_| a.function.is_none());
+    let ids: Vec<FuncId> = defs.iter().copied().chain(parts).collect();
     let wrt = a.wrt.as_deref();
     // The IR stages show the code `build` compiles: the calls of the
     // definitions it keeps stay calls.

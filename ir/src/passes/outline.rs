@@ -90,12 +90,13 @@ pub fn outline_with(program: &mut Program, limits: OutlineLimits) {
         if weights.iter().sum::<u64>() < limits.above || calls_stub_or_part(program, f) {
             continue;
         }
-        let ranges = cuts(f, &weights, limits);
+        let lifetimes = top_level_lifetimes(f);
+        let ranges = cuts(f, &weights, &lifetimes, limits);
         if ranges.len() < 2 {
             continue;
         }
         let first = FuncId(program.funcs.len() as u32);
-        let parts = split(&mut program.funcs[fi], &ranges, first);
+        let parts = split(&mut program.funcs[fi], &ranges, &lifetimes, first);
         program.funcs.extend(parts);
     }
 }
@@ -139,14 +140,20 @@ fn outlinable(s: &Stmt) -> bool {
 /// Not bound by a top-level statement (or not used).
 const NONE: u32 = u32::MAX;
 
-/// The ranges of top-level statements of `f` to make parts of, in order.
-fn cuts(f: &Function, weights: &[u64], limits: OutlineLimits) -> Vec<std::ops::Range<usize>> {
+/// Where each variable is bound at top level and last used
+/// ([`top_level_lifetimes`]).
+type Lifetimes = (Vec<u32>, Vec<u32>);
+
+/// The ranges of top-level statements of `f` to make parts of, in order,
+/// from the weight of each statement and the values' lifetimes
+/// ([`top_level_lifetimes`]).
+fn cuts(f: &Function, weights: &[u64], lifetimes: &Lifetimes, limits: OutlineLimits) -> Vec<std::ops::Range<usize>> {
     let stmts = &f.body.stmts;
     let m = stmts.len();
     // A top-level value is live across cut `c` (before statement `c`)
     // when it is bound before it (`def <= c`: a parameter at 0, the
     // value of statement `t` at `t + 1`) and used at or after it.
-    let (def, last) = top_level_lifetimes(f);
+    let (def, last) = lifetimes;
     let mut crossing = vec![0i64; m + 2];
     let mut mutable = vec![0i64; m + 2];
     for v in 0..f.vars.len() {
@@ -214,7 +221,7 @@ struct Run {
 /// parameter, `t + 1` for statement `t`; [`NONE`] otherwise) and the last
 /// top-level statement using it (`m` for the block's results; [`NONE`]
 /// when unused).
-fn top_level_lifetimes(f: &Function) -> (Vec<u32>, Vec<u32>) {
+fn top_level_lifetimes(f: &Function) -> Lifetimes {
     let nvars = f.vars.len();
     let mut def = vec![NONE; nvars];
     let mut last = vec![NONE; nvars];
@@ -248,8 +255,8 @@ fn top_level_lifetimes(f: &Function) -> (Vec<u32>, Vec<u32>) {
 /// `f` into a part, replaced by a call of it; the parts get ids from
 /// `first` on. A range whose part would have no parameter or no result is
 /// left in place.
-fn split(f: &mut Function, ranges: &[std::ops::Range<usize>], first: FuncId) -> Vec<Function> {
-    let (def, last) = top_level_lifetimes(f);
+fn split(f: &mut Function, ranges: &[std::ops::Range<usize>], lifetimes: &Lifetimes, first: FuncId) -> Vec<Function> {
+    let (def, last) = lifetimes;
     let old = std::mem::take(&mut f.body.stmts);
     let mut stmts: Vec<Stmt> = Vec::with_capacity(old.len());
     let mut parts = Vec::new();
