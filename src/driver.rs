@@ -69,7 +69,7 @@ pub fn read_source(path: &Path) -> Result<(String, String), Error> {
 /// Errors: [`Error::Compile`] with the diagnostics.
 pub fn load(name: &str, source: &str) -> Result<Program, Error> {
     let program = time("frontend", || guard(|| arrayad_frontend::compile(name, source).map_err(Error::from)))?;
-    time("expand derivatives", || expand(&program))
+    time("expand derivatives", || expand(program))
 }
 
 /// `program` with each `grad`, `vjp` and `jvp` inside a definition turned
@@ -77,7 +77,7 @@ pub fn load(name: &str, source: &str) -> Result<Program, Error> {
 /// each huge definition split into parts that it calls
 /// (`passes::outline`), which are compiled, and differentiated, on their
 /// own.
-pub fn expand(program: &Program) -> Result<Program, Error> {
+pub fn expand(program: Program) -> Result<Program, Error> {
     compiling(|| {
         let mut expanded = arrayad_ad::expand_derivatives(program)?;
         time("outline", || passes::outline::outline(&mut expanded));

@@ -3,6 +3,11 @@
 
 mod cli;
 
+mod allocator;
+
+#[global_allocator]
+static ALLOCATOR: allocator::SmallFast = allocator::SmallFast;
+
 use std::panic;
 use std::sync::Mutex;
 

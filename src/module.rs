@@ -156,7 +156,7 @@ impl Module {
     /// Errors: [`Error::Usage`] for a `wrt` name that matches no parameter
     /// of any definition.
     pub fn from_program(program: Program, options: Options) -> Result<Module, Error> {
-        Module::with_program(driver::expand(&program)?, options)
+        Module::with_program(driver::expand(program)?, options)
     }
 
     /// A module of `program`, whose derivative operators are expanded.

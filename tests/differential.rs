@@ -271,7 +271,7 @@ fn checkpointed_gradients_equal_taped_gradients() {
     let mut compared = 0;
     for case in &cases {
         let program = arrayad_frontend::compile(&case.file, &case.source).unwrap();
-        let program = arrayad_ad::expand_derivatives(&program).unwrap();
+        let program = arrayad_ad::expand_derivatives(program).unwrap();
         let fid = program.find(&case.func).unwrap();
         let ptypes = program.func(fid).param_types();
         let args: Vec<arrayad_ir::Value> =

@@ -43,7 +43,7 @@ def f(x: f64, y: f64) -> f64 = grad(h1, (x, y)).0
     }
     // Every derivative verifies.
     let program = arrayad_frontend::compile("retry.arr", src).unwrap();
-    let program = arrayad_ad::expand_derivatives(&program).unwrap();
+    let program = arrayad_ad::expand_derivatives(program).unwrap();
     let fid = program.find("f").unwrap();
     let d = support::ad::derive_all(&program, fid, &[true, true]).unwrap();
     for func in [&d.jvp, &d.vjp, &d.vjp_rows] {

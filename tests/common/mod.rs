@@ -168,7 +168,7 @@ pub fn check_case(case: &Case) -> Vec<f64> {
     let program = arrayad_frontend::compile(&case.file, &case.source)
         .unwrap_or_else(|d| panic!("{} does not compile:\n{}", case.file, d.render()));
     // Derivative operators inside the program (LANGUAGE.md section 10).
-    let program = arrayad_ad::expand_derivatives(&program).expect("derivative operators expand");
+    let program = arrayad_ad::expand_derivatives(program).expect("derivative operators expand");
     let fid = program.find(&case.func).unwrap_or_else(|| panic!("no function {}", case.func));
     let func = program.func(fid);
     let ptypes = func.param_types();
@@ -374,7 +374,7 @@ pub fn check_jacobian(case: &Case) -> usize {
     let program = arrayad_frontend::compile(&case.file, &case.source)
         .unwrap_or_else(|d| panic!("{} does not compile:\n{}", case.file, d.render()));
     // Derivative operators inside the program (LANGUAGE.md section 10).
-    let program = arrayad_ad::expand_derivatives(&program).expect("derivative operators expand");
+    let program = arrayad_ad::expand_derivatives(program).expect("derivative operators expand");
     let fid = program.find(&case.func).unwrap_or_else(|| panic!("no function {}", case.func));
     let ptypes = program.func(fid).param_types();
     let args: Vec<Value> =

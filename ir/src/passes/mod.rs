@@ -66,6 +66,12 @@ pub const ONE_ROUND_ABOVE: usize = 100_000;
 
 fn optimize_rounds(f: &mut Function) {
     let rounds = if crate::visit::stmt_count(&f.body) > ONE_ROUND_ABOVE { 1 } else { 4 };
+    // The passes that rewrite arrays or loops find nothing to do in
+    // straight-line scalar code, and none of the passes makes an array or a
+    // loop there: a library of many small definitions (their derivatives
+    // made of calls and scalar arithmetic) spent a fifth of its
+    // optimisation time in them.
+    let arrays_or_loops = !straight_line_scalar(f);
     for _ in 0..rounds {
         // A round that changes nothing ends it: compared by a hash of the
         // function (a copy to compare with cost more than some passes).
@@ -73,19 +79,28 @@ fn optimize_rounds(f: &mut Function) {
         time("accum", || accum::fold_accumulators(f));
         time("mutables", || mutables::mutables_to_values(f));
         time("simplify", || simplify::simplify(f));
-        time("broadcast", || broadcast::forward_broadcasts(f));
-        time("unroll", || unroll::unroll(f));
-        time("scalarize", || scalarize::scalarize(f));
-        time("fuse", || fuse::fuse(f));
-        time("fuse for", || fuse_for::fuse_for_loops(f));
-        time("contract", || contract::contract_accumulators(f));
-        time("licm", || licm::licm(f));
+        if arrays_or_loops {
+            time("broadcast", || broadcast::forward_broadcasts(f));
+            time("unroll", || unroll::unroll(f));
+            time("scalarize", || scalarize::scalarize(f));
+            time("fuse", || fuse::fuse(f));
+            time("fuse for", || fuse_for::fuse_for_loops(f));
+            time("contract", || contract::contract_accumulators(f));
+            time("licm", || licm::licm(f));
+        }
         time("cse", || cse::cse(f));
         time("dce", || dce::dce(f));
         if time("fingerprint", || fingerprint(f)) == before {
             break;
         }
     }
+}
+
+/// True when `f` has no array variable and no statement with a nested
+/// block (no loop, no `if`): straight-line scalar code.
+fn straight_line_scalar(f: &Function) -> bool {
+    f.vars.iter().all(|v| v.ty.rank == 0)
+        && f.body.stmts.iter().all(|s| crate::visit::child_blocks(&s.kind).next().is_none())
 }
 
 /// A hash of the body of `f` and of its variables' number and mutability:
