@@ -505,3 +505,51 @@ fn a_huge_definition_split_into_parts_gives_the_values_errors_and_derivatives_of
         }
     }
 }
+
+/// `ir::passes::optimize` skips the passes that rewrite arrays and loops on
+/// straight-line scalar functions: the kept helpers' primals, jvps, vjps
+/// and jvps of their vjps are such functions, and each of those passes
+/// leaves every one of them, optimised, unchanged.
+#[test]
+fn array_and_loop_passes_find_nothing_in_straight_line_scalar_derivatives() {
+    use arrayad_ir::passes::{broadcast, contract, fuse, fuse_for, licm, scalarize, unroll};
+    let program = arrayad::driver::load("helpers.arr", &helpers(30)).unwrap();
+    let root = program.find("g30").unwrap();
+    let kept = arrayad_ir::passes::inline::KeptCalls::new(&program, &[root], 200);
+    let opts = arrayad_ad::AdOptions::default();
+    let (mut checked, mut with_calls) = (0, 0);
+    for id in kept.kept() {
+        let primal = arrayad::driver::prepare_code(&program, id, &kept).unwrap();
+        let (jvp, vjp) = arrayad::driver::kept_derivatives_of(&program, id, &primal, opts).unwrap();
+        let vjp_jvp = arrayad::driver::vjp_jvp(&program, &vjp).unwrap();
+        for f in [primal, jvp, vjp, vjp_jvp] {
+            assert!(f.vars.iter().all(|v| v.ty.rank == 0), "{}: an array variable", f.name);
+            assert!(
+                f.body.stmts.iter().all(|s| arrayad_ir::visit::child_blocks(&s.kind).next().is_none()),
+                "{}: a nested block",
+                f.name
+            );
+            let calls = |s: &arrayad_ir::Stmt| {
+                matches!(s.kind, arrayad_ir::StmtKind::Let { expr: arrayad_ir::Expr::Call { .. }, .. })
+            };
+            with_calls += usize::from(f.body.stmts.iter().any(calls));
+            type Pass = fn(&mut arrayad_ir::Function);
+            let passes: [(&str, Pass); 7] = [
+                ("broadcast", broadcast::forward_broadcasts),
+                ("unroll", unroll::unroll),
+                ("scalarize", scalarize::scalarize),
+                ("fuse", fuse::fuse),
+                ("fuse for", fuse_for::fuse_for_loops),
+                ("contract", contract::contract_accumulators),
+                ("licm", licm::licm),
+            ];
+            for (name, pass) in passes {
+                let mut g = f.clone();
+                pass(&mut g);
+                assert!(g == f, "{name} changed {}", f.name);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40 && with_calls >= 40, "{checked} functions checked, {with_calls} with calls");
+}
