@@ -9,11 +9,13 @@
 //!
 //! Large blocks (the arguments, results and arena of a `run`, the
 //! buffers of big compilations) stay with the C library: it maps and
-//! unmaps them on demand, so the address space a command uses is what it
-//! holds, and `ulimit -v` and `--max-memory` bound it as they did
-//! (mimalloc reserves address space ahead in arenas, and failed to grow a
-//! 64 MB argument buffer under `ulimit -v 900000`,
-//! `tests/limits.rs::json_arguments_beyond_the_memory_available_are_out_of_memory`).
+//! unmaps them on demand, so a large block that does not fit under
+//! `ulimit -v` is the clean out-of-memory error of the code that asked
+//! for it (`tests/limits.rs::json_arguments_beyond_the_memory_available_are_out_of_memory`),
+//! and freeing it gives its memory back at once. mimalloc alone aborted
+//! on small allocations under limits where glibc reported that error: it
+//! reserves address space ahead, 1 GiB at first (128 MB when that does
+//! not fit), which `ulimit -v` counts.
 //!
 //! A block is small or large by its size alone, which `dealloc` and
 //! `realloc` are given again, so every block is freed by the allocator

@@ -1,9 +1,8 @@
 //! The `arrayad` command line: see `arrayad --help` and LANGUAGE.md
 //! section 7.
 
-mod cli;
-
 mod allocator;
+mod cli;
 
 #[global_allocator]
 static ALLOCATOR: allocator::SmallFast = allocator::SmallFast;

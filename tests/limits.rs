@@ -92,8 +92,8 @@ fn run_under_ulimit(dir: &Path, kb: u64, args_file: &str) -> support::Output {
 /// JSON arguments are decoded into one typed buffer per argument as the
 /// text is parsed (no tree of JSON values at 32 bytes and more per
 /// number): 10^7 numbers fit in an address space of 1,000 MB (the binary,
-/// the reserved stacks of its threads and the first 128 MB arena of its
-/// allocator take about 700 MB of it), and arguments
+/// the reserved stacks of its threads and the first arena of its small-
+/// block allocator take most of it), and arguments
 /// beyond the memory available are the out-of-memory error (exit 3), never
 /// an abort.
 #[test]
