@@ -8,14 +8,16 @@
 //! mimalloc's per-thread pages make those allocations cheap.
 //!
 //! Large blocks (the arguments, results and arena of a `run`, the
-//! buffers of big compilations) stay with the C library: it maps and
-//! unmaps them on demand, so a large block that does not fit under
-//! `ulimit -v` is the clean out-of-memory error of the code that asked
-//! for it (`tests/limits.rs::json_arguments_beyond_the_memory_available_are_out_of_memory`),
-//! and freeing it gives its memory back at once. mimalloc alone aborted
-//! on small allocations under limits where glibc reported that error: it
-//! reserves address space ahead, 1 GiB at first (128 MB when that does
-//! not fit), which `ulimit -v` counts.
+//! buffers of big compilations) stay with the C library, which usually
+//! maps them on demand and unmaps them when freed (above its dynamic
+//! `M_MMAP_THRESHOLD`): a large block that does not fit under `ulimit -v`
+//! is the clean out-of-memory error of the code that asked for it
+//! (`tests/limits.rs::json_arguments_beyond_the_memory_available_are_out_of_memory`).
+//! mimalloc alone aborted on small allocations under limits where glibc
+//! reported that error. mimalloc reserves address space ahead, 1 GiB at
+//! its first allocation (128 MB when that does not fit), which `ulimit
+//! -v` counts: the command needs about 100 MB more of it than with glibc
+//! alone.
 //!
 //! A block is small or large by its size alone, which `dealloc` and
 //! `realloc` are given again, so every block is freed by the allocator
