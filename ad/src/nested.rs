@@ -25,12 +25,11 @@ use arrayad_ir::{Atom, Block, DiffOp, Expr, FuncId, Function, Program, Scalar, S
 
 /// The program with every derivative stub expanded (stubs already
 /// expanded are kept). Errors: only internal ones ([`AdError::Internal`]).
-pub fn expand_derivatives(program: Program) -> Result<Program, AdError> {
+pub fn expand_derivatives(mut p: Program) -> Result<Program, AdError> {
     let is_stub = |f: &Function| DiffOp::parse_stub(&f.name).is_some() && f.body == Block::default();
-    if !program.funcs.iter().any(is_stub) {
-        return Ok(program);
+    if !p.funcs.iter().any(is_stub) {
+        return Ok(p);
     }
-    let mut p = program;
     for id in callees_first(&p) {
         let f = &p.funcs[id];
         if !is_stub(f) {

@@ -767,6 +767,17 @@ impl Program {
 }
 
 impl Function {
+    /// True when `self` is straight-line scalar code: no array variable and
+    /// no statement with a nested block (no loop, no `if`; so no reduction,
+    /// copy or accumulator row that lowers to a loop either), such as the
+    /// derivatives of small definitions kept as calls. The optimiser skips
+    /// its array and loop passes on it (`passes::optimize`); Cranelift
+    /// compiles it with its single-pass register allocator.
+    pub fn is_straight_line_scalar(&self) -> bool {
+        self.vars.iter().all(|v| v.ty.rank == 0)
+            && self.body.stmts.iter().all(|s| crate::visit::child_blocks(&s.kind).next().is_none())
+    }
+
     /// A function named `name` with parameters `p0, p1, ...` of the given
     /// types and an empty body (for hand-built IR: tests, generated code).
     /// The source signature is synthesised: array extents are size

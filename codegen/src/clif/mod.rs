@@ -66,18 +66,6 @@ pub(crate) fn isa(target: &TargetOptions, pic: bool) -> Result<OwnedTargetIsa> {
 /// choice hardly slows. Every loop body of a usual program is far smaller.
 pub(crate) const LARGE_FUNCTION: usize = 20_000;
 
-/// True when `f` is straight-line scalar code: no statement with a nested
-/// block (no loop, no `if`) and no array variable (so no reduction, copy
-/// or row of an accumulator that lowers to a loop either). Its code runs
-/// once per call, its values live across calls of the runtime or of other
-/// functions, and the backtracking register allocator saves little on it
-/// while it took most of the compile time of a library of many small
-/// definitions (`bench/scaling.sh --shapes helpers`).
-fn straight_line(f: &arrayad_ir::Function) -> bool {
-    f.vars.iter().all(|v| v.ty.rank == 0)
-        && f.body.stmts.iter().all(|s| arrayad_ir::visit::child_blocks(&s.kind).next().is_none())
-}
-
 /// [`isa`], with the single-pass register allocator when `fast_regalloc`.
 fn isa_with(target: &TargetOptions, pic: bool, fast_regalloc: bool) -> Result<OwnedTargetIsa> {
     let mut fb = settings::builder();
@@ -174,11 +162,16 @@ pub(crate) fn define_functions<M: Module>(
         }
         ids.push(m.declare_function(sym, *linkage, &sig)?);
     }
-    // Functions of very many statements, and straight-line ones, are
-    // compiled with the single-pass allocator.
+    // Functions of very many statements, and straight-line scalar ones,
+    // are compiled with the single-pass allocator. A straight-line
+    // function's code runs once per call and its values live across calls
+    // of the runtime or of other functions, so the backtracking allocator
+    // saves little on it, while it took most of the compile time of a
+    // library of many small definitions (`bench/scaling.sh --shapes
+    // helpers`).
     let sizes: Vec<usize> = funcs.iter().map(|(_, _, f)| crate::lower::ir_size(f)).collect();
     let single_pass: Vec<bool> =
-        funcs.iter().zip(&sizes).map(|((_, _, f), &n)| n > LARGE_FUNCTION || straight_line(f)).collect();
+        funcs.iter().zip(&sizes).map(|((_, _, f), &n)| n > LARGE_FUNCTION || f.is_straight_line_scalar()).collect();
     let isas = Isas {
         usual: isa_with(target, pic, false)?,
         fast: if single_pass.contains(&true) { Some(isa_with(target, pic, true)?) } else { None },

@@ -71,7 +71,7 @@ fn optimize_rounds(f: &mut Function) {
     // loop there: a library of many small definitions (their derivatives
     // made of calls and scalar arithmetic) spent a fifth of its
     // optimisation time in them.
-    let arrays_or_loops = !straight_line_scalar(f);
+    let arrays_or_loops = !f.is_straight_line_scalar();
     for _ in 0..rounds {
         // A round that changes nothing ends it: compared by a hash of the
         // function (a copy to compare with cost more than some passes).
@@ -94,13 +94,6 @@ fn optimize_rounds(f: &mut Function) {
             break;
         }
     }
-}
-
-/// True when `f` has no array variable and no statement with a nested
-/// block (no loop, no `if`): straight-line scalar code.
-fn straight_line_scalar(f: &Function) -> bool {
-    f.vars.iter().all(|v| v.ty.rank == 0)
-        && f.body.stmts.iter().all(|s| crate::visit::child_blocks(&s.kind).next().is_none())
 }
 
 /// A hash of the body of `f` and of its variables' number and mutability:
