@@ -954,7 +954,8 @@ impl Inner {
     /// The addresses of the code of the callees of `f`, built before.
     fn addresses(&self, f: &Function) -> Result<arrayad_codegen::Callees, Error> {
         let mut callees = arrayad_codegen::Callees::none();
-        callees.set_program(self.program.clone());
+        let called = self.called.get_or_init(|| arrayad_codegen::CalledProgram::new(self.program.clone()));
+        callees.set_program(called.clone());
         for c in called_by(f) {
             let engine = self.kept_node(c).and_then(|n| self.kept_slot(n).get());
             let address = match engine {

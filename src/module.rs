@@ -111,6 +111,9 @@ pub(crate) struct Inner {
     /// The definitions kept as calls (`crate::driver::kept_calls`), decided
     /// on first use.
     pub kept: std::sync::OnceLock<arrayad_ir::passes::inline::KeptCalls>,
+    /// The program as kept calls' code sees it
+    /// (`arrayad_codegen::CalledProgram`), made on first use.
+    pub called: std::sync::OnceLock<Arc<arrayad_codegen::CalledProgram>>,
 }
 
 impl Module {
@@ -171,7 +174,13 @@ impl Module {
             })
             .collect();
         Ok(Module {
-            inner: Arc::new(Inner { program: Arc::new(program), options, defs, kept: std::sync::OnceLock::new() }),
+            inner: Arc::new(Inner {
+                program: Arc::new(program),
+                options,
+                defs,
+                kept: std::sync::OnceLock::new(),
+                called: std::sync::OnceLock::new(),
+            }),
         })
     }
 

@@ -366,6 +366,98 @@ fn kept_calls_nest_as_deep_as_the_definitions_and_fail_cleanly_beyond_the_stack(
     assert_close("g20 after the failure", &flat(&[got.into_iter().next()]), &[(0.3 * 0.5f64.powi(20)).sin()]);
 }
 
+/// Straight-line callees that fail one after another: a straight-line
+/// caller checks the statuses of its calls once, at its end
+/// (`arrayad_codegen`'s `calls_straight_line_code_only`), so it runs on after
+/// `quotient(0)` fails and calls `remainder(1)`, which fails too, on values
+/// the failed call left unset. The first error is the one reported, as
+/// the interpreter reports it, in the value and in every derivative.
+const FAILING: &str = "def quotient(k: i64) -> f64 = f64(100 / k)
+def remainder(k: i64) -> f64 = f64(7 % (k - 1))
+def deep(x: f64, k: i64) -> f64 = quotient(k) * x + remainder(k + 1) * x * x
+def top(x: f64, k: i64) -> f64 = deep(x, k) + quotient(k - 3) * x + deep(x * 2.0, k + 5)
+";
+
+#[test]
+fn straight_line_callers_report_the_first_failed_call_as_the_interpreter_does() {
+    let reference = Module::compile_with("failing.arr", FAILING, Options::backend(Backend::Interp)).unwrap();
+    // Each entry point of `top` at (x, k): its values, or its error.
+    type Entry = fn(&arrayad::Function, &[Arg<'_>]) -> Result<Vec<f64>, String>;
+    let entries: [(&str, Entry); 4] = [
+        ("value", |f, a| {
+            f.call(a).map(|v| flat(&v.into_iter().map(Some).collect::<Vec<_>>())).map_err(|e| e.to_string())
+        }),
+        ("jvp", |f, a| f.jvp(a, &[Some(Arg::F64(1.0)), None]).map(|j| flat(&j.tangent)).map_err(|e| e.to_string())),
+        ("vjp", |f, a| {
+            f.vjp(a, &[Some(Arg::F64(1.0))]).map(|v| flat(v.cotangent.as_slice())).map_err(|e| e.to_string())
+        }),
+        ("hvp", |f, a| {
+            f.hvp(a, &[Some(Arg::F64(1.0)), None]).map(|h| flat(h.hvp.as_slice())).map_err(|e| e.to_string())
+        }),
+    ];
+    let mut failures = 0;
+    for k in [0, 3, -5, 1, 2] {
+        let args = [Value::F64(0.75), Value::I64(k)];
+        let argv: Vec<Arg<'_>> = args.iter().map(Arg::Value).collect();
+        for (name, entry) in &entries {
+            let want = entry(&reference.function("top").unwrap(), &argv);
+            for (what, m) in compiled("failing.arr", FAILING) {
+                let got = entry(&m.function("top").unwrap(), &argv);
+                match (&got, &want) {
+                    (Ok(g), Ok(w)) => assert_close(&format!("{name} {what} k = {k}"), g, w),
+                    (Err(g), Err(w)) => {
+                        let at = |m: &str| m.split(": ").next().map(str::to_string);
+                        assert_eq!(at(g), at(w), "{name} {what} k = {k}");
+                        assert!(g.starts_with("failing.arr:1:") && g.contains("division by zero"), "{g}");
+                        failures += 1;
+                    }
+                    _ => panic!("{name} {what} k = {k}: {got:?} against {want:?}"),
+                }
+            }
+        }
+    }
+    assert!(failures >= 8, "only {failures} failures");
+}
+
+/// `g0(x) = sin(x)`, `gk(x) = g{k-1}(x / 2) + g{k-1}(x / 4)`: straight-line
+/// code whose callers check their calls' statuses at their end. When the
+/// stack runs out, every caller on the chain runs on and makes its second
+/// call, which returns at its entry (the context refuses further calls
+/// once an error is recorded): a few thousand calls, not 2^depth.
+#[test]
+fn straight_line_callers_run_on_after_a_failure_in_bounded_time() {
+    let mut source = String::from("def g0(x: f64) -> f64 = sin(x)\n");
+    for k in 1..=3_000 {
+        let p = k - 1;
+        source += &format!("def g{k}(x: f64) -> f64 = g{p}(x * 0.5) + g{p}(x * 0.25)\n");
+    }
+    let m =
+        Module::compile_with("doubling.arr", &source, Options::backend(Backend::Cranelift).with_keep_calls_above(1));
+    let m = m.unwrap();
+    let (deep, shallow) = (m.function("g3000").unwrap(), m.function("g10").unwrap());
+    let x = Value::F64(0.3);
+    let argv = [Arg::Value(&x)];
+    let (err, grad_err, got) = std::thread::scope(|s| {
+        let small = std::thread::Builder::new().stack_size(256 << 10);
+        let run = small.spawn_scoped(s, || {
+            let err = deep.call(&argv).map_err(|e| e.to_string());
+            let grad_err = deep.vjp(&argv, &[Some(Arg::F64(1.0))]).map_err(|e| e.to_string());
+            (err, grad_err.map(|_| ()), shallow.call(&argv))
+        });
+        run.unwrap().join().unwrap()
+    });
+    for err in [err.unwrap_err(), grad_err.unwrap_err()] {
+        assert!(err.starts_with("doubling.arr:") && err.contains("calls nest too deeply at `g"), "{err}");
+    }
+    let want: f64 = (0..=10).map(|j| (0.3 * 0.5f64.powi(10 - j) * 0.25f64.powi(j)).sin() * binomial(10, j)).sum();
+    assert_close("g10 after the failure", &flat(&[got.unwrap().into_iter().next()]), &[want]);
+}
+
+/// `n` choose `k`.
+fn binomial(n: i32, k: i32) -> f64 {
+    (0..k).map(|i| f64::from(n - i) / f64::from(i + 1)).product()
+}
+
 /// `g0(x) = sin(x)`, `gk(x) = sum of g{k-j}(x * j / 10)` for `j` in
 /// `1..=min(k, 10)`: a library of helpers each called from 10 sites.
 fn helpers(n: usize) -> String {

@@ -21,6 +21,29 @@ pub enum CallTarget {
     Symbol(String),
 }
 
+/// The program whose definitions kept calls name (callee ids:
+/// `arrayad_ir::KeptKind`), with what the lowering of a call needs to know
+/// of its callee. Made once per program: the analysis walks all of it.
+#[derive(Debug)]
+pub struct CalledProgram {
+    program: Arc<Program>,
+    /// [`Program::straight_line_scalar_closure`], by definition.
+    straight_line: Vec<bool>,
+}
+
+impl CalledProgram {
+    /// `program` and its analysis (linear in its size).
+    pub fn new(program: Arc<Program>) -> Arc<CalledProgram> {
+        let straight_line = program.straight_line_scalar_closure();
+        Arc::new(CalledProgram { program, straight_line })
+    }
+
+    /// The program.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+}
+
 /// The target of each definition called by the functions of one module
 /// (`Expr::Call { func }`); empty for call-free code.
 #[derive(Clone, Debug, Default)]
@@ -28,8 +51,9 @@ pub struct Callees {
     targets: HashMap<FuncId, CallTarget>,
     /// The program the callees' ids refer to: the extents of their results
     /// where code needs them before a call runs (the rows of a
-    /// comprehension that runs zero times: `arrayad_ir::shape`).
-    program: Option<Arc<Program>>,
+    /// comprehension that runs zero times: `arrayad_ir::shape`), and which
+    /// callees are straight-line.
+    called: Option<Arc<CalledProgram>>,
 }
 
 impl Callees {
@@ -43,15 +67,25 @@ impl Callees {
         self.targets.insert(func, target);
     }
 
-    /// The callees' ids refer to definitions of `program`
+    /// The callees' ids refer to definitions of `called`
     /// (`arrayad_ir::KeptKind`).
-    pub fn set_program(&mut self, program: Arc<Program>) {
-        self.program = Some(program);
+    pub fn set_program(&mut self, called: Arc<CalledProgram>) {
+        self.called = Some(called);
     }
 
     /// The program the callees' ids refer to.
     pub fn program(&self) -> Option<&Program> {
-        self.program.as_deref()
+        self.called.as_deref().map(CalledProgram::program)
+    }
+
+    /// True when the callee `func` (any [`arrayad_ir::KeptKind`] of a
+    /// definition) and everything it calls are straight-line scalar code
+    /// ([`Program::straight_line_scalar_closure`]): it returns, after a
+    /// bounded number of statements, on any arguments. False when unknown.
+    pub fn is_straight_line(&self, func: FuncId) -> bool {
+        let Some(c) = &self.called else { return false };
+        let Some((def, _)) = arrayad_ir::KeptKind::of_callee(c.program.funcs.len(), func) else { return false };
+        c.straight_line.get(def.0 as usize).copied().unwrap_or(false)
     }
 
     /// Where calls of `func` go.

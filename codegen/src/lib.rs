@@ -48,7 +48,7 @@ pub use cabi::header::c_header;
 pub use cabi::link::{
     build_shared_library, build_shared_library_calling, remove_build_files, Called, CalledDefinition, LinkOptions,
 };
-pub use calls::{CallTarget, Callees};
+pub use calls::{CallTarget, CalledProgram, Callees};
 pub use error::CodegenError;
 pub use jit::{ArgRef, Dest, JitModule, ResultRef};
 pub use target::{Backend, TargetOptions};

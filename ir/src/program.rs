@@ -764,6 +764,72 @@ impl Program {
     pub fn loc_string(&self, loc: Loc) -> String {
         format!("{}:{}:{}", self.file, loc.line, loc.col)
     }
+
+    /// For each function, whether it and every function it calls, directly
+    /// or not, are straight-line scalar code
+    /// ([`Function::is_straight_line_scalar`]; a derivative stub,
+    /// `crate::derivative`, is not). Such a function, and each derivative
+    /// of it (differentiation adds no loop and no array to code without
+    /// them), runs a bounded number of statements on any arguments and
+    /// touches no array: code may call it with arguments left unset by a
+    /// failed call without running away (`arrayad_codegen`'s kept calls
+    /// whose status is checked once, at the end).
+    ///
+    /// Linear in the program's size: an iterative depth-first walk of the
+    /// call graph, a function on a cycle (which the language does not
+    /// allow) counting as not straight-line.
+    pub fn straight_line_scalar_closure(&self) -> Vec<bool> {
+        const NEW: u8 = 0;
+        const OPEN: u8 = 1;
+        const DONE: u8 = 2;
+        let n = self.funcs.len();
+        let mut state = vec![NEW; n];
+        let mut closed = vec![false; n];
+        let local = |i: usize| {
+            let f = &self.funcs[i];
+            f.is_straight_line_scalar() && crate::DiffOp::parse_stub(&f.name).is_none()
+        };
+        for root in 0..n {
+            if state[root] != NEW {
+                continue;
+            }
+            state[root] = OPEN;
+            closed[root] = local(root);
+            // (function, its next statement to look at)
+            let mut stack = vec![(root, 0usize)];
+            while let Some(&mut (f, ref mut next)) = stack.last_mut() {
+                let stmts = &self.funcs[f].body.stmts;
+                let call = if closed[f] {
+                    stmts[*next..].iter().position(|s| matches!(s.kind, StmtKind::Let { expr: Expr::Call { .. }, .. }))
+                } else {
+                    None
+                };
+                let Some(k) = call else {
+                    state[f] = DONE;
+                    stack.pop();
+                    if let Some(&(caller, _)) = stack.last() {
+                        closed[caller] &= closed[f];
+                    }
+                    continue;
+                };
+                let at = *next + k;
+                *next = at + 1;
+                let StmtKind::Let { expr: Expr::Call { func, .. }, .. } = &stmts[at].kind else { continue };
+                let c = func.0 as usize;
+                match state.get(c) {
+                    Some(&NEW) => {
+                        state[c] = OPEN;
+                        closed[c] = local(c);
+                        stack.push((c, 0));
+                    }
+                    Some(&DONE) => closed[f] &= closed[c],
+                    // A cycle, or an id beyond the program.
+                    _ => closed[f] = false,
+                }
+            }
+        }
+        closed
+    }
 }
 
 impl Function {

@@ -161,6 +161,7 @@ void arrayad_ctx_reset(arrayad_ctx *ctx) {
     ctx->err_msg = NULL;
     ctx->err_vals[0] = ctx->err_vals[1] = ctx->err_vals[2] = 0;
     ctx->err_kind = 0;
+    ctx->err_final = 0;
     clear_text(ctx);
     ctx->err_buf[0] = '\0';
     ctx->dest = NULL;
@@ -267,6 +268,8 @@ size_t arrayad_ctx_size(void) { return sizeof(arrayad_ctx); }
 
 uint64_t arrayad_ctx_capacity(const arrayad_ctx *ctx) { return ctx->held; }
 
+static int32_t record(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t a, int64_t b, int64_t c);
+
 static void use_chunk(arrayad_ctx *ctx, arrayad_chunk *c) {
     ctx->arena_cur = c;
     ctx->arena_ptr = c->data;
@@ -278,7 +281,7 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
     arrayad_chunk *c;
     char *p;
     if (size > ARRAYAD_MAX_ALLOC) {
-        arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+        record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
                      "out of memory: an array of %1 bytes (or more) is too large", (int64_t)size,
                      0, 0);
         return NULL;
@@ -315,7 +318,7 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
     /* The memory limit: a smaller chunk if that fits, else an error. */
     if (want > ctx->limit || ctx->held > ctx->limit - want) want = rounded;
     if (want > ctx->limit || ctx->held > ctx->limit - want) {
-        arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+        record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
                      "out of memory: an array of %1 bytes would exceed the memory limit of %2 bytes "
                      "(ARRAYAD_MAX_MEMORY)",
                      (int64_t)size, (int64_t)ctx->limit, 0);
@@ -323,7 +326,7 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
     }
     c = new_chunk(want);
     if (!c) {
-        arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+        record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
                      "out of memory: could not allocate an array of %1 bytes", (int64_t)size, 0, 0);
         return NULL;
     }
@@ -461,7 +464,7 @@ int32_t arrayad_tape_grow(arrayad_ctx *ctx, uint64_t slots) {
     uint64_t want = cap ? 2 * cap : 1024;
     uint64_t *mem;
     if (slots > ((uint64_t)1 << 58) || used + slots > ((uint64_t)1 << 58)) {
-        return arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+        return record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
                             "out of memory: the tape would exceed %1 slots", (int64_t)1 << 58, 0,
                             0);
     }
@@ -470,14 +473,14 @@ int32_t arrayad_tape_grow(arrayad_ctx *ctx, uint64_t slots) {
     if ((want - cap) * sizeof(uint64_t) > ctx->limit - (ctx->held < ctx->limit ? ctx->held : ctx->limit))
         want = used + slots;
     if (ctx->held > ctx->limit || (want - cap) * sizeof(uint64_t) > ctx->limit - ctx->held) {
-        return arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+        return record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
                             "out of memory: the tape would exceed the memory limit of %1 bytes "
                             "(ARRAYAD_MAX_MEMORY)",
                             (int64_t)ctx->limit, 0, 0);
     }
     mem = (uint64_t *)realloc(ctx->tape_base, (size_t)want * sizeof(uint64_t));
     if (!mem) {
-        return arrayad_fail(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
+        return record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
                             "out of memory: could not grow the tape to %1 slots", (int64_t)want,
                             0, 0);
     }
@@ -494,14 +497,38 @@ int32_t arrayad_tape_grow(arrayad_ctx *ctx, uint64_t slots) {
 
 static void put(char *buf, size_t cap, size_t *len, const char *s, size_t n);
 
-int32_t arrayad_fail(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t a, int64_t b,
-                     int64_t c) {
+/* Records an error of the runtime itself (an allocation that failed),
+ * which the generated code that asked replaces with a located message
+ * (arrayad_fail); nothing when generated code recorded one before. */
+static int32_t record(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t a, int64_t b, int64_t c) {
+    if (ctx->err_final) return ctx->err_kind;
     ctx->err_kind = kind;
     ctx->err_msg = msg;
     ctx->err_vals[0] = a;
     ctx->err_vals[1] = b;
     ctx->err_vals[2] = c;
     return kind;
+}
+
+/* Makes the error recorded in ctx the call's: later errors do not replace
+ * it, and the stack limit is set above every stack, so that each function
+ * making calls that still runs fails at its entry (a check that passes
+ * the error on). Generated code that checks the status of its calls once,
+ * at its end (straight-line code calling straight-line code: codegen's
+ * lower/call.rs), runs on after a failed call and may fail again on the
+ * values the failed call left unset; the first error is the one the
+ * program meets. */
+static int32_t finalise(arrayad_ctx *ctx) {
+    ctx->err_final = 1;
+    ctx->stack_limit = (uintptr_t)1 << (sizeof(uintptr_t) * 8 - 1);
+    return ctx->err_kind;
+}
+
+int32_t arrayad_fail(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t a, int64_t b,
+                     int64_t c) {
+    if (ctx->err_final) return ctx->err_kind;
+    record(ctx, kind, msg, a, b, c);
+    return finalise(ctx);
 }
 
 int32_t arrayad_fail_text(arrayad_ctx *ctx, int32_t kind, const char *fmt, ...) {
@@ -560,6 +587,7 @@ static size_t compose_shapes(char *buf, size_t cap, const char *msg, int64_t row
 int32_t arrayad_fail_shapes(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t row,
                             int64_t rank, const int64_t *shape, const int64_t *first) {
     size_t len;
+    if (ctx->err_final) return ctx->err_kind;
     clear_text(ctx);
     len = compose_shapes(NULL, 0, msg, row, rank, shape, first);
     if ((ctx->err_text = (char *)malloc(len + 1)) != NULL) {
@@ -570,7 +598,7 @@ int32_t arrayad_fail_shapes(arrayad_ctx *ctx, int32_t kind, const char *msg, int
         ctx->err_msg = ctx->err_buf;
     }
     ctx->err_kind = kind;
-    return kind;
+    return finalise(ctx);
 }
 
 static void put_shape(char *buf, size_t cap, size_t *len, int64_t rank, const int64_t *dims) {

@@ -60,7 +60,9 @@ typedef struct arrayad_ctx {
     const char *err_msg;        /* 80: message template ("%1".."%3": err_vals) or err_text */
     int64_t err_vals[3];        /* 88 */
     int32_t err_kind;           /* 112: 0 = no error */
-    int32_t reserved;           /* 116 */
+    int32_t err_final;          /* 116: nonzero once generated code has recorded
+                                   an error (arrayad_fail): the call's first
+                                   error, which later ones do not replace */
     char *err_text;             /* 120: a message composed at run time (heap), or NULL */
     char err_buf[ARRAYAD_ERR_BUF]; /* 128: its fallback when the heap is out */
     const uint64_t *dest;       /* 384: where the array results of the call in
@@ -140,12 +142,15 @@ int32_t arrayad_arena_keep(arrayad_ctx *ctx, const void *mark_ptr, void *mark_ch
 int32_t arrayad_tape_grow(arrayad_ctx *ctx, uint64_t slots);
 
 /* Records an error: `msg` is a static template in which %1, %2, %3 stand for
- * a, b, c (and %% for %). Returns kind. */
+ * a, b, c (and %% for %). The first error generated code records in a call
+ * is the call's: a later one is dropped (see err_final), and the kind
+ * returned is always the recorded one. */
 int32_t arrayad_fail(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t a, int64_t b,
                      int64_t c);
 /* Records an irregular-array style error: in `msg`, %1 stands for `row`,
  * %A for `shape` and %B for `first` (each `rank` extents, printed as
- * "[2, 3]"). The message is composed now. Returns kind. */
+ * "[2, 3]"). The message is composed now. Like arrayad_fail, keeps an
+ * error recorded before and returns the recorded kind. */
 int32_t arrayad_fail_shapes(arrayad_ctx *ctx, int32_t kind, const char *msg, int64_t row,
                             int64_t rank, const int64_t *shape, const int64_t *first);
 /* Records an error whose message is composed now (printf format). */

@@ -75,8 +75,9 @@ pub struct Ctx {
     pub err_vals: [i64; 3],
     /// Error kind (0: none).
     pub err_kind: i32,
-    /// Padding.
-    pub reserved: i32,
+    /// Nonzero once generated code has recorded an error (`arrayad_fail`):
+    /// later errors of the same call are dropped.
+    pub err_final: i32,
     /// A message composed at run time (heap), or null.
     pub err_text: *mut c_char,
     /// Its fallback when the heap is out.
@@ -128,6 +129,8 @@ pub mod offsets {
     pub const DEST: i32 = offset_of!(Ctx, dest) as i32;
     /// `stack_limit`.
     pub const STACK_LIMIT: i32 = offset_of!(Ctx, stack_limit) as i32;
+    /// `err_kind`.
+    pub const ERR_KIND: i32 = offset_of!(Ctx, err_kind) as i32;
 }
 
 /// The C functions of the runtime.
@@ -216,7 +219,9 @@ pub enum RuntimeFn {
     /// `int32_t arrayad_tape_grow(ctx, uint64_t slots)`: 0 or an error.
     TapeGrow,
     /// `int32_t arrayad_fail(ctx, int32_t kind, const char *template,
-    /// int64_t, int64_t, int64_t)`: records an error; returns `kind`.
+    /// int64_t, int64_t, int64_t)`: records an error, unless generated
+    /// code recorded one before in the same call (the first is kept);
+    /// returns the kind of the recorded error.
     Fail,
     /// `int32_t arrayad_fail_shapes(ctx, int32_t kind, const char *template,
     /// int64_t row, int64_t rank, const int64_t *shape, const int64_t *first)`.
@@ -365,7 +370,7 @@ impl OwnedCtx {
             err_msg: std::ptr::null(),
             err_vals: [0; 3],
             err_kind: 0,
-            reserved: 0,
+            err_final: 0,
             err_text: std::ptr::null_mut(),
             err_buf: [0; ERR_BUF],
             dest: std::ptr::null(),

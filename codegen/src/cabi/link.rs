@@ -328,7 +328,7 @@ fn build_calling(
     }
     let mut callees = crate::Callees::none();
     if let Some(c) = called {
-        callees.set_program(c.program.clone());
+        callees.set_program(crate::CalledProgram::new(c.program.clone()));
     }
     for c in called.map_or(&[][..], |c| &c.funcs) {
         let sym = internal_symbol(module, &format!("{}__{}", c.primal.name, c.id.0), "called");

@@ -201,7 +201,7 @@ pub(crate) fn define_functions<M: Module>(
     };
     let lower_one = |d: &mut Definer<'_, '_, M>, k: usize| -> Result<clif::Function> {
         let f = d.funcs[k].2;
-        let func = d.lower(d.ids[k], |e| lower::lower_function(e, file, f, callees.program()))?;
+        let func = d.lower(d.ids[k], |e| lower::lower_function(e, file, f, callees))?;
         d.kept_ir[k] = keep_ir.then(|| func.clone());
         Ok(func)
     };

@@ -306,7 +306,7 @@ pub(crate) fn build_module<'ctx>(
     }
     for ((_, f), fv) in funcs.iter().zip(&values) {
         let mut e = LlvmEmitter::new(ctx, &module, &mut shared, *fv, opts.fast_math, &f.name);
-        lower::lower_function(&mut e, file, f, callees.program())?;
+        lower::lower_function(&mut e, file, f, callees)?;
         e.finish()?;
         if !fv.verify(false) {
             let why = module.verify().err().map(|s| s.to_string()).unwrap_or_default();

@@ -51,7 +51,10 @@ pub(crate) fn survivors(f: &Function, body: &Block) -> Option<Vec<VarId>> {
 /// [`survivors`] and [`allocates`] of every block of a function, from one
 /// walk (asking each loop body alone would rescan the loops nested in it,
 /// O(depth x size)). Keyed by the address of the block in the function,
-/// which lowering does not move.
+/// which lowering does not move. The default holds no facts: each query
+/// then computes its answer (straight-line code makes none: it has no
+/// nested block).
+#[derive(Default)]
 pub(crate) struct BlockFacts {
     facts: HashMap<*const Block, Facts>,
     /// Some loop body both pushes on the tape and pops from it (nested

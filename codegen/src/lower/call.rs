@@ -8,7 +8,9 @@
 //! callee allocates its results in the caller's arena, as any allocating
 //! statement does (`analysis.rs` counts a call as one). A failing callee
 //! has recorded its message in the context: the caller returns its status
-//! unchanged.
+//! unchanged. Straight-line code calling straight-line code checks the
+//! statuses of its calls once, at its end
+//! ([`calls_straight_line_code_only`]).
 //!
 //! The destination table of the context (`ctx->dest`) belongs to the
 //! outermost call: a function that makes calls takes it at its entry
@@ -88,6 +90,31 @@ pub(super) fn call_buffer_slots(f: &arrayad_ir::Function) -> Option<(usize, usiz
     most
 }
 
+/// True when every call at the top level of `f` goes to straight-line
+/// scalar code ([`crate::Callees::is_straight_line`]).
+///
+/// In a function that is itself straight-line scalar code
+/// ([`arrayad_ir::Function::is_straight_line_scalar`]), the statuses of
+/// the calls are then checked once, after its last statement
+/// (`Lower::check_call_status`), instead of after each call, which costs a
+/// branch and a block per call: in a function of many small calls, such
+/// as the derivatives of a library of helpers, a sixth of the compile time.
+/// After a failed call, `f` runs on with the results the call left unset:
+/// scalar arithmetic, and calls that return after a bounded number of
+/// statements whatever their arguments, and touch no array. Nothing of
+/// that reaches the caller: `f` returns the failure at its end. An error
+/// the rest of `f` meets does not replace the first one (the context keeps
+/// the first error of a call: `arrayad_fail`), and a callee that itself
+/// makes calls returns at its entry (once an error is recorded, the
+/// context's stack limit is beyond reach), so the work after a failure is
+/// at most that of `f`'s own statements and of its calls of leaves.
+pub(super) fn calls_straight_line_code_only(f: &arrayad_ir::Function, callees: &crate::Callees) -> bool {
+    f.body.stmts.iter().all(|s| match &s.kind {
+        arrayad_ir::StmtKind::Let { expr: arrayad_ir::Expr::Call { func, .. }, .. } => callees.is_straight_line(*func),
+        _ => true,
+    })
+}
+
 impl<E: Emitter> Lower<'_, E> {
     /// `vars = func(args)`: the values of `vars`.
     pub(super) fn call_def(&mut self, func: FuncId, vars: &[VarId], args: &[Atom]) -> Result<Vec<Val<E::Value>>> {
@@ -105,6 +132,15 @@ impl<E: Emitter> Lower<'_, E> {
         let ctx = self.ctx;
         let tape = if self.rewinds_tape { Some(self.tape_above_its_end()) } else { None };
         let status = self.b.call_function(func, [ctx, argbuf, resbuf])?;
+        if self.defers_call_status {
+            // A failed call has recorded its error in the context, which
+            // `check_call_status` reads.
+            self.deferred_calls = true;
+            if let Some(saved) = tape {
+                self.tape_restore(saved);
+            }
+            return Ok(self.unpack(resbuf, &result_types, Mem::Stack));
+        }
         let zero = self.b.iconst(Ty::I32, 0);
         let ok = self.b.icmp(IntCC::Eq, status, zero);
         let (failed, failed_status) = match self.call_failed {
@@ -160,6 +196,27 @@ impl<E: Emitter> Lower<'_, E> {
         self.dest_table = Some(self.b.load(Ty::Ptr, ctx, offsets::DEST, Mem::Ctx));
         let null = self.b.iconst(Ty::Ptr, 0);
         self.b.store(Ty::Ptr, null, ctx, offsets::DEST, Mem::Ctx);
+    }
+
+    /// Where the statuses of calls are checked once, after the last
+    /// statement ([`calls_straight_line_code_only`]): from the context, whose error
+    /// kind is 0 until a call fails, then that of the first error.
+    pub(super) fn check_call_status(&mut self) {
+        if !std::mem::take(&mut self.deferred_calls) {
+            return;
+        }
+        let ctx = self.ctx;
+        let recorded = self.b.load(Ty::I32, ctx, offsets::ERR_KIND, Mem::Ctx);
+        let zero = self.b.iconst(Ty::I32, 0);
+        let ok = self.b.icmp(IntCC::Eq, recorded, zero);
+        let (cont, failed) = (self.b.create_block(), self.b.create_block());
+        self.b.set_cold(failed);
+        self.b.brif(ok, cont, failed);
+        self.b.seal(cont);
+        self.b.seal(failed);
+        self.b.switch_to(failed);
+        self.b.ret(recorded);
+        self.b.switch_to(cont);
     }
 
     /// Emits the block that every failed call branches to (returning the

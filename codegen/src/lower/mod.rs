@@ -35,22 +35,27 @@ pub(crate) fn slots(t: arrayad_ir::Type) -> usize {
 
 /// Lowers `f` through the emitter `b`, positioned at the start of the
 /// function's (empty) entry block. `file` is the source file name of
-/// messages; `program` the program whose definitions `f` calls (kept
-/// calls), if any.
+/// messages; `callees` the definitions `f` calls (kept calls), if any.
 pub(crate) fn lower_function<E: Emitter>(
     b: &mut E,
     file: &str,
     f: &arrayad_ir::Function,
-    program: Option<&arrayad_ir::Program>,
+    callees: &crate::Callees,
 ) -> Result<()> {
     let [ctx, args, results] = b.params();
+    // Straight-line scalar code (such as the derivatives of small kept
+    // definitions) has no loop, branch or array: the analyses of those
+    // would find nothing in it.
+    let straight = f.is_straight_line_scalar();
     let mut l = Lower {
         b,
         f,
-        program,
+        program: callees.program(),
         call_buffers: None,
         dest_table: None,
         call_failed: None,
+        defers_call_status: straight && call::calls_straight_line_code_only(f, callees),
+        deferred_calls: false,
         rewinds_tape: call::rewinds_tape(f),
         file,
         ctx,
@@ -59,9 +64,9 @@ pub(crate) fn lower_function<E: Emitter>(
         rebound: rebound_vars(f),
         far: far_scalars(f),
         last_use: analysis::last_uses(f),
-        blocks: analysis::BlockFacts::new(f),
-        in_place: analysis::InPlace::new(f),
-        first_writes: first_write::FirstWrites::new(f),
+        blocks: if straight { analysis::BlockFacts::default() } else { analysis::BlockFacts::new(f) },
+        in_place: if straight { analysis::InPlace::default() } else { analysis::InPlace::new(f) },
+        first_writes: if straight { first_write::FirstWrites::default() } else { first_write::FirstWrites::new(f) },
         writing_first: Vec::new(),
         in_bounds: Vec::new(),
         known: Known::new(),
@@ -84,6 +89,7 @@ pub(crate) fn lower_function<E: Emitter>(
         l.def(*p, val)?;
     }
     l.stmts(&f.body.stmts)?;
+    l.check_call_status();
     // Results.
     l.pack(results, &f.body.results, Mem::Slots)?;
     let zero = l.b.iconst(Ty::I32, 0);
@@ -94,7 +100,8 @@ pub(crate) fn lower_function<E: Emitter>(
 
 /// Emits, in the current block, the recording of `fault` located at
 /// `loc` of `file`, with the three `i64` values of its message, in the
-/// context `ctx` (`arrayad_fail`), and the return of its kind.
+/// context `ctx` (`arrayad_fail`), and the return of the kind recorded
+/// (that of an earlier error of the call, if any, which the context keeps).
 pub(crate) fn raise_at<E: Emitter>(
     b: &mut E,
     ctx: E::Value,
@@ -106,8 +113,10 @@ pub(crate) fn raise_at<E: Emitter>(
     let msg = b.message(&fault.located_template(file, loc))?;
     let kind = b.iconst(Ty::I32, fault.kind().code() as i64);
     let [v1, v2, v3] = vals;
-    b.call(Callee::Runtime(RuntimeFn::Fail), &[ctx, kind, msg, v1, v2, v3])?;
-    b.ret(kind);
+    // The kind recorded: an earlier error's when a failed call's status is
+    // checked later (`Lower::defers_call_status`).
+    let recorded = b.call(Callee::Runtime(RuntimeFn::Fail), &[ctx, kind, msg, v1, v2, v3])?;
+    b.ret(recorded);
     Ok(())
 }
 
@@ -248,6 +257,13 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// of a failed call, and the variable holding it: one for every call
     /// (`call.rs`).
     call_failed: Option<(E::Block, E::Var)>,
+    /// The statuses of `f`'s calls are checked once, after its last
+    /// statement, rather than after each call
+    /// ([`call::calls_straight_line_code_only`]).
+    defers_call_status: bool,
+    /// When [`Self::defers_call_status`], whether a call was made, so
+    /// that the context's error is checked at the end.
+    deferred_calls: bool,
     /// `f` rewinds its tape: calls run their callee's tape above its end
     /// (`call.rs`).
     rewinds_tape: bool,
@@ -798,8 +814,8 @@ impl<E: Emitter> Lower<'_, E> {
         let msg = self.b.message(&fault.located_template(self.file, self.loc))?;
         let k = self.b.iconst(Ty::I32, fault.kind().code() as i64);
         let r = self.iconst(rank as i64);
-        self.b.call(Callee::Runtime(RuntimeFn::FailShapes), &[self.ctx, k, msg, row, r, a, b])?;
-        self.b.ret(k);
+        let recorded = self.b.call(Callee::Runtime(RuntimeFn::FailShapes), &[self.ctx, k, msg, row, r, a, b])?;
+        self.b.ret(recorded);
         self.b.switch_to(cont);
         Ok(())
     }
