@@ -620,7 +620,7 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
             })
             .collect::<Result<Vec<_>, Error>>()
     };
-    let exports = driver::compiling(derive_exports)?;
+    let exports = arrayad_ir::timing::time("derive the exports", || driver::compiling(derive_exports))?;
     if exports.is_empty() {
         return Err(Error::Usage(format!("{name}: no definition can have the entries of --entries")));
     }
@@ -631,7 +631,9 @@ fn build_command(a: BuildArgs) -> Result<String, Error> {
         })
         .flatten()
         .collect();
-    let called = driver::called_definitions(&program, &funcs, &kept, a.codegen.ad())?;
+    let called = arrayad_ir::timing::time("the called definitions", || {
+        driver::called_definitions(&program, &funcs, &kept, a.codegen.ad())
+    })?;
     let opts = LinkOptions { backend, target: a.codegen.target(a.target.clone()), cc: a.cc.clone() };
     let called = arrayad_codegen::Called { program: program.clone(), funcs: called };
     arrayad_codegen::build_shared_library_calling(&name, &exports, &called, &module_name, &a.output, &header, &opts)?;

@@ -268,9 +268,11 @@ fn called_definitions_here(
             }
         }
         let mut tasks: Vec<MakeTask> = kinds.into_iter().map(|(d, ks)| (FuncId(d), ks, None)).collect();
-        arrayad_ir::stack::for_each_parallel(tasks.iter_mut().collect(), COMPILE_STACK, |t: &mut (FuncId, _, _)| {
-            let mut m = Made::default();
-            t.2 = Some(on_compile_stack(|| guard(|| m.make(program, t.0, &t.1, kept, opts).map(|()| m))));
+        arrayad_ir::timing::time("derive the called definitions", || {
+            arrayad_ir::stack::for_each_parallel(tasks.iter_mut().collect(), COMPILE_STACK, |t: &mut (FuncId, _, _)| {
+                let mut m = Made::default();
+                t.2 = Some(on_compile_stack(|| guard(|| m.make(program, t.0, &t.1, kept, opts).map(|()| m))));
+            })
         });
         // An error is reported when a wave asks for the function.
         made.extend(tasks.into_iter().filter_map(|(d, _, r)| Some((d, r?.ok()?))));

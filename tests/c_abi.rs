@@ -1297,6 +1297,9 @@ def top(x: [n]f64, k: i64) -> f64 = sum(helper(helper(x, 2.0), 0.5)) + at(x, k)
 def twice(x: [n]f64) -> [n]f64 = helper(helper(x, 3.0), 1.0)
 def cube(x: [n]f64) -> [n]f64 = for i < n => x[i] * x[i] * x[i] / 3.0
 def quartic(x: [n]f64) -> f64 = sum(cube(cube(x)))
+def divide100(k: i64) -> f64 = f64(100 / k)
+def modulo7(k: i64) -> f64 = f64(7 % (k - 1))
+def failing(x: f64, k: i64) -> f64 = divide100(k) * x + modulo7(k + 1) * x * x
 ";
 
 const CALLING_C: &str = r#"
@@ -1339,6 +1342,18 @@ int main(void) {
     printf("quartic_hvp_rc %d\n", (int)rc);
     print("quartic_grad", dx, 3);
     print("quartic_hvp", h, 3);
+    /* divide100(0) fails, then modulo7(1) too where the straight-line
+       caller runs on (it checks its calls' statuses at its end): the first
+       error is the one reported. */
+    rc = failing(0.75, 0, &value);
+    printf("failing_rc %d\n", (int)rc);
+    printf("failing_msg %s\n", calling_last_error());
+    rc = failing_grad(0.75, 0, &value, dx);
+    printf("failing_grad_rc %d\n", (int)rc);
+    printf("failing_grad_msg %s\n", calling_last_error());
+    rc = failing(0.75, 3, &value);
+    printf("failing_ok_rc %d\n", (int)rc);
+    print("failing_ok", &value, 1);
     return 0;
 }
 "#;
@@ -1383,6 +1398,16 @@ fn libraries_calling_kept_definitions_agree_with_inlined_ones() {
             "{got:?} against {want:?}"
         );
         assert_ne!(outputs[0]["top_oob_rc"], "0", "{:?}", outputs[0]);
+        // 33 x + 1 x^2 at x = 0.75.
+        assert_eq!(numbers(&outputs[0], "failing_ok"), [33.0 * 0.75 + 0.75 * 0.75]);
+        for o in &outputs {
+            assert_ne!(o["failing_rc"], "0", "{o:?}");
+            assert_eq!(o["failing_rc"], o["failing_grad_rc"], "{o:?}");
+            for key in ["failing_msg", "failing_grad_msg"] {
+                let msg = &o[key];
+                assert!(msg.starts_with("calling.arr:8:") && msg.contains("division by zero"), "{key}: {msg}");
+            }
+        }
         for o in &mut outputs {
             // Inlined, the message names the inlined copy of `a`.
             let msg = o.remove("top_oob_msg").unwrap_or_default();

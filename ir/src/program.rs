@@ -940,3 +940,65 @@ pub fn unop_result(op: UnOp, t: Type) -> Type {
         _ => t,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stmt(kind: StmtKind) -> Stmt {
+        Stmt { kind, loc: Loc::default() }
+    }
+
+    /// `f(x) = callees(x) + ...`: one call of each callee, then the sum.
+    fn calling(name: &str, callees: &[u32]) -> Function {
+        let (mut f, ps) = Function::with_params(name, &[Type::F64], &[Type::F64]);
+        let mut result = Atom::Var(ps[0]);
+        for &c in callees {
+            let y = f.new_var("y", Type::F64);
+            f.body.stmts.push(stmt(StmtKind::Let {
+                vars: vec![y],
+                expr: Expr::Call { func: FuncId(c), args: vec![Atom::Var(ps[0])] },
+            }));
+            let s = f.new_var("s", Type::F64);
+            f.body
+                .stmts
+                .push(stmt(StmtKind::Let { vars: vec![s], expr: Expr::Binary(BinOp::Add, result, Atom::Var(y)) }));
+            result = Atom::Var(s);
+        }
+        f.body.results = vec![result];
+        f
+    }
+
+    /// Straight-line definitions calling straight-line ones are in the
+    /// closure; a loop, an array, a cycle or an unknown callee anywhere
+    /// below a definition keeps it out.
+    #[test]
+    fn the_straight_line_closure_follows_calls_at_any_depth() {
+        let mut looped = calling("looped", &[]);
+        let i = looped.new_var("i", Type::I64);
+        looped.body.stmts.push(stmt(StmtKind::For {
+            n: Atom::I64(3),
+            index: i,
+            reverse: false,
+            body: Block::default(),
+        }));
+        let mut array = calling("array", &[]);
+        array.new_var("a", Type::array(Scalar::F64, 1));
+        let funcs = vec![
+            calling("leaf", &[]),           // 0
+            calling("calls_leaf", &[0]),    // 1
+            calling("deeper", &[1, 0]),     // 2
+            looped,                         // 3
+            calling("calls_loop", &[0, 3]), // 4
+            calling("above_loop", &[4]),    // 5
+            calling("cycle_a", &[7]),       // 6
+            calling("cycle_b", &[6]),       // 7
+            array,                          // 8
+            calling("calls_array", &[8]),   // 9
+            calling("unknown", &[42]),      // 10
+        ];
+        let program = Program { file: "t.arr".into(), funcs };
+        let want = [true, true, true, false, false, false, false, false, false, false, false];
+        assert_eq!(program.straight_line_scalar_closure(), want);
+    }
+}

@@ -117,7 +117,9 @@ impl Fx<'_, '_> {
     }
 
     fn shown_at(&self, e: &TExpr, depth: u32) -> Shown {
-        if depth == 0 {
+        // A scalar has no size to tell (every `let` asks: a program of
+        // scalar arithmetic would otherwise walk each bound expression).
+        if depth == 0 || matches!(&e.ty, Ty::Leaf(t) if t.rank == 0) {
             return Shown::of_ty(&e.ty);
         }
         let d = depth - 1;

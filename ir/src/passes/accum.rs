@@ -12,6 +12,11 @@ use crate::visit::{child_blocks, child_blocks_mut, for_each_block, stmt_uses_sha
 
 /// Runs the folding on `f` in place, in time linear in the size of `f`.
 pub fn fold_accumulators(f: &mut Function) {
+    // Every rewrite concerns a mutable variable: code without any (a jvp,
+    // a vjp whose accumulators became values) has nothing to fold.
+    if !f.vars.iter().any(|v| v.mutable) {
+        return;
+    }
     let mut assigns = vec![0u32; f.vars.len()];
     for_each_block(&f.body, &mut |b| {
         for s in &b.stmts {

@@ -72,10 +72,10 @@ fn optimize_rounds(f: &mut Function) {
     // made of calls and scalar arithmetic) spent a fifth of its
     // optimisation time in them.
     let arrays_or_loops = !f.is_straight_line_scalar();
+    // A round that changes nothing ends it: compared by a hash of the
+    // function (a copy to compare with cost more than some passes).
+    let mut before = time("fingerprint", || fingerprint(f));
     for _ in 0..rounds {
-        // A round that changes nothing ends it: compared by a hash of the
-        // function (a copy to compare with cost more than some passes).
-        let before = time("fingerprint", || fingerprint(f));
         time("accum", || accum::fold_accumulators(f));
         time("mutables", || mutables::mutables_to_values(f));
         time("simplify", || simplify::simplify(f));
@@ -90,9 +90,11 @@ fn optimize_rounds(f: &mut Function) {
         }
         time("cse", || cse::cse(f));
         time("dce", || dce::dce(f));
-        if time("fingerprint", || fingerprint(f)) == before {
+        let after = time("fingerprint", || fingerprint(f));
+        if after == before {
             break;
         }
+        before = after;
     }
 }
 
