@@ -282,8 +282,8 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
     char *p;
     if (size > ARRAYAD_MAX_ALLOC) {
         record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
-                     "out of memory: an array of %1 bytes (or more) is too large", (int64_t)size,
-                     0, 0);
+               "out of memory: an array of %1 bytes (or more) is too large", (int64_t)size,
+               0, 0);
         return NULL;
     }
     rounded = (size + 31) & ~(uint64_t)31;
@@ -319,15 +319,15 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
     if (want > ctx->limit || ctx->held > ctx->limit - want) want = rounded;
     if (want > ctx->limit || ctx->held > ctx->limit - want) {
         record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
-                     "out of memory: an array of %1 bytes would exceed the memory limit of %2 bytes "
-                     "(ARRAYAD_MAX_MEMORY)",
-                     (int64_t)size, (int64_t)ctx->limit, 0);
+               "out of memory: an array of %1 bytes would exceed the memory limit of %2 bytes "
+               "(ARRAYAD_MAX_MEMORY)",
+               (int64_t)size, (int64_t)ctx->limit, 0);
         return NULL;
     }
     c = new_chunk(want);
     if (!c) {
         record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
-                     "out of memory: could not allocate an array of %1 bytes", (int64_t)size, 0, 0);
+               "out of memory: could not allocate an array of %1 bytes", (int64_t)size, 0, 0);
         return NULL;
     }
     ctx->held += want;
@@ -465,8 +465,8 @@ int32_t arrayad_tape_grow(arrayad_ctx *ctx, uint64_t slots) {
     uint64_t *mem;
     if (slots > ((uint64_t)1 << 58) || used + slots > ((uint64_t)1 << 58)) {
         return record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
-                            "out of memory: the tape would exceed %1 slots", (int64_t)1 << 58, 0,
-                            0);
+                      "out of memory: the tape would exceed %1 slots", (int64_t)1 << 58, 0,
+                      0);
     }
     if (want < used + slots) want = used + slots;
     /* The memory limit: the least growth if that fits, else an error. */
@@ -474,15 +474,15 @@ int32_t arrayad_tape_grow(arrayad_ctx *ctx, uint64_t slots) {
         want = used + slots;
     if (ctx->held > ctx->limit || (want - cap) * sizeof(uint64_t) > ctx->limit - ctx->held) {
         return record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
-                            "out of memory: the tape would exceed the memory limit of %1 bytes "
-                            "(ARRAYAD_MAX_MEMORY)",
-                            (int64_t)ctx->limit, 0, 0);
+                      "out of memory: the tape would exceed the memory limit of %1 bytes "
+                      "(ARRAYAD_MAX_MEMORY)",
+                      (int64_t)ctx->limit, 0, 0);
     }
     mem = (uint64_t *)realloc(ctx->tape_base, (size_t)want * sizeof(uint64_t));
     if (!mem) {
         return record(ctx, ARRAYAD_ERR_OUT_OF_MEMORY,
-                            "out of memory: could not grow the tape to %1 slots", (int64_t)want,
-                            0, 0);
+                      "out of memory: could not grow the tape to %1 slots", (int64_t)want,
+                      0, 0);
     }
     ctx->held += (want - cap) * sizeof(uint64_t);
     ctx->tape_base = mem;

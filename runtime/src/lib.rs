@@ -462,7 +462,8 @@ impl OwnedCtx {
         String::from_utf8_lossy(&buf).into_owned()
     }
 
-    /// Records an error as generated code does (mainly for tests).
+    /// Records an error as generated code does (mainly for tests): the
+    /// first of a call is kept, and the kind recorded returned.
     pub fn fail(&mut self, kind: i32, template: &'static std::ffi::CStr, vals: [i64; 3]) -> i32 {
         // SAFETY: valid context; the template is static.
         unsafe { ffi::arrayad_fail(&mut *self.0, kind, template.as_ptr(), vals[0], vals[1], vals[2]) }
