@@ -324,7 +324,9 @@ impl Fx<'_, '_> {
             }
         }
         let (Some(ta), Some(tb)) = (a.ty.leaf(), b.ty.leaf()) else { return poison(span) };
-        let kinds = format!("{} and {}", self.shown(&a), self.shown(&b));
+        // The operand types as messages show them, formatted only for a
+        // message (every arithmetic operation passes here).
+        let kinds = |fx: &Self| format!("{} and {}", fx.shown(&a), fx.shown(&b));
         let elem = ta.elem;
         let class_ok = |e: Scalar| match op {
             BinOp::Pow | BinOp::Atan2 => e == Scalar::F64,
@@ -338,14 +340,15 @@ impl Fx<'_, '_> {
                 BinOp::Rem => "i64 operands",
                 _ => "f64 or i64 operands",
             };
-            let mut d = Diagnostic::new(Code::OperandTypes, span, format!("`{sym}` needs {need}, found {kinds}"));
+            let msg = format!("`{sym}` needs {need}, found {}", kinds(self));
+            let mut d = Diagnostic::new(Code::OperandTypes, span, msg);
             if ta.elem != tb.elem || f64_only {
                 d = d.with_note(CONVERSION_NOTE);
             }
             return self.fail_with(d);
         }
         if ta.elem != tb.elem {
-            let msg = format!("the operands of `{sym}` have different types: {kinds}");
+            let msg = format!("the operands of `{sym}` have different types: {}", kinds(self));
             let mut d = Diagnostic::new(Code::MixedNumbers, span, msg).with_note(CONVERSION_NOTE);
             for x in [&a, &b] {
                 if let Some(name) = self.int_literal_var(x) {
@@ -358,7 +361,7 @@ impl Fx<'_, '_> {
             return self.fail_with(d);
         }
         if ta.is_array() && tb.is_array() && ta.rank != tb.rank {
-            let msg = format!("elementwise `{sym}` needs arrays of the same rank, found {kinds}");
+            let msg = format!("elementwise `{sym}` needs arrays of the same rank, found {}", kinds(self));
             return self.fail(Code::RankMismatch, span, msg);
         }
         let rank = ta.rank.max(tb.rank);

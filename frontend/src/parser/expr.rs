@@ -379,6 +379,9 @@ impl Parser<'_> {
                 break;
             }
         }
+        if self.tok() == close {
+            return Ok((elems, self.bump()));
+        }
         let what = format!("`,` or {close}");
         let end = self.expect(close, &what)?;
         Ok((elems, end))

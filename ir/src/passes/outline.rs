@@ -24,7 +24,7 @@
 //! before. The pass is linear in the size of the program.
 
 use crate::program::{Atom, Block, Expr, FuncId, Function, Program, Stmt, StmtKind, VarId};
-use crate::visit::{block_binds, child_blocks, for_each_block, stmt_count, stmt_uses, Subst};
+use crate::visit::{block_binds, child_blocks, for_each_block, for_each_block_mut, stmt_count, stmt_uses, Subst};
 
 /// The separator of a part's name: part `k` (from 1) of definition `f` is
 /// `f#k`, a name no source definition can have.
@@ -316,16 +316,23 @@ fn make_part(f: &Function, name: &str, body: Vec<Stmt>, ins: &[VarId], outs: &[V
     for (sp, v) in part.signature.params.iter_mut().zip(ins) {
         sp.name.clone_from(&f.var(*v).name);
     }
-    let block = Block { stmts: body, results: Vec::new() };
+    let mut block = Block { stmts: body, results: Vec::new() };
     block_binds(&block, &mut |v| {
         let nv = VarId(part.vars.len() as u32);
         part.vars.push(f.var(v).clone());
         subst.map.insert(v, Atom::Var(nv));
     });
-    part.body = Block {
-        stmts: block.stmts.iter().map(|s| subst.stmt(s)).collect(),
-        results: outs.iter().map(|v| subst.atom(&Atom::Var(*v))).collect(),
-    };
+    // Renamed in place, each statement once at whatever depth (the
+    // statements move into the part rather than being copied).
+    for_each_block_mut(&mut block, &mut |b| {
+        for s in &mut b.stmts {
+            subst.stmt_shallow_in_place(&mut s.kind);
+        }
+        for r in &mut b.results {
+            *r = subst.atom(r);
+        }
+    });
+    part.body = Block { stmts: block.stmts, results: outs.iter().map(|v| subst.atom(&Atom::Var(*v))).collect() };
     part
 }
 
