@@ -158,6 +158,19 @@ fn runtime_errors_are_the_same_on_every_backend() {
         ("def f(x: [n]f64, k: i64) -> f64 =\n  let d = x[k]\n  let q = 10 / k\n  in x[0] * 2.0", "f", serde_json::json!([[1.0, 2.0], 5])),
         ("def f(x: [n]f64, k: i64) -> f64 =\n  let d = x[k]\n  let q = 10 / k\n  in x[0] * 2.0", "f", serde_json::json!([[1.0, 2.0], 0])),
         ("def f(x: [n]f64, k: i64) -> f64 =\n  let w = for i < k => 1.0\n  in x[0]", "f", serde_json::json!([[1.0], -2])),
+        // A triangular nest keeps the check of an index whose chain of
+        // bounds (`c < r < n`) does not end at the indexed array's extent,
+        // in a sum and in a comprehension.
+        (
+            "def f(x: [n]f64, y: [m]f64) -> [n]f64 = for r < n => sum(for c < r => y[c] * x[r])",
+            "f",
+            serde_json::json!([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0]]),
+        ),
+        (
+            "def f(x: [n]f64, y: [m]f64) -> [n][n]f64 =\n  for r < n, c < n => sum(for e < r => y[e] * x[c])",
+            "f",
+            serde_json::json!([[1.0, 2.0, 3.0], [1.0]]),
+        ),
         // The first error is reported, however loops were fused.
         (
             "def f(v: [n]f64, k: i64) -> f64 =\n  let y = for j < n => v[j + k]\n  let q = 10 / (k - 1)\n  in sum(y) * f64(q)",
@@ -186,6 +199,32 @@ fn runtime_errors_are_the_same_on_every_backend() {
             let got = jit.call(&prim.name, &args).expect_err("fails");
             assert_eq!(got, reference, "{src} ({b:?})");
         }
+    }
+}
+
+/// Triangular nests (`c < r < n`, `c <= r < n`) index without bounds
+/// checks on the inner index (`known_in_bounds` in
+/// `codegen/src/lower/expr.rs`), in the primal, the jvp (whose tangents are
+/// checked at entry to have their primals' extents) and the vjp, while the
+/// same nest over an array of another extent keeps its check (its failure
+/// is in `runtime_errors_are_the_same_on_every_backend`; the values and
+/// derivatives are the corpus's `triangular.arr`).
+#[test]
+fn triangular_nests_index_without_bounds_checks() {
+    let src = "\
+def below(x: [n]f64) -> [n]f64 = for r < n => sum(for c < r => x[c] * x[r])
+def upto(x: [n]f64) -> [n]f64 = for r < n => maximum(for c < r + 1 => x[c]) * x[r]
+def other(x: [n]f64, y: [m]f64) -> [n]f64 = for r < n => sum(for c < r => y[c] * x[r])
+";
+    let m = arrayad::Module::compile("tri.arr", src).unwrap();
+    let unsigned_compares = |func: &str, kind: &str| {
+        let ir = m.function(func).unwrap().backend_ir(kind).unwrap().expect("Cranelift IR");
+        ir.lines().filter(|l| l.contains("icmp") && l.contains(" ult ")).count()
+    };
+    for kind in ["primal", "jvp", "vjp"] {
+        assert_eq!(unsigned_compares("below", kind), 0, "below {kind}");
+        assert_eq!(unsigned_compares("upto", kind), 0, "upto {kind}");
+        assert!(unsigned_compares("other", kind) > 0, "other {kind}: the check of y[c] is gone");
     }
 }
 

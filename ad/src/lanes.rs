@@ -78,7 +78,7 @@ pub fn jvp_lanes(lin: &JvpOutput, lanes: usize) -> Result<Function, AdError> {
             copies.push((dp, *p));
         }
     }
-    let mut stmts = shape_checks(&mut f, lin, &copies);
+    let mut stmts = shape_checks(&mut f, &lin.primal_of, &copies);
     let body = t.block(&mut f, &jvp.body)?;
     stmts.extend(body.stmts);
     let (primal_results, tangent_results) = body.results.split_at(lin.n_primal_results);
@@ -97,19 +97,27 @@ pub fn jvp_lanes(lin: &JvpOutput, lanes: usize) -> Result<Function, AdError> {
 
 /// Checks at entry that every tangent array param (of every lane) has the
 /// extents of its primal param. Callers pass tangents of that shape (the C
-/// ABI and the host API check it), so these never fail; they tell code
-/// generation that the lanes share their extents, so that their bounds
-/// checks are one check (`codegen` `Known::canon`) instead of one per lane,
-/// each of which LLVM's loop unswitching would copy loops for.
+/// ABI and the host API check it, the `jvp` operator too, and a kept
+/// call's tangents are those of its arguments), so these never fail; they
+/// tell code generation that the lanes share their extents, so that their
+/// bounds checks are one check (`codegen` `Known::canon`) instead of one
+/// per lane, each of which LLVM's loop unswitching would copy loops for,
+/// and that a tangent indexed by its primal's loop index is in bounds
+/// (the jvp: [`crate::derive`]).
 ///
 /// `tangents`: each lane's tangent param with the jvp's (lane 0's) param it
-/// copies.
-fn shape_checks(f: &mut Function, lin: &JvpOutput, tangents: &[(VarId, VarId)]) -> Vec<Stmt> {
+/// copies; `primal_of`: the jvp's tangent params' primal params
+/// ([`JvpOutput::primal_of`]).
+pub(crate) fn shape_checks(
+    f: &mut Function,
+    primal_of: &std::collections::HashMap<VarId, VarId>,
+    tangents: &[(VarId, VarId)],
+) -> Vec<Stmt> {
     let loc = f.loc;
     let mut b = Builder::new(f);
     b.loc = loc;
     for &(dp, p) in tangents {
-        let Some(&x) = lin.primal_of.get(&p) else { continue };
+        let Some(&x) = primal_of.get(&p) else { continue };
         let (name, xname) = (b.func.var(dp).name.clone(), b.func.var(x).name.clone());
         for axis in 0..b.func.var(dp).ty.rank {
             let a = b.let1(format!("dim_{name}"), Expr::Dim { array: dp, axis }, Type::I64);

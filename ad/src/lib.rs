@@ -303,7 +303,19 @@ pub fn derive(
         true => Some(arrayad_ir::timing::time("vector forward mode", || jvp_lanes(&lin, JVP_LANES))?),
         false => None,
     };
-    let mut jvp = want(Which::Jvp).then_some(lin.func);
+    let mut jvp = match want(Which::Jvp) {
+        true => {
+            // The tangents' extents checked equal to their primals' at
+            // entry, as the vector forward mode does.
+            let mut f = lin.func;
+            let tangents: Vec<_> = f.params[lin.n_primal_params..].iter().map(|&p| (p, p)).collect();
+            let mut stmts = lanes::shape_checks(&mut f, &lin.primal_of, &tangents);
+            stmts.append(&mut f.body.stmts);
+            f.body.stmts = stmts;
+            Some(f)
+        }
+        false => None,
+    };
     if let (Some(f), Some(n)) = (jvp.as_mut(), kept_calls) {
         forward::fuse_kept_calls(f, n);
     }

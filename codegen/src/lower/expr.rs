@@ -10,6 +10,11 @@ use arrayad_runtime::Callee;
 /// zeroed by stores rather than `memset`.
 const SMALL_ZEROS: i64 = 16;
 
+/// How many loop bounds that are themselves enclosing loops' indices
+/// [`Lower::known_in_bounds`] follows (`c < r < q < d` is two): deeper
+/// triangular nests keep their checks.
+const TRIANGULAR_DEPTH: usize = 4;
+
 /// The destination of one result of a `Build`.
 enum BuildOut<E: Emitter> {
     /// Scalar rows: the array is allocated before the loop.
@@ -152,7 +157,15 @@ impl<E: Emitter> Lower<'_, E> {
         }
         Ok(match op {
             BinOp::Add if f => self.b.float(FloatOp::Add, x, y),
-            BinOp::Add => self.b.int(IntOp::Add, x, y),
+            BinOp::Add => {
+                let v = self.b.int(IntOp::Add, x, y);
+                if self.known.const_value(y) == Some(1) {
+                    self.successors.insert(v, x);
+                } else if self.known.const_value(x) == Some(1) {
+                    self.successors.insert(v, y);
+                }
+                v
+            }
             BinOp::Sub if f => self.b.float(FloatOp::Sub, x, y),
             BinOp::Sub => self.b.int(IntOp::Sub, x, y),
             BinOp::Mul if f => self.b.float(FloatOp::Mul, x, y),
@@ -288,14 +301,45 @@ impl<E: Emitter> Lower<'_, E> {
     /// to it; or `i` is a literal and `d` a larger literal or a size checked
     /// equal to one (`p[k, 7]` after `p`'s axis was checked to be 8: such
     /// checks inside loops are invariant branches, which LLVM's loop
-    /// unswitching would otherwise copy loops for).
+    /// unswitching would otherwise copy loops for); or `i` is the index of
+    /// a counted loop whose bound is itself the index of an enclosing one
+    /// over `0..d`, through at most [`TRIANGULAR_DEPTH`] such bounds: in
+    /// the triangular nest `for r < d => sum(for c < r => x[c])`, `c < r
+    /// < d` (packed triangular storage, Cholesky-like loops), and `for c <
+    /// r + 1` (`c <= r < d`, [`Lower::successors`]). Each step
+    /// follows the first bound that is itself an index, so the query is
+    /// linear in the loop depth.
     pub(super) fn known_in_bounds(&self, i: E::Value, d: E::Value) -> bool {
         if let (Some(c), Some(m)) = (self.known.const_value(i), self.known.const_value(d)) {
             if (0..m).contains(&c) {
                 return true;
             }
         }
-        self.in_bounds.iter().any(|&(j, n)| j == i && self.known.same(n, d))
+        let mut below = i;
+        for _ in 0..=TRIANGULAR_DEPTH {
+            let mut bound = None;
+            for &(j, n) in &self.in_bounds {
+                if j == below {
+                    if self.known.same(n, d) {
+                        return true;
+                    }
+                    // An index has at most two facts (a sum's unrolled
+                    // part also bounds it by a multiple of eight). `below
+                    // < r + 1` is `below <= r`: as good as `below < r`
+                    // once `r < m`, `r` being an index.
+                    let n = self.successors.get(&n).copied().unwrap_or(n);
+                    if bound.is_none() && self.in_bounds.iter().any(|&(k, _)| k == n) {
+                        bound = Some(n);
+                    }
+                }
+            }
+            // 0 <= below < n, and (next round) 0 <= n < m: below < m.
+            match bound {
+                Some(n) => below = n,
+                None => return false,
+            }
+        }
+        false
     }
 
     fn index(&mut self, array: VarId, indices: &[Atom]) -> Result<Val<E::Value>> {

@@ -69,6 +69,7 @@ pub(crate) fn lower_function<E: Emitter>(
         first_writes: if straight { first_write::FirstWrites::default() } else { first_write::FirstWrites::new(f) },
         writing_first: Vec::new(),
         in_bounds: Vec::new(),
+        successors: Default::default(),
         known: Known::new(),
         clock: 0,
         releasing: 0,
@@ -294,6 +295,11 @@ pub(crate) struct Lower<'a, E: Emitter> {
     writing_first: Vec<VarId>,
     /// `(i, n)`: `0 <= i < n` holds here (counted-loop indices).
     in_bounds: Vec<(E::Value, E::Value)>,
+    /// `v -> x` for every `v = x + 1` (`i64`) lowered: the bound `r + 1`
+    /// of a loop inside one over `r` (`for c < r + 1`) is at most the
+    /// enclosing bound ([`Lower::known_in_bounds`]). Facts of SSA values,
+    /// true wherever they are used.
+    successors: std::collections::HashMap<E::Value, E::Value>,
     /// Sizes known equal and integers computed in enclosing scopes.
     known: Known<E::Value>,
     /// Statements lowered so far (the age of a memoised value).
