@@ -303,19 +303,7 @@ pub fn derive(
         true => Some(arrayad_ir::timing::time("vector forward mode", || jvp_lanes(&lin, JVP_LANES))?),
         false => None,
     };
-    let mut jvp = match want(Which::Jvp) {
-        true => {
-            // The tangents' extents checked equal to their primals' at
-            // entry, as the vector forward mode does.
-            let mut f = lin.func;
-            let tangents: Vec<_> = f.params[lin.n_primal_params..].iter().map(|&p| (p, p)).collect();
-            let mut stmts = lanes::shape_checks(&mut f, &lin.primal_of, &tangents);
-            stmts.append(&mut f.body.stmts);
-            f.body.stmts = stmts;
-            Some(f)
-        }
-        false => None,
-    };
+    let mut jvp = want(Which::Jvp).then(|| checking_tangents(lin));
     if let (Some(f), Some(n)) = (jvp.as_mut(), kept_calls) {
         forward::fuse_kept_calls(f, n);
     }
@@ -360,6 +348,21 @@ pub fn derive(
         out.vjp = None;
     }
     Ok(out)
+}
+
+/// The function of `lin` checking at its entry that its tangent params
+/// have their primal params' extents ([`lanes::shape_checks`]), as the
+/// vector forward mode does: callers pass such tangents, so the checks
+/// never fail, and code generation then knows a tangent indexed by its
+/// primal's loop index to be in bounds. For every jvp that is compiled
+/// ([`Which::Jvp`], [`hvp`], [`vjp_jvp`]).
+fn checking_tangents(lin: JvpOutput) -> Function {
+    let mut f = lin.func;
+    let tangents: Vec<_> = f.params[lin.n_primal_params..].iter().map(|&p| (p, p)).collect();
+    let mut stmts = lanes::shape_checks(&mut f, &lin.primal_of, &tangents);
+    stmts.append(&mut f.body.stmts);
+    f.body.stmts = stmts;
+    f
 }
 
 /// The statements (at every depth) of the functions [`derive`] optimises
@@ -460,7 +463,7 @@ pub fn hvp(primal: &Function, vjp: &Function, active: &[bool], within: Option<&P
     g.body.stmts.insert(0, Stmt { kind: StmtKind::Let { vars: vec![ct], expr: Expr::Atom(Atom::F64(1.0)) }, loc });
     g.name = format!("{}_hvp", primal.name);
     let n_grads = g.result_types.len() - 1;
-    let mut f = linearize_keeping(&g, active, within.map(|p| p.funcs.len()))?.func;
+    let mut f = checking_tangents(linearize_keeping(&g, active, within.map(|p| p.funcs.len()))?);
     if let Some(p) = within {
         forward::fuse_kept_calls(&mut f, p.funcs.len());
     }
@@ -487,7 +490,7 @@ pub fn hvp(primal: &Function, vjp: &Function, active: &[bool], within: Option<&P
 /// Errors: [`AdError::Internal`] for IR that breaks an invariant.
 pub fn vjp_jvp(vjp: &Function, within: &Program) -> Result<Function, AdError> {
     let active: Vec<bool> = vjp.params.iter().map(|p| vjp.ty(*p).elem == Scalar::F64).collect();
-    let mut f = linearize_keeping(vjp, &active, Some(within.funcs.len()))?.func;
+    let mut f = checking_tangents(linearize_keeping(vjp, &active, Some(within.funcs.len()))?);
     forward::fuse_kept_calls(&mut f, within.funcs.len());
     f.name = format!("{}_jvp", vjp.name);
     passes::optimize(&mut f);
