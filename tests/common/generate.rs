@@ -1,7 +1,8 @@
 //! A generator of random well-typed programs (source text) over an array
 //! `x: [n]f64` and a scalar `y: f64`, mixing every expression form: lets
-//! with sharing, `if`, `for`, `loop`, `sum`, `dot`, indexing (in bounds by
-//! construction) and smooth math functions with safe domains.
+//! with sharing, `if`, `for`, `loop`, `sum`, `dot`, triangular nests
+//! (`for j < i`, `for j < i + 1` inside a loop over `i`), indexing (in
+//! bounds by construction) and smooth math functions with safe domains.
 
 use super::{Case, Rng};
 
@@ -25,14 +26,16 @@ impl Gen {
                 0 => format!("{:.3}", self.rng.unit() * 2.0),
                 1 if !ints.is_empty() => {
                     let i = &ints[self.rng.below(ints.len() as u64) as usize];
-                    let c = self.rng.below(3);
-                    format!("x[({i} + {c}) % n]")
+                    match self.rng.below(3) {
+                        0 => format!("x[{i}]"),
+                        c => format!("x[({i} + {c}) % n]"),
+                    }
                 }
                 _ => scalars[self.rng.below(scalars.len() as u64) as usize].clone(),
             };
         }
         let d = depth - 1;
-        match self.rng.below(16) {
+        match self.rng.below(18) {
             0 => format!("({} + {})", self.scalar(d, scalars, ints), self.scalar(d, scalars, ints)),
             1 => format!("({} - {})", self.scalar(d, scalars, ints), self.scalar(d, scalars, ints)),
             2 | 3 => format!("({} * {})", self.scalar(d, scalars, ints), self.scalar(d, scalars, ints)),
@@ -96,6 +99,19 @@ impl Gen {
                 let mut ints2 = ints.to_vec();
                 ints2.push(j.clone());
                 format!("maximum(for {j} < n => {})", self.scalar(d, scalars, &ints2))
+            }
+            // Triangular nests: an index below an enclosing one (or up to
+            // it), whose bounds checks code generation drops.
+            15 | 16 if !ints.is_empty() => {
+                let i = ints[self.rng.below(ints.len() as u64) as usize].clone();
+                let j = self.name("j");
+                let mut ints2 = ints.to_vec();
+                ints2.push(j.clone());
+                let body = self.scalar(d, scalars, &ints2);
+                match self.rng.below(2) {
+                    0 => format!("sum(for {j} < {i} => {body})"),
+                    _ => format!("maximum(for {j} < {i} + 1 => {body})"),
+                }
             }
             _ => format!("{} ** 2", self.scalar(d, scalars, ints)),
         }
