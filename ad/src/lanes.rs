@@ -96,9 +96,10 @@ pub fn jvp_lanes(lin: &JvpOutput, lanes: usize) -> Result<Function, AdError> {
 }
 
 /// Checks at entry that every tangent array param (of every lane) has the
-/// extents of its primal param. Callers pass tangents of that shape (the C
-/// ABI and the host API check it, the `jvp` operator too, and a kept
-/// call's tangents are those of its arguments), so these never fail; they
+/// extents of its primal param. Callers pass tangents of that shape (the
+/// host API checks it, the C ABI derives both from the same sizes, the
+/// `jvp` operator checks it, and a kept call's tangents are those of its
+/// arguments or zeros like them), so these never fail; they
 /// tell code generation that the lanes share their extents, so that their
 /// bounds checks are one check (`codegen` `Known::canon`) instead of one
 /// per lane, each of which LLVM's loop unswitching would copy loops for,
