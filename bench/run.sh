@@ -6,10 +6,14 @@
 # run; median times and the ratios derivative/primal, primal/C and
 # derivative/C. Prints the per-run output, then a Markdown summary table.
 #
-# usage: bench/run.sh [--quick] [--min-time SECONDS] [--out FILE]
+# usage: bench/run.sh [--quick] [--min-time SECONDS] [--out FILE] [--jax PYTHON]
 #   --quick         only the smallest input of each problem, 0.2 s per timing
 #   --min-time S    seconds per timed function (default 1)
 #   --out FILE      also write the summary (with the machine and command) to FILE
+#   --jax PYTHON    also time JAX (bench/jax_bench.py; PYTHON's environment has
+#                   `pip install jax`) on every input, on one thread (taskset to
+#                   one core, XLA's one-thread flags) and on all cores, against
+#                   the C objective of the same run (arrayad runs on one thread)
 # Environment: CC (default cc), ARRAYAD_BACKENDS (e.g. "cranelift" to skip LLVM).
 # Outputs (libraries, drivers, generated inputs) go to target/bench/.
 set -euo pipefail
@@ -22,13 +26,15 @@ cc="${CC:-cc}"
 min_time=1
 quick=0
 summary_file=""
+jax_python=""
 while [ "$#" -gt 0 ]; do
     case "$1" in
         --quick) quick=1; min_time=0.2; shift ;;
         --min-time) min_time="$2"; shift 2 ;;
         --out) summary_file="$2"; shift 2 ;;
-        -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}"; exit 0 ;;
-        *) echo "usage: $0 [--quick] [--min-time SECONDS] [--out FILE]" >&2; exit 2 ;;
+        --jax) jax_python="$2"; shift 2 ;;
+        -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        *) echo "usage: $0 [--quick] [--min-time SECONDS] [--out FILE] [--jax PYTHON]" >&2; exit 2 ;;
     esac
 done
 
@@ -37,6 +43,10 @@ if [ ! -f "$shared/bench/adbench_objectives.h" ]; then
     exit 1
 fi
 mkdir -p "$out"
+if [ -n "$jax_python" ] && ! "$jax_python" -c 'import jax' 2>/dev/null; then
+    echo "$0: --jax $jax_python: that Python cannot import jax (pip install jax)" >&2
+    exit 2
+fi
 
 features=()
 backends="${ARRAYAD_BACKENDS:-}"
@@ -112,7 +122,7 @@ problem() {
         echo "==> $source ($backend) $name"
         "$dir/bench" --min-time "$min_time" "$input" | tee "$log"
         rows+=("$(awk -v p="$source" -v b="$backend" -v n="$name" -v w="$what" '
-            /^C objective/ { c = $3 " " $4 }
+            /^C objective/ { c = $4 " " $5 }
             /^arrayad primal/ { pr = $4 " " $5 }
             /^arrayad derivative/ { gr = $4 " " $5 }
             /^ratio derivative\/primal/ { r1 = $3 }
@@ -129,10 +139,53 @@ for backend in $backends; do
     problem lstm lstm lstm main,extra "$backend" gradient lstm "${lstm_inputs[@]}"
 done
 
+# JAX on every input of PROBLEM, at one thread and at all cores, against the
+# C objective timed (and its value printed) by the first backend's run of
+# the same input.
+jax_rows=()
+jax_problem() {
+    local problem="$1" input name log c_secs expect threads jlog
+    shift
+    for input in "$@"; do
+        name="$(basename "$input" .txt)"
+        log="$out/$problem-${backends%% *}/$name.log"
+        c_secs=$(awk '/^C objective/ { v = $4; u = $5 } END { print v * (u == "ms" ? 1e-3 : (u == "us" ? 1e-6 : 1)) }' "$log")
+        expect=$(awk '/^(objective|loss): C / { v = $3; sub(",", "", v); print v }' "$log")
+        for threads in 1 "$(nproc)"; do
+            jlog="$out/jax-$name-$threads.log"
+            echo "==> JAX $problem $name, $threads thread(s)"
+            if [ "$threads" = 1 ]; then
+                XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" taskset -c 0 \
+                    "$jax_python" "$script_dir/jax_bench.py" "$problem" "$input" --min-time "$min_time" \
+                    ${expect:+--expect "$expect"} | tee "$jlog"
+            else
+                "$jax_python" "$script_dir/jax_bench.py" "$problem" "$input" --min-time "$min_time" \
+                    ${expect:+--expect "$expect"} | tee "$jlog"
+            fi
+            jax_rows+=("$(awk -v p="$problem" -v n="$name" -v t="$threads" -v c="$c_secs" '
+                /^jax times/ { split($3, a, "="); split($4, b, "="); pr = a[2]; de = b[2] }
+                END { printf "| %s | %s | %s | %.3f ms | %.3f ms | %.3f ms | %.3f | %.3f |", n, p, t, 1e3 * c, 1e3 * pr, 1e3 * de, pr / c, de / c }' "$jlog")")
+        done
+    done
+}
+if [ -n "$jax_python" ]; then
+    jax_problem gmm "${gmm_inputs[@]}"
+    jax_problem ba "${ba_inputs[@]}"
+    jax_problem lstm "${lstm_inputs[@]}"
+fi
+
 summary() {
     echo "| input | program | backend | derivative | C objective | primal | derivative | deriv/primal | primal/C | deriv/C |"
     echo "|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
+    if [ "${#jax_rows[@]}" -gt 0 ]; then
+        echo
+        echo "JAX $("$jax_python" -c 'import jax; print(jax.__version__)') (bench/jax_bench.py: jit of the objective and of value_and_grad, BA's blocks by vmap(jacfwd)); arrayad above runs on one thread:"
+        echo
+        echo "| input | problem | threads | C objective | JAX primal | JAX derivative | primal/C | deriv/C |"
+        echo "|---|---|---|---|---|---|---|---|"
+        printf '%s\n' "${jax_rows[@]}"
+    fi
 }
 echo
 echo "==> summary"
@@ -141,7 +194,7 @@ if [ -n "$summary_file" ]; then
     {
         echo "# Benchmarks"
         echo
-        echo "Measured by \`bash bench/run.sh$( [ "$quick" -eq 1 ] && echo " --quick")\` on $(date -u +%Y-%m-%d):"
+        echo "Measured by \`bash bench/run.sh$( [ "$quick" -eq 1 ] && echo " --quick")$( [ -n "$jax_python" ] && echo " --jax PYTHON")\` on $(date -u +%Y-%m-%d):"
         echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'),"
         echo "$(uname -sr), $("$cc" --version | head -1). Median times; ratios taken in one run"
         echo "(C = ../shared/bench/adbench_objectives.h at \`$cc -O3 -march=native\`)."
