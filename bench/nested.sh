@@ -64,6 +64,6 @@ for v in ff fr rf rr; do
         start=$(date +%s.%N)
         value=$("$arrayad" run "$root/examples/$ex.arr" "${ex}_$v" --args "$args" --backend "$backend")
         end=$(date +%s.%N)
-        printf '%-12s %6.3f s  %s' "${ex}_$v" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$value"
+        printf '%-12s %6.3f s  %s\n' "${ex}_$v" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$value"
     done
 done

@@ -628,6 +628,23 @@ fn flags(_mem: Mem) -> MemFlagsData {
     MemFlagsData::trusted()
 }
 
+impl<M: Module> ClifEmitter<'_, '_, M> {
+    /// A variable of Cranelift type `t`, reusing a released one of that
+    /// type when there is one.
+    fn declare_clif_var(&mut self, t: clif::Type) -> Variable {
+        if let Some(v) = self.free_vars.get_mut(&t).and_then(Vec::pop) {
+            return v;
+        }
+        let v = self.b.declare_var(t);
+        let i = cranelift_codegen::entity::EntityRef::index(v);
+        if self.var_types.len() <= i {
+            self.var_types.resize(i + 1, types::INVALID);
+        }
+        self.var_types[i] = t;
+        v
+    }
+}
+
 impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
     type Value = Value;
     type Block = clif::Block;
@@ -795,17 +812,7 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
     }
 
     fn declare_var(&mut self, ty: Ty) -> Variable {
-        let t = clif_ty(ty);
-        if let Some(v) = self.free_vars.get_mut(&t).and_then(Vec::pop) {
-            return v;
-        }
-        let v = self.b.declare_var(t);
-        let i = cranelift_codegen::entity::EntityRef::index(v);
-        if self.var_types.len() <= i {
-            self.var_types.resize(i + 1, types::INVALID);
-        }
-        self.var_types[i] = t;
-        v
+        self.declare_clif_var(clif_ty(ty))
     }
 
     fn slot(&mut self) -> clif::StackSlot {
@@ -828,6 +835,28 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
 
     fn def_var(&mut self, var: Variable, v: Value) {
         self.b.def_var(var, v);
+    }
+
+    fn f64_pairs(&self) -> bool {
+        true
+    }
+
+    fn declare_pair_var(&mut self) -> Variable {
+        self.declare_clif_var(types::F64X2)
+    }
+
+    fn load_pair(&mut self, addr: Value) -> Value {
+        // Not `aligned` (the pair is aligned to 8 bytes only), so no SSE
+        // instruction that needs 16 is folded with it.
+        self.b.ins().load(types::F64X2, MemFlagsData::new().with_notrap(), addr, 0)
+    }
+
+    fn splat_pair(&mut self, x: Value) -> Value {
+        self.b.ins().splat(types::F64X2, x)
+    }
+
+    fn pair_lane(&mut self, pair: Value, lane: u8) -> Value {
+        self.b.ins().extractlane(pair, lane)
     }
 
     fn use_var(&mut self, var: Variable) -> Value {

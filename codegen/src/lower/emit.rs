@@ -91,7 +91,8 @@ pub(crate) enum IntOp {
     SShr,
 }
 
-/// Binary IEEE operations on [`Ty::F64`].
+/// Binary IEEE operations on [`Ty::F64`] (and lane by lane on pairs of
+/// them: [`Emitter::f64_pairs`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum FloatOp {
     Add,
@@ -230,6 +231,33 @@ pub(crate) trait Emitter {
     /// Cranelift keeps a table per variable as long as the function's
     /// blocks, so reusing variables keeps that memory linear.
     fn release_var(&mut self, _var: Self::Var) {}
+
+    /// True when the lowering should add the partial sums of `sum` in
+    /// pairs of lanes, two `f64`s per instruction (`lower/sum.rs`): a
+    /// backend without a vectoriser of its own (Cranelift). LLVM's SLP
+    /// vectoriser turns the scalar partial sums into vector code itself.
+    /// The methods below that take or make pairs are called only when this
+    /// is true.
+    fn f64_pairs(&self) -> bool {
+        false
+    }
+    /// A mutable variable holding a pair of `f64`s ([`Self::f64_pairs`]).
+    fn declare_pair_var(&mut self) -> Self::Var {
+        unreachable!("pairs are used only when f64_pairs() is true")
+    }
+    /// The pair `(p[0], p[1])` of array elements ([`Mem::Data`]) at
+    /// `addr`, aligned to 8 bytes only ([`Self::f64_pairs`]).
+    fn load_pair(&mut self, _addr: Self::Value) -> Self::Value {
+        unreachable!("pairs are used only when f64_pairs() is true")
+    }
+    /// The pair `(x, x)` ([`Self::f64_pairs`]).
+    fn splat_pair(&mut self, _x: Self::Value) -> Self::Value {
+        unreachable!("pairs are used only when f64_pairs() is true")
+    }
+    /// Lane `lane` (0 or 1) of a pair ([`Self::f64_pairs`]).
+    fn pair_lane(&mut self, _pair: Self::Value, _lane: u8) -> Self::Value {
+        unreachable!("pairs are used only when f64_pairs() is true")
+    }
 
     /// Calls a runtime, C library or math function; returns its result.
     fn call(&mut self, callee: Callee, args: &[Self::Value]) -> Result<Self::Value>;

@@ -342,6 +342,18 @@ impl<E: Emitter> Lower<'_, E> {
         false
     }
 
+    /// True when every index known only to be below `n` (`0 <= i < n`)
+    /// is below `d`: `n` is `d` or was checked equal to it, or `n` is an
+    /// enclosing index, or such an index plus one, known below `d`
+    /// ([`Self::known_in_bounds`]).
+    pub(super) fn bound_within(&self, n: E::Value, d: E::Value) -> bool {
+        if self.known.same(n, d) {
+            return true;
+        }
+        let r = self.successors.get(&n).copied().unwrap_or(n);
+        self.in_bounds.iter().any(|&(k, _)| k == r) && self.known_in_bounds(r, d)
+    }
+
     fn index(&mut self, array: VarId, indices: &[Atom]) -> Result<Val<E::Value>> {
         let t = self.var_ty(array)?;
         let a = self.array(array)?;

@@ -8,6 +8,15 @@
 //! bitwise equal to the interpreter's on every backend. A sum of fewer than
 //! eight elements is the plain left-to-right sum.
 //!
+//! On a backend without a vectoriser of its own ([`Emitter::f64_pairs`]:
+//! Cranelift), the unrolled blocks add two partials per instruction: lanes
+//! `2k` and `2k + 1` are one pair of `f64`s, loaded as one vector from the
+//! consecutive elements `8j + 2k` and `8j + 2k + 1`, so every partial
+//! still receives the same additions in the same order, bitwise equal to
+//! the scalar code. Bodies made only of loads along the summed index,
+//! values from outside and `+ - * /` are computed on pairs (`PairStmt`);
+//! any other body stays scalar.
+//!
 //! A `sum` of an array reads it; a `sum` of a comprehension used only there
 //! (`analysis::BlockFacts::fused_sum`; all the results of a build, each
 //! summed: a value and its tangent) runs the comprehension's body in the
@@ -16,11 +25,37 @@
 use super::emit::{Emitter, FloatOp, IntCC, IntOp, Ty};
 use super::{Lower, Result, Val};
 use arrayad_ir::interp::ops::SUM_LANES;
-use arrayad_ir::{Atom, Block, Expr, Scalar, StmtKind, VarId};
+use arrayad_ir::{Atom, BinOp, Block, Expr, Scalar, StmtKind, Type, VarId};
+use std::collections::{HashMap, HashSet};
 
 /// The values of element `i` of one or more sums (one per sum), lowered
-/// at the current point.
+/// at the current point; or, for a pair ([`Emitter::f64_pairs`]), the
+/// pairs of the values of elements `i` and `i + 1`.
 type Elements<'a, L, V> = dyn FnMut(&mut L, V) -> Result<Vec<V>> + 'a;
+
+/// Pairs of partial sums per sum.
+const PAIRS: usize = SUM_LANES / 2;
+const _: () = assert!(SUM_LANES.is_multiple_of(2), "partial sums go in pairs");
+
+/// One statement of a summed body computed on a pair of consecutive
+/// elements `i`, `i + 1` (`fused_sums`).
+enum PairStmt<V> {
+    /// `var = a[p.., i]`: the pair at `row + 8 i`, `row` the address of
+    /// the row `a[p..]` (its indices known in bounds, and `i + 1` too).
+    Load { var: VarId, row: V },
+    /// `var = x op y` (`+ - * /` of `f64`s).
+    Binary { var: VarId, op: FloatOp, x: Atom, y: Atom },
+    /// `var = x`.
+    Copy { var: VarId, x: Atom },
+}
+
+/// A value of a pair evaluation: a pair, or one `f64` the same for both
+/// elements (a value from outside the body, a literal).
+#[derive(Clone, Copy)]
+enum PairVal<V> {
+    Pair(V),
+    Both(V),
+}
 
 /// At most this many statements per sum, none with a block, make a body
 /// that is lowered once per partial sum (unrolled); larger bodies are
@@ -30,7 +65,12 @@ const UNROLL_MAX_STMTS: usize = 8;
 impl<E: Emitter> Lower<'_, E> {
     /// The sum of the `f64` array elements `ptr[0..n]`.
     pub(super) fn sum_f64_array(&mut self, ptr: E::Value, n: E::Value) -> Result<E::Value> {
-        let sums = self.sum_lanes(n, 1, true, &mut |l, i| Ok(vec![l.load_elem(ptr, i, Scalar::F64)]), &[])?;
+        let mut pairs = |l: &mut Self, i| {
+            let addr = l.b.elem_addr(ptr, i, Scalar::F64);
+            Ok(vec![l.b.load_pair(addr)])
+        };
+        let pairs: Option<&mut Elements<'_, Self, E::Value>> = if self.b.f64_pairs() { Some(&mut pairs) } else { None };
+        let sums = self.sum_lanes(n, 1, true, &mut |l, i| Ok(vec![l.load_elem(ptr, i, Scalar::F64)]), pairs, &[])?;
         Ok(sums[0])
     }
 
@@ -59,6 +99,12 @@ impl<E: Emitter> Lower<'_, E> {
         // before the next.
         let mut bound = vec![index];
         arrayad_ir::visit::block_binds(body, &mut |v| bound.push(v));
+        let plan = if unroll && self.b.f64_pairs() { self.pair_plan(n, index, body)? } else { None };
+        let mut pairs = |l: &mut Self, i| match &plan {
+            Some(plan) => l.pair_element(plan, &body.results, i),
+            None => Err(l.malformed("a pair element without a plan")),
+        };
+        let pairs: Option<&mut Elements<'_, Self, E::Value>> = if plan.is_some() { Some(&mut pairs) } else { None };
         self.sum_lanes(
             n,
             width,
@@ -68,8 +114,165 @@ impl<E: Emitter> Lower<'_, E> {
                 l.stmts(&body.stmts)?;
                 body.results.iter().map(|r| l.scalar(r)).collect()
             },
+            pairs,
             &bound,
         )
+    }
+
+    /// How `body` (of a sum over `index < n`) computes each statement on a
+    /// pair of consecutive elements, or `None` when it cannot: a body of
+    /// `f64` lets, each a load `a[p.., index]` of an array from outside
+    /// whose indices are known in bounds (`p..` values from outside, and
+    /// `index` below `n`, which bounds the last axis), a copy, or `+ - *
+    /// /` of such values, values from outside and literals. The rows'
+    /// addresses are computed here, once.
+    fn pair_plan(&mut self, n: E::Value, index: VarId, body: &Block) -> Result<Option<Vec<PairStmt<E::Value>>>> {
+        let mut inside = HashSet::new();
+        inside.insert(index);
+        let mut plan = Vec::with_capacity(body.stmts.len());
+        for s in &body.stmts {
+            let StmtKind::Let { vars, expr } = &s.kind else { return Ok(None) };
+            let [var] = vars[..] else { return Ok(None) };
+            if self.var_ty(var)? != Type::F64 {
+                return Ok(None);
+            }
+            let stmt = match expr {
+                Expr::Index { array, indices } => {
+                    let Some((last, prefix)) = indices.split_last() else { return Ok(None) };
+                    let t = self.var_ty(*array)?;
+                    let outside = |a: &Atom| match a {
+                        Atom::I64(_) => true,
+                        Atom::Var(v) => !inside.contains(v),
+                        _ => false,
+                    };
+                    if inside.contains(array)
+                        || t.elem != Scalar::F64
+                        || t.rank as usize != indices.len()
+                        || *last != Atom::Var(index)
+                        || !prefix.iter().all(outside)
+                    {
+                        return Ok(None);
+                    }
+                    let a = self.array(*array)?;
+                    let d_last = self.known.canon(a.dims[prefix.len()]);
+                    if !self.bound_within(n, d_last) {
+                        return Ok(None);
+                    }
+                    let mut off: Option<E::Value> = None;
+                    for (axis, p) in prefix.iter().enumerate() {
+                        let i = self.scalar(p)?;
+                        let d = self.known.canon(a.dims[axis]);
+                        if !self.known_in_bounds(i, d) {
+                            return Ok(None);
+                        }
+                        off = Some(match off {
+                            None => i,
+                            Some(o) => {
+                                let m = self.b.int(IntOp::Mul, o, a.dims[axis]);
+                                self.b.int(IntOp::Add, m, i)
+                            }
+                        });
+                    }
+                    let row = match off {
+                        None => a.ptr,
+                        Some(o) => {
+                            let e = self.b.int(IntOp::Mul, o, a.dims[prefix.len()]);
+                            self.b.elem_addr(a.ptr, e, Scalar::F64)
+                        }
+                    };
+                    PairStmt::Load { var, row }
+                }
+                Expr::Binary(op, x, y) => {
+                    let op = match op {
+                        BinOp::Add => FloatOp::Add,
+                        BinOp::Sub => FloatOp::Sub,
+                        BinOp::Mul => FloatOp::Mul,
+                        BinOp::Div => FloatOp::Div,
+                        _ => return Ok(None),
+                    };
+                    if !self.pair_operand(x, index)? || !self.pair_operand(y, index)? {
+                        return Ok(None);
+                    }
+                    PairStmt::Binary { var, op, x: *x, y: *y }
+                }
+                Expr::Atom(x) if self.pair_operand(x, index)? => PairStmt::Copy { var, x: *x },
+                _ => return Ok(None),
+            };
+            plan.push(stmt);
+            inside.insert(var);
+        }
+        for r in &body.results {
+            if !self.pair_operand(r, index)? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(plan))
+    }
+
+    /// True when `x` can be an operand of a pair evaluation: an `f64`
+    /// literal or variable other than the summed index.
+    fn pair_operand(&self, x: &Atom, index: VarId) -> Result<bool> {
+        Ok(match x {
+            Atom::F64(_) => true,
+            Atom::Var(v) => *v != index && self.var_ty(*v)? == Type::F64,
+            _ => false,
+        })
+    }
+
+    /// The pairs of the `results` of a body planned by `pair_plan`, at the
+    /// elements `i` and `i + 1`.
+    fn pair_element(&mut self, plan: &[PairStmt<E::Value>], results: &[Atom], i: E::Value) -> Result<Vec<E::Value>> {
+        let mut vals: HashMap<VarId, PairVal<E::Value>> = HashMap::with_capacity(plan.len());
+        for s in plan {
+            let (var, v) = match s {
+                PairStmt::Load { var, row } => {
+                    let addr = self.b.elem_addr(*row, i, Scalar::F64);
+                    (*var, PairVal::Pair(self.b.load_pair(addr)))
+                }
+                PairStmt::Binary { var, op, x, y } => {
+                    let x = self.pair_value(&vals, x)?;
+                    let y = self.pair_value(&vals, y)?;
+                    let v = match (x, y) {
+                        (PairVal::Both(x), PairVal::Both(y)) => PairVal::Both(self.b.float(*op, x, y)),
+                        (x, y) => {
+                            let x = self.as_pair(x);
+                            let y = self.as_pair(y);
+                            PairVal::Pair(self.b.float(*op, x, y))
+                        }
+                    };
+                    (*var, v)
+                }
+                PairStmt::Copy { var, x } => (*var, self.pair_value(&vals, x)?),
+            };
+            vals.insert(var, v);
+        }
+        results
+            .iter()
+            .map(|r| {
+                let v = self.pair_value(&vals, r)?;
+                Ok(self.as_pair(v))
+            })
+            .collect()
+    }
+
+    /// The value of operand `x` in a pair evaluation (`vals`: the body's
+    /// values so far).
+    fn pair_value(&mut self, vals: &HashMap<VarId, PairVal<E::Value>>, x: &Atom) -> Result<PairVal<E::Value>> {
+        match x {
+            Atom::Var(v) => match vals.get(v) {
+                Some(p) => Ok(*p),
+                None => Ok(PairVal::Both(self.scalar(x)?)),
+            },
+            _ => Ok(PairVal::Both(self.scalar(x)?)),
+        }
+    }
+
+    /// `v` as a pair.
+    fn as_pair(&mut self, v: PairVal<E::Value>) -> E::Value {
+        match v {
+            PairVal::Pair(p) => p,
+            PairVal::Both(x) => self.b.splat_pair(x),
+        }
     }
 
     /// The `width` sums of the values `elem(i)` for `0 <= i < n` (`n >=
@@ -78,7 +281,10 @@ impl<E: Emitter> Lower<'_, E> {
     /// the last `n - m` added one by one. With `unroll`, the partials are
     /// variables and each block of eight elements is eight copies of
     /// `elem`; otherwise one loop over the elements adds each into the
-    /// partial of its lane (`partial_sums`). `unbind` are the IR variables `elem` binds, freed
+    /// partial of its lane (`partial_sums`). With `pairs` (an unrolled sum
+    /// on a backend of [`Emitter::f64_pairs`]), the blocks are computed on
+    /// pairs of elements (`paired_partial_sums`) and `elem` computes only
+    /// the last `n - m`. `unbind` are the IR variables `elem` binds, freed
     /// after each copy.
     fn sum_lanes(
         &mut self,
@@ -86,11 +292,15 @@ impl<E: Emitter> Lower<'_, E> {
         width: usize,
         unroll: bool,
         elem: &mut Elements<'_, Self, E::Value>,
+        mut pairs: Option<&mut Elements<'_, Self, E::Value>>,
         unbind: &[VarId],
     ) -> Result<Vec<E::Value>> {
         let accs: Vec<E::Var> = (0..width).map(|_| self.b.declare_var(Ty::F64)).collect();
         let mut head = |l: &mut Self, blocks: E::Value, m: E::Value| -> Result<()> {
-            let partials = l.partial_sums(n, blocks, m, width, unroll, elem, unbind)?;
+            let partials = match (unroll, pairs.as_deref_mut()) {
+                (true, Some(pairs)) => l.paired_partial_sums(n, blocks, width, pairs)?,
+                _ => l.partial_sums(n, blocks, m, width, unroll, elem, unbind)?,
+            };
             for (acc, p) in accs.iter().zip(partials.chunks(SUM_LANES)) {
                 let s = l.combine_partials(p.to_vec());
                 l.b.def_var(*acc, s);
@@ -206,6 +416,55 @@ impl<E: Emitter> Lower<'_, E> {
             Ok(())
         })?;
         Ok(self.take_vars(partials))
+    }
+
+    /// The eight partial sums of the elements `0..8 * blocks` of each of
+    /// the `width` sums, sum by sum, as `partial_sums` unrolled computes
+    /// them, with partials `2k` and `2k + 1` one pair: `pairs(i)` gives the
+    /// pairs of elements `i` and `i + 1` (`i` even; `i + 1 < 8 * blocks <=
+    /// n`).
+    fn paired_partial_sums(
+        &mut self,
+        n: E::Value,
+        blocks: E::Value,
+        width: usize,
+        pairs: &mut Elements<'_, Self, E::Value>,
+    ) -> Result<Vec<E::Value>> {
+        let zero = self.b.fconst(0.0);
+        let zeros = self.b.splat_pair(zero);
+        let vars: Vec<E::Var> = (0..PAIRS * width)
+            .map(|_| {
+                let v = self.b.declare_pair_var();
+                self.b.def_var(v, zeros);
+                v
+            })
+            .collect();
+        let first = self.iconst(0);
+        let shift = self.iconst(SUM_LANES.trailing_zeros() as i64);
+        self.counted_loop(first, blocks, false, &mut |l, j| {
+            let base = l.b.int(IntOp::Shl, j, shift);
+            for k in 0..PAIRS {
+                let i = if k == 0 { base } else { l.add_imm(base, 2 * k as i64) };
+                l.in_bounds.push((i, n));
+                let xs = l.element(pairs, i, width);
+                l.in_bounds.pop();
+                for (q, x) in xs?.into_iter().enumerate() {
+                    let var = vars[q * PAIRS + k];
+                    let s = l.b.use_var(var);
+                    let s = l.b.float(FloatOp::Add, s, x);
+                    l.b.def_var(var, s);
+                }
+            }
+            Ok(())
+        })?;
+        let mut partials = Vec::with_capacity(SUM_LANES * width);
+        for var in vars {
+            let p = self.b.use_var(var);
+            partials.push(self.b.pair_lane(p, 0));
+            partials.push(self.b.pair_lane(p, 1));
+            self.b.release_var(var);
+        }
+        Ok(partials)
     }
 
     /// `((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7))`
