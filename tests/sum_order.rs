@@ -19,7 +19,11 @@ def literal(x: [n]f64, z: [n]f64) -> f64 =
 def looped(x: [n]f64, z: [n]f64) -> f64 =
   loop s = 0.0 for k < 3 do s + sum(for i < n => x[i] * z[i] * f64(k + 1))
 def scaled(x: [n]f64, z: [n]f64) -> f64 = sum(for i < n => x[i] / 3.0 * z[i] - 0.5)
-def triangle(x: [n]f64, z: [n]f64) -> f64 = sum(for r < n => sum(for c < r => x[c] * z[r]))
+def triangle(x: [n]f64, z: [n]f64) -> f64 = sum(for r < n => let w = z[r] in sum(for c < r => x[c] * w))
+def incl(x: [n]f64, z: [n]f64) -> f64 = sum(for r < n => z[r] * sum(for c < r + 1 => x[c]))
+def lower(x: [n]f64, z: [n]f64) -> f64 =
+  let a = for r < n, c < n => x[c] * z[r] - x[r]
+  in sum(for r < n => sum(for c < r => a[r, c]))
 def rows(x: [n]f64, z: [n]f64) -> f64 =
   let m = for r < 3, j < n => x[j] * f64(r + 1) - z[j]
   in sum(for r < 3 => sum(for j < n => m[r, j] * z[j]))
@@ -100,6 +104,9 @@ fn sums_follow_the_defined_order_on_every_backend() {
         let scaled: Vec<f64> = x.iter().zip(&z).map(|(a, b)| a / 3.0 * b - 0.5).collect();
         let triangle: Vec<f64> =
             (0..n).map(|r| spec_sum(&x[..r].iter().map(|xc| xc * z[r]).collect::<Vec<_>>())).collect();
+        let incl: Vec<f64> = (0..n).map(|r| z[r] * spec_sum(&x[..r + 1])).collect();
+        let lower: Vec<f64> =
+            (0..n).map(|r| spec_sum(&(0..r).map(|c| x[c] * z[r] - x[r]).collect::<Vec<_>>())).collect();
         let rows: Vec<f64> = (0..3)
             .map(|r| spec_sum(&x.iter().zip(&z).map(|(a, b)| (a * (r + 1) as f64 - b) * b).collect::<Vec<_>>()))
             .collect();
@@ -111,6 +118,8 @@ fn sums_follow_the_defined_order_on_every_backend() {
             ("looped", looped),
             ("scaled", spec_sum(&scaled)),
             ("triangle", spec_sum(&triangle)),
+            ("incl", spec_sum(&incl)),
+            ("lower", spec_sum(&lower)),
             ("rows", spec_sum(&rows)),
         ];
         if n > 0 {
@@ -142,7 +151,9 @@ fn sums_follow_the_defined_order_on_every_backend() {
         // bit the interpreter's on every backend.
         let t1 = data(n, 7);
         let t2 = data(n, 8);
-        for name in ["whole", "dot2", "branchy", "nested", "literal", "looped", "scaled", "triangle", "rows"] {
+        for name in
+            ["whole", "dot2", "branchy", "nested", "literal", "looped", "scaled", "triangle", "incl", "lower", "rows"]
+        {
             if name == "literal" && n == 0 {
                 continue;
             }
@@ -173,18 +184,33 @@ fn sums_follow_the_defined_order_on_every_backend() {
 /// Cranelift, which has no vectoriser, adds the partial sums of a sum
 /// whose body is loads along the summed index and arithmetic two lanes at
 /// a time (`f64x2` loads and additions: `lower/sum.rs`), in the primal and
-/// in the jvp's sums of values and tangents; a body with other work (an
-/// index computed in the body) stays scalar. The values are checked above.
+/// in the jvp's sums of values and tangents, over rows of matrices and in
+/// triangular nests; a body with other work (an index computed in the
+/// body) stays scalar. The values are checked above.
 #[test]
 fn cranelift_adds_sums_in_pairs_of_lanes() {
     let src = "\
 def dot2(x: [n]f64, z: [n]f64) -> f64 = dot(x, z)
 def rows(a: [m][n]f64, x: [n]f64) -> [m]f64 = for r < m => sum(for j < n => a[r, j] * x[j] / 2.0)
 def shifted(x: [n]f64) -> f64 = sum(for i < n => x[(i + 1) % n])
+def tri(x: [n]f64, z: [n]f64) -> f64 = sum(for r < n => let w = z[r] in sum(for c < r => x[c] * w))
+def incl(x: [n]f64, z: [n]f64) -> f64 = sum(for r < n => z[r] * sum(for c < r + 1 => x[c]))
+def lower(a: [m][m]f64) -> f64 = sum(for r < m => sum(for c < r => a[r, c]))
 ";
     let m = Module::compile_with("pairs.arr", src, Options::backend(Backend::Cranelift)).expect("compiles");
     let ir = |func: &str, kind: &str| m.function(func).unwrap().backend_ir(kind).unwrap().expect("Cranelift IR");
-    for (func, kind) in [("dot2", "primal"), ("dot2", "jvp"), ("rows", "primal"), ("rows", "jvp")] {
+    // tri, incl and lower: the inner index below an enclosing one (or up
+    // to it) that is below the extent (`bound_within`).
+    let paired = [
+        ("dot2", "primal"),
+        ("dot2", "jvp"),
+        ("rows", "primal"),
+        ("rows", "jvp"),
+        ("tri", "primal"),
+        ("incl", "primal"),
+        ("lower", "primal"),
+    ];
+    for (func, kind) in paired {
         assert!(ir(func, kind).contains("load.f64x2"), "{func} {kind}: no pair loads");
     }
     assert!(!ir("shifted", "primal").contains("f64x2"), "shifted: paired");

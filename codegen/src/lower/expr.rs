@@ -345,7 +345,7 @@ impl<E: Emitter> Lower<'_, E> {
     /// True when every index known only to be below `n` (`0 <= i < n`)
     /// is below `d`: `n` is `d` or was checked equal to it, or `n` is an
     /// enclosing index, or such an index plus one, known below `d`
-    /// ([`Self::known_in_bounds`]).
+    /// ([`Self::known_in_bounds`], whose chain this extends by one step).
     pub(super) fn bound_within(&self, n: E::Value, d: E::Value) -> bool {
         if self.known.same(n, d) {
             return true;
