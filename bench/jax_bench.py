@@ -37,31 +37,39 @@ import numpy as np  # noqa: E402
 from jax.scipy.special import gammaln, logsumexp  # noqa: E402
 
 
-def tokens(path):
-    with open(path) as f:
-        return f.read().split()
+class Tokens:
+    """The whitespace-separated numbers of an ADBench file, read in order."""
+
+    def __init__(self, path):
+        with open(path) as f:
+            self.t = f.read().split()
+        self.pos = 0
+
+    def ints(self, count):
+        out = [int(x) for x in self.t[self.pos:self.pos + count]]
+        self.pos += count
+        return out
+
+    def floats(self, shape):
+        count = int(np.prod(shape))
+        a = np.array(self.t[self.pos:self.pos + count], dtype=np.float64).reshape(shape)
+        self.pos += count
+        return a
 
 
 # ---------------------------------------------------------------- GMM
 
 
 def read_gmm(path):
-    t = tokens(path)
-    d, k, n = int(t[0]), int(t[1]), int(t[2])
-    pos = 3
-
-    def take(count, shape):
-        nonlocal pos
-        a = np.array(t[pos:pos + count], dtype=np.float64).reshape(shape)
-        pos += count
-        return a
-
+    t = Tokens(path)
+    d, k, n = t.ints(3)
     tri = d * (d + 1) // 2
-    alphas = take(k, (k,))
-    means = take(k * d, (k, d))
-    icf = take(k * tri, (k, tri))
-    x = take(n * d, (n, d))
-    gamma, m = float(t[pos]), int(t[pos + 1])
+    alphas = t.floats((k,))
+    means = t.floats((k, d))
+    icf = t.floats((k, tri))
+    x = t.floats((n, d))
+    gamma = float(t.floats((1,))[0])
+    (m,) = t.ints(1)
     return (alphas, means, icf), (x, gamma, m)
 
 
@@ -107,9 +115,9 @@ def gmm(path):
 
 
 def read_ba(path):
-    t = tokens(path)
-    n, m, p = int(t[0]), int(t[1]), int(t[2])
-    v = np.array(t[3:3 + 17], dtype=np.float64)
+    t = Tokens(path)
+    n, m, p = t.ints(3)
+    v = t.floats((17,))
     cam, point, w, feat = v[0:11], v[11:14], v[14], v[15:17]
     obs = np.arange(p)
     cams = np.tile(cam, (n, 1))
@@ -179,20 +187,12 @@ def check_ba_block(cam, point, w, feat):
 
 
 def read_lstm(path):
-    t = tokens(path)
-    l, c, b = int(t[0]), int(t[1]), int(t[2])
-    pos = 3
-
-    def take(count, shape):
-        nonlocal pos
-        a = np.array(t[pos:pos + count], dtype=np.float64).reshape(shape)
-        pos += count
-        return a
-
-    main = take(2 * l * 4 * b, (l, 2, 4, b))
-    extra = take(3 * b, (3, b))
-    state = take(2 * l * b, (l, 2, b))
-    seq = take(c * b, (c, b))
+    t = Tokens(path)
+    l, c, b = t.ints(3)
+    main = t.floats((l, 2, 4, b))
+    extra = t.floats((3, b))
+    state = t.floats((l, 2, b))
+    seq = t.floats((c, b))
     return main, extra, state, seq
 
 
