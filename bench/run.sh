@@ -144,7 +144,7 @@ done
 # the same input.
 jax_rows=()
 jax_problem() {
-    local problem="$1" input name log c_secs expect threads jlog
+    local problem="$1" input name log c_secs expect threads jlog pin
     shift
     for input in "$@"; do
         name="$(basename "$input" .txt)"
@@ -154,14 +154,12 @@ jax_problem() {
         for threads in 1 "$(nproc)"; do
             jlog="$out/jax-$name-$threads.log"
             echo "==> JAX $problem $name, $threads thread(s)"
+            pin=()
             if [ "$threads" = 1 ]; then
-                XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" taskset -c 0 \
-                    "$jax_python" "$script_dir/jax_bench.py" "$problem" "$input" --min-time "$min_time" \
-                    ${expect:+--expect "$expect"} | tee "$jlog"
-            else
-                "$jax_python" "$script_dir/jax_bench.py" "$problem" "$input" --min-time "$min_time" \
-                    ${expect:+--expect "$expect"} | tee "$jlog"
+                pin=(env XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" taskset -c 0)
             fi
+            ${pin[@]+"${pin[@]}"} "$jax_python" "$script_dir/jax_bench.py" "$problem" "$input" \
+                --min-time "$min_time" ${expect:+--expect "$expect"} | tee "$jlog"
             jax_rows+=("$(awk -v p="$problem" -v n="$name" -v t="$threads" -v c="$c_secs" '
                 /^jax times/ { split($3, a, "="); split($4, b, "="); pr = a[2]; de = b[2] }
                 END { printf "| %s | %s | %s | %.3f ms | %.3f ms | %.3f ms | %.3f | %.3f |", n, p, t, 1e3 * c, 1e3 * pr, 1e3 * de, pr / c, de / c }' "$jlog")")

@@ -100,11 +100,14 @@ impl<E: Emitter> Lower<'_, E> {
         let mut bound = vec![index];
         arrayad_ir::visit::block_binds(body, &mut |v| bound.push(v));
         let plan = if unroll && self.b.f64_pairs() { self.pair_plan(n, index, body)? } else { None };
-        let mut pairs = |l: &mut Self, i| match &plan {
-            Some(plan) => l.pair_element(plan, &body.results, i),
-            None => Err(l.malformed("a pair element without a plan")),
+        let mut pair_element;
+        let pairs: Option<&mut Elements<'_, Self, E::Value>> = match &plan {
+            Some(plan) => {
+                pair_element = |l: &mut Self, i| l.pair_element(plan, &body.results, i);
+                Some(&mut pair_element)
+            }
+            None => None,
         };
-        let pairs: Option<&mut Elements<'_, Self, E::Value>> = if plan.is_some() { Some(&mut pairs) } else { None };
         self.sum_lanes(
             n,
             width,
@@ -158,27 +161,19 @@ impl<E: Emitter> Lower<'_, E> {
                     if !self.bound_within(n, d_last) {
                         return Ok(None);
                     }
-                    let mut off: Option<E::Value> = None;
                     for (axis, p) in prefix.iter().enumerate() {
                         let i = self.scalar(p)?;
-                        let d = self.known.canon(a.dims[axis]);
-                        if !self.known_in_bounds(i, d) {
+                        if !self.known_in_bounds(i, self.known.canon(a.dims[axis])) {
                             return Ok(None);
                         }
-                        off = Some(match off {
-                            None => i,
-                            Some(o) => {
-                                let m = self.b.int(IntOp::Mul, o, a.dims[axis]);
-                                self.b.int(IntOp::Add, m, i)
-                            }
-                        });
                     }
-                    let row = match off {
-                        None => a.ptr,
-                        Some(o) => {
-                            let e = self.b.int(IntOp::Mul, o, a.dims[prefix.len()]);
-                            self.b.elem_addr(a.ptr, e, Scalar::F64)
-                        }
+                    // Known in bounds, so `checked_offset` emits no check.
+                    let row = if prefix.is_empty() {
+                        a.ptr
+                    } else {
+                        let off = self.checked_offset(&a, prefix, &self.var_name(*array))?;
+                        let e = self.b.int(IntOp::Mul, off, a.dims[prefix.len()]);
+                        self.b.elem_addr(a.ptr, e, Scalar::F64)
                     };
                     PairStmt::Load { var, row }
                 }
