@@ -13,7 +13,8 @@
 #   --jax PYTHON    also time JAX (bench/jax_bench.py; PYTHON's environment has
 #                   `pip install jax`) on every input, on one thread (taskset to
 #                   one core, XLA's one-thread flags) and on all cores, against
-#                   the C objective of the same run (arrayad runs on one thread)
+#                   the C objective of the same run
+# arrayad runs every input on one thread and on all cores (ARRAYAD_NUM_THREADS).
 # Environment: CC (default cc), ARRAYAD_BACKENDS (e.g. "cranelift" to skip LLVM).
 # Outputs (libraries, drivers, generated inputs) go to target/bench/.
 set -euo pipefail
@@ -33,7 +34,7 @@ while [ "$#" -gt 0 ]; do
         --min-time) min_time="$2"; shift 2 ;;
         --out) summary_file="$2"; shift 2 ;;
         --jax) jax_python="$2"; shift 2 ;;
-        -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "usage: $0 [--quick] [--min-time SECONDS] [--out FILE] [--jax PYTHON]" >&2; exit 2 ;;
     esac
 done
@@ -115,22 +116,29 @@ problem() {
     "$cc" -std=c99 -O3 -march=native -Wall "$script_dir/${problem}_bench.c" -o "$dir/bench" \
         -I"$shared/bench" -I"$root/examples/$problem" -I"$script_dir" -I"$dir" -L"$dir" -l"$lib" \
         -Wl,-rpath,"$dir" -lm
-    local input name log
+    local input name log threads
     for input in "$@"; do
         name="$(basename "$input" .txt)"
-        log="$dir/$name.log"
-        echo "==> $source ($backend) $name"
-        "$dir/bench" --min-time "$min_time" "$input" | tee "$log"
-        rows+=("$(awk -v p="$source" -v b="$backend" -v n="$name" -v w="$what" '
-            /^C objective/ { c = $4 " " $5 }
-            /^arrayad primal/ { pr = $4 " " $5 }
-            /^arrayad derivative/ { gr = $4 " " $5 }
-            /^ratio derivative\/primal/ { r1 = $3 }
-            /^ratio primal\/C/ { r2 = $3 }
-            /^ratio derivative\/C/ { r3 = $3 }
-            END { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", n, p, b, w, c, pr, gr, r1, r2, r3 }' "$log")")
+        for threads in $thread_counts; do
+            log="$dir/$name.log"
+            [ "$threads" = 1 ] || log="$dir/$name-t$threads.log"
+            echo "==> $source ($backend) $name, $threads thread(s)"
+            ARRAYAD_NUM_THREADS="$threads" "$dir/bench" --min-time "$min_time" "$input" | tee "$log"
+            rows+=("$(awk -v p="$source" -v b="$backend" -v n="$name" -v w="$what" -v t="$threads" '
+                /^C objective/ { c = $4 " " $5 }
+                /^arrayad primal/ { pr = $4 " " $5 }
+                /^arrayad derivative/ { gr = $4 " " $5 }
+                /^ratio derivative\/primal/ { r1 = $3 }
+                /^ratio primal\/C/ { r2 = $3 }
+                /^ratio derivative\/C/ { r3 = $3 }
+                END { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", n, p, b, t, w, c, pr, gr, r1, r2, r3 }' "$log")")
+        done
     done
 }
+# arrayad at one thread and at all cores (ARRAYAD_NUM_THREADS; the C
+# objective runs on one thread).
+thread_counts="1"
+[ "$(nproc)" -gt 1 ] && thread_counts="1 $(nproc)"
 
 for backend in $backends; do
     problem gmm gmm gmm alphas,means,icf "$backend" gradient gmm "${gmm_inputs[@]}"
@@ -173,12 +181,12 @@ if [ -n "$jax_python" ]; then
 fi
 
 summary() {
-    echo "| input | program | backend | derivative | C objective | primal | derivative | deriv/primal | primal/C | deriv/C |"
-    echo "|---|---|---|---|---|---|---|---|---|---|"
+    echo "| input | program | backend | threads | derivative | C objective (1 thread) | primal | derivative | deriv/primal | primal/C | deriv/C |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
     if [ "${#jax_rows[@]}" -gt 0 ]; then
         echo
-        echo "JAX $("$jax_python" -c 'import jax; print(jax.__version__)') (bench/jax_bench.py: jit of the objective and of value_and_grad, BA's blocks by vmap(jacfwd)); arrayad above runs on one thread:"
+        echo "JAX $("$jax_python" -c 'import jax; print(jax.__version__)') (bench/jax_bench.py: jit of the objective and of value_and_grad, BA's blocks by vmap(jacfwd)):"
         echo
         echo "| input | problem | threads | C objective | JAX primal | JAX derivative | primal/C | deriv/C |"
         echo "|---|---|---|---|---|---|---|---|"

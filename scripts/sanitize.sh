@@ -6,7 +6,8 @@
 # negative and overflowing sizes, null pointers, out-of-bounds indices and
 # slices, division by zero, empty arrays) and THREADS threads calling
 # concurrently, comparing their results bit for bit with a single-threaded
-# run.
+# run; every parallel map runs on the library's pool of 3 threads
+# (ARRAYAD_PARALLEL_GRAIN=0), and once on 1, 2 and 7, bit for bit equal.
 #
 #   1. AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer),
 #      every report fatal;
@@ -49,7 +50,8 @@ build_and_run() {
     # shellcheck disable=SC2086
     "$CC" -std=c99 -Wall -Wextra -Werror -g -O1 $flags -pthread driver.c -o "$name/driver" \
         -I"$name" -L"$name" -lstress -Wl,-rpath,'$ORIGIN' -lm || return 1
-    env "$@" "$name/driver" "$iterations" 8
+    # Every parallel map on the pool (grain 0), on 3 threads.
+    env ARRAYAD_PARALLEL_GRAIN=0 ARRAYAD_NUM_THREADS=3 "$@" "$name/driver" "$iterations" 8
 }
 
 san="-fsanitize=address,undefined -fno-sanitize-recover=all"

@@ -37,7 +37,9 @@ CC="$CC" "$ARRAYAD" build stress.arr -o libstress.so
     -I. -L. -lstress -Wl,-rpath,'$ORIGIN' -lm
 
 echo "==> driver under valgrind (memcheck)"
-timed memcheck valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
+# Every parallel map on the library's pool of 3 threads (grain 0).
+timed memcheck env ARRAYAD_PARALLEL_GRAIN=0 ARRAYAD_NUM_THREADS=3 \
+    valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
     --track-origins=yes ./driver "$iterations" 8 ||
     { echo "==> $SCRIPT: FAILED under memcheck"; status=1; }
 

@@ -70,6 +70,11 @@ struct RunArgs {
     /// Compiled backends only.
     #[arg(long, value_name = "SIZE", value_parser = parse_memory_size)]
     max_memory: Option<u64>,
+    /// The threads on which parallel maps run (1 to 256; 1: one thread).
+    /// Results are the same for every number. Default: $ARRAYAD_NUM_THREADS,
+    /// else the cores the process may run on. Compiled backends only.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Option<u16>,
 }
 
 /// An entry of `build --entries`.
@@ -432,6 +437,9 @@ fn run_command(a: RunArgs) -> Result<String, Error> {
         max_memory: a.max_memory,
         keep_calls_above: a.codegen.keep_calls_above,
     };
+    if let Some(n) = a.threads {
+        arrayad::set_num_threads(Some(usize::from(n)));
+    }
     let module = Module::compile_with(&name, &source, options)?;
     let program = module.program();
     let id = driver::find(program, &a.func)?;
@@ -679,8 +687,15 @@ fn default_module_name(out: &Path) -> Result<String, Error> {
 /// Rejects exports whose C symbols would collide (a definition `f_jvp`
 /// next to the jvp of `f`, or `MODULE_last_error`).
 fn check_c_names(program: &Program, ids: &[FuncId], module: &str) -> Result<(), Error> {
-    let mut symbols: std::collections::HashMap<String, String> =
-        [(format!("{module}_last_error"), "the last-error function".to_string())].into_iter().collect();
+    let mut symbols: std::collections::HashMap<String, String> = [
+        ("last_error", "the last-error function"),
+        ("release_memory", "the function that releases memory"),
+        ("num_threads", "the function that tells the number of threads"),
+        ("set_num_threads", "the function that sets the number of threads"),
+    ]
+    .into_iter()
+    .map(|(f, what)| (format!("{module}_{f}"), what.to_string()))
+    .collect();
     for &id in ids {
         let f = program.func(id);
         let mut names = vec![

@@ -132,6 +132,30 @@ pub use results::ParamValues;
 
 pub use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Signature, SrcDim, SrcType, Value};
 
+/// The number of threads on which the compiled code of this process runs
+/// its parallel maps (`for` comprehensions of independent iterations and
+/// scalar rows, when their work pays for it): the last
+/// [`set_num_threads`], else the environment variable
+/// `ARRAYAD_NUM_THREADS` (1 to 256), else the number of cores the process
+/// may run on. Results are the same bits for every number of threads.
+///
+/// ```
+/// assert!(arrayad::num_threads() >= 1);
+/// ```
+pub fn num_threads() -> usize {
+    arrayad_runtime::num_threads()
+}
+
+/// Sets the number of threads of parallel maps for every module of this
+/// process (at most 256; `Some(1)` runs everything on the calling thread);
+/// `None` restores the default ([`num_threads`]). A call made while the
+/// threads run another call's map, or from inside a map, runs its maps on
+/// its own thread. Shared libraries have their own setting
+/// (`MODULE_set_num_threads`).
+pub fn set_num_threads(n: Option<usize>) {
+    arrayad_runtime::set_num_threads(n)
+}
+
 /// The long explanation, in Markdown, of an error code: a compile error
 /// (`E0xxx`, [`arrayad_frontend::codes::Code`]) or a run-time error
 /// (`E10xx`, [`ErrorKind::error_code`]); `None` for a string that is no

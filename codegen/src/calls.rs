@@ -8,7 +8,7 @@
 //! the library, called by its (hidden) symbol.
 
 use arrayad_ir::{FuncId, Program};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// The compiled function a call goes to.
@@ -54,6 +54,12 @@ pub struct Callees {
     /// comprehension that runs zero times: `arrayad_ir::shape`), and which
     /// callees are straight-line.
     called: Option<Arc<CalledProgram>>,
+    /// The chunk functions of parallel maps that calls go to, by id
+    /// (`crate::parallel`): such a call runs through the runtime.
+    parallel: HashMap<FuncId, crate::parallel::ParallelMap>,
+    /// The names of the chunk functions among the functions compiled
+    /// with these callees (lowered in chunk mode).
+    chunks: HashSet<String>,
 }
 
 impl Callees {
@@ -86,6 +92,29 @@ impl Callees {
         let Some(c) = &self.called else { return false };
         let Some((def, _)) = arrayad_ir::KeptKind::of_callee(c.program.funcs.len(), func) else { return false };
         c.straight_line.get(def.0 as usize).copied().unwrap_or(false)
+    }
+
+    /// Calls of `chunk.id` go to `target` through the runtime's parallel
+    /// map.
+    pub(crate) fn insert_chunk(&mut self, chunk: &crate::parallel::Chunk, target: CallTarget) {
+        self.targets.insert(chunk.id, target);
+        self.parallel.insert(chunk.id, chunk.map);
+    }
+
+    /// The function named `name` is a chunk function.
+    pub(crate) fn mark_chunk(&mut self, name: &str) {
+        self.chunks.insert(name.to_string());
+    }
+
+    /// How a call of `func` runs when it is a parallel map.
+    pub(crate) fn parallel_map(&self, func: FuncId) -> Option<crate::parallel::ParallelMap> {
+        self.parallel.get(&func).copied()
+    }
+
+    /// True when the function named `name` is a chunk function
+    /// (`crate::parallel`), lowered in chunk mode.
+    pub(crate) fn is_chunk(&self, name: &str) -> bool {
+        self.chunks.contains(name)
     }
 
     /// Where calls of `func` go.

@@ -130,15 +130,39 @@ impl JitModule {
                 });
             }
         }
-        let (code, compiled) = crate::backend::generator(backend)?.compile_jit(
-            options,
-            file,
-            &funcs.iter().collect::<Vec<_>>(),
-            callees,
-            keep_ir,
-        )?;
+        let generator = crate::backend::generator(backend)?;
+        // Parallel maps: their chunk functions first, which the functions
+        // call at their addresses (`crate::parallel`).
+        let refs: Vec<&arrayad_ir::Function> = funcs.iter().collect();
+        let (split, chunks) = crate::parallel::split(&refs, callees);
+        let mut callees = callees.clone();
+        let mut chunk_texts: Vec<Vec<String>> = vec![Vec::new(); funcs.len()];
+        let chunk_code = if chunks.is_empty() {
+            None
+        } else {
+            let mut chunk_callees = callees.clone();
+            chunks.iter().for_each(|c| chunk_callees.mark_chunk(&c.func.name));
+            let chunk_funcs: Vec<&arrayad_ir::Function> = chunks.iter().map(|c| &c.func).collect();
+            let (code, entries) = generator.compile_jit(options, file, &chunk_funcs, &chunk_callees, keep_ir)?;
+            for (c, (ptr, text)) in chunks.iter().zip(entries) {
+                if ptr.is_null() {
+                    return Err(CodegenError::Malformed {
+                        func: c.func.name.clone(),
+                        message: "no code was produced".into(),
+                    });
+                }
+                callees.insert_chunk(c, crate::CallTarget::Address(ptr as usize));
+                chunk_texts[c.host].extend(text);
+            }
+            Some(code)
+        };
+        let hosts: Vec<&arrayad_ir::Function> = split.iter().zip(funcs).map(|(s, f)| s.as_ref().unwrap_or(f)).collect();
+        let (code, compiled) = generator.compile_jit(options, file, &hosts, &callees, keep_ir)?;
+        let code: crate::backend::JitCode = Box::new((code, chunk_code));
         let mut map = Vec::with_capacity(funcs.len());
-        for (f, (ptr, text)) in funcs.iter().zip(compiled) {
+        for ((f, (ptr, text)), chunk_text) in funcs.iter().zip(compiled).zip(chunk_texts) {
+            // A function's IR, then that of its chunk functions.
+            let text = text.map(|t| std::iter::once(t).chain(chunk_text).collect::<Vec<_>>().join("\n"));
             if ptr.is_null() {
                 return Err(CodegenError::Malformed { func: f.name.clone(), message: "no code was produced".into() });
             }

@@ -41,6 +41,7 @@ mod jit;
 #[cfg(feature = "llvm")]
 mod llvm;
 mod lower;
+mod parallel;
 mod target;
 
 pub use cabi::abi::{reserved_c_symbol, Entry};

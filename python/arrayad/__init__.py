@@ -90,6 +90,8 @@ __all__ = [
     "backends",
     "compile",
     "grad",
+    "num_threads",
+    "set_num_threads",
     "value_and_grad",
 ]
 
@@ -100,6 +102,25 @@ def backends() -> Tuple[str, ...]:
     """The backends of this build: ``("cranelift", "interp")``, plus
     ``"llvm"`` when it was built with ``--features llvm``."""
     return tuple(_arrayad.backends())
+
+
+def num_threads() -> int:
+    """The number of threads on which compiled code runs its parallel maps
+    (``for`` comprehensions of independent iterations and scalar rows,
+    when their work pays for it): the last :func:`set_num_threads`, else
+    the environment variable ``ARRAYAD_NUM_THREADS``, else the number of
+    cores the process may run on. Results are the same bits for every
+    number of threads."""
+    return int(_arrayad.num_threads())
+
+
+def set_num_threads(n: Optional[int] = None) -> None:
+    """Sets the number of threads of parallel maps for every module of the
+    process (1 to 256; 1 runs everything on the calling thread); ``None``
+    restores the default (:func:`num_threads`)."""
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"set_num_threads: expected a positive int or None, got {n!r}")
+    _arrayad.set_num_threads(n)
 
 
 _SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}

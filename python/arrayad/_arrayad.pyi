@@ -124,6 +124,12 @@ class Module:
 def backends() -> List[str]:
     """The backends of this build."""
 
+def num_threads() -> int:
+    """The threads of parallel maps."""
+
+def set_num_threads(n: Optional[int] = None) -> None:
+    """Sets the threads of parallel maps (None: the default)."""
+
 def compile_source(
     name: str,
     source: str,

@@ -27,6 +27,20 @@ fn backends() -> Vec<&'static str> {
     b
 }
 
+/// The threads of parallel maps (`arrayad::num_threads`).
+#[pyfunction]
+fn num_threads() -> usize {
+    arrayad::num_threads()
+}
+
+/// Sets the threads of parallel maps; `None` restores the default
+/// (`arrayad::set_num_threads`).
+#[pyfunction]
+#[pyo3(signature = (n=None))]
+fn set_num_threads(n: Option<usize>) {
+    arrayad::set_num_threads(n)
+}
+
 fn options(
     py: Python<'_>,
     backend: &str,
@@ -109,6 +123,8 @@ fn _arrayad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<module::Module>()?;
     m.add_class::<function::Function>()?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
+    m.add_function(wrap_pyfunction!(num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(compile_source, m)?)?;
     m.add_function(wrap_pyfunction!(compile_file, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -31,6 +31,15 @@ def heavy():
     return arrayad.compile(SOURCE, name="heavy.arr").heavy
 
 
+@pytest.fixture
+def one_thread_per_call():
+    """Calls that do not use the pool themselves: the tests below measure
+    the threads of the caller."""
+    arrayad.set_num_threads(1)
+    yield
+    arrayad.set_num_threads(None)
+
+
 def test_threads_compute_the_same_gradients(heavy):
     rng = np.random.default_rng(1)
     inputs = [(rng.standard_normal(5000), rng.standard_normal(5000)) for _ in range(16)]
@@ -82,7 +91,7 @@ def test_gil_is_released_during_calls(heavy):
     assert spins > 1000 * max(one, 0.001) * 3, (spins, one)
 
 
-def test_calls_overlap_in_time(heavy):
+def test_calls_overlap_in_time(heavy, one_thread_per_call):
     """Two threads' calls run at the same time: with the GIL held they
     would take turns (whatever the number of cores and the load)."""
     x = np.random.default_rng(3).standard_normal(500_000)
@@ -111,7 +120,7 @@ def test_calls_overlap_in_time(heavy):
     (os.cpu_count() or 1) < 2 or os.getloadavg()[0] > 1.0,
     reason="a parallel speedup needs 2 idle cores (python/bench/overhead.py measures it)",
 )
-def test_parallel_speedup(heavy):
+def test_parallel_speedup(heavy, one_thread_per_call):
     x = np.random.default_rng(3).standard_normal(1_000_000)
     heavy.grad(x, x)
     calls = 8
@@ -135,3 +144,32 @@ def test_parallel_speedup(heavy):
         if ratios[-1] < 0.85:
             break
     assert min(ratios) < 0.85, f"2 threads took {min(ratios):.2f} of the serial time"
+
+
+MAP = """
+def waves(x: [n]f64, k: i64) -> [n]f64 =
+  for i < n => sin(x[i] * f64(k)) * exp(-x[(i + k) % n] * x[i])
+"""
+
+
+def test_parallel_maps_give_the_same_bits_on_every_number_of_threads():
+    m = arrayad.compile(MAP, name="waves.arr")
+    x = np.random.default_rng(3).standard_normal(200_000)
+    before = arrayad.num_threads()
+    try:
+        results = []
+        for n in (1, 2, 7):
+            arrayad.set_num_threads(n)
+            assert arrayad.num_threads() == n
+            value = m.waves(x, 5)
+            gx = m.waves.vjp((x, 5), np.ones_like(x))[1]
+            tx = m.waves.jvp((x, 5), (np.ones_like(x), None))[1]
+            results.append((value.tobytes(), gx.tobytes(), tx.tobytes()))
+        assert results[0] == results[1] == results[2]
+        expected = np.sin(x * 5.0) * np.exp(-np.roll(x, -5) * x)
+        np.testing.assert_allclose(np.frombuffer(results[0][0]), expected, rtol=1e-13)
+    finally:
+        arrayad.set_num_threads(None)
+    assert arrayad.num_threads() == before
+    with pytest.raises(ValueError):
+        arrayad.set_num_threads(0)

@@ -111,6 +111,7 @@ void arrayad_abi_release(void) {
         arrayad_ctx_free(t->ctx);
         t->ctx = NULL;
     }
+    arrayad_pool_release();
 }
 
 /* The context for a call: the thread's kept one, or a new one (NULL when

@@ -9,6 +9,8 @@
 #include "arrayad_runtime.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <sys/types.h>
 
 #include <math.h>
 #include <stdarg.h>
@@ -168,6 +170,11 @@ void arrayad_ctx_reset(arrayad_ctx *ctx) {
     ctx->stack_limit = 0;
 }
 
+/* An address in the caller's frame on the thread's stack: the frame
+ * address, not that of a local variable, which AddressSanitizer's
+ * detect_stack_use_after_return may place on a heap-allocated fake stack. */
+static uintptr_t stack_here(void) { return (uintptr_t)__builtin_frame_address(0); }
+
 #if defined(ARRAYAD_STACK_BOUNDS)
 /* The lowest address of the calling thread's stack (0 when unknown),
  * asked once per thread: glibc reads /proc/self/maps for the main thread.
@@ -231,8 +238,7 @@ static void read_main_stack(void) {
 /* The lowest address of the calling thread's stack when it is the main
  * thread (0 otherwise, or when unknown). */
 static uintptr_t thread_stack_bottom(void) {
-    volatile char here = 0;
-    uintptr_t at = (uintptr_t)&here;
+    uintptr_t at = stack_here();
     pthread_once(&main_stack_once, read_main_stack);
     return main_stack_lo <= at && at < main_stack_hi ? main_stack_lo : 0;
 }
@@ -243,8 +249,7 @@ static uintptr_t thread_stack_bottom(void) {
 #define ARRAYAD_STACK_MARGIN (64u << 10)
 
 void arrayad_set_stack_limit(arrayad_ctx *ctx) {
-    volatile char here = 0;
-    uintptr_t at = (uintptr_t)&here;
+    uintptr_t at = stack_here();
     uintptr_t bottom = thread_stack_bottom();
     if (bottom)
         ctx->stack_limit = bottom + ARRAYAD_STACK_MARGIN;
@@ -1421,4 +1426,405 @@ oom:
 done:
     /* the tables live in the arena: the call's end releases them */
     return st;
+}
+
+/* ---- Parallel maps ------------------------------------------------------ */
+
+/* Threads: the caller of a parallel map and up to ARRAYAD_MAX_THREADS - 1
+ * workers of one pool per copy of the runtime (the process's, for the JIT;
+ * each shared library's own), started on first use, with all signals
+ * blocked, and stopped when the library is unloaded. */
+#define ARRAYAD_MAX_THREADS 256
+/* The stack of a worker: generated code run there is checked against it
+ * (ctx->stack_limit) like on any thread. */
+#define ARRAYAD_WORKER_STACK ((size_t)16 << 20)
+/* The work (iterations times the static weight of one) below which a map
+ * runs on the calling thread: waking the pool and joining it costs some
+ * ten microseconds. */
+#define ARRAYAD_DEFAULT_GRAIN ((int64_t)1 << 15)
+/* Chunks per participating thread: the map's iterations are split into
+ * about this many times as many contiguous chunks as there are threads,
+ * taken in increasing order by whichever thread is free. */
+#define ARRAYAD_CHUNKS_PER_THREAD 8
+
+typedef struct {
+    arrayad_fn fn;
+    const uint64_t *args; /* the chunk function's arguments; slots 0 and 1 are
+                             replaced by each chunk's lo and hi */
+    int64_t nslots;
+    char *out;            /* n elements of elem bytes */
+    int64_t elem;
+    int64_t n, chunk, nchunks;
+    uint64_t limit;       /* the memory limit of each thread's context */
+    int64_t next;         /* atomic: the next chunk to take */
+    int64_t failed;       /* atomic: the lowest chunk that failed so far, or nchunks */
+} pmap_job;
+
+typedef struct {
+    pthread_t thread;
+    int index;            /* 0.. : takes part in a job when below pool_helpers */
+    arrayad_ctx ctx;      /* its context, kept between jobs */
+    int64_t failed;       /* the chunk that failed in ctx in the last job, or -1 */
+    uintptr_t stack_limit;
+} pmap_worker;
+
+static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER; /* guards what follows */
+static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
+static pmap_worker *pool_workers[ARRAYAD_MAX_THREADS];
+static int pool_size;          /* workers started */
+static pmap_job *pool_job;     /* the job in progress */
+static uint64_t pool_generation;
+static int pool_helpers;       /* workers taking part in the job in progress */
+static int pool_pending;       /* of those, how many have not finished it */
+static int pool_stop;
+static int pool_atfork;        /* the fork handler is registered */
+/* Held by the call whose map runs on the pool: another caller meanwhile
+ * runs its maps on its own thread. */
+static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t pool_runs;     /* atomic: maps run on the pool */
+static int requested_threads;  /* atomic: arrayad_set_num_threads, 0 for the default */
+static int default_threads;    /* atomic: computed once, 0 before */
+static int64_t parallel_grain = -1; /* atomic: arrayad_set_parallel_grain, -1 for the default */
+static int64_t env_grain = -2;      /* atomic: $ARRAYAD_PARALLEL_GRAIN read once (-1: unset), -2 before */
+/* The context in which the caller of the map in progress runs its own
+ * chunks (guarded by pool_busy; no thread-local storage, which would make
+ * a shared library depend on the dynamic loader). */
+static arrayad_ctx pool_caller_ctx;
+static int pool_caller_ready;
+
+/* The CPU mask of the process (Linux; declared here rather than through
+ * _GNU_SOURCE, which would bind the library's string conversions to a
+ * newer glibc's symbols). */
+#if !defined(_GNU_SOURCE)
+extern int sched_getaffinity(pid_t pid, size_t size, void *mask);
+#else
+#include <sched.h>
+#endif
+
+/* A positive integer of at most ARRAYAD_MAX_THREADS from the environment,
+ * or 0. */
+static int threads_from_env(void) {
+    const char *s = getenv("ARRAYAD_NUM_THREADS");
+    char *end = NULL;
+    long v;
+    if (!s || !*s) return 0;
+    v = strtol(s, &end, 10);
+    if (*end != '\0' || v < 1) return 0;
+    return v > ARRAYAD_MAX_THREADS ? ARRAYAD_MAX_THREADS : (int)v;
+}
+
+int32_t arrayad_num_threads(void) {
+    int n = __atomic_load_n(&requested_threads, __ATOMIC_RELAXED);
+    if (n > 0) return n;
+    n = __atomic_load_n(&default_threads, __ATOMIC_RELAXED);
+    if (n > 0) return n;
+    n = threads_from_env();
+    if (n == 0) {
+        unsigned long mask[1024 / (8 * sizeof(unsigned long))];
+        size_t k;
+        memset(mask, 0, sizeof mask);
+        if (sched_getaffinity(0, sizeof mask, (void *)mask) == 0)
+            for (k = 0; k < sizeof mask / sizeof mask[0]; k++) n += __builtin_popcountl(mask[k]);
+        if (n < 1) {
+            long c = sysconf(_SC_NPROCESSORS_ONLN);
+            n = c < 1 ? 1 : (c > ARRAYAD_MAX_THREADS ? ARRAYAD_MAX_THREADS : (int)c);
+        }
+        if (n > ARRAYAD_MAX_THREADS) n = ARRAYAD_MAX_THREADS;
+    }
+    __atomic_store_n(&default_threads, n, __ATOMIC_RELAXED);
+    return n;
+}
+
+void arrayad_set_num_threads(int32_t n) {
+    if (n > ARRAYAD_MAX_THREADS) n = ARRAYAD_MAX_THREADS;
+    __atomic_store_n(&requested_threads, n > 0 ? n : 0, __ATOMIC_RELAXED);
+}
+
+uint64_t arrayad_parallel_runs(void) { return __atomic_load_n(&pool_runs, __ATOMIC_RELAXED); }
+
+void arrayad_set_parallel_grain(int64_t work) {
+    __atomic_store_n(&parallel_grain, work < 0 ? -1 : work, __ATOMIC_RELAXED);
+}
+
+/* The grain: arrayad_set_parallel_grain's, else $ARRAYAD_PARALLEL_GRAIN
+ * (a non-negative integer), else ARRAYAD_DEFAULT_GRAIN. */
+static int64_t grain(void) {
+    int64_t g = __atomic_load_n(&parallel_grain, __ATOMIC_RELAXED);
+    if (g >= 0) return g;
+    g = __atomic_load_n(&env_grain, __ATOMIC_RELAXED);
+    if (g == -2) {
+        const char *s = getenv("ARRAYAD_PARALLEL_GRAIN");
+        char *end = NULL;
+        long long v;
+        g = -1;
+        if (s && *s) {
+            v = strtoll(s, &end, 10);
+            if (*end == '\0' && v >= 0) g = (int64_t)v;
+        }
+        __atomic_store_n(&env_grain, g, __ATOMIC_RELAXED);
+    }
+    return g >= 0 ? g : ARRAYAD_DEFAULT_GRAIN;
+}
+
+/* Moves the error recorded in src into dst, as the error of dst's call. */
+static void move_error(arrayad_ctx *dst, arrayad_ctx *src) {
+    clear_text(dst);
+    dst->err_kind = src->err_kind;
+    memcpy(dst->err_vals, src->err_vals, sizeof dst->err_vals);
+    if (src->err_msg == src->err_buf) {
+        memcpy(dst->err_buf, src->err_buf, sizeof dst->err_buf);
+        dst->err_msg = dst->err_buf;
+    } else if (src->err_msg != NULL && src->err_msg == src->err_text) {
+        dst->err_text = src->err_text;
+        src->err_text = NULL;
+        dst->err_msg = dst->err_text;
+    } else {
+        dst->err_msg = src->err_msg; /* a static template of generated code */
+    }
+    if (dst->err_kind == 0) dst->err_kind = ARRAYAD_ERR_INVALID_ARGUMENT;
+    finalise(dst);
+}
+
+/* Runs chunks of `job` in ctx until none is left, or one fails (returns
+ * its index, its error in ctx) or a lower one has failed (-1). */
+static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit) {
+    ctx->limit = job->limit;
+    for (;;) {
+        int64_t c = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
+        int64_t lo, hi, bytes;
+        uint64_t *args, dest[2], res[2];
+        int32_t status;
+        if (c >= job->nchunks || c > __atomic_load_n(&job->failed, __ATOMIC_RELAXED)) return -1;
+        lo = c * job->chunk;
+        hi = job->n - lo < job->chunk ? job->n : lo + job->chunk;
+        bytes = (hi - lo) * job->elem;
+        arrayad_ctx_reset(ctx);
+        ctx->stack_limit = stack_limit;
+        args = (uint64_t *)arrayad_alloc_slow(ctx, (uint64_t)job->nslots * 8);
+        if (args) {
+            memcpy(args, job->args, (size_t)job->nslots * 8);
+            args[0] = (uint64_t)lo;
+            args[1] = (uint64_t)hi;
+            dest[0] = (uint64_t)(uintptr_t)(job->out + lo * job->elem);
+            dest[1] = (uint64_t)bytes;
+            ctx->dest = dest;
+            status = job->fn(ctx, args, res);
+            ctx->dest = NULL;
+        } else {
+            status = ctx->err_kind ? ctx->err_kind : ARRAYAD_ERR_OUT_OF_MEMORY;
+        }
+        if (status != 0) {
+            int64_t seen = __atomic_load_n(&job->failed, __ATOMIC_RELAXED);
+            if (ctx->err_kind == 0) ctx->err_kind = status;
+            while (c < seen && !__atomic_compare_exchange_n(&job->failed, &seen, c, 0, __ATOMIC_RELAXED,
+                                                              __ATOMIC_RELAXED)) {
+            }
+            return c;
+        }
+        if ((char *)(uintptr_t)res[0] != job->out + lo * job->elem && bytes > 0)
+            memcpy(job->out + lo * job->elem, (const void *)(uintptr_t)res[0], (size_t)bytes);
+    }
+}
+
+static void *pool_worker_main(void *arg) {
+    pmap_worker *w = (pmap_worker *)arg;
+    uint64_t seen = 0;
+    w->stack_limit = stack_here() - (ARRAYAD_WORKER_STACK - 4 * ARRAYAD_STACK_MARGIN);
+    pthread_mutex_lock(&pool_mutex);
+    for (;;) {
+        pmap_job *job;
+        while (!pool_stop && pool_generation == seen) pthread_cond_wait(&pool_wake, &pool_mutex);
+        if (pool_stop) break;
+        seen = pool_generation;
+        if (w->index >= pool_helpers) continue;
+        job = pool_job;
+        pthread_mutex_unlock(&pool_mutex);
+        w->failed = run_chunks(job, &w->ctx, w->stack_limit);
+        pthread_mutex_lock(&pool_mutex);
+        if (--pool_pending == 0) pthread_cond_signal(&pool_done);
+    }
+    pthread_mutex_unlock(&pool_mutex);
+    return NULL;
+}
+
+/* In the child of a fork, the pool's threads do not exist: a new pool
+ * starts on first use (the old one's memory is lost). */
+static void pool_after_fork(void) {
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+    pool_mutex = m;
+    pool_busy = m;
+    pool_wake = c;
+    pool_done = c;
+    pool_size = 0;
+    pool_job = NULL;
+    pool_helpers = 0;
+    pool_pending = 0;
+}
+
+/* Starts workers until there are `want` (fewer if the system refuses);
+ * returns how many there are. Called with pool_mutex held. */
+static int pool_start(int want) {
+    sigset_t all, old;
+    pthread_attr_t attr;
+    if (!pool_atfork) {
+        if (pthread_atfork(NULL, NULL, pool_after_fork) != 0) return pool_size;
+        pool_atfork = 1;
+    }
+    if (want > ARRAYAD_MAX_THREADS - 1) want = ARRAYAD_MAX_THREADS - 1;
+    if (pool_size >= want) return pool_size;
+    if (pthread_attr_init(&attr) != 0) return pool_size;
+    (void)pthread_attr_setstacksize(&attr, ARRAYAD_WORKER_STACK);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    while (pool_size < want) {
+        pmap_worker *w = (pmap_worker *)calloc(1, sizeof *w);
+        if (!w) break;
+        arrayad_ctx_init(&w->ctx);
+        w->index = pool_size;
+        w->failed = -1;
+        if (pthread_create(&w->thread, &attr, pool_worker_main, w) != 0) {
+            free(w);
+            break;
+        }
+        pool_workers[pool_size++] = w;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return pool_size;
+}
+
+/* Stops the pool when the library is unloaded (or the program exits), so
+ * that no thread is left waiting in code that goes away. Not while a map
+ * runs on it (another thread's call during exit): its threads are then
+ * left to the end of the process. */
+__attribute__((destructor)) static void pool_stop_all(void) {
+    int k, n;
+    if (pthread_mutex_trylock(&pool_busy) != 0) return;
+    pthread_mutex_lock(&pool_mutex);
+    pool_stop = 1;
+    n = pool_size;
+    pthread_cond_broadcast(&pool_wake);
+    pthread_mutex_unlock(&pool_mutex);
+    for (k = 0; k < n; k++) {
+        pthread_join(pool_workers[k]->thread, NULL);
+        arrayad_ctx_release(&pool_workers[k]->ctx);
+        free(pool_workers[k]);
+        pool_workers[k] = NULL;
+    }
+    pool_size = 0;
+    if (pool_caller_ready) arrayad_ctx_release(&pool_caller_ctx);
+    pthread_mutex_unlock(&pool_busy);
+}
+
+void arrayad_pool_release(void) {
+    int k;
+    if (pthread_mutex_trylock(&pool_busy) != 0) return;
+    for (k = 0; k < pool_size; k++) arrayad_ctx_release(&pool_workers[k]->ctx);
+    if (pool_caller_ready) arrayad_ctx_release(&pool_caller_ctx);
+    pthread_mutex_unlock(&pool_busy);
+}
+
+/* Frees the memory of a chunk context beyond what a thread keeps. */
+static void trim(arrayad_ctx *ctx) {
+    if (ctx->held > arrayad_keep_limit()) arrayad_ctx_release(ctx);
+}
+
+int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *args, int64_t nslots,
+                             uint64_t *results, int64_t elem, int64_t weight) {
+    int64_t n = (int64_t)args[1], work, chunk, lowest = INT64_MAX;
+    int threads, helpers, k;
+    arrayad_ctx *lowest_ctx = NULL;
+    pmap_job job;
+    char *out;
+    if (n < 2 || ctx->err_final || nslots < 2 || elem < 1 || n > (INT64_MAX >> 4) / elem)
+        return fn(ctx, args, results);
+    threads = arrayad_num_threads();
+    if (threads > n) threads = (int)n;
+    if (weight < 1) weight = 1;
+    work = n > INT64_MAX / weight ? INT64_MAX : n * weight;
+    if (threads < 2 || work < grain()) return fn(ctx, args, results);
+    /* Busy: another caller's map runs, or this is a map inside a chunk of
+       one (on the caller's thread or a worker), which runs serially rather
+       than oversubscribing the machine. */
+    if (pthread_mutex_trylock(&pool_busy) != 0) return fn(ctx, args, results);
+    pthread_mutex_lock(&pool_mutex);
+    helpers = pool_start(threads - 1);
+    pthread_mutex_unlock(&pool_mutex);
+    if (helpers > threads - 1) helpers = threads - 1;
+    if (!pool_caller_ready) {
+        arrayad_ctx_init(&pool_caller_ctx);
+        pool_caller_ready = 1;
+    }
+    /* The caller's buffer for the result when it offers one of this size
+       (destination passing, as the chunk function would take it). */
+    out = NULL;
+    if (helpers > 0 && ctx->dest && ctx->dest[0] && ctx->dest[1] == (uint64_t)(n * elem))
+        out = (char *)(uintptr_t)ctx->dest[0];
+    if (helpers > 0 && !out) out = (char *)arrayad_alloc_slow(ctx, (uint64_t)(n * elem));
+    if (!out) {
+        /* No pool or no memory: the map as written, whose allocation
+           reports a failure where it stands. */
+        pthread_mutex_unlock(&pool_busy);
+        if (ctx->err_kind && !ctx->err_final) ctx->err_kind = 0;
+        return fn(ctx, args, results);
+    }
+    chunk = (n + (int64_t)(helpers + 1) * ARRAYAD_CHUNKS_PER_THREAD - 1) /
+            ((int64_t)(helpers + 1) * ARRAYAD_CHUNKS_PER_THREAD);
+    job.fn = fn;
+    job.args = args;
+    job.nslots = nslots;
+    job.out = out;
+    job.elem = elem;
+    job.n = n;
+    job.chunk = chunk;
+    job.nchunks = (n + chunk - 1) / chunk;
+    /* Each thread may hold what the call has left, as the map's
+       iterations on one thread could (they release their temporaries
+       after each). */
+    job.limit = ctx->limit > ctx->held ? ctx->limit - ctx->held : 0;
+    job.next = 0;
+    job.failed = job.nchunks;
+    __atomic_add_fetch(&pool_runs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&pool_mutex);
+    pool_job = &job;
+    pool_helpers = helpers;
+    pool_pending = helpers;
+    pool_generation++;
+    pthread_cond_broadcast(&pool_wake);
+    pthread_mutex_unlock(&pool_mutex);
+    {
+        arrayad_ctx *own = &pool_caller_ctx;
+        int64_t failed;
+        uintptr_t stack_limit = ctx->stack_limit;
+        arrayad_ctx_reset(own);
+        failed = run_chunks(&job, own, stack_limit);
+        if (failed >= 0) {
+            lowest = failed;
+            lowest_ctx = own;
+        }
+    }
+    pthread_mutex_lock(&pool_mutex);
+    while (pool_pending > 0) pthread_cond_wait(&pool_done, &pool_mutex);
+    pool_job = NULL;
+    pthread_mutex_unlock(&pool_mutex);
+    /* The error of the lowest chunk that failed: every chunk below it ran
+       to its end, so it is the error the map meets in index order. */
+    for (k = 0; k < helpers; k++) {
+        pmap_worker *w = pool_workers[k];
+        if (w->failed >= 0 && w->failed < lowest) {
+            lowest = w->failed;
+            lowest_ctx = &w->ctx;
+        }
+    }
+    if (lowest_ctx) move_error(ctx, lowest_ctx);
+    for (k = 0; k < helpers; k++) trim(&pool_workers[k]->ctx);
+    trim(&pool_caller_ctx);
+    pthread_mutex_unlock(&pool_busy);
+    if (lowest_ctx) return ctx->err_kind;
+    results[0] = (uint64_t)(uintptr_t)out;
+    results[1] = (uint64_t)n;
+    return 0;
 }

@@ -161,6 +161,45 @@ int32_t arrayad_error_kind(const arrayad_ctx *ctx);
  * returns the length of the full message. */
 size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap);
 
+/* ---- Parallel maps ---------------------------------------------------- */
+
+/* Runs the chunk function `fn` of a map (a `for` comprehension of scalar
+ * rows of `elem` bytes, split out by code generation: codegen's
+ * parallel.rs) over its iterations 0..n, n = args[1]: `args` (nslots
+ * slots) are its arguments, slots 0 and 1 the range lo, hi of the
+ * iterations it runs, which it returns as one array of hi - lo rows
+ * (results[0] its data, results[1] its extent). On the calling thread
+ * alone (fn(ctx, args, results) as given, args[0] = 0) when the work,
+ * n * weight, is below the grain, when one thread is asked for, inside
+ * another parallel map or while the pool runs another caller's; else the
+ * result is allocated in ctx (or is ctx->dest[0] when ctx->dest offers a
+ * buffer of its size) and the iterations are split into contiguous
+ * chunks run on the pool, each thread with its own context (memory limit:
+ * what ctx has left; stack limit: ctx's on the calling thread), writing its
+ * rows in place. The rows, hence the results, are the
+ * same for every number of threads. A failure is that of the lowest
+ * failing chunk, whose lower iterations all ran: the error the map meets
+ * first in index order, moved into ctx. */
+int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *args, int64_t nslots,
+                             uint64_t *results, int64_t elem, int64_t weight);
+/* The threads parallel maps use: arrayad_set_num_threads's number, else
+ * $ARRAYAD_NUM_THREADS (1..256), else the cores the process may run on. */
+int32_t arrayad_num_threads(void);
+/* Sets the threads of parallel maps (at most 256); 0 or less restores the
+ * default. */
+void arrayad_set_num_threads(int32_t n);
+/* Sets the grain (the work below which a map runs on the calling thread,
+ * in iterations times statements); a negative value restores the default:
+ * $ARRAYAD_PARALLEL_GRAIN, else 32768. Tests set 0 to run every map on
+ * the pool. */
+void arrayad_set_parallel_grain(int64_t work);
+/* Frees the memory the pool's contexts keep, unless a map runs on it
+ * (MODULE_release_memory calls it). */
+void arrayad_pool_release(void);
+/* How many maps have run on the pool (not on their caller's thread alone)
+ * in this copy of the runtime. */
+uint64_t arrayad_parallel_runs(void);
+
 /* Math functions generated code calls besides libm. */
 double arrayad_digamma(double x);
 /* The polygamma function psi^(n)(x) (n a whole number in 0..100; see the
@@ -274,7 +313,8 @@ arrayad_ctx *arrayad_abi_begin(void);
 int32_t arrayad_abi_end(arrayad_ctx *ctx, int32_t status);
 /* The calling thread's last error message ("" if none), whole. */
 const char *arrayad_abi_last_error(void);
-/* Frees the memory the calling thread keeps from its last call. */
+/* Frees the memory the calling thread keeps from its last call, and the
+ * memory of the pool of parallel maps when no map runs on it. */
 void arrayad_abi_release(void);
 
 #ifdef __cplusplus

@@ -171,6 +171,19 @@ pub mod ffi {
         pub fn arrayad_digamma(x: f64) -> f64;
         pub fn arrayad_polygamma(n: f64, x: f64) -> f64;
         pub fn arrayad_lgamma(x: f64) -> f64;
+        pub fn arrayad_parallel_map(
+            ctx: *mut Ctx,
+            fn_: *const u8,
+            args: *const u64,
+            nslots: i64,
+            results: *mut u64,
+            elem: i64,
+            weight: i64,
+        ) -> i32;
+        pub fn arrayad_num_threads() -> i32;
+        pub fn arrayad_set_num_threads(n: i32);
+        pub fn arrayad_set_parallel_grain(work: i64);
+        pub fn arrayad_parallel_runs() -> u64;
     }
 }
 
@@ -195,6 +208,44 @@ mod libm {
         pub fn atan2(y: f64, x: f64) -> f64;
         pub fn memset(d: *mut u8, c: i32, n: usize) -> *mut u8;
     }
+}
+
+/// The number of threads parallel maps run on in this process (JIT code;
+/// each shared library has its own: `MODULE_set_num_threads`): the last
+/// [`set_num_threads`], else the environment variable
+/// `ARRAYAD_NUM_THREADS` (1 to 256), else the number of cores the process
+/// may run on.
+pub fn num_threads() -> usize {
+    // SAFETY: reads atomics and the environment.
+    let n = unsafe { ffi::arrayad_num_threads() };
+    usize::try_from(n).unwrap_or(1).max(1)
+}
+
+/// Sets the number of threads of parallel maps for JIT code of this
+/// process (at most 256); `None` restores the default ([`num_threads`]).
+/// One thread runs every map on the calling thread. Results are the same
+/// for every number of threads.
+pub fn set_num_threads(n: Option<usize>) {
+    let n = n.map_or(0, |n| i32::try_from(n.min(256)).unwrap_or(256));
+    // SAFETY: stores an atomic.
+    unsafe { ffi::arrayad_set_num_threads(n) }
+}
+
+/// Sets the work (iterations times statements per iteration) below which
+/// a map runs on the calling thread; `None` restores the default (the
+/// environment variable `ARRAYAD_PARALLEL_GRAIN`, else 32,768). Tests set
+/// 0 to run every map of more than one iteration on the pool.
+pub fn set_parallel_grain(work: Option<u64>) {
+    let w = work.map_or(-1, |w| i64::try_from(w).unwrap_or(i64::MAX));
+    // SAFETY: stores an atomic.
+    unsafe { ffi::arrayad_set_parallel_grain(w) }
+}
+
+/// How many maps of JIT code have run on the pool of threads (not on their
+/// caller's thread alone) in this process.
+pub fn parallel_runs() -> u64 {
+    // SAFETY: reads an atomic.
+    unsafe { ffi::arrayad_parallel_runs() }
 }
 
 /// `digamma(x)`, the derivative of `lgamma` (the runtime's implementation).
@@ -232,17 +283,24 @@ pub enum RuntimeFn {
     /// *mark_chunk, int64_t n, int64_t *pairs)`: releases the arena since a
     /// mark but for `n` arrays, which move down (pointers updated).
     ArenaKeep,
+    /// `int32_t arrayad_parallel_map(ctx, arrayad_fn fn, const uint64_t
+    /// *args, int64_t nslots, uint64_t *results, int64_t elem, int64_t
+    /// weight)`: runs the chunk function of a map of scalar rows over
+    /// the iterations `0..args[1]`, on the pool of threads when the work
+    /// pays for it ([`set_num_threads`]); returns 0 or the error kind.
+    ParallelMap,
 }
 
 impl RuntimeFn {
     /// Every runtime function.
-    pub const ALL: [RuntimeFn; 6] = [
+    pub const ALL: [RuntimeFn; 7] = [
         RuntimeFn::AllocSlow,
         RuntimeFn::TapeGrow,
         RuntimeFn::Fail,
         RuntimeFn::FailShapes,
         RuntimeFn::Memset,
         RuntimeFn::ArenaKeep,
+        RuntimeFn::ParallelMap,
     ];
 }
 
@@ -280,6 +338,7 @@ impl Callee {
             Callee::Runtime(RuntimeFn::FailShapes) => "arrayad_fail_shapes",
             Callee::Runtime(RuntimeFn::Memset) => "memset",
             Callee::Runtime(RuntimeFn::ArenaKeep) => "arrayad_arena_keep",
+            Callee::Runtime(RuntimeFn::ParallelMap) => "arrayad_parallel_map",
             Callee::Math(m) => m.symbol(),
         }
     }
@@ -294,6 +353,7 @@ impl Callee {
             Callee::Runtime(RuntimeFn::FailShapes) => (&[Ptr, I32, Ptr, I64, I64, Ptr, Ptr], I32),
             Callee::Runtime(RuntimeFn::Memset) => (&[Ptr, I32, I64], Ptr),
             Callee::Runtime(RuntimeFn::ArenaKeep) => (&[Ptr, Ptr, Ptr, I64, Ptr], I32),
+            Callee::Runtime(RuntimeFn::ParallelMap) => (&[Ptr, Ptr, Ptr, I64, Ptr, I64, I64], I32),
             Callee::Math(m) if m.arity() == 2 => (&[F64, F64], F64),
             Callee::Math(_) => (&[F64], F64),
         }
@@ -314,6 +374,7 @@ impl Callee {
             Callee::Runtime(RuntimeFn::FailShapes) => ffi::arrayad_fail_shapes as *const u8,
             Callee::Runtime(RuntimeFn::Memset) => libm::memset as *const u8,
             Callee::Runtime(RuntimeFn::ArenaKeep) => ffi::arrayad_arena_keep as *const u8,
+            Callee::Runtime(RuntimeFn::ParallelMap) => ffi::arrayad_parallel_map as *const u8,
             Callee::Math(m) => match m {
                 MathFn::Exp => libm::exp as *const u8,
                 MathFn::Log => libm::log as *const u8,

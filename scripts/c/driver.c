@@ -118,6 +118,19 @@ static void suite(Rec *r, int seed) {
         CHECK(jac[1 * 16 + 12] == a[4]); /* d y1 / d v0 */
     }
 
+    {
+        /* a parallel map: 40 rows, in chunks on the pool with
+           ARRAYAD_PARALLEL_GRAIN=0 (scripts/sanitize.sh) */
+        double g[40], tg[40];
+        int64_t gi[40];
+        for (i = 0; i < 40; i++) gi[i] = (i * 7 + seed) % N;
+        OK(gather(N, 40, x, gi, g));
+        CHECK(g[3] == x[gi[3]] * x[gi[3]] + 3.0);
+        put(r, g, 40);
+        OK(gather_jvp(N, 40, x, gi, x, g, tg));
+        put(r, tg, 40);
+    }
+
     OK(tape(N, x, 300, &v));
     put1(r, v);
     OK(tape_grad(N, x, 300, &v, d1));
@@ -242,6 +255,16 @@ static void errors(int t) {
     EXPECT(fixed_jacobian(p, q, NULL), STRESS_ERR_INVALID_ARGUMENT, "null");
     EXPECT(fixed_vjp(p, NULL, q, jp), STRESS_ERR_INVALID_ARGUMENT, "null");
     EXPECT(rows(N, x, NULL), STRESS_ERR_INVALID_ARGUMENT, "null");
+    {
+        /* a parallel map failing in two iterations: the first is reported */
+        int64_t gi[40];
+        double g[40];
+        int k;
+        for (k = 0; k < 40; k++) gi[k] = k % N;
+        gi[30] = 77;
+        gi[17 + t % 5] = 99;
+        EXPECT(gather(N, 40, x, gi, g), STRESS_ERR_INDEX_OUT_OF_BOUNDS, "index 99");
+    }
     /* the thread's last error is still its own */
     EXPECT(get(N, x, 10 + t, &v), STRESS_ERR_INDEX_OUT_OF_BOUNDS, idx);
 }
@@ -279,6 +302,25 @@ int main(int argc, char **argv) {
     for (s = 0; s < 3; s++) suite(&reference[s], s);
     errors(0);
     printf("single thread: %d values per run, %d failures\n", reference[0].len, fails);
+    {
+        /* parallel maps on 1, 2 and 7 threads: the same bits */
+        static Rec again;
+        int counts[3] = {1, 2, 7}, k;
+        for (k = 0; k < 3; k++) {
+            stress_set_num_threads(counts[k]);
+            CHECK(stress_num_threads() == counts[k]);
+            for (s = 0; s < 3; s++) {
+                suite(&again, s);
+                if (again.len != reference[s].len ||
+                    memcmp(again.v, reference[s].v, (size_t)again.len * sizeof(double)) != 0) {
+                    fprintf(stderr, "FAIL: results on %d threads differ\n", counts[k]);
+                    fails++;
+                }
+            }
+        }
+        stress_set_num_threads(0);
+        printf("1, 2 and 7 threads of parallel maps: %d failures\n", fails);
+    }
 
     for (t = 0; t < threads; t++) {
         if (pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t) != 0) {

@@ -19,3 +19,6 @@ def mixed(p: (f64, [2]f64), k: i64, flag: bool) -> (f64, [2]f64, i64) =
   let s = if flag then p.0 * p.1[0] else p.0 + p.1[1]
   in (s * f64(k), p.1 * s, k + 1)
 def rows(x: [n]f64) -> [n][2]f64 = for i < n => [x[i] * x[i], sin(x[i]) * x[0]]
+// A parallel map (scalar rows, independent iterations) whose errors come
+// from one iteration: the first bad index in order is the one reported.
+def gather(x: [n]f64, idx: [m]i64) -> [m]f64 = for i < m => x[idx[i]] * x[idx[i]] + f64(i)

@@ -86,8 +86,9 @@ fn f64s(v: &Value) -> Vec<f64> {
     v.f64_elements().map(|s| s.to_vec()).unwrap_or_default()
 }
 
-/// A random f64 value shaped like `like` (an f64 scalar or array).
-fn random_like(like: &Value, rng: &mut Rng) -> Value {
+/// A random f64 value shaped like `like` (an f64 scalar or array),
+/// uniform in [-1, 1).
+pub fn random_like(like: &Value, rng: &mut Rng) -> Value {
     match like {
         Value::Array(a) => Value::Array(ArrayValue {
             shape: a.shape.clone(),
@@ -540,7 +541,7 @@ fn check_jvp_lanes(
 }
 
 /// Asserts `a` and `b` hold the same values bit for bit (NaNs included).
-fn assert_bitwise(what: &str, a: &[Value], b: &[Value]) {
+pub fn assert_bitwise(what: &str, a: &[Value], b: &[Value]) {
     let bits = |vs: &[Value]| -> Vec<u64> {
         vs.iter()
             .flat_map(|v| match v {

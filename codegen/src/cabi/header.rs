@@ -37,7 +37,8 @@ pub(crate) fn try_c_header(exports: &[ExportedFunction], module: &str) -> Result
          * Arrays are contiguous and row-major; every output is caller-allocated and\n\
          * overwritten (never added to); an output may be one of the input arrays\n\
          * (in place). All functions are thread-safe and re-entrant:\n\
-         * threads share no mutable state; each thread keeps the working memory of its\n\
+         * calls on different threads share no data but the pool of threads of parallel\n\
+         * maps, which one call uses at a time; each thread keeps the working memory of its\n\
          * last call for its next one, up to a quarter of the memory limit\n\
          * ($ARRAYAD_KEEP_MEMORY, e.g. 0 or 256M, sets another cap), freed when the thread exits or calls\n\
          * {m}_release_memory(). A call fails with {up}_ERR_OUT_OF_MEMORY when its\n\
@@ -61,7 +62,16 @@ pub(crate) fn try_c_header(exports: &[ExportedFunction], module: &str) -> Result
         "\n/* The message of the calling thread's last error (\"\" if there was none). */\n\
          const char *{m}_last_error(void);\n\
          \n/* Frees the working memory the calling thread keeps from its last call. */\n\
-         void {m}_release_memory(void);\n"
+         void {m}_release_memory(void);\n\
+         \n/* The threads on which this library runs parallel maps (`for` comprehensions of\n\
+          * independent iterations, when their work pays for it): the last\n\
+          * {m}_set_num_threads(n), else $ARRAYAD_NUM_THREADS, else the cores the process\n\
+          * may run on. Results are the same bits for every number of threads. A call made\n\
+          * while the threads run another call's map runs on its own thread. */\n\
+         int {m}_num_threads(void);\n\
+         \n/* Sets the threads of parallel maps (1 to 256; 1: the calling thread only); 0 or\n\
+          * less restores the default. */\n\
+         void {m}_set_num_threads(int n);\n"
     );
     for e in exports {
         let i = Interface::new(e)?;

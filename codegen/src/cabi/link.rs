@@ -335,7 +335,19 @@ fn build_calling(
         callees.insert(c.id, crate::CallTarget::Symbol(sym.clone()));
         funcs.push((sym, &c.primal));
     }
-    let code_objects = time("compile the code", || compile_object(opts, file, &funcs, &callees))?;
+    // Parallel maps: the chunk functions split out of the functions, under
+    // the symbol of their function with `.parK` appended (`crate::parallel`).
+    let refs: Vec<&arrayad_ir::Function> = funcs.iter().map(|(_, f)| *f).collect();
+    let (split, chunks) = crate::parallel::split(&refs, &callees);
+    let mut all: Vec<(String, &arrayad_ir::Function)> =
+        funcs.iter().zip(&split).map(|((sym, f), s)| (sym.clone(), s.as_ref().unwrap_or(f))).collect();
+    for c in &chunks {
+        let sym = format!("{}.par{}", funcs[c.host].0, u32::MAX - c.id.0);
+        callees.insert_chunk(c, crate::CallTarget::Symbol(sym.clone()));
+        callees.mark_chunk(&c.func.name);
+        all.push((sym, &c.func));
+    }
+    let code_objects = time("compile the code", || compile_object(opts, file, &all, &callees))?;
     let dir = TempDir::new()?;
     let d = &dir.0;
     let mut code_paths = Vec::new();

@@ -152,7 +152,8 @@ pub(crate) const EXPORTS_PER_FILE: usize = 64;
 
 /// The wrappers' C sources for `interfaces` of module `module`, split into
 /// `files` files of about equal numbers of exports (at least one file; the
-/// first also defines the module's `_last_error` and `_release_memory`):
+/// first also defines the module's `_last_error`, `_release_memory`,
+/// `_set_num_threads` and `_num_threads`):
 /// static tables describing each function and thin wrappers that pass them
 /// to the runtime (`arrayad_abi_call`, `arrayad_abi_jacobian` in
 /// `runtime/src/arrayad_abi.c`, which keep per-thread contexts and errors).
@@ -194,7 +195,9 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
         let _ = write!(
             out,
             "const char *{m}_last_error(void) {{ return arrayad_abi_last_error(); }}\n\
-             void {m}_release_memory(void) {{ arrayad_abi_release(); }}\n"
+             void {m}_release_memory(void) {{ arrayad_abi_release(); }}\n\
+             void {m}_set_num_threads(int n) {{ arrayad_set_num_threads(n); }}\n\
+             int {m}_num_threads(void) {{ return arrayad_num_threads(); }}\n"
         );
     }
     for i in interfaces {

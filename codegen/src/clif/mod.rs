@@ -889,6 +889,17 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
             .ok_or_else(|| CodegenError::Cranelift(format!("the call of definition {} has no result", func.0)))
     }
 
+    fn function_address(&mut self, func: arrayad_ir::FuncId) -> Result<Value> {
+        let sig = internal_signature(self.m);
+        Ok(match self.imp.generated(self.m, func, &sig)? {
+            imports::Generated::Func(id) => {
+                let fref = self.fref(id);
+                self.b.ins().func_addr(types::I64, fref)
+            }
+            imports::Generated::Address(a) => self.b.ins().iconst(types::I64, a as i64),
+        })
+    }
+
     fn message(&mut self, text: &str) -> Result<Value> {
         let id = self.imp.message(self.m, text)?;
         let gv = match self.msgs.get(&id) {

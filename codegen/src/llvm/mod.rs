@@ -1034,6 +1034,30 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
         }
     }
 
+    fn function_address(&mut self, func: arrayad_ir::FuncId) -> Result<Self::Value> {
+        let ptr = self.ctx.ptr_type(AddressSpace::default());
+        match self.shared.generated.get(func).cloned() {
+            Some(crate::CallTarget::Symbol(sym)) => {
+                let f = match self.module.get_function(&sym) {
+                    Some(f) => f,
+                    None => {
+                        let fn_ty = self.ctx.i32_type().fn_type(&[ptr.into(), ptr.into(), ptr.into()], false);
+                        let f = self.module.add_function(&sym, fn_ty, Some(Linkage::External));
+                        f.as_global_value().set_visibility(inkwell::GlobalVisibility::Hidden);
+                        f
+                    }
+                };
+                Ok(f.as_global_value().as_pointer_value().into())
+            }
+            Some(crate::CallTarget::Address(a)) => {
+                let addr = self.ctx.i64_type().const_int(a as u64, false);
+                let r = self.b.build_int_to_ptr(addr, ptr, "");
+                Ok(self.ok(r).unwrap_or_else(|| ptr.const_null()).into())
+            }
+            None => Err(CodegenError::malformed(&self.name, "the address of a definition that was not compiled")),
+        }
+    }
+
     fn call(&mut self, callee: Callee, args: &[Self::Value]) -> Result<Self::Value> {
         let f64t = self.ctx.f64_type().as_basic_type_enum();
         let v = match callee {

@@ -24,7 +24,7 @@
 use super::emit::{Emitter, IntCC, IntOp, Mem, Ty};
 use super::{Lower, Result, Val};
 use arrayad_ir::{Atom, Fault, FuncId, VarId};
-use arrayad_runtime::offsets;
+use arrayad_runtime::{offsets, Callee, RuntimeFn};
 
 /// Emits a guard for a function `f` whose compiled code needs a stack
 /// frame of `frame` bytes, and `slack` more for its call: the guard has
@@ -68,7 +68,14 @@ pub(crate) fn lower_frame_guard<E: Emitter>(
     b.switch_to(fail);
     b.set_cold(fail);
     let (frame, zero) = (b.iconst(Ty::I64, frame), b.iconst(Ty::I64, 0));
-    super::raise_at(b, ctx, file, f.loc, Fault::FrameTooLarge { function: &f.name }, [frame, zero, zero])
+    super::raise_at(
+        b,
+        ctx,
+        file,
+        f.loc,
+        Fault::FrameTooLarge { function: crate::parallel::source_name(&f.name) },
+        [frame, zero, zero],
+    )
 }
 
 /// The most argument slots and result slots of a call in `f` (`None`
@@ -131,7 +138,39 @@ impl<E: Emitter> Lower<'_, E> {
         self.pack(argbuf, args, Mem::Stack)?;
         let ctx = self.ctx;
         let tape = if self.rewinds_tape { Some(self.tape_above_its_end()) } else { None };
-        let status = self.b.call_function(func, [ctx, argbuf, resbuf])?;
+        let status = match self.callees.parallel_map(func) {
+            // A comprehension split out for parallel execution: through
+            // the runtime, which runs its chunk function on the pool or on
+            // this thread (`crate::parallel`).
+            Some(map) => {
+                // A result of this function: the caller's buffer for it, if
+                // any, is the map's (its entry of the table, as result 0).
+                let dest = match (self.dest_next.take(), self.dest_table) {
+                    (Some(result), Some(table)) => {
+                        let at = i64::try_from(16 * result).map_err(|_| self.malformed("too many results"))?;
+                        let null = self.b.iconst(Ty::Ptr, 0);
+                        let offered = self.b.icmp(IntCC::Ne, table, null);
+                        let at = self.iconst(at);
+                        let entry = self.b.ptr_offset(table, at);
+                        let entry = self.b.select(offered, entry, null);
+                        self.b.store(Ty::Ptr, entry, ctx, offsets::DEST, Mem::Ctx);
+                        true
+                    }
+                    _ => false,
+                };
+                let chunk = self.b.function_address(func)?;
+                let nslots = self.iconst(i64::try_from(arg_slots).map_err(|_| self.malformed("too many arguments"))?);
+                let (elem, weight) = (self.iconst(map.elem), self.iconst(map.weight));
+                let args = [ctx, chunk, argbuf, nslots, resbuf, elem, weight];
+                let status = self.b.call(Callee::Runtime(RuntimeFn::ParallelMap), &args)?;
+                if dest {
+                    let null = self.b.iconst(Ty::Ptr, 0);
+                    self.b.store(Ty::Ptr, null, ctx, offsets::DEST, Mem::Ctx);
+                }
+                status
+            }
+            None => self.b.call_function(func, [ctx, argbuf, resbuf])?,
+        };
         if self.defers_call_status {
             // A failed call has recorded its error in the context, which
             // `check_call_status` reads.
@@ -160,7 +199,15 @@ impl<E: Emitter> Lower<'_, E> {
         if let Some(saved) = tape {
             self.tape_restore(saved);
         }
-        let out = self.unpack(resbuf, &result_types, Mem::Stack);
+        let mut out = self.unpack(resbuf, &result_types, Mem::Stack);
+        if self.callees.parallel_map(func).is_some() {
+            // A parallel map's rows are its count (`args[1]`), as the
+            // comprehension's: later accesses keep that fact.
+            if let (Some(n), [Val::A(rows)]) = (args.get(1), out.as_mut_slice()) {
+                let n = self.scalar(n)?;
+                rows.dims = vec![n];
+            }
+        }
         Ok(out)
     }
 
@@ -183,7 +230,7 @@ impl<E: Emitter> Lower<'_, E> {
         let null = self.b.iconst(Ty::Ptr, 0);
         let frame = self.b.ptr_diff(frame, null);
         let within = self.b.icmp(IntCC::Uge, frame, limit);
-        let name = self.f.name.clone();
+        let name = crate::parallel::source_name(&self.f.name).to_string();
         self.check(within, Fault::CallsTooDeep { function: &name }, &[])
     }
 

@@ -269,6 +269,12 @@ pub(crate) trait Emitter {
     /// Errors: [`crate::CodegenError::Malformed`] when the module was
     /// given no target for `func`.
     fn call_function(&mut self, func: arrayad_ir::FuncId, args: [Self::Value; 3]) -> Result<Self::Value>;
+    /// The entry address of the generated function compiled for `func`
+    /// (as [`Self::call_function`] calls it), for the runtime to call.
+    ///
+    /// Errors: [`crate::CodegenError::Malformed`] when the module was
+    /// given no target for `func`.
+    fn function_address(&mut self, func: arrayad_ir::FuncId) -> Result<Self::Value>;
     /// The address of a static, NUL-terminated copy of `text`.
     fn message(&mut self, text: &str) -> Result<Self::Value>;
 }

@@ -599,12 +599,22 @@ impl<E: Emitter> Lower<'_, E> {
         let dest = self.dest_next.take();
         let n = self.scalar(n)?;
         self.check_size(n)?;
+        // A chunk of a parallel map: iterations `lo..hi` of `0..n`, rows
+        // at `i - lo` (`Lower::chunk_range`).
+        let range = self.chunk_range.take();
+        if range.is_some() && body.results.iter().any(|r| !self.f.atom_ty(r).is_scalar()) {
+            return Err(self.malformed("a parallel map of array rows"));
+        }
+        let (start, rows) = match range {
+            Some((lo, hi)) => (lo, self.b.int(IntOp::Sub, hi, lo)),
+            None => (self.iconst(0), n),
+        };
         let mut outs: Vec<BuildOut<E>> = Vec::new();
         for (k, r) in body.results.iter().enumerate() {
             let t = self.f.atom_ty(r);
             if t.is_scalar() {
                 self.dest_next = dest;
-                let ptr = self.alloc_elems(n, t.elem, None)?;
+                let ptr = self.alloc_elems(rows, t.elem, None)?;
                 outs.push(BuildOut::Scalar { ptr, elem: t.elem });
             } else {
                 let z = self.iconst(0);
@@ -658,11 +668,15 @@ impl<E: Emitter> Lower<'_, E> {
         } else {
             None
         };
-        let zero = self.iconst(0);
+        let end = range.map_or(n, |(_, hi)| hi);
         let releasing = u32::from(keep.is_some());
         self.releasing += releasing;
-        self.counted_loop(zero, n, false, &mut |l, i| {
+        self.counted_loop_within(start, end, n, false, &mut |l, i| {
             l.def(index, Val::S(i))?;
+            let row = match range {
+                Some((lo, _)) => l.b.int(IntOp::Sub, i, lo),
+                None => i,
+            };
             l.stmts(&body.stmts)?;
             let vals: Vec<Val<E::Value>> = body.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
             if any_array {
@@ -709,7 +723,7 @@ impl<E: Emitter> Lower<'_, E> {
             }
             for (o, v) in outs.iter().zip(&vals) {
                 match (o, v) {
-                    (BuildOut::Scalar { ptr, elem }, Val::S(x)) => l.store_elem(*ptr, i, *elem, *x),
+                    (BuildOut::Scalar { ptr, elem }, Val::S(x)) => l.store_elem(*ptr, row, *elem, *x),
                     (BuildOut::Array { ptr, row_count, elem, .. }, Val::A(row)) => {
                         let base = l.b.use_var(*ptr);
                         let rc = l.b.use_var(*row_count);
@@ -730,7 +744,7 @@ impl<E: Emitter> Lower<'_, E> {
         let vals = outs
             .iter()
             .map(|o| match o {
-                BuildOut::Scalar { ptr, .. } => Val::A(Arr { ptr: *ptr, dims: vec![n] }),
+                BuildOut::Scalar { ptr, .. } => Val::A(Arr { ptr: *ptr, dims: vec![rows] }),
                 BuildOut::Array { ptr, row_dims, .. } => {
                     let ptr = self.b.use_var(*ptr);
                     let mut dims = vec![n];

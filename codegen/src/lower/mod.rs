@@ -51,6 +51,7 @@ pub(crate) fn lower_function<E: Emitter>(
         b,
         f,
         program: callees.program(),
+        callees,
         call_buffers: None,
         dest_table: None,
         call_failed: None,
@@ -73,8 +74,9 @@ pub(crate) fn lower_function<E: Emitter>(
         known: Known::new(),
         clock: 0,
         releasing: 0,
-        destinations: destinations(f),
+        destinations: destinations(f, callees),
         dest_next: None,
+        chunk_range: None,
     };
     if let Some((args, results)) = call::call_buffer_slots(f) {
         let bytes = |n: usize| u32::try_from(8 * n.max(1)).map_err(|_| l.malformed("a call with too many values"));
@@ -88,6 +90,11 @@ pub(crate) fn lower_function<E: Emitter>(
     let types: Vec<arrayad_ir::Type> = f.params.iter().map(|p| l.var_ty(*p)).collect::<Result<_>>()?;
     for (p, val) in f.params.iter().zip(l.unpack(args, &types, Mem::Slots)) {
         l.def(*p, val)?;
+    }
+    if callees.is_chunk(&f.name) {
+        let [lo, hi, ..] = f.params.as_slice() else { return Err(l.malformed("a chunk function without its range")) };
+        let range = (l.scalar(&Atom::Var(*lo))?, l.scalar(&Atom::Var(*hi))?);
+        l.chunk_range = Some(range);
     }
     l.stmts(&f.body.stmts)?;
     l.check_call_status();
@@ -247,6 +254,8 @@ pub(crate) struct Lower<'a, E: Emitter> {
     f: &'a arrayad_ir::Function,
     /// The program whose definitions `f` calls (kept calls).
     program: Option<&'a arrayad_ir::Program>,
+    /// Where `f`'s calls go, and which of them are parallel maps.
+    callees: &'a crate::Callees,
     /// The argument and result buffers of every call (`call.rs`), with
     /// their sizes in slots.
     call_buffers: Option<(E::Value, E::Value, usize, usize)>,
@@ -318,16 +327,23 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// while lowering the statement that binds a result of
     /// `destinations`).
     dest_next: Option<usize>,
+    /// In a chunk function of a parallel map (`crate::parallel`), the
+    /// range `lo..hi` of the iterations its comprehension runs, taken by
+    /// the first comprehension lowered (the one at its top): the loop runs
+    /// only those, with the facts of the whole range (`0 <= i < n`: the
+    /// runtime calls it with `0 <= lo <= hi <= n`), and its result holds
+    /// their `hi - lo` rows.
+    chunk_range: Option<(E::Value, E::Value)>,
 }
 
 /// Destination passing: the array results of `f` that a statement at the
 /// top of its body allocates itself (a comprehension of one result,
-/// `zeros`, `zeros_like`), with their result index (the first, for a
+/// `zeros`, `zeros_like`, a parallel map), with their result index (the first, for a
 /// result returned twice). Such a statement may
 /// compute the result directly in the caller's buffer
 /// (`arrayad_ctx::dest`, [`Lower::alloc_result`]); a result is never
 /// updated in place (it is live to the end), and the statement runs once.
-fn destinations(f: &arrayad_ir::Function) -> std::collections::HashMap<VarId, usize> {
+fn destinations(f: &arrayad_ir::Function, callees: &crate::Callees) -> std::collections::HashMap<VarId, usize> {
     let mut wanted = std::collections::HashMap::new();
     for (i, r) in f.body.results.iter().enumerate() {
         if let Atom::Var(v) = r {
@@ -342,6 +358,9 @@ fn destinations(f: &arrayad_ir::Function) -> std::collections::HashMap<VarId, us
             let own = match expr {
                 Expr::Build { body, .. } => body.results.len() == 1,
                 Expr::Zeros(_) | Expr::ZerosLike(_) => true,
+                // A parallel map computes its rows in the buffer offered
+                // (`Lower::call_def`).
+                Expr::Call { func, .. } => callees.parallel_map(*func).is_some(),
                 _ => false,
             };
             if let ([v], true) = (vars.as_slice(), own) {
@@ -859,6 +878,20 @@ impl<E: Emitter> Lower<'_, E> {
         reverse: bool,
         body: &mut dyn FnMut(&mut Self, E::Value) -> Result<()>,
     ) -> Result<()> {
+        self.counted_loop_within(start, n, n, reverse, body)
+    }
+
+    /// [`Self::counted_loop`] from `start` up to `n - 1`, where the caller
+    /// knows `0 <= start` and `n <= bound`: the index has the facts of
+    /// `0 <= i < bound`.
+    fn counted_loop_within(
+        &mut self,
+        start: E::Value,
+        n: E::Value,
+        bound: E::Value,
+        reverse: bool,
+        body: &mut dyn FnMut(&mut Self, E::Value) -> Result<()>,
+    ) -> Result<()> {
         let ivar = self.b.declare_var(Ty::I64);
         let body_blk = self.b.create_block();
         let exit = self.b.create_block();
@@ -872,8 +905,8 @@ impl<E: Emitter> Lower<'_, E> {
         self.b.brif(enter, body_blk, exit);
         self.b.switch_to(body_blk);
         let i = self.b.use_var(ivar);
-        // Every caller starts at a non-negative constant: 0 <= i < n.
-        self.in_bounds.push((i, n));
+        // Every caller starts at a non-negative value: 0 <= i < bound.
+        self.in_bounds.push((i, bound));
         let memo = self.known.mark();
         let r = body(self, i);
         self.known.restore(memo);

@@ -1,0 +1,156 @@
+//! Parallel maps give the same bits on every number of threads: every
+//! corpus program, the GMM example and the generated programs, compiled by
+//! every backend, with every map on the pool (grain 0), on 1, 2 and 7
+//! threads: values, jvps and vjps bitwise equal, and run-time errors the
+//! same message (the first failing iteration's, in index order).
+//!
+//! One test: the number of threads and the grain are the process's.
+
+mod common;
+
+use arrayad_ir::{FuncId, Program, Scalar, Value};
+use common::{corpus_cases, json_value, Case, Rng};
+
+/// Every value of `case`'s primal, jvp and vjp (random tangent and
+/// cotangent), for each backend of this build, or its error message.
+fn outputs(case: &Case) -> Vec<Result<Vec<Value>, String>> {
+    let program = arrayad_frontend::compile(&case.file, &case.source).expect("compiles");
+    let program = arrayad_ad::expand_derivatives(program).expect("derivative operators expand");
+    let fid = program.find(&case.func).expect("the function");
+    let ptypes = program.func(fid).param_types();
+    let args: Vec<Value> =
+        case.args.as_array().expect("args").iter().zip(&ptypes).map(|(j, t)| json_value(j, *t)).collect();
+    let active: Vec<bool> = ptypes.iter().map(|t| t.elem == Scalar::F64).collect();
+    let prim = common::ad::prepare(&program, fid).expect("prepares");
+    let jvp = common::ad::jvp(&program, fid, &active).expect("jvp");
+    let vjp = common::ad::vjp(&program, fid, &active).expect("vjp");
+    let single = Program { file: case.file.clone(), funcs: vec![prim.clone()] };
+    let reference = arrayad_ir::interp::run(&single, FuncId(0), &args);
+    let mut rng = Rng(0x7ead5 ^ case.source.len() as u64);
+    let mut out = Vec::new();
+    for (_, jit) in common::jits(&case.file, &[prim.clone(), jvp.clone(), vjp.clone()]) {
+        out.push(jit.call(&prim.name, &args).map_err(|e| e.to_string()));
+        let Ok(values) = &reference else { continue };
+        let mut jargs = args.clone();
+        jargs.extend(args.iter().filter(|a| a.ty().elem == Scalar::F64).map(|a| common::random_like(a, &mut rng)));
+        out.push(jit.call(&jvp.name, &jargs).map_err(|e| e.to_string()));
+        let mut vargs = args.clone();
+        vargs.extend(values.iter().filter(|v| v.ty().elem == Scalar::F64).map(|v| common::random_like(v, &mut rng)));
+        out.push(jit.call(&vjp.name, &vargs).map_err(|e| e.to_string()));
+    }
+    out
+}
+
+/// Cases whose maps fail: an index out of bounds in some iterations (the
+/// lowest one's is reported), or in one iteration chosen by an argument.
+fn failing_cases() -> Vec<Case> {
+    let src = "def gather(x: [n]f64, idx: [m]i64) -> [m]f64 = for i < m => x[idx[i]] * 2.0 + f64(i)\n\
+               def rows(x: [n]f64, k: i64) -> [n]f64 = for i < n => if i == k then 1.0 / f64(i - k) + x[i + n] else x[i]\n";
+    let case = |func: &str, args: serde_json::Value| Case {
+        file: "failing.arr".into(),
+        source: src.into(),
+        func: func.into(),
+        args,
+        finite_differences: false,
+    };
+    let idx: Vec<i64> = (0..64)
+        .map(|i| {
+            if i == 41 {
+                90
+            } else if i == 57 {
+                77
+            } else {
+                i % 5
+            }
+        })
+        .collect();
+    let x: Vec<f64> = (0..5).map(|i| i as f64 * 0.5).collect();
+    let long: Vec<f64> = (0..64).map(|i| i as f64).collect();
+    vec![
+        case("gather", serde_json::json!([x, idx])),
+        case("gather", serde_json::json!([x, (0..64).map(|i| i % 5).collect::<Vec<i64>>()])),
+        case("rows", serde_json::json!([long, 33])),
+        case("rows", serde_json::json!([long, 64])),
+    ]
+}
+
+#[test]
+fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
+    let mut cases = corpus_cases();
+    cases.extend((0..24u64).map(common::generate::program));
+    cases.extend(failing_cases());
+    arrayad_runtime::set_parallel_grain(Some(0));
+    let runs_before = arrayad_runtime::parallel_runs();
+    let mut errors = 0;
+    for case in &cases {
+        arrayad_runtime::set_num_threads(Some(1));
+        let one = outputs(case);
+        for threads in [2, 7] {
+            arrayad_runtime::set_num_threads(Some(threads));
+            let many = outputs(case);
+            assert_eq!(one.len(), many.len(), "{}:{}", case.file, case.func);
+            for (k, (a, b)) in one.iter().zip(&many).enumerate() {
+                match (a, b) {
+                    (Ok(a), Ok(b)) => common::assert_bitwise(
+                        &format!("{}:{} output {k} on {threads} threads", case.file, case.func),
+                        a,
+                        b,
+                    ),
+                    (Err(a), Err(b)) => assert_eq!(a, b, "{}:{} output {k} on {threads} threads", case.file, case.func),
+                    _ => panic!("{}:{} output {k} on {threads} threads: {a:?} vs {b:?}", case.file, case.func),
+                }
+            }
+        }
+        errors += one.iter().filter(|r| r.is_err()).count();
+    }
+    maps_inside_maps_and_concurrent_callers();
+    let runs = arrayad_runtime::parallel_runs() - runs_before;
+    arrayad_runtime::set_num_threads(None);
+    arrayad_runtime::set_parallel_grain(None);
+    // The maps ran on the pool (not only on the calling thread), and the
+    // failing cases failed.
+    assert!(runs >= 100, "only {runs} maps ran on the pool");
+    assert!(errors >= 3, "only {errors} failing outputs");
+}
+
+/// A map whose iterations call a definition kept as a call that has a map
+/// of its own (which runs on the calling thread inside the pool's), and
+/// four threads calling at once (one gets the pool, the others run
+/// alone): every result the same bits as on one thread.
+fn maps_inside_maps_and_concurrent_callers() {
+    use arrayad::{Arg, Backend, Module, Options};
+    let src =
+        "def inner(x: [n]f64, s: f64) -> f64 = let y = for i < n => sin(x[i] * s) + s in y[0] * y[n - 1] + y[n / 2]\n\
+               def outer(x: [n]f64) -> [n]f64 = for j < n => inner(x, f64(j)) * x[j] + inner(x, 0.5 * f64(j))\n";
+    let x: Vec<f64> = (0..300).map(|i| (i as f64 * 0.37).sin()).collect();
+    for backend in arrayad_codegen::Backend::available() {
+        let backend = match backend {
+            arrayad_codegen::Backend::Llvm => Backend::Llvm,
+            _ => Backend::Cranelift,
+        };
+        let m = Module::compile_with("nested.arr", src, Options::backend(backend).with_keep_calls_above(1)).unwrap();
+        let outer = m.function("outer").unwrap();
+        let run = || {
+            let v = outer.call(&[Arg::Vector(&x)]).unwrap();
+            let r = outer.vjp(&[Arg::Vector(&x)], &[Some(Arg::Vector(&x))]).unwrap();
+            (v, r.cotangent.f64s("x").unwrap().to_vec())
+        };
+        arrayad_runtime::set_num_threads(Some(1));
+        let (v1, g1) = run();
+        arrayad_runtime::set_num_threads(Some(7));
+        let (v7, g7) = run();
+        common::assert_bitwise(&format!("nested maps, {backend:?}"), &v1, &v7);
+        assert_eq!(
+            g1.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            g7.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4).map(|_| scope.spawn(run)).collect();
+            for h in handles {
+                let (v, g) = h.join().unwrap();
+                common::assert_bitwise(&format!("concurrent callers, {backend:?}"), &v1, &v);
+                assert_eq!(g, g1, "concurrent callers' gradients, {backend:?}");
+            }
+        });
+    }
+}
