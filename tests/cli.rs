@@ -485,3 +485,20 @@ fn time_passes_prints_the_time_of_each_phase_on_stderr() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["gradient"].is_array(), "{v}");
 }
+
+/// `run --threads N`: the same output on 1 and 3 threads (softmax's
+/// division, a map of 40,000 rows, runs on the pool), and a count out of
+/// 1..=256 is a usage error.
+#[test]
+fn threads_give_the_same_output_and_are_checked() {
+    let dir = setup("threads");
+    let v: Vec<f64> = (0..40_000).map(|i| ((i * 37) % 101) as f64 * 0.01).collect();
+    std::fs::write(dir.join("v.json"), serde_json::json!([v]).to_string()).unwrap();
+    std::fs::write(dir.join("ct.json"), serde_json::json!(v).to_string()).unwrap();
+    let one = run_ok(&dir, "softmax", "v.json", &["--threads", "1", "--vjp", "ct.json"]);
+    let three = run_ok(&dir, "softmax", "v.json", &["--threads", "3", "--vjp", "ct.json"]);
+    assert_eq!(one.to_string(), three.to_string());
+    for bad in ["0", "257", "two"] {
+        fails(&dir, &["run", "prog.arr", "softmax", "--args", "v.json", "--threads", bad], 2, &["--threads"]);
+    }
+}
