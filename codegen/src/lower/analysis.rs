@@ -390,11 +390,22 @@ pub(crate) struct InPlace {
     /// Loop states whose initial value the loop copies at entry (their
     /// updates in the body run in place).
     pub copy_init: HashSet<VarId>,
+    /// The chunk functions of parallel maps that `f` calls
+    /// (`crate::parallel`): such a call reads its arguments only while it
+    /// runs and returns a fresh array, as the comprehension it replaces.
+    maps: HashSet<arrayad_ir::FuncId>,
 }
 
 impl InPlace {
-    pub(crate) fn new(f: &Function) -> InPlace {
+    pub(crate) fn new(f: &Function, callees: &crate::Callees) -> InPlace {
         let mut out = InPlace::default();
+        for s in &f.body.stmts {
+            if let StmtKind::Let { expr: Expr::Call { func, .. }, .. } = &s.kind {
+                if callees.parallel_map(*func).is_some() {
+                    out.maps.insert(*func);
+                }
+            }
+        }
         out.block(f, &f.body, &HashSet::new());
         out
     }
@@ -440,14 +451,15 @@ impl InPlace {
             escapes(f, &s.kind, &root, &mut escaped);
             // The array results of a branch or loop may be any array it
             // reads (a branch yielding a row of one, a loop that runs zero
-            // times), and those of a call any array argument: those are
-            // shared from here on.
-            if let StmtKind::Let {
-                vars,
-                expr: Expr::If { .. } | Expr::Loop { .. } | Expr::While { .. } | Expr::Call { .. },
-            } = &s.kind
-            {
-                if vars.iter().any(|v| f.ty(*v).is_array()) {
+            // times), and those of a call any array argument (but a
+            // parallel map's): those are shared from here on.
+            if let StmtKind::Let { vars, expr } = &s.kind {
+                let shares = match expr {
+                    Expr::If { .. } | Expr::Loop { .. } | Expr::While { .. } => true,
+                    Expr::Call { func, .. } => !self.maps.contains(func),
+                    _ => false,
+                };
+                if shares && vars.iter().any(|v| f.ty(*v).is_array()) {
                     data_uses_shallow(&s.kind, &mut |v| {
                         if let Some(r) = root.get(&v) {
                             escaped.insert(*r);
@@ -467,6 +479,10 @@ impl InPlace {
                             | Expr::ZerosLike(_)
                             | Expr::Zeros(_)
                             | Expr::Update { .. } => {
+                                root.insert(*v, *v);
+                                fresh.insert(*v);
+                            }
+                            Expr::Call { func, .. } if self.maps.contains(func) => {
                                 root.insert(*v, *v);
                                 fresh.insert(*v);
                             }

@@ -66,7 +66,7 @@ pub(crate) fn lower_function<E: Emitter>(
         far: far_scalars(f),
         last_use: analysis::last_uses(f),
         blocks: if straight { analysis::BlockFacts::default() } else { analysis::BlockFacts::new(f) },
-        in_place: if straight { analysis::InPlace::default() } else { analysis::InPlace::new(f) },
+        in_place: if straight { analysis::InPlace::default() } else { analysis::InPlace::new(f, callees) },
         first_writes: if straight { first_write::FirstWrites::default() } else { first_write::FirstWrites::new(f) },
         writing_first: Vec::new(),
         in_bounds: Vec::new(),
