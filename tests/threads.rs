@@ -110,7 +110,9 @@ fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
     // The maps ran on the pool (not only on the calling thread), and the
     // failing cases failed.
     assert!(runs >= 100, "only {runs} maps ran on the pool");
-    assert!(errors >= 3, "only {errors} failing outputs");
+    // Two failing cases, each failing once per backend (their derivatives
+    // are not run).
+    assert!(errors >= 2 * arrayad_codegen::Backend::available().len(), "only {errors} failing outputs");
 }
 
 /// A map whose iterations call a definition kept as a call that has a map

@@ -1465,6 +1465,7 @@ typedef struct {
     int index;            /* 0.. : takes part in a job when below pool_helpers */
     arrayad_ctx ctx;      /* its context, kept between jobs */
     int64_t failed;       /* the chunk that failed in ctx in the last job, or -1 */
+    size_t stack_size;    /* of its thread (the attributes' size) */
     uintptr_t stack_limit;
 } pmap_worker;
 
@@ -1615,6 +1616,14 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
         } else {
             status = ctx->err_kind ? ctx->err_kind : ARRAYAD_ERR_OUT_OF_MEMORY;
         }
+        if (status == 0 && (int64_t)res[1] != hi - lo) {
+            /* Not the rows asked for: a bug of code generation, reported
+               rather than copied. */
+            arrayad_fail(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                         "internal error: a chunk of a parallel map returned %1 rows instead of %2",
+                         (int64_t)res[1], hi - lo, 0);
+            status = ARRAYAD_ERR_INVALID_ARGUMENT;
+        }
         if (status != 0) {
             int64_t seen = __atomic_load_n(&job->failed, __ATOMIC_RELAXED);
             if (ctx->err_kind == 0) ctx->err_kind = status;
@@ -1631,7 +1640,7 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
 static void *pool_worker_main(void *arg) {
     pmap_worker *w = (pmap_worker *)arg;
     uint64_t seen = 0;
-    w->stack_limit = stack_here() - (ARRAYAD_WORKER_STACK - 4 * ARRAYAD_STACK_MARGIN);
+    w->stack_limit = stack_here() - (w->stack_size - 4 * ARRAYAD_STACK_MARGIN);
     pthread_mutex_lock(&pool_mutex);
     for (;;) {
         pmap_job *job;
@@ -1669,6 +1678,7 @@ static void pool_after_fork(void) {
 static int pool_start(int want) {
     sigset_t all, old;
     pthread_attr_t attr;
+    size_t stack = 0;
     if (!pool_atfork) {
         if (pthread_atfork(NULL, NULL, pool_after_fork) != 0) return pool_size;
         pool_atfork = 1;
@@ -1677,6 +1687,10 @@ static int pool_start(int want) {
     if (pool_size >= want) return pool_size;
     if (pthread_attr_init(&attr) != 0) return pool_size;
     (void)pthread_attr_setstacksize(&attr, ARRAYAD_WORKER_STACK);
+    if (pthread_attr_getstacksize(&attr, &stack) != 0 || stack < 8 * ARRAYAD_STACK_MARGIN) {
+        pthread_attr_destroy(&attr);
+        return pool_size;
+    }
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     while (pool_size < want) {
@@ -1685,6 +1699,7 @@ static int pool_start(int want) {
         arrayad_ctx_init(&w->ctx);
         w->index = pool_size;
         w->failed = -1;
+        w->stack_size = stack;
         if (pthread_create(&w->thread, &attr, pool_worker_main, w) != 0) {
             free(w);
             break;

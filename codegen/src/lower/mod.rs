@@ -97,6 +97,9 @@ pub(crate) fn lower_function<E: Emitter>(
         l.chunk_range = Some(range);
     }
     l.stmts(&f.body.stmts)?;
+    if l.chunk_range.is_some() {
+        return Err(l.malformed("a chunk function whose comprehension was not lowered in chunk mode"));
+    }
     l.check_call_status();
     // Results.
     l.pack(results, &f.body.results, Mem::Slots)?;
