@@ -8,6 +8,12 @@ def scale(x: [p]f64) -> [p]f64 = for i < p => x[i] * 2.0 + 1.0
 // sequential C loop.
 def dot2(x: [p]f64, z: [p]f64) -> f64 = sum(x * z)
 
+// Log-sum-exp (GradBench's lse): a maximum and a sum of a map, both
+// parallel on several threads, and its gradient.
+def lse(x: [p]f64) -> f64 =
+  let m = maximum(x)
+  in m + log(sum(for i < p => exp(x[i] - m)))
+
 // A gradient as large as its input.
 def norm2(x: [p]f64) -> f64 = sum(x * x)
 

@@ -6,8 +6,9 @@
  *
  *   CASE  arrayad S s  C S s  ratio R  minflt/call F
  *
- * and for the Jacobian of `fit` (28 columns, P_MAP / 32 rows), its time
- * against arrayad's own primal call:
+ * (log-sum-exp `lse` and its gradient at P_MAP / 10 elements against C
+ * loops of the same formulas), and for the Jacobian of `fit` (28 columns,
+ * P_MAP / 32 rows), its time against arrayad's own primal call:
  *
  *   jacobian ...  primal S s  ratio R
  *
@@ -31,13 +32,24 @@ static long minflt(void) {
     return u.ru_minflt;
 }
 
-static int64_t pm, ps, pf;
+static int64_t pm, ps, pf, pl;
 static double *x, *y, *z, *jac, value, params[28];
 static int64_t *us;
 static volatile double sink;
 
-/* case 0: scale, 1: dot2, 2: norm2_grad (C when c is set); 3: fit_jacobian
-   (fit when c is set). */
+/* log-sum-exp of x[0..pl] in C; with g, its gradient too. */
+static double c_lse(double *g) {
+    int64_t i;
+    double m = x[0], s = 0;
+    for (i = 1; i < pl; i++) m = x[i] > m ? x[i] : m;
+    for (i = 0; i < pl; i++) s += exp(x[i] - m);
+    if (g)
+        for (i = 0; i < pl; i++) g[i] = exp(x[i] - m) / s;
+    return m + log(s);
+}
+
+/* case 0: scale, 1: dot2, 2: norm2_grad, 3: lse, 4: lse_grad (C when c is
+   set); 5: fit_jacobian (fit when c is set). */
 static int call(int which, int c) {
     int64_t i;
     int32_t rc = 0;
@@ -61,6 +73,19 @@ static int call(int which, int c) {
             for (i = 0; i < pm; i++) y[i] = 2.0 * x[i];
         } else {
             rc = norm2_grad(pm, x, &value, y);
+        }
+    } else if (which == 3) {
+        if (c) {
+            value = c_lse(NULL);
+        } else {
+            rc = lse(pl, x, &value);
+        }
+        sink = value;
+    } else if (which == 4) {
+        if (c) {
+            value = c_lse(y);
+        } else {
+            rc = lse_grad(pl, x, &value, y);
         }
     } else {
         rc = c ? fit(pf, params, us, y) : fit_jacobian(pf, params, us, y, jac);
@@ -90,7 +115,8 @@ static double median(int which, int c, long reps, double *faults) {
 }
 
 int main(int argc, char **argv) {
-    const char *names[3] = {"map (scale)", "sum(x * z) (dot2)", "gradient (norm2_grad)"};
+    const char *names[5] = {"map (scale)", "sum(x * z) (dot2)", "gradient (norm2_grad)", "log-sum-exp (lse)",
+                            "lse gradient"};
     long reps;
     int64_t i, n;
     int w;
@@ -106,6 +132,7 @@ int main(int argc, char **argv) {
     y = (double *)malloc((size_t)n * sizeof *y);
     z = (double *)malloc((size_t)n * sizeof *z);
     pf = pm / 32;
+    pl = pm / 10 > 0 ? pm / 10 : 1;
     jac = (double *)malloc((size_t)(pf > 0 ? pf : 1) * 28 * sizeof *jac);
     us = (int64_t *)malloc((size_t)(pf > 0 ? pf : 1) * sizeof *us);
     if (!x || !y || !z || !jac || !us || reps < 1) return 1;
@@ -116,12 +143,12 @@ int main(int argc, char **argv) {
         z[i] = 0.5 - 1e-4 * (double)(i % 11);
         y[i] = 0;
     }
-    for (w = 0; w < 3; w++) {
+    for (w = 0; w < 5; w++) {
         double fa, fc, ta = median(w, 0, reps, &fa), tc = median(w, 1, reps, &fc);
         printf("%-22s arrayad %.6g s  C %.6g s  ratio %.2f  minflt/call %.1f\n", names[w], ta, tc, ta / tc, fa);
     }
     {
-        double fa, fc, ta = median(3, 0, reps, &fa), tc = median(3, 1, reps, &fc);
+        double fa, fc, ta = median(5, 0, reps, &fa), tc = median(5, 1, reps, &fc);
         printf("jacobian (fit, %lld x 28) arrayad %.6g s  primal %.6g s  ratio %.2f\n", (long long)pf, ta, tc,
                ta / tc);
     }

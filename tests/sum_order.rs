@@ -3,7 +3,8 @@
 //! comprehension it sums, small body or large, nested, of matrix columns,
 //! of a literal array, inside a loop, in derivatives too, gives the same
 //! bits on the interpreter and on every backend, and those bits are the
-//! ones the definition gives, computed here independently.
+//! ones the definition gives, computed here independently, for sums of
+//! one block of 4096 terms and of several.
 
 use arrayad::{Arg, Backend, Module, Options, Value};
 
@@ -37,9 +38,17 @@ fn backends() -> Vec<Backend> {
     out
 }
 
-/// The definition, written out: the first `8 * (n / 8)` terms in eight
-/// partial sums, combined by halving, then the rest left to right.
+/// The definition, written out: blocks of 4096 terms, each summed by
+/// [`spec_block`], the block sums added left to right.
 fn spec_sum(xs: &[f64]) -> f64 {
+    let mut blocks = xs.chunks(4096).map(spec_block);
+    let first = blocks.next().unwrap_or(0.0);
+    blocks.fold(first, |s, b| s + b)
+}
+
+/// One block: the first `8 * (n / 8)` terms in eight partial sums,
+/// combined by halving, then the rest left to right.
+fn spec_block(xs: &[f64]) -> f64 {
     let m = xs.len() / 8 * 8;
     let mut p = [0.0f64; 8];
     for i in 0..m {
@@ -179,6 +188,68 @@ fn sums_follow_the_defined_order_on_every_backend() {
         }
     }
     assert!(order_showed >= 8, "the data shows the order of summation in only {order_showed} sums");
+}
+
+/// Sums of more than one block of 4096 terms, materialised or fused,
+/// and their derivatives: the definition's bits on every backend (and on
+/// the threads of parallel sums, which share out the blocks), which are
+/// not those of one block of eight partial sums.
+#[test]
+fn long_sums_add_their_blocks_in_order() {
+    let modules: Vec<(Backend, Module)> = backends()
+        .into_iter()
+        .map(|b| (b, Module::compile_with("sums.arr", SOURCE, Options::backend(b)).expect("compiles")))
+        .collect();
+    let mut order_showed = 0;
+    for n in [4095usize, 4096, 4097, 8192, 8199, 20_000] {
+        let x = data(n, n as u64 + 3);
+        let z = data(n, n as u64 + 3000);
+        let args = [Arg::Vector(&x), Arg::Vector(&z)];
+        let products: Vec<f64> = x.iter().zip(&z).map(|(a, b)| a * b).collect();
+        let branch_terms: Vec<f64> =
+            x.iter().zip(&z).map(|(a, b)| if *a > 0.0 { a * b } else { b - a * 3.0 }).collect();
+        let scaled: Vec<f64> = x.iter().zip(&z).map(|(a, b)| a / 3.0 * b - 0.5).collect();
+        let expected = [
+            ("whole", spec_sum(&x)),
+            ("dot2", spec_sum(&products)),
+            ("branchy", spec_sum(&branch_terms)),
+            ("scaled", spec_sum(&scaled)),
+        ];
+        for terms in [&x, &products, &branch_terms, &scaled] {
+            order_showed += usize::from(spec_block(terms).to_bits() != spec_sum(terms).to_bits());
+        }
+        let t1 = data(n, 17);
+        let t2 = data(n, 18);
+        for (name, want) in expected {
+            let args: &[Arg] = if name == "whole" { &args[..1] } else { &args };
+            let tans = [Some(Arg::Vector(&t1)), Some(Arg::Vector(&t2))];
+            let tans = &tans[..args.len()];
+            let mut reference: Option<(Vec<Vec<u64>>, Vec<u64>)> = None;
+            for (b, m) in &modules {
+                let f = m.function(name).unwrap();
+                let got = scalar(&f.call(args).unwrap_or_else(|e| panic!("{name} {b:?} n={n}: {e}")));
+                assert_eq!(got.to_bits(), want.to_bits(), "{name} on {b:?}, n = {n}: {got} against {want}");
+                let g = f.grad(args).unwrap_or_else(|e| panic!("{name} grad {b:?} n={n}: {e}"));
+                assert_eq!(g.value.to_bits(), want.to_bits(), "{name} gradient's value on {b:?}, n = {n}");
+                let grads: Vec<Vec<u64>> = g.gradient.iter().map(|(_, v)| bits(v.unwrap())).collect();
+                let j = f.jvp(args, tans).unwrap_or_else(|e| panic!("{name} jvp {b:?} n={n}: {e}"));
+                let tangent = bits(j.tangent[0].as_ref().unwrap());
+                match &reference {
+                    None => reference = Some((grads, tangent)),
+                    Some((rg, rt)) => {
+                        assert_eq!(&grads, rg, "{name} gradient on {b:?}, n = {n}");
+                        assert_eq!(&tangent, rt, "{name} tangent on {b:?}, n = {n}");
+                    }
+                }
+            }
+        }
+        let got = modules[0].1.function("columns").unwrap().call(&args).unwrap();
+        let got: Vec<u64> = got[0].f64_elements().unwrap().iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, [spec_sum(&x), spec_sum(&products)].map(f64::to_bits), "columns, n = {n}");
+    }
+    // 16 sums of several blocks (n > 4096), 11 of which differ from one
+    // block's eight partial sums with this data.
+    assert!(order_showed >= 10, "the data shows the blocks in only {order_showed} sums");
 }
 
 /// Cranelift, which has no vectoriser, adds the partial sums of a sum

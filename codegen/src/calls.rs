@@ -8,7 +8,7 @@
 //! the library, called by its (hidden) symbol.
 
 use arrayad_ir::{FuncId, Program};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The compiled function a call goes to.
@@ -57,9 +57,9 @@ pub struct Callees {
     /// The chunk functions of parallel maps that calls go to, by id
     /// (`crate::parallel`): such a call runs through the runtime.
     parallel: HashMap<FuncId, crate::parallel::ParallelMap>,
-    /// The names of the chunk functions among the functions compiled
-    /// with these callees (lowered in chunk mode).
-    chunks: HashSet<String>,
+    /// The chunk functions among the functions compiled with these
+    /// callees (lowered in chunk mode), by name, with how they run.
+    chunks: HashMap<String, crate::parallel::ParallelMap>,
 }
 
 impl Callees {
@@ -101,9 +101,10 @@ impl Callees {
         self.parallel.insert(chunk.id, chunk.map);
     }
 
-    /// The function named `name` is a chunk function.
-    pub(crate) fn mark_chunk(&mut self, name: &str) {
-        self.chunks.insert(name.to_string());
+    /// The function of `chunk` is compiled with these callees: it is
+    /// lowered in chunk mode.
+    pub(crate) fn mark_chunk(&mut self, chunk: &crate::parallel::Chunk) {
+        self.chunks.insert(chunk.func.name.clone(), chunk.map);
     }
 
     /// How a call of `func` runs when it is a parallel map.
@@ -111,10 +112,10 @@ impl Callees {
         self.parallel.get(&func).copied()
     }
 
-    /// True when the function named `name` is a chunk function
+    /// How the function named `name` runs when it is a chunk function
     /// (`crate::parallel`), lowered in chunk mode.
-    pub(crate) fn is_chunk(&self, name: &str) -> bool {
-        self.chunks.contains(name)
+    pub(crate) fn chunk(&self, name: &str) -> Option<crate::parallel::ParallelMap> {
+        self.chunks.get(name).copied()
     }
 
     /// Where calls of `func` go.

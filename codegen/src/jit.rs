@@ -141,7 +141,7 @@ impl JitModule {
             None
         } else {
             let mut chunk_callees = callees.clone();
-            chunks.iter().for_each(|c| chunk_callees.mark_chunk(&c.func.name));
+            chunks.iter().for_each(|c| chunk_callees.mark_chunk(c));
             let chunk_funcs: Vec<&arrayad_ir::Function> = chunks.iter().map(|c| &c.func).collect();
             let (code, entries) = generator.compile_jit(options, file, &chunk_funcs, &chunk_callees, keep_ir)?;
             for (c, (ptr, text)) in chunks.iter().zip(entries) {

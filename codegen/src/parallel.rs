@@ -1,4 +1,4 @@
-//! Parallel maps: a `for` comprehension at the top of a function whose
+//! Parallel maps, sums and extremes: a `for` comprehension at the top of a function whose
 //! iterations are independent is split out into a chunk function that
 //! computes the rows of a range of iterations, and the function calls it
 //! through the runtime (`arrayad_parallel_map` of the C runtime), which
@@ -14,12 +14,17 @@
 //!   assignment of a variable bound outside it, and calls only of primal
 //!   or jvp code (whose work is local to the call; the forward pass of a
 //!   kept vjp leaves its residuals on the caller's tape);
-//! - its rows are not summed where they are made (`sum` of the array:
-//!   the lowering fuses that loop without the array, `lower/sum.rs`)
-//!   unless its body is heavy ([`HEAVY`]: a loop inside it), nor carried
-//!   out of a nested block (whose empty-loop extents `arrayad_ir::shape`
-//!   reads from the comprehension itself). Summed rows are summed after
-//!   the map, in the one order of sums: the same bits as the fused loop.
+//! - its rows are not carried out of a nested block (whose empty-loop
+//!   extents `arrayad_ir::shape` reads from the comprehension itself);
+//! - and when only a `sum` reads its rows (the lowering sums them without
+//!   the array, `lower/sum.rs`): its body is heavy ([`HEAVY`]: a loop
+//!   inside it), and its rows are summed after the map, in the one order
+//!   of sums, the same bits as the fused loop; or its body is light and
+//!   both stand at the top of the function: a parallel sum, whose chunks
+//!   sum whole blocks of [`SUM_BLOCK`] iterations ([`light_sums`]).
+//!
+//! A `maximum` or `minimum` of an `f64` array at the top of a function is
+//! split too, into a map over blocks of the array ([`block_extremes`]).
 //!
 //! The chunk function of `let r = for i < n => body` (free variables
 //! `v1..vk`) is `chunk(lo, hi, v1..vk) = for i < n => body` lowered in
@@ -38,8 +43,11 @@
 //! order.
 
 use crate::calls::Callees;
+use arrayad_ir::interp::ops::SUM_BLOCK;
 use arrayad_ir::visit::{block_binds, child_blocks, for_each_block, stmt_uses};
-use arrayad_ir::{Atom, Block, Expr, FuncId, Function, KeptKind, Loc, Scalar, Stmt, StmtKind, Type, VarId};
+use arrayad_ir::{
+    Atom, BinOp, Block, Expr, FuncId, Function, KeptKind, Loc, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId,
+};
 use std::collections::{HashMap, HashSet};
 
 /// The most comprehensions split out of one function (each chunk function
@@ -50,10 +58,23 @@ const MAX_MAPS: usize = 8;
 /// (its trip count is unknown here).
 const LOOP_WEIGHT: u64 = 16;
 
-/// The weight from which a comprehension whose rows are summed runs in
-/// parallel (its rows then made, and summed after): below it, the loop
-/// that sums without the array (`lower/sum.rs`) is worth more.
+/// The weight from which a comprehension whose rows only a `sum` reads
+/// runs as a parallel map (its rows made, and summed after; a few hundred
+/// rows keep the threads busy): below it, the loop that sums without the
+/// array (`lower/sum.rs`) is worth more, and it runs as a parallel sum of
+/// blocks when it can ([`light_sums`]).
 const HEAVY: u64 = 64;
+
+/// The weight of a statement that calls a function of the C library
+/// (`exp`, `log`, `pow`, ...), against 1 for an arithmetic instruction.
+const LIBM_WEIGHT: u64 = 16;
+
+/// A block of [`SUM_BLOCK`] iterations of a parallel sum weighs the weight
+/// of one iteration times `SUM_BLOCK / SUM_VECTOR_SPEEDUP`: its additions
+/// and arithmetic run on vector lanes, several iterations per instruction,
+/// so a parallel sum of plain arithmetic (a dot product) needs more
+/// iterations than a map to pay for the threads.
+const SUM_VECTOR_SPEEDUP: u64 = 16;
 
 /// The most weight counted for one iteration.
 const MAX_WEIGHT: u64 = 1 << 24;
@@ -63,10 +84,15 @@ const MAX_WEIGHT: u64 = 1 << 24;
 pub(crate) struct ParallelMap {
     /// Bytes of one row (8: `f64` or `i64`).
     pub elem: i64,
-    /// The statements of one iteration, loops nested in it counted
+    /// The statements of one row (an iteration, or a block of
+    /// [`SUM_BLOCK`] iterations), loops nested in it counted
     /// [`LOOP_WEIGHT`] times per level: the runtime runs the map on the
-    /// pool when the iterations times this reach its grain.
+    /// pool when the rows times this reach its grain.
     pub weight: i64,
+    /// The rows are the block sums of a summed comprehension (a parallel
+    /// sum): row `b` is the sum of iterations `b * SUM_BLOCK ..`, and the
+    /// call's count is that of the iterations.
+    pub blocks: bool,
 }
 
 /// The name of the definition a function comes from: without the
@@ -108,8 +134,14 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
     if f.is_straight_line_scalar() {
         return None;
     }
-    let (reduced, carried) = reduced_and_carried(f);
+    let counts = arrayad_ir::visit::use_counts(&f.body, f.vars.len());
+    let (summed, carried) = summed_and_carried(f, &counts);
+    let sums = light_sums(f, &counts);
     let mut host: Option<Function> = None;
+    // The statements replaced by several, by index: the sums of parallel
+    // sums (by the loop that adds the block sums), parallel maxima and
+    // minima.
+    let mut replaced: HashMap<usize, Vec<Stmt>> = HashMap::new();
     let mut made = 0;
     // The extents bound at the top (`let n = dim x 0`) and the checks of
     // their equalities, so far: a chunk function binds them again from its
@@ -143,13 +175,32 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         if made == MAX_MAPS {
             break;
         }
+        if let StmtKind::Let { vars, expr: Expr::Reduce { op: op @ (ReduceOp::Max | ReduceOp::Min), array } } = &s.kind
+        {
+            let t = f.ty(*array);
+            let ([m], false, Scalar::F64, 1) = (vars.as_slice(), f.var(*array).mutable, t.elem, t.rank) else {
+                continue;
+            };
+            let host = host.get_or_insert_with(|| f.clone());
+            let id = FuncId(u32::MAX - u32::try_from(chunks.len()).ok()?);
+            let (stmts, func) = block_extremes(host, *op, *array, *m, s.loc, id, chunks.len());
+            let mut func = func;
+            func.loc = before;
+            replaced.insert(k, stmts);
+            let map = ParallelMap { elem: 8, weight: SUM_BLOCK as i64, blocks: false };
+            chunks.push(Chunk { id, func, map, host: h });
+            made += 1;
+            continue;
+        }
         let StmtKind::Let { vars, expr: Expr::Build { n, index, body } } = &s.kind else { continue };
         let [r] = vars.as_slice() else { continue };
         let w = weight(body);
-        let summed_light = reduced.contains(r) && w < HEAVY;
+        let summed_light = summed.contains(r) && w < HEAVY;
+        let sum = sums.get(r).filter(|_| summed_light);
         let map = match row_bytes(f, body) {
-            Some(elem) if !summed_light && !carried.contains(r) && effect_free(body, callees) => {
-                ParallelMap { elem, weight: i64::try_from(w).unwrap_or(1) }
+            Some(elem) if (!summed_light || sum.is_some()) && !carried.contains(r) && effect_free(body, callees) => {
+                let rows = if sum.is_some() { w.saturating_mul(SUM_BLOCK as u64 / SUM_VECTOR_SPEEDUP) } else { w };
+                ParallelMap { elem, weight: i64::try_from(rows).unwrap_or(i64::MAX), blocks: sum.is_some() }
             }
             _ => continue,
         };
@@ -161,11 +212,152 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         let mut args = vec![Atom::I64(0), *n];
         args.extend(free.iter().map(|v| Atom::Var(*v)));
         let call = Stmt { kind: StmtKind::Let { vars: vec![*r], expr: Expr::Call { func: id, args } }, loc: s.loc };
-        host.get_or_insert_with(|| f.clone()).body.stmts[k] = call;
+        let host = host.get_or_insert_with(|| f.clone());
+        host.body.stmts[k] = call;
+        if let Some(&(j, total)) = sum {
+            let add = add_block_sums(host, *r, total, f.body.stmts[j].loc);
+            replaced.insert(j, add);
+        }
         chunks.push(Chunk { id, func, map, host: h });
         made += 1;
     }
+    if let Some(host) = host.as_mut().filter(|_| !replaced.is_empty()) {
+        let stmts = std::mem::take(&mut host.body.stmts);
+        host.body.stmts =
+            stmts.into_iter().enumerate().flat_map(|(j, s)| replaced.remove(&j).unwrap_or_else(|| vec![s])).collect();
+    }
     host
+}
+
+/// The light comprehensions of `f`'s top level that only a `sum` at its
+/// top level reads (`y = for i < n => e` of one `f64` result, then `s =
+/// sum(y)`, `y` used nowhere else, `s` immutable): `y` maps to the index of
+/// the sum's statement and `s`. Such a comprehension runs as a parallel
+/// sum: its chunk function computes the sums of blocks of [`SUM_BLOCK`]
+/// iterations (`Lower::chunk_range` in block mode), which the function
+/// adds left to right ([`add_block_sums`]): the order of `sum`
+/// (`arrayad_ir::interp::ops::sum_f64`), whatever the number of threads.
+fn light_sums(f: &Function, counts: &[u32]) -> HashMap<VarId, (usize, VarId)> {
+    let mut out = HashMap::new();
+    for (j, s) in f.body.stmts.iter().enumerate() {
+        if let StmtKind::Let { vars, expr: Expr::Reduce { op: ReduceOp::Sum, array } } = &s.kind {
+            if let [total] = vars.as_slice() {
+                let ty = f.ty(*array);
+                if counts[array.index()] == 1 && ty.elem == Scalar::F64 && !f.var(*total).mutable {
+                    out.insert(*array, (j, *total));
+                }
+            }
+        }
+    }
+    // Only comprehensions bound at the top level, before their sum.
+    let mut built = HashSet::new();
+    for (k, s) in f.body.stmts.iter().enumerate() {
+        if let StmtKind::Let { vars, expr: Expr::Build { .. } } = &s.kind {
+            if let [y] = vars.as_slice() {
+                if out.get(y).is_some_and(|(j, _)| *j > k) {
+                    built.insert(*y);
+                }
+            }
+        }
+    }
+    out.retain(|y, _| built.contains(y));
+    out
+}
+
+/// A parallel `m = maximum(x)` (or `minimum`) of `f`: the statements
+/// that replace it, and the chunk function (id `id`, the `k`th).
+///
+/// The maximum of blocks of [`SUM_BLOCK`] elements is a map over the
+/// blocks, and `m` the maximum of theirs. That is the same value, bit for
+/// bit: `maximum` is NaN when any element is, else the first largest
+/// element (`arrayad_ir::interp::ops::max_f64`), and the first largest of
+/// the blocks' first largest is the first largest. The function binds
+/// `blocks = max((n + SUM_BLOCK - 1) / SUM_BLOCK, 1)` (one block when `x`
+/// is empty, whose `maximum` fails as `x`'s, under `x`'s name), calls the
+/// chunk `chunk(lo, hi, x, blocks) = for b < blocks => maximum(x[b *
+/// SUM_BLOCK : min(b * SUM_BLOCK + SUM_BLOCK, n)])`, and takes the
+/// maximum of its rows.
+fn block_extremes(
+    f: &mut Function,
+    op: ReduceOp,
+    x: VarId,
+    m: VarId,
+    loc: Loc,
+    id: FuncId,
+    k: usize,
+) -> (Vec<Stmt>, Function) {
+    let i64_ty = Type::scalar(Scalar::I64);
+    let f64_ty = Type::scalar(Scalar::F64);
+    let rows_ty = f.ty(x);
+    let let1 = |v: VarId, expr: Expr| Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc };
+    let block = Atom::I64(SUM_BLOCK as i64);
+    let (n, up, blocks_down, blocks) =
+        (f.new_var("n", i64_ty), f.new_var("n", i64_ty), f.new_var("blocks", i64_ty), f.new_var("blocks", i64_ty));
+    let extremes = f.new_var(format!("{}s", op.name()), rows_ty);
+    // The chunk function's statement, with variables of `f` (its table is
+    // `f`'s copied).
+    let (b, lo, end, hi) =
+        (f.new_var("b", i64_ty), f.new_var("lo", i64_ty), f.new_var("end", i64_ty), f.new_var("hi", i64_ty));
+    let (part, extreme) = (f.new_var(f.var(x).name.clone(), rows_ty), f.new_var(op.name(), f64_ty));
+    let body = Block {
+        stmts: vec![
+            let1(lo, Expr::Binary(BinOp::Mul, Atom::Var(b), block)),
+            let1(end, Expr::Binary(BinOp::Add, Atom::Var(lo), block)),
+            let1(hi, Expr::Binary(BinOp::Min, Atom::Var(end), Atom::Var(n))),
+            let1(part, Expr::Slice { array: x, lo: Atom::Var(lo), hi: Atom::Var(hi) }),
+            let1(extreme, Expr::Reduce { op, array: part }),
+        ],
+        results: vec![Atom::Var(extreme)],
+    };
+    let map = let1(extremes, Expr::Build { n: Atom::Var(blocks), index: b, body });
+    let count = let1(n, Expr::Dim { array: x, axis: 0 });
+    let chunk = chunk_function(f, &[&count], &map, extremes, &[x, blocks], k);
+    let stmts = vec![
+        count.clone(),
+        let1(up, Expr::Binary(BinOp::Add, Atom::Var(n), Atom::I64(SUM_BLOCK as i64 - 1))),
+        let1(blocks_down, Expr::Binary(BinOp::Div, Atom::Var(up), block)),
+        let1(blocks, Expr::Binary(BinOp::Max, Atom::Var(blocks_down), Atom::I64(1))),
+        let1(
+            extremes,
+            Expr::Call { func: id, args: vec![Atom::I64(0), Atom::Var(blocks), Atom::Var(x), Atom::Var(blocks)] },
+        ),
+        let1(m, Expr::Reduce { op, array: extremes }),
+    ];
+    (stmts, chunk)
+}
+
+/// `total = ((0.0 + sums[0]) + sums[1]) + ...`: the sum of the block sums
+/// `sums` (bound by a parallel sum), left to right, as statements of `f`
+/// (the count of blocks, and a loop).
+/// Block sums are never `-0.0`, so starting from `0.0` changes no bits,
+/// and an empty sum (no block) is `0.0`.
+fn add_block_sums(f: &mut Function, sums: VarId, total: VarId, loc: Loc) -> Vec<Stmt> {
+    let f64_ty = Type::scalar(Scalar::F64);
+    let i64_ty = Type::scalar(Scalar::I64);
+    let (blocks, b) = (f.new_var("blocks", i64_ty), f.new_var("b", i64_ty));
+    let (acc, x, next) = (f.new_var("acc", f64_ty), f.new_var("block_sum", f64_ty), f.new_var("acc", f64_ty));
+    let body = Block {
+        stmts: vec![
+            Stmt {
+                kind: StmtKind::Let { vars: vec![x], expr: Expr::Index { array: sums, indices: vec![Atom::Var(b)] } },
+                loc,
+            },
+            Stmt {
+                kind: StmtKind::Let { vars: vec![next], expr: Expr::Binary(BinOp::Add, Atom::Var(acc), Atom::Var(x)) },
+                loc,
+            },
+        ],
+        results: vec![Atom::Var(next)],
+    };
+    let count = Stmt { kind: StmtKind::Let { vars: vec![blocks], expr: Expr::Dim { array: sums, axis: 0 } }, loc };
+    let fold = Stmt {
+        kind: StmtKind::Let {
+            vars: vec![total],
+            expr: Expr::Loop { n: Atom::Var(blocks), index: b, states: vec![acc], init: vec![Atom::F64(0.0)], body },
+        },
+        loc,
+    };
+    vec![count, fold]
 }
 
 /// The bytes of a row of a comprehension of one `f64` or `i64` result.
@@ -175,21 +367,25 @@ fn row_bytes(f: &Function, body: &Block) -> Option<i64> {
     (t.is_scalar() && matches!(t.elem, Scalar::F64 | Scalar::I64)).then_some(8)
 }
 
-/// The arrays of `f` that a reduction reads (`sum`, ...), and the
-/// variables that a nested block yields.
-fn reduced_and_carried(f: &Function) -> (HashSet<VarId>, HashSet<VarId>) {
-    let (mut reduced, mut carried) = (HashSet::new(), HashSet::new());
+/// The arrays of `f` that only a `sum` reads (`counts`: the uses of each
+/// variable), which the lowering sums without the array when a
+/// comprehension makes them (`lower/sum.rs`), and the variables that a
+/// nested block yields.
+fn summed_and_carried(f: &Function, counts: &[u32]) -> (HashSet<VarId>, HashSet<VarId>) {
+    let (mut summed, mut carried) = (HashSet::new(), HashSet::new());
     for_each_block(&f.body, &mut |b| {
         for s in &b.stmts {
-            if let StmtKind::Let { expr: Expr::Reduce { array, .. }, .. } = &s.kind {
-                reduced.insert(*array);
+            if let StmtKind::Let { expr: Expr::Reduce { op: ReduceOp::Sum, array }, .. } = &s.kind {
+                if counts.get(array.index()) == Some(&1) {
+                    summed.insert(*array);
+                }
             }
             for c in child_blocks(&s.kind) {
                 carried.extend(c.results.iter().filter_map(Atom::as_var));
             }
         }
     });
-    (reduced, carried)
+    (summed, carried)
 }
 
 /// True when the iterations of a comprehension whose body is `body` have
@@ -222,7 +418,8 @@ fn local_call(func: FuncId, callees: &Callees) -> bool {
     matches!(KeptKind::of_callee(p.funcs.len(), func), Some((_, KeptKind::Primal | KeptKind::Jvp)))
 }
 
-/// The statements of one iteration of `body`, nested loops counted
+/// The statements of one iteration of `body`, a function of the C
+/// library (`exp`, `pow`, ...) counted [`LIBM_WEIGHT`] times, nested loops
 /// [`LOOP_WEIGHT`] times per level.
 fn weight(body: &Block) -> u64 {
     body.stmts.iter().fold(0u64, |w, s| {
@@ -233,8 +430,30 @@ fn weight(body: &Block) -> u64 {
                 | StmtKind::Let { expr: Expr::Build { .. } | Expr::Loop { .. } | Expr::While { .. }, .. }
         );
         let nested = if looped { nested.saturating_mul(LOOP_WEIGHT) } else { nested };
-        w.saturating_add(1).saturating_add(nested).min(MAX_WEIGHT)
+        let own = match &s.kind {
+            StmtKind::Let { expr: Expr::Unary(op, _), .. } if libm_unary(*op) => LIBM_WEIGHT,
+            StmtKind::Let { expr: Expr::Binary(BinOp::Pow | BinOp::Polygamma, ..), .. } => LIBM_WEIGHT,
+            _ => 1,
+        };
+        w.saturating_add(own).saturating_add(nested).min(MAX_WEIGHT)
     })
+}
+
+/// True for the unary operations computed by a function of the C library
+/// (or the runtime's), not by a few instructions.
+fn libm_unary(op: UnOp) -> bool {
+    !matches!(
+        op,
+        UnOp::Neg
+            | UnOp::Not
+            | UnOp::Sqrt
+            | UnOp::Abs
+            | UnOp::Floor
+            | UnOp::Ceil
+            | UnOp::Sign
+            | UnOp::ToF64
+            | UnOp::ToI64
+    )
 }
 
 /// The variables the comprehension statement `s` uses and does not bind,

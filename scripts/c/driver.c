@@ -131,6 +131,31 @@ static void suite(Rec *r, int seed) {
         put(r, tg, 40);
     }
 
+    {
+        /* a parallel maximum and sum over 3 blocks of 4096 elements, on
+           the pool with ARRAYAD_PARALLEL_GRAIN=0, and its gradient */
+        enum { L = 10000 };
+        double *big = (double *)malloc(L * sizeof *big), *gb = (double *)malloc(L * sizeof *gb);
+        double m = -1e300, s = 0, want, total = 0;
+        CHECK(big && gb);
+        if (big && gb) {
+            for (i = 0; i < L; i++) big[i] = 3.0 * sin(0.01 * (double)i + seed);
+            for (i = 0; i < L; i++) m = big[i] > m ? big[i] : m;
+            for (i = 0; i < L; i++) s += exp(big[i] - m);
+            want = m + log(s);
+            OK(lse(L, big, &v));
+            CHECK(fabs(v - want) <= 1e-12 * fabs(want));
+            put1(r, v);
+            OK(lse_grad(L, big, &v, gb));
+            for (i = 0; i < L; i++) total += gb[i];
+            CHECK(fabs(total - 1.0) <= 1e-12);
+            put(r, gb, 16);
+            put(r, gb + L - 16, 16);
+        }
+        free(big);
+        free(gb);
+    }
+
     OK(tape(N, x, 300, &v));
     put1(r, v);
     OK(tape_grad(N, x, 300, &v, d1));
@@ -231,6 +256,7 @@ static void errors(int t) {
     EXPECT(count_grad(-1, &v), STRESS_ERR_NEGATIVE_SIZE, NULL);
     EXPECT(divide(1, 0, &iv), STRESS_ERR_DIVISION_BY_ZERO, NULL);
     EXPECT(top(0, x, &v), STRESS_ERR_EMPTY_ARRAY, NULL);
+    EXPECT(lse(0, x, &v), STRESS_ERR_EMPTY_ARRAY, "maximum");
     EXPECT(top_grad(0, x, &v, d), STRESS_ERR_EMPTY_ARRAY, NULL);
     EXPECT(tape(0, x, 3, &v), STRESS_ERR_DIVISION_BY_ZERO, NULL);
     EXPECT(tape_grad(N, x, -5, &v, d), STRESS_ERR_NEGATIVE_SIZE, NULL);

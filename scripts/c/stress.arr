@@ -22,3 +22,8 @@ def rows(x: [n]f64) -> [n][2]f64 = for i < n => [x[i] * x[i], sin(x[i]) * x[0]]
 // A parallel map (scalar rows, independent iterations) whose errors come
 // from one iteration: the first bad index in order is the one reported.
 def gather(x: [n]f64, idx: [m]i64) -> [m]f64 = for i < m => x[idx[i]] * x[idx[i]] + f64(i)
+// A parallel maximum and a parallel sum (blocks of 4096 elements shared
+// out among the threads), and its gradient.
+def lse(x: [n]f64) -> f64 =
+  let m = maximum(x)
+  in m + log(sum(for i < n => exp(x[i] - m)))

@@ -344,7 +344,7 @@ fn build_calling(
     for c in &chunks {
         let sym = format!("{}.par{}", funcs[c.host].0, u32::MAX - c.id.0);
         callees.insert_chunk(c, crate::CallTarget::Symbol(sym.clone()));
-        callees.mark_chunk(&c.func.name);
+        callees.mark_chunk(c);
         all.push((sym, &c.func));
     }
     let code_objects = time("compile the code", || compile_object(opts, file, &all, &callees))?;

@@ -138,7 +138,24 @@ impl<E: Emitter> Lower<'_, E> {
         self.pack(argbuf, args, Mem::Stack)?;
         let ctx = self.ctx;
         let tape = if self.rewinds_tape { Some(self.tape_above_its_end()) } else { None };
-        let status = match self.callees.parallel_map(func) {
+        let parallel = self.callees.parallel_map(func);
+        // The rows of a parallel map: its count (`args[1]`, as the
+        // comprehension's), or for a parallel sum, the count of its blocks
+        // (the count itself when negative: the chunk function fails on it).
+        let rows = match (parallel, args.get(1)) {
+            (Some(map), Some(n)) => {
+                let n = self.scalar(n)?;
+                if map.blocks {
+                    let blocks = self.block_count(n);
+                    self.b.store(Ty::I64, blocks, argbuf, 8, Mem::Stack);
+                    Some(blocks)
+                } else {
+                    Some(n)
+                }
+            }
+            _ => None,
+        };
+        let status = match parallel {
             // A comprehension split out for parallel execution: through
             // the runtime, which runs its chunk function on the pool or on
             // this thread (`crate::parallel`).
@@ -200,15 +217,23 @@ impl<E: Emitter> Lower<'_, E> {
             self.tape_restore(saved);
         }
         let mut out = self.unpack(resbuf, &result_types, Mem::Stack);
-        if self.callees.parallel_map(func).is_some() {
-            // A parallel map's rows are its count (`args[1]`), as the
-            // comprehension's: later accesses keep that fact.
-            if let (Some(n), [Val::A(rows)]) = (args.get(1), out.as_mut_slice()) {
-                let n = self.scalar(n)?;
-                rows.dims = vec![n];
-            }
+        // Later accesses keep the fact of a parallel map's rows.
+        if let (Some(n), [Val::A(a)]) = (rows, out.as_mut_slice()) {
+            a.dims = vec![n];
         }
         Ok(out)
+    }
+
+    /// The blocks of a parallel sum of `n` iterations: `(n - 1) /
+    /// SUM_BLOCK + 1` for `n > 0` (no overflow), `n` itself otherwise.
+    fn block_count(&mut self, n: E::Value) -> E::Value {
+        use arrayad_ir::interp::ops::SUM_BLOCK;
+        let last = self.add_imm(n, -1);
+        let shift = self.iconst(SUM_BLOCK.trailing_zeros() as i64);
+        let count = self.b.int(IntOp::SShr, last, shift);
+        let count = self.add_imm(count, 1);
+        let positive = self.icmp_imm(IntCC::Sgt, n, 0);
+        self.b.select(positive, count, n)
     }
 
     /// Fails with [`Fault::CallsTooDeep`] when the frame of this function,

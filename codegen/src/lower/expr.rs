@@ -605,6 +605,10 @@ impl<E: Emitter> Lower<'_, E> {
         if range.is_some() && body.results.iter().any(|r| !self.f.atom_ty(r).is_scalar()) {
             return Err(self.malformed("a parallel map of array rows"));
         }
+        if let (Some(blocks), true) = (range, self.chunk_blocks) {
+            self.dest_next = dest;
+            return self.block_sums(n, index, body, blocks).map(|a| vec![Val::A(a)]);
+        }
         let (start, rows) = match range {
             Some((lo, hi)) => (lo, self.b.int(IntOp::Sub, hi, lo)),
             None => (self.iconst(0), n),

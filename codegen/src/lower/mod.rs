@@ -77,6 +77,7 @@ pub(crate) fn lower_function<E: Emitter>(
         destinations: destinations(f, callees),
         dest_next: None,
         chunk_range: None,
+        chunk_blocks: false,
     };
     if let Some((args, results)) = call::call_buffer_slots(f) {
         let bytes = |n: usize| u32::try_from(8 * n.max(1)).map_err(|_| l.malformed("a call with too many values"));
@@ -91,10 +92,11 @@ pub(crate) fn lower_function<E: Emitter>(
     for (p, val) in f.params.iter().zip(l.unpack(args, &types, Mem::Slots)) {
         l.def(*p, val)?;
     }
-    if callees.is_chunk(&f.name) {
+    if let Some(map) = callees.chunk(&f.name) {
         let [lo, hi, ..] = f.params.as_slice() else { return Err(l.malformed("a chunk function without its range")) };
         let range = (l.scalar(&Atom::Var(*lo))?, l.scalar(&Atom::Var(*hi))?);
         l.chunk_range = Some(range);
+        l.chunk_blocks = map.blocks;
     }
     l.stmts(&f.body.stmts)?;
     if l.chunk_range.is_some() {
@@ -337,6 +339,10 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// runtime calls it with `0 <= lo <= hi <= n`), and its result holds
     /// their `hi - lo` rows.
     chunk_range: Option<(E::Value, E::Value)>,
+    /// In a chunk function of a parallel sum, `chunk_range` counts blocks
+    /// of `SUM_BLOCK` iterations, and row `b` is the sum of block `b`
+    /// (`Lower::block_sums`).
+    chunk_blocks: bool,
 }
 
 /// Destination passing: the array results of `f` that a statement at the

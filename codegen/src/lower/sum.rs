@@ -1,15 +1,18 @@
 //! Lowering of `f64` sums in the language's order of summation
-//! (`arrayad_ir::interp::ops::sum_f64`): of the first `8 * (n / 8)`
-//! elements, element `i` goes into partial sum `i % 8`, the partials are
-//! combined in a fixed tree, and the last `n % 8` elements are added one by
-//! one. The eight partials are independent chains of additions, so the sum
-//! runs at the throughput of the adds, not their latency, and LLVM's SLP
-//! vectoriser turns the unrolled loop into vector code, with results
-//! bitwise equal to the interpreter's on every backend. A sum of fewer than
-//! eight elements is the plain left-to-right sum.
+//! (`arrayad_ir::interp::ops::sum_f64`): blocks of 4096 elements
+//! (`ops::SUM_BLOCK`) whose sums are added left to right; in a block, of
+//! the first `8 * (len / 8)` elements, element `i` goes into partial sum
+//! `i % 8`, the partials are combined in a fixed tree, and the last `len %
+//! 8` elements are added one by one. The eight partials are independent
+//! chains of additions, so the sum runs at the throughput of the adds, not
+//! their latency, and LLVM's SLP vectoriser turns the unrolled loop into
+//! vector code, with results bitwise equal to the interpreter's on every
+//! backend. A sum of fewer than eight elements is the plain left-to-right
+//! sum. The blocks are the unit a parallel sum shares out among threads
+//! (`crate::parallel`), so its bits do not depend on their number.
 //!
 //! On a backend without a vectoriser of its own ([`Emitter::f64_pairs`]:
-//! Cranelift), the unrolled blocks add two partials per instruction: lanes
+//! Cranelift), the unrolled rounds add two partials per instruction: lanes
 //! `2k` and `2k + 1` are one pair of `f64`s, loaded as one vector from the
 //! consecutive elements `8j + 2k` and `8j + 2k + 1`, so every partial
 //! still receives the same additions in the same order, bitwise equal to
@@ -24,7 +27,7 @@
 
 use super::emit::{Emitter, FloatOp, IntCC, IntOp, Ty};
 use super::{Lower, Result, Val};
-use arrayad_ir::interp::ops::SUM_LANES;
+use arrayad_ir::interp::ops::{SUM_BLOCK, SUM_LANES};
 use arrayad_ir::{Atom, BinOp, Block, Expr, Scalar, StmtKind, Type, VarId};
 use std::collections::{HashMap, HashSet};
 
@@ -32,6 +35,19 @@ use std::collections::{HashMap, HashSet};
 /// at the current point; or, for a pair ([`Emitter::f64_pairs`]), the
 /// pairs of the values of elements `i` and `i + 1`.
 type Elements<'a, L, V> = dyn FnMut(&mut L, V) -> Result<Vec<V>> + 'a;
+
+/// What [`Lower::sum_lanes`] does with the sums of its blocks.
+#[derive(Clone, Copy)]
+pub(super) enum Blocks<V> {
+    /// Adds them left to right, and returns the sums.
+    Total,
+    /// Sums only the blocks `lo..hi` (of one sum) and stores the sum of
+    /// block `b` at `ptr[b - lo]` (a parallel sum's chunk).
+    Store { lo: V, hi: V, ptr: V },
+}
+
+/// Rounds of eight elements in a block of a sum.
+const ROUNDS_PER_BLOCK: i64 = (SUM_BLOCK / SUM_LANES) as i64;
 
 /// Pairs of partial sums per sum.
 const PAIRS: usize = SUM_LANES / 2;
@@ -70,7 +86,8 @@ impl<E: Emitter> Lower<'_, E> {
             Ok(vec![l.b.load_pair(addr)])
         };
         let pairs: Option<&mut Elements<'_, Self, E::Value>> = if self.b.f64_pairs() { Some(&mut pairs) } else { None };
-        let sums = self.sum_lanes(n, 1, true, &mut |l, i| Ok(vec![l.load_elem(ptr, i, Scalar::F64)]), pairs, &[])?;
+        let mut elem = |l: &mut Self, i| Ok(vec![l.load_elem(ptr, i, Scalar::F64)]);
+        let sums = self.sum_lanes(n, 1, true, &mut elem, pairs, &[], Blocks::Total)?;
         Ok(sums[0])
     }
 
@@ -80,6 +97,40 @@ impl<E: Emitter> Lower<'_, E> {
     pub(super) fn fused_sums(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<Vec<E::Value>> {
         let n = self.scalar(n)?;
         self.check_size(n)?;
+        self.fused_block_sums(n, index, body, Blocks::Total)
+    }
+
+    /// In the chunk function of a parallel sum (`Lower::chunk_blocks`):
+    /// the sums of the blocks `lo..hi` of `build index < n => body` (`n >=
+    /// 0`, one `f64` result), each in the order of a block of `sum`, as an
+    /// array of `hi - lo` rows (in the caller's buffer when
+    /// `Lower::dest_next` offers one). The runtime calls it with `0 <= lo
+    /// <= hi <= ` the number of blocks.
+    pub(super) fn block_sums(
+        &mut self,
+        n: E::Value,
+        index: VarId,
+        body: &Block,
+        (lo, hi): (E::Value, E::Value),
+    ) -> Result<super::Arr<E::Value>> {
+        if body.results.len() != 1 {
+            return Err(self.malformed("a parallel sum of other than one result"));
+        }
+        let rows = self.b.int(IntOp::Sub, hi, lo);
+        let ptr = self.alloc_elems(rows, Scalar::F64, None)?;
+        self.fused_block_sums(n, index, body, Blocks::Store { lo, hi, ptr })?;
+        Ok(super::Arr { ptr, dims: vec![rows] })
+    }
+
+    /// The sums of every result of `build index < n => body` (`n >= 0`),
+    /// as `blocks` says.
+    fn fused_block_sums(
+        &mut self,
+        n: E::Value,
+        index: VarId,
+        body: &Block,
+        blocks: Blocks<E::Value>,
+    ) -> Result<Vec<E::Value>> {
         let width = body.results.len();
         let unroll = body.stmts.len() <= UNROLL_MAX_STMTS * width
             && body.stmts.iter().all(|s| {
@@ -119,6 +170,7 @@ impl<E: Emitter> Lower<'_, E> {
             },
             pairs,
             &bound,
+            blocks,
         )
     }
 
@@ -271,16 +323,18 @@ impl<E: Emitter> Lower<'_, E> {
     }
 
     /// The `width` sums of the values `elem(i)` for `0 <= i < n` (`n >=
-    /// 0`), each in the order of `sum`: the first `m = 8 * (n / 8)`
-    /// elements into eight partial sums, combined in the fixed tree, then
-    /// the last `n - m` added one by one. With `unroll`, the partials are
-    /// variables and each block of eight elements is eight copies of
-    /// `elem`; otherwise one loop over the elements adds each into the
-    /// partial of its lane (`partial_sums`). With `pairs` (an unrolled sum
-    /// on a backend of [`Emitter::f64_pairs`]), the blocks are computed on
-    /// pairs of elements (`paired_partial_sums`) and `elem` computes only
-    /// the last `n - m`. `unbind` are the IR variables `elem` binds, freed
-    /// after each copy.
+    /// 0`), each in the order of `sum` (`ops::sum_f64`): blocks of
+    /// [`SUM_BLOCK`] elements, each summed as [`Self::sum_block`] sums
+    /// one, their sums added left to right. A size known to fit in one
+    /// block is one block. Otherwise one loop runs over all the elements
+    /// and adds the partial sums to totals at the end of every block
+    /// ([`Self::sum_blocks_flushed`]; an unrolled body also has a copy for
+    /// one block); the totals start at `-0.0`, to which adding a block's
+    /// sum gives that sum (an empty sum is `0.0`).
+    /// `unbind` are the IR variables `elem` binds, freed after each copy.
+    /// With [`Blocks::Store`], only the given blocks are summed, each by a
+    /// loop of its own, each stored, and there are no sums to return.
+    #[allow(clippy::too_many_arguments)]
     fn sum_lanes(
         &mut self,
         n: E::Value,
@@ -289,12 +343,163 @@ impl<E: Emitter> Lower<'_, E> {
         elem: &mut Elements<'_, Self, E::Value>,
         mut pairs: Option<&mut Elements<'_, Self, E::Value>>,
         unbind: &[VarId],
+        blocks: Blocks<E::Value>,
+    ) -> Result<Vec<E::Value>> {
+        if let Blocks::Store { lo, hi, ptr } = blocks {
+            let shift = self.iconst(SUM_BLOCK.trailing_zeros() as i64);
+            let block = self.iconst(SUM_BLOCK as i64);
+            self.counted_loop(lo, hi, false, &mut |l, k| {
+                // Block `k`: the elements `k * SUM_BLOCK ..` up to `n`.
+                let first = l.b.int(IntOp::Shl, k, shift);
+                let rest = l.b.int(IntOp::Sub, n, first);
+                let len = l.b.int(IntOp::SMin, rest, block);
+                let sums = l.sum_block(n, Some(first), len, width, unroll, elem, pairs.as_deref_mut(), unbind, None)?;
+                let row = l.b.int(IntOp::Sub, k, lo);
+                for s in sums {
+                    l.store_elem(ptr, row, Scalar::F64, s);
+                }
+                Ok(())
+            })?;
+            return Ok(Vec::new());
+        }
+        if matches!(self.known.size(n), super::Size::Const(c) if c <= SUM_BLOCK as i64) {
+            return self.sum_block(n, None, n, width, unroll, elem, pairs, unbind, None);
+        }
+        if !unroll {
+            return self.sum_blocks_flushed(n, width, unroll, elem, pairs, unbind);
+        }
+        // An unrolled body is a few statements without blocks: it is
+        // lowered twice, once for a sum of one block (short sums, the
+        // common case in inner loops, cost what they did before blocks),
+        // once for longer ones.
+        let results: Vec<E::Var> = (0..width).map(|_| self.b.declare_var(Ty::F64)).collect();
+        let one_block = self.icmp_imm(IntCC::Sle, n, SUM_BLOCK as i64);
+        // The two copies lower the body one after the other.
+        let body = std::cell::RefCell::new((elem, pairs));
+        self.if_else(
+            one_block,
+            &mut |l| {
+                let (elem, pairs) = &mut *body.borrow_mut();
+                let sums = l.sum_block(n, None, n, width, unroll, *elem, pairs.as_deref_mut(), unbind, None)?;
+                results.iter().zip(sums).for_each(|(r, s)| l.b.def_var(*r, s));
+                Ok(())
+            },
+            &mut |l| {
+                let (elem, pairs) = &mut *body.borrow_mut();
+                let sums = l.sum_blocks_flushed(n, width, unroll, *elem, pairs.as_deref_mut(), unbind)?;
+                results.iter().zip(sums).for_each(|(r, s)| l.b.def_var(*r, s));
+                Ok(())
+            },
+        )?;
+        Ok(self.take_vars(results))
+    }
+
+    /// [`Self::sum_lanes`] of any number of blocks: one loop over all the
+    /// elements, as for one block, which at the end of every block adds
+    /// its partial sums, combined, to the totals and starts them again from
+    /// 0.0 ([`Self::flush_block`]), one test per round of eight elements.
+    fn sum_blocks_flushed(
+        &mut self,
+        n: E::Value,
+        width: usize,
+        unroll: bool,
+        elem: &mut Elements<'_, Self, E::Value>,
+        pairs: Option<&mut Elements<'_, Self, E::Value>>,
+        unbind: &[VarId],
+    ) -> Result<Vec<E::Value>> {
+        let totals: Vec<E::Var> = (0..width).map(|_| self.b.declare_var(Ty::F64)).collect();
+        let minus_zero = self.b.fconst(-0.0);
+        totals.iter().for_each(|t| self.b.def_var(*t, minus_zero));
+        let last = self.sum_block(n, None, n, width, unroll, elem, pairs, unbind, Some(&totals))?;
+        Ok(totals
+            .into_iter()
+            .zip(last)
+            .map(|(t, s)| {
+                let total = self.b.use_var(t);
+                self.b.release_var(t);
+                self.b.float(FloatOp::Add, total, s)
+            })
+            .collect())
+    }
+
+    /// With `flush` (the totals of a sum of several blocks, one per sum),
+    /// at the end of element or round `at` of a sum from element 0: when
+    /// it ends a block of [`SUM_BLOCK`] elements (`at & mask == mask`),
+    /// adds the combined partial sums of each sum (`partials`, of as many
+    /// lanes each, in pairs when `paired`) to its total and sets them to
+    /// `0.0`, as a new block starts.
+    fn flush_block(
+        &mut self,
+        flush: Option<&[E::Var]>,
+        at: E::Value,
+        mask: i64,
+        partials: &[E::Var],
+        paired: bool,
+    ) -> Result<()> {
+        let Some(totals) = flush else { return Ok(()) };
+        let per_sum = partials.len() / totals.len().max(1);
+        let mask = self.iconst(mask);
+        let low = self.b.int(IntOp::And, at, mask);
+        let ends = self.b.icmp(IntCC::Eq, low, mask);
+        self.if_else(
+            ends,
+            &mut |l| {
+                for (total, p) in totals.iter().zip(partials.chunks(per_sum)) {
+                    let mut lanes = Vec::with_capacity(SUM_LANES);
+                    for v in p {
+                        let x = l.b.use_var(*v);
+                        if paired {
+                            lanes.push(l.b.pair_lane(x, 0));
+                            lanes.push(l.b.pair_lane(x, 1));
+                        } else {
+                            lanes.push(x);
+                        }
+                    }
+                    let s = l.combine_partials(lanes);
+                    l.add_to_var(*total, s);
+                    let zero = l.b.fconst(0.0);
+                    let zero = if paired { l.b.splat_pair(zero) } else { zero };
+                    p.iter().for_each(|v| l.b.def_var(*v, zero));
+                }
+                Ok(())
+            },
+            &mut |_| Ok(()),
+        )
+    }
+
+    /// The `width` sums of one block of a sum over `0 <= i < n`: the
+    /// values `elem(i)` for `lo <= i < lo + len` (`lo` a multiple of 8,
+    /// `None` for 0; `0 <= len`, `lo + len <= n`), each in the order of
+    /// `ops::sum_f64_block`: the first `m = 8 * (len / 8)` elements into
+    /// eight partial sums, combined in the fixed tree, then the last `len -
+    /// m` added one by one. With `unroll`, the partials are variables and
+    /// each round of eight elements is eight copies of `elem`; otherwise
+    /// one loop over the elements adds each into the partial of its lane
+    /// (`partial_sums`). With `pairs` (an unrolled sum on a backend of
+    /// [`Emitter::f64_pairs`]), the rounds are computed on pairs of
+    /// elements (`paired_partial_sums`) and `elem` computes only the last
+    /// `len - m`. With `flush` (a sum of several blocks from element 0,
+    /// `len = n`), the partial sums go to the totals of `flush` at the end
+    /// of every block ([`Self::flush_block`]), and the sums returned are
+    /// those of the last block.
+    #[allow(clippy::too_many_arguments)]
+    fn sum_block(
+        &mut self,
+        n: E::Value,
+        lo: Option<E::Value>,
+        len: E::Value,
+        width: usize,
+        unroll: bool,
+        elem: &mut Elements<'_, Self, E::Value>,
+        mut pairs: Option<&mut Elements<'_, Self, E::Value>>,
+        unbind: &[VarId],
+        flush: Option<&[E::Var]>,
     ) -> Result<Vec<E::Value>> {
         let accs: Vec<E::Var> = (0..width).map(|_| self.b.declare_var(Ty::F64)).collect();
-        let mut head = |l: &mut Self, blocks: E::Value, m: E::Value| -> Result<()> {
+        let mut head = |l: &mut Self, rounds: E::Value, m: E::Value| -> Result<()> {
             let partials = match (unroll, pairs.as_deref_mut()) {
-                (true, Some(pairs)) => l.paired_partial_sums(n, blocks, width, pairs)?,
-                _ => l.partial_sums(n, blocks, m, width, unroll, elem, unbind)?,
+                (true, Some(pairs)) => l.paired_partial_sums(n, lo, rounds, width, pairs, flush)?,
+                _ => l.partial_sums(n, lo, rounds, m, width, unroll, elem, unbind, flush)?,
             };
             for (acc, p) in accs.iter().zip(partials.chunks(SUM_LANES)) {
                 let s = l.combine_partials(p.to_vec());
@@ -308,26 +513,30 @@ impl<E: Emitter> Lower<'_, E> {
         };
         // A size known when compiling (the rows of a `[4][4]f64`) decides
         // which parts run without a test.
-        let size = self.known.size(n);
+        let size = self.known.size(len);
         let m = if matches!(size, super::Size::Const(c) if c < SUM_LANES as i64) {
             zeros(self);
             self.iconst(0)
         } else {
             let shift = self.iconst(SUM_LANES.trailing_zeros() as i64);
-            let blocks = self.b.int(IntOp::SShr, n, shift);
-            let m = self.b.int(IntOp::Shl, blocks, shift);
+            let rounds = self.b.int(IntOp::SShr, len, shift);
+            let m = self.b.int(IntOp::Shl, rounds, shift);
             if matches!(size, super::Size::Const(_)) {
-                head(self, blocks, m)?;
+                head(self, rounds, m)?;
             } else {
-                let any = self.icmp_imm(IntCC::Sgt, blocks, 0);
-                self.if_else(any, &mut |l| head(l, blocks, m), &mut |l| {
+                let any = self.icmp_imm(IntCC::Sgt, rounds, 0);
+                self.if_else(any, &mut |l| head(l, rounds, m), &mut |l| {
                     zeros(l);
                     Ok(())
                 })?;
             }
             m
         };
-        self.counted_loop(m, n, false, &mut |l, i| {
+        let (start, end) = match lo {
+            Some(lo) => (self.b.int(IntOp::Add, lo, m), self.b.int(IntOp::Add, lo, len)),
+            None => (m, len),
+        };
+        self.counted_loop_within(start, end, n, false, &mut |l, i| {
             let xs = l.element(elem, i, width)?;
             l.unbind(unbind);
             for (acc, x) in accs.iter().zip(xs) {
@@ -347,21 +556,23 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(xs)
     }
 
-    /// The eight partial sums of the elements `0..m` (`m = 8 * blocks <=
-    /// n`) of each of the `width` sums, sum by sum.
+    /// The eight partial sums of the elements `lo..lo + m` (`m = 8 *
+    /// rounds`, `lo + m <= n`, `lo` a multiple of 8 or `None` for 0) of
+    /// each of the `width` sums, sum by sum.
     #[allow(clippy::too_many_arguments)]
     fn partial_sums(
         &mut self,
         n: E::Value,
-        blocks: E::Value,
+        lo: Option<E::Value>,
+        rounds: E::Value,
         m: E::Value,
         width: usize,
         unroll: bool,
         elem: &mut Elements<'_, Self, E::Value>,
         unbind: &[VarId],
+        flush: Option<&[E::Var]>,
     ) -> Result<Vec<E::Value>> {
         let zero = self.b.fconst(0.0);
-        let first = self.iconst(0);
         let partials: Vec<E::Var> = (0..SUM_LANES * width)
             .map(|_| {
                 let v = self.b.declare_var(Ty::F64);
@@ -374,7 +585,11 @@ impl<E: Emitter> Lower<'_, E> {
             // added to the first of each sum's eight, which then moves to
             // the end, so the first is always lane `i % 8`, and after a
             // multiple of eight elements every partial is back in place.
-            self.counted_loop(first, m, false, &mut |l, i| {
+            let (start, end) = match lo {
+                Some(lo) => (lo, self.b.int(IntOp::Add, lo, m)),
+                None => (self.iconst(0), m),
+            };
+            self.counted_loop_within(start, end, n, false, &mut |l, i| {
                 l.in_bounds.push((i, n));
                 let xs = l.element(elem, i, width);
                 l.in_bounds.pop();
@@ -389,16 +604,17 @@ impl<E: Emitter> Lower<'_, E> {
                     }
                     l.b.def_var(lanes[SUM_LANES - 1], added);
                 }
-                Ok(())
+                l.flush_block(flush, i, SUM_BLOCK as i64 - 1, &partials, false)
             })?;
             return Ok(self.take_vars(partials));
         }
         let shift = self.iconst(SUM_LANES.trailing_zeros() as i64);
-        self.counted_loop(first, blocks, false, &mut |l, j| {
-            let base = l.b.int(IntOp::Shl, j, shift);
+        let first = self.iconst(0);
+        self.counted_loop(first, rounds, false, &mut |l, j| {
+            let base = l.round_start(lo, j, shift);
             for k in 0..SUM_LANES {
                 let i = if k == 0 { base } else { l.add_imm(base, k as i64) };
-                // 8j + k < m <= n.
+                // lo + 8j + k < lo + m <= n.
                 l.in_bounds.push((i, n));
                 let xs = l.element(elem, i, width);
                 l.in_bounds.pop();
@@ -408,22 +624,24 @@ impl<E: Emitter> Lower<'_, E> {
                     l.add_to_var(partials[q * SUM_LANES + k], x);
                 }
             }
-            Ok(())
+            l.flush_block(flush, j, ROUNDS_PER_BLOCK - 1, &partials, false)
         })?;
         Ok(self.take_vars(partials))
     }
 
-    /// The eight partial sums of the elements `0..8 * blocks` of each of
-    /// the `width` sums, sum by sum, as `partial_sums` unrolled computes
-    /// them, with partials `2k` and `2k + 1` one pair: `pairs(i)` gives the
-    /// pairs of elements `i` and `i + 1` (`i` even; `i + 1 < 8 * blocks <=
-    /// n`).
+    /// The eight partial sums of the elements `lo..lo + 8 * rounds` of
+    /// each of the `width` sums, sum by sum, as `partial_sums` unrolled
+    /// computes them, with partials `2k` and `2k + 1` one pair: `pairs(i)`
+    /// gives the pairs of elements `i` and `i + 1` (`i` even; `i + 1 < lo +
+    /// 8 * rounds <= n`).
     fn paired_partial_sums(
         &mut self,
         n: E::Value,
-        blocks: E::Value,
+        lo: Option<E::Value>,
+        rounds: E::Value,
         width: usize,
         pairs: &mut Elements<'_, Self, E::Value>,
+        flush: Option<&[E::Var]>,
     ) -> Result<Vec<E::Value>> {
         let zero = self.b.fconst(0.0);
         let zeros = self.b.splat_pair(zero);
@@ -436,8 +654,8 @@ impl<E: Emitter> Lower<'_, E> {
             .collect();
         let first = self.iconst(0);
         let shift = self.iconst(SUM_LANES.trailing_zeros() as i64);
-        self.counted_loop(first, blocks, false, &mut |l, j| {
-            let base = l.b.int(IntOp::Shl, j, shift);
+        self.counted_loop(first, rounds, false, &mut |l, j| {
+            let base = l.round_start(lo, j, shift);
             for k in 0..PAIRS {
                 let i = if k == 0 { base } else { l.add_imm(base, 2 * k as i64) };
                 l.in_bounds.push((i, n));
@@ -450,7 +668,7 @@ impl<E: Emitter> Lower<'_, E> {
                     l.b.def_var(var, s);
                 }
             }
-            Ok(())
+            l.flush_block(flush, j, ROUNDS_PER_BLOCK - 1, &vars, true)
         })?;
         let mut partials = Vec::with_capacity(SUM_LANES * width);
         for var in vars {
@@ -460,6 +678,16 @@ impl<E: Emitter> Lower<'_, E> {
             self.b.release_var(var);
         }
         Ok(partials)
+    }
+
+    /// The first element of round `j` of a block starting at `lo` (`None`
+    /// for 0): `lo + (j << shift)`.
+    fn round_start(&mut self, lo: Option<E::Value>, j: E::Value, shift: E::Value) -> E::Value {
+        let base = self.b.int(IntOp::Shl, j, shift);
+        match lo {
+            Some(lo) => self.b.int(IntOp::Add, lo, base),
+            None => base,
+        }
     }
 
     /// `((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7))`

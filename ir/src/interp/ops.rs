@@ -301,16 +301,36 @@ fn ill_typed_binary(op: BinOp, a: Prim) -> OpError {
 /// The number of partial sums of an `f64` `sum` ([`sum_f64`]).
 pub const SUM_LANES: usize = 8;
 
+/// The number of elements in a block of a long `f64` `sum` ([`sum_f64`]):
+/// a multiple of [`SUM_LANES`].
+pub const SUM_BLOCK: usize = 4096;
+const _: () = assert!(SUM_BLOCK.is_multiple_of(SUM_LANES), "blocks hold whole rounds of the partial sums");
+
 /// `sum` of `f64`s in the language's fixed order (docs/src/reference,
-/// "Order of summation"): with `m = 8 * (n / 8)`, element `i < m` is added
-/// into partial sum `i % 8` (each a left fold from `0.0` in index order),
-/// the partials are combined as `((p0 + p4) + (p2 + p6)) + ((p1 + p5) +
-/// (p3 + p7))` ([`combine_partial_sums`]; `0.0` when `m = 0`), and the
-/// elements from `m` on are added to that from left to right. Fewer than
-/// eight elements are summed left to right from `0.0`; the eight partial
-/// sums are independent (vectorisable) chains, and every backend computes
-/// exactly this.
+/// "Order of summation"): the elements are cut into blocks of
+/// [`SUM_BLOCK`] (the last one shorter), each block is summed by
+/// [`sum_f64_block`], and the block sums are added left to right. A sum of
+/// at most one block is its block's sum. Blocks are what threads share
+/// out, so a sum is the same bits on any number of threads, and every
+/// backend computes exactly this.
 pub fn sum_f64(xs: &[f64]) -> f64 {
+    let mut blocks = xs.chunks(SUM_BLOCK).map(sum_f64_block);
+    match blocks.next() {
+        Some(first) => blocks.fold(first, |s, b| s + b),
+        None => 0.0,
+    }
+}
+
+/// The sum of one block of [`sum_f64`]: with `m = 8 * (n / 8)`, element
+/// `i < m` is added into partial sum `i % 8` (each a left fold from `0.0`
+/// in index order), the partials are combined as
+/// `((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7))`
+/// ([`combine_partial_sums`]; `0.0` when `m = 0`), and the elements from
+/// `m` on are added to that from left to right.
+/// Fewer than eight elements are summed left to right from `0.0`; the
+/// eight partial sums are independent (vectorisable) chains. The result is
+/// never `-0.0`.
+pub fn sum_f64_block(xs: &[f64]) -> f64 {
     let m = xs.len() / SUM_LANES * SUM_LANES;
     let mut partial = [0.0; SUM_LANES];
     for (i, x) in xs[..m].iter().enumerate() {
@@ -357,6 +377,25 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-13 * (1.0 + b.abs())
+    }
+
+    #[test]
+    fn long_sums_add_the_sums_of_their_blocks_left_to_right() {
+        let xs: Vec<f64> =
+            (0..10_000).map(|i| ((i * 7919) % 1000) as f64 * 1e-3 + 1e10 * ((i % 3) as f64 - 1.0)).collect();
+        let (a, b, c) = (&xs[..4096], &xs[4096..8192], &xs[8192..]);
+        let blocked = (sum_f64_block(a) + sum_f64_block(b)) + sum_f64_block(c);
+        assert_eq!(sum_f64(&xs).to_bits(), blocked.to_bits());
+        // One block, and the block's own order: eight partial sums.
+        assert_eq!(sum_f64(a).to_bits(), sum_f64_block(a).to_bits());
+        let mut p = [0.0; SUM_LANES];
+        for (i, x) in a.iter().enumerate() {
+            p[i % SUM_LANES] += x;
+        }
+        assert_eq!(sum_f64(a).to_bits(), combine_partial_sums(p).to_bits());
+        // Empty and all-negative-zero sums are +0.0.
+        assert_eq!(sum_f64(&[]).to_bits(), 0.0f64.to_bits());
+        assert_eq!(sum_f64(&[-0.0; 5000]).to_bits(), 0.0f64.to_bits());
     }
 
     #[test]

@@ -103,34 +103,52 @@ fn reduce_chain(f: &mut Function, op: ReduceOp, elems: &[Atom], loc: crate::Loc,
 }
 
 /// The `f64` sum of `elems` in the order of [`crate::interp::ops::sum_f64`]:
-/// of the first `m = 8 * (k / 8)`, element `i` added into partial `i % 8`
-/// (a fold from `0.0`), the partials combined in the fixed tree
-/// ([`crate::interp::ops::combine_partial_sums`]), then the
-/// rest added one by one (to `0.0` when `m = 0`).
+/// each block of [`crate::interp::ops::SUM_BLOCK`] elements summed by
+/// [`sum_f64_block_chain`], the block sums added left to right.
 fn sum_f64_chain(f: &mut Function, elems: &[Atom], loc: crate::Loc, out: &mut Vec<Stmt>) -> Atom {
+    use crate::interp::ops::SUM_BLOCK;
+    let mut blocks = elems.chunks(SUM_BLOCK);
+    let Some(first) = blocks.next() else { return Atom::F64(0.0) };
+    let mut acc = sum_f64_block_chain(f, first, loc, out);
+    for block in blocks {
+        let s = sum_f64_block_chain(f, block, loc, out);
+        acc = add_f64(f, acc, s, loc, out);
+    }
+    acc
+}
+
+/// The `f64` sum of one block in the order of
+/// [`crate::interp::ops::sum_f64_block`]: of the first `m = 8 * (k / 8)`,
+/// element `i` added into partial `i % 8` (a fold from `0.0`), the
+/// partials combined in the fixed tree
+/// ([`crate::interp::ops::combine_partial_sums`]), then the rest added one
+/// by one (to `0.0` when `m = 0`).
+fn sum_f64_block_chain(f: &mut Function, elems: &[Atom], loc: crate::Loc, out: &mut Vec<Stmt>) -> Atom {
     use crate::interp::ops::SUM_LANES;
-    let mut add = |f: &mut Function, a: Atom, b: Atom| {
-        let v = f.new_var("sum", Type::F64);
-        out.push(Stmt { kind: StmtKind::Let { vars: vec![v], expr: Expr::Binary(BinOp::Add, a, b) }, loc });
-        Atom::Var(v)
-    };
     let m = elems.len() / SUM_LANES * SUM_LANES;
     let mut acc = Atom::F64(0.0);
     if m > 0 {
         let mut level: Vec<Atom> = vec![Atom::F64(0.0); SUM_LANES];
         for (i, e) in elems[..m].iter().enumerate() {
-            level[i % SUM_LANES] = add(f, level[i % SUM_LANES], *e);
+            level[i % SUM_LANES] = add_f64(f, level[i % SUM_LANES], *e, loc, out);
         }
         while level.len() > 1 {
             let half = level.len() / 2;
-            level = (0..half).map(|k| add(f, level[k], level[k + half])).collect();
+            level = (0..half).map(|k| add_f64(f, level[k], level[k + half], loc, out)).collect();
         }
         acc = level[0];
     }
     for e in &elems[m..] {
-        acc = add(f, acc, *e);
+        acc = add_f64(f, acc, *e, loc, out);
     }
     acc
+}
+
+/// `a + b` (`f64`), bound to a new variable appended to `out`.
+fn add_f64(f: &mut Function, a: Atom, b: Atom, loc: crate::Loc, out: &mut Vec<Stmt>) -> Atom {
+    let v = f.new_var("sum", Type::F64);
+    out.push(Stmt { kind: StmtKind::Let { vars: vec![v], expr: Expr::Binary(BinOp::Add, a, b) }, loc });
+    Atom::Var(v)
 }
 
 /// Records what the binding `v = e` tells about `v`.
