@@ -168,26 +168,35 @@ fn sums_follow_the_defined_order_on_every_backend() {
             }
             let args: &[Arg] = if name == "whole" { &args[..1] } else { &args };
             let tans = [Some(Arg::Vector(&t1)), Some(Arg::Vector(&t2))];
-            let tans = &tans[..args.len()];
-            let mut reference: Option<(Vec<Vec<u64>>, Vec<u64>)> = None;
-            for (b, m) in &modules {
-                let f = m.function(name).unwrap();
-                let g = f.grad(args).unwrap_or_else(|e| panic!("{name} grad {b:?} n={n}: {e}"));
-                let mut grads: Vec<Vec<u64>> = g.gradient.iter().map(|(_, v)| bits(v.unwrap())).collect();
-                grads.push(vec![g.value.to_bits()]);
-                let j = f.jvp(args, tans).unwrap_or_else(|e| panic!("{name} jvp {b:?} n={n}: {e}"));
-                let tangent = bits(j.tangent[0].as_ref().unwrap());
-                match &reference {
-                    None => reference = Some((grads, tangent)),
-                    Some((rg, rt)) => {
-                        assert_eq!(&grads, rg, "{name} gradient on {b:?}, n = {n}");
-                        assert_eq!(&tangent, rt, "{name} tangent on {b:?}, n = {n}");
-                    }
-                }
-            }
+            derivatives_agree(&modules, name, args, &tans[..args.len()], n);
         }
     }
     assert!(order_showed >= 8, "the data shows the order of summation in only {order_showed} sums");
+}
+
+/// The gradient (with its value) and a jvp of `name` at `args` (tangents
+/// `tans`; `n` for messages): bit for bit the same on every backend. The
+/// gradient's value.
+fn derivatives_agree(modules: &[(Backend, Module)], name: &str, args: &[Arg], tans: &[Option<Arg>], n: usize) -> f64 {
+    let mut reference: Option<(Vec<Vec<u64>>, Vec<u64>)> = None;
+    let mut value = f64::NAN;
+    for (b, m) in modules {
+        let f = m.function(name).unwrap();
+        let g = f.grad(args).unwrap_or_else(|e| panic!("{name} grad {b:?} n={n}: {e}"));
+        value = g.value;
+        let mut grads: Vec<Vec<u64>> = g.gradient.iter().map(|(_, v)| bits(v.unwrap())).collect();
+        grads.push(vec![g.value.to_bits()]);
+        let j = f.jvp(args, tans).unwrap_or_else(|e| panic!("{name} jvp {b:?} n={n}: {e}"));
+        let tangent = bits(j.tangent[0].as_ref().unwrap());
+        match &reference {
+            None => reference = Some((grads, tangent)),
+            Some((rg, rt)) => {
+                assert_eq!(&grads, rg, "{name} gradient on {b:?}, n = {n}");
+                assert_eq!(&tangent, rt, "{name} tangent on {b:?}, n = {n}");
+            }
+        }
+    }
+    value
 }
 
 /// Sums of more than one block of 4096 terms, materialised or fused,
@@ -222,26 +231,14 @@ fn long_sums_add_their_blocks_in_order() {
         let t2 = data(n, 18);
         for (name, want) in expected {
             let args: &[Arg] = if name == "whole" { &args[..1] } else { &args };
-            let tans = [Some(Arg::Vector(&t1)), Some(Arg::Vector(&t2))];
-            let tans = &tans[..args.len()];
-            let mut reference: Option<(Vec<Vec<u64>>, Vec<u64>)> = None;
             for (b, m) in &modules {
-                let f = m.function(name).unwrap();
-                let got = scalar(&f.call(args).unwrap_or_else(|e| panic!("{name} {b:?} n={n}: {e}")));
+                let got = m.function(name).unwrap().call(args);
+                let got = scalar(&got.unwrap_or_else(|e| panic!("{name} {b:?} n={n}: {e}")));
                 assert_eq!(got.to_bits(), want.to_bits(), "{name} on {b:?}, n = {n}: {got} against {want}");
-                let g = f.grad(args).unwrap_or_else(|e| panic!("{name} grad {b:?} n={n}: {e}"));
-                assert_eq!(g.value.to_bits(), want.to_bits(), "{name} gradient's value on {b:?}, n = {n}");
-                let grads: Vec<Vec<u64>> = g.gradient.iter().map(|(_, v)| bits(v.unwrap())).collect();
-                let j = f.jvp(args, tans).unwrap_or_else(|e| panic!("{name} jvp {b:?} n={n}: {e}"));
-                let tangent = bits(j.tangent[0].as_ref().unwrap());
-                match &reference {
-                    None => reference = Some((grads, tangent)),
-                    Some((rg, rt)) => {
-                        assert_eq!(&grads, rg, "{name} gradient on {b:?}, n = {n}");
-                        assert_eq!(&tangent, rt, "{name} tangent on {b:?}, n = {n}");
-                    }
-                }
             }
+            let tans = [Some(Arg::Vector(&t1)), Some(Arg::Vector(&t2))];
+            let value = derivatives_agree(&modules, name, args, &tans[..args.len()], n);
+            assert_eq!(value.to_bits(), want.to_bits(), "{name} gradient's value, n = {n}");
         }
         let got = modules[0].1.function("columns").unwrap().call(&args).unwrap();
         let got: Vec<u64> = got[0].f64_elements().unwrap().iter().map(|v| v.to_bits()).collect();

@@ -19,9 +19,10 @@
 //! - and when only a `sum` reads its rows (the lowering sums them without
 //!   the array, `lower/sum.rs`): its body is heavy ([`HEAVY`]: a loop
 //!   inside it), and its rows are summed after the map, in the one order
-//!   of sums, the same bits as the fused loop; or its body is light and
-//!   both stand at the top of the function: a parallel sum, whose chunks
-//!   sum whole blocks of [`SUM_BLOCK`] iterations ([`light_sums`]).
+//!   of sums, the same bits as the fused loop; or its body is light,
+//!   allocates nothing, and both stand at the top of the function: a
+//!   parallel sum, whose chunks sum whole blocks of [`SUM_BLOCK`]
+//!   iterations ([`light_sums`]).
 //!
 //! A `maximum` or `minimum` of an `f64` array at the top of a function is
 //! split too, into a map over blocks of the array ([`block_extremes`]).
@@ -46,7 +47,7 @@ use crate::calls::Callees;
 use arrayad_ir::interp::ops::SUM_BLOCK;
 use arrayad_ir::visit::{block_binds, child_blocks, for_each_block, stmt_uses};
 use arrayad_ir::{
-    Atom, BinOp, Block, Expr, FuncId, Function, KeptKind, Loc, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId,
+    Atom, BinOp, Block, Expr, FuncId, Function, KeptKind, Loc, MathFn, ReduceOp, Scalar, Stmt, StmtKind, Type, VarId,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -60,9 +61,10 @@ const LOOP_WEIGHT: u64 = 16;
 
 /// The weight from which a comprehension whose rows only a `sum` reads
 /// runs as a parallel map (its rows made, and summed after; a few hundred
-/// rows keep the threads busy): below it, the loop that sums without the
-/// array (`lower/sum.rs`) is worth more, and it runs as a parallel sum of
-/// blocks when it can ([`light_sums`]).
+/// rows keep the threads busy): a loop inside the body, or four calls of
+/// the C library. Below it, the loop that sums without the array
+/// (`lower/sum.rs`) is worth more, and it runs as a parallel sum of blocks
+/// when it can ([`light_sums`]).
 const HEAVY: u64 = 64;
 
 /// The weight of a statement that calls a function of the C library
@@ -196,7 +198,9 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         let [r] = vars.as_slice() else { continue };
         let w = weight(body);
         let summed_light = summed.contains(r) && w < HEAVY;
-        let sum = sums.get(r).filter(|_| summed_light);
+        // A parallel sum runs its body in the loop that sums, which keeps
+        // no arena mark: only bodies that allocate nothing (as a fused sum).
+        let sum = sums.get(r).filter(|_| summed_light && !crate::lower::allocates(body));
         let map = match row_bytes(f, body) {
             Some(elem) if (!summed_light || sum.is_some()) && !carried.contains(r) && effect_free(body, callees) => {
                 let rows = if sum.is_some() { w.saturating_mul(SUM_BLOCK as u64 / SUM_VECTOR_SPEEDUP) } else { w };
@@ -419,7 +423,8 @@ fn local_call(func: FuncId, callees: &Callees) -> bool {
 }
 
 /// The statements of one iteration of `body`, a function of the C
-/// library (`exp`, `pow`, ...) counted [`LIBM_WEIGHT`] times, nested loops
+/// library (`exp`, `pow`, ...: `arrayad_ir::MathFn`) counted
+/// [`LIBM_WEIGHT`] times, nested loops
 /// [`LOOP_WEIGHT`] times per level.
 fn weight(body: &Block) -> u64 {
     body.stmts.iter().fold(0u64, |w, s| {
@@ -431,29 +436,12 @@ fn weight(body: &Block) -> u64 {
         );
         let nested = if looped { nested.saturating_mul(LOOP_WEIGHT) } else { nested };
         let own = match &s.kind {
-            StmtKind::Let { expr: Expr::Unary(op, _), .. } if libm_unary(*op) => LIBM_WEIGHT,
-            StmtKind::Let { expr: Expr::Binary(BinOp::Pow | BinOp::Polygamma, ..), .. } => LIBM_WEIGHT,
+            StmtKind::Let { expr: Expr::Unary(op, _), .. } if MathFn::of_unary(*op).is_some() => LIBM_WEIGHT,
+            StmtKind::Let { expr: Expr::Binary(op, ..), .. } if MathFn::of_binary(*op).is_some() => LIBM_WEIGHT,
             _ => 1,
         };
         w.saturating_add(own).saturating_add(nested).min(MAX_WEIGHT)
     })
-}
-
-/// True for the unary operations computed by a function of the C library
-/// (or the runtime's), not by a few instructions.
-fn libm_unary(op: UnOp) -> bool {
-    !matches!(
-        op,
-        UnOp::Neg
-            | UnOp::Not
-            | UnOp::Sqrt
-            | UnOp::Abs
-            | UnOp::Floor
-            | UnOp::Ceil
-            | UnOp::Sign
-            | UnOp::ToF64
-            | UnOp::ToI64
-    )
 }
 
 /// The variables the comprehension statement `s` uses and does not bind,

@@ -2,7 +2,8 @@
 // on the pool of threads (codegen/src/parallel.rs): parallel sums of
 // comprehensions (the block sums added in order), the maxima and minima of
 // blocks, a dot product of long comprehensions, ties of signed zeros in
-// different blocks (the first one wins), and a NaN (it wins).
+// different blocks (the first one wins), a NaN (it wins), and a summed
+// body that allocates (not a parallel sum: its rows are made).
 // test: long_sum [[0.5, -1.25, 2.0, 0.75], 2500]
 // test: long_sum [[0.5, -1.25, 2.0], 1365]
 // test: lse [[0.5, -1.25, 2.0, 0.75], 3000]
@@ -11,6 +12,7 @@
 // test: signed_zeros [[1.5], 9000, 5000, 100]
 // test: with_nan [[1.0, 2.0, 3.0], 9000, 8500]
 // test: with_nan [[1.0, 2.0, 3.0], 9000, 9000]
+// test: allocating [[0.5, -1.25, 2.0], 3000]
 def long_sum(x: [n]f64, reps: i64) -> f64 =
   sum(for i < n * reps => sin(x[i % n] * f64(i + 1) * 0.001))
 def lse(x: [n]f64, reps: i64) -> f64 =
@@ -31,3 +33,5 @@ def with_nan(x: [n]f64, m: i64, k: i64) -> f64 =
   let top = maximum(y)
   let bottom = minimum(y)
   in (if top == top then top else -1.0) * x[0] + (if bottom == bottom then bottom else 0.5)
+def allocating(x: [n]f64, reps: i64) -> f64 =
+  sum(for i < n * reps => let t = for j < i % 4 + 2 => x[(i + j) % n] in t[0] * t[1] - t[i % 2] * 0.5)

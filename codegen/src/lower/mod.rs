@@ -12,6 +12,7 @@
 
 mod analysis;
 mod call;
+pub(crate) use analysis::allocates;
 pub(crate) use call::lower_frame_guard;
 pub(crate) mod emit;
 mod expr;
