@@ -1,5 +1,6 @@
-//! Parallel maps, sums and extremes: a `for` comprehension at the top of a function whose
-//! iterations are independent is split out into a chunk function that
+//! Parallel maps, sums and extremes: a `for` comprehension at the top of a
+//! function whose iterations are independent is split out into a chunk
+//! function that
 //! computes the rows of a range of iterations, and the function calls it
 //! through the runtime (`arrayad_parallel_map` of the C runtime), which
 //! runs the chunks on a pool of threads when the work pays for it and
@@ -185,8 +186,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
             };
             let host = host.get_or_insert_with(|| f.clone());
             let id = FuncId(u32::MAX - u32::try_from(chunks.len()).ok()?);
-            let (stmts, func) = block_extremes(host, *op, *array, *m, s.loc, id, chunks.len());
-            let mut func = func;
+            let (stmts, mut func) = block_extremes(host, *op, *array, *m, s.loc, id, chunks.len());
             func.loc = before;
             replaced.insert(k, stmts);
             let map = ParallelMap { elem: 8, weight: SUM_BLOCK as i64, blocks: false };
@@ -203,8 +203,8 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         let sum = sums.get(r).filter(|_| summed_light && !crate::lower::allocates(body));
         let map = match row_bytes(f, body) {
             Some(elem) if (!summed_light || sum.is_some()) && !carried.contains(r) && effect_free(body, callees) => {
-                let rows = if sum.is_some() { w.saturating_mul(SUM_BLOCK as u64 / SUM_VECTOR_SPEEDUP) } else { w };
-                ParallelMap { elem, weight: i64::try_from(rows).unwrap_or(i64::MAX), blocks: sum.is_some() }
+                let row = if sum.is_some() { w.saturating_mul(SUM_BLOCK as u64 / SUM_VECTOR_SPEEDUP) } else { w };
+                ParallelMap { elem, weight: i64::try_from(row).unwrap_or(i64::MAX), blocks: sum.is_some() }
             }
             _ => continue,
         };
@@ -293,7 +293,7 @@ fn block_extremes(
     let i64_ty = Type::scalar(Scalar::I64);
     let f64_ty = Type::scalar(Scalar::F64);
     let rows_ty = f.ty(x);
-    let let1 = |v: VarId, expr: Expr| Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc };
+    let let1 = |v: VarId, expr: Expr| let1(v, expr, loc);
     let block = Atom::I64(SUM_BLOCK as i64);
     let (n, up, blocks_down, blocks) =
         (f.new_var("n", i64_ty), f.new_var("n", i64_ty), f.new_var("blocks", i64_ty), f.new_var("blocks", i64_ty));
@@ -342,26 +342,20 @@ fn add_block_sums(f: &mut Function, sums: VarId, total: VarId, loc: Loc) -> Vec<
     let (acc, x, next) = (f.new_var("acc", f64_ty), f.new_var("block_sum", f64_ty), f.new_var("acc", f64_ty));
     let body = Block {
         stmts: vec![
-            Stmt {
-                kind: StmtKind::Let { vars: vec![x], expr: Expr::Index { array: sums, indices: vec![Atom::Var(b)] } },
-                loc,
-            },
-            Stmt {
-                kind: StmtKind::Let { vars: vec![next], expr: Expr::Binary(BinOp::Add, Atom::Var(acc), Atom::Var(x)) },
-                loc,
-            },
+            let1(x, Expr::Index { array: sums, indices: vec![Atom::Var(b)] }, loc),
+            let1(next, Expr::Binary(BinOp::Add, Atom::Var(acc), Atom::Var(x)), loc),
         ],
         results: vec![Atom::Var(next)],
     };
-    let count = Stmt { kind: StmtKind::Let { vars: vec![blocks], expr: Expr::Dim { array: sums, axis: 0 } }, loc };
-    let fold = Stmt {
-        kind: StmtKind::Let {
-            vars: vec![total],
-            expr: Expr::Loop { n: Atom::Var(blocks), index: b, states: vec![acc], init: vec![Atom::F64(0.0)], body },
-        },
-        loc,
-    };
+    let count = let1(blocks, Expr::Dim { array: sums, axis: 0 }, loc);
+    let init = vec![Atom::F64(0.0)];
+    let fold = let1(total, Expr::Loop { n: Atom::Var(blocks), index: b, states: vec![acc], init, body }, loc);
     vec![count, fold]
+}
+
+/// `let v = expr` at `loc`.
+fn let1(v: VarId, expr: Expr, loc: Loc) -> Stmt {
+    Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc }
 }
 
 /// The bytes of a row of a comprehension of one `f64` or `i64` result.

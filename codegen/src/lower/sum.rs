@@ -532,10 +532,7 @@ impl<E: Emitter> Lower<'_, E> {
             }
             m
         };
-        let (start, end) = match lo {
-            Some(lo) => (self.b.int(IntOp::Add, lo, m), self.b.int(IntOp::Add, lo, len)),
-            None => (m, len),
-        };
+        let (start, end) = (self.block_element(lo, m), self.block_element(lo, len));
         self.counted_loop_within(start, end, n, false, &mut |l, i| {
             let xs = l.element(elem, i, width)?;
             l.unbind(unbind);
@@ -585,10 +582,8 @@ impl<E: Emitter> Lower<'_, E> {
             // added to the first of each sum's eight, which then moves to
             // the end, so the first is always lane `i % 8`, and after a
             // multiple of eight elements every partial is back in place.
-            let (start, end) = match lo {
-                Some(lo) => (lo, self.b.int(IntOp::Add, lo, m)),
-                None => (self.iconst(0), m),
-            };
+            let zero = self.iconst(0);
+            let (start, end) = (self.block_element(lo, zero), self.block_element(lo, m));
             self.counted_loop_within(start, end, n, false, &mut |l, i| {
                 l.in_bounds.push((i, n));
                 let xs = l.element(elem, i, width);
@@ -684,9 +679,15 @@ impl<E: Emitter> Lower<'_, E> {
     /// for 0): `lo + (j << shift)`.
     fn round_start(&mut self, lo: Option<E::Value>, j: E::Value, shift: E::Value) -> E::Value {
         let base = self.b.int(IntOp::Shl, j, shift);
+        self.block_element(lo, base)
+    }
+
+    /// Element `i` of a block counted from its start `lo` (`None` for 0):
+    /// `lo + i`.
+    fn block_element(&mut self, lo: Option<E::Value>, i: E::Value) -> E::Value {
         match lo {
-            Some(lo) => self.b.int(IntOp::Add, lo, base),
-            None => base,
+            Some(lo) => self.b.int(IntOp::Add, lo, i),
+            None => i,
         }
     }
 
