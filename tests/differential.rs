@@ -432,24 +432,29 @@ def with_array(x: [n]f64) -> f64 =
 /// recompute cheaply (the `exp(x[i] - a)` of a logsumexp) is read back from
 /// the comprehension's array rather than taped, and the derivative of
 /// `maximum` keeps no mask of the array's length: the vjp of a logsumexp
-/// pushes nothing and builds one array, the exponentials. The gradients
+/// pushes nothing and builds one array, the exponentials (beside the
+/// contributions to the maximum's cotangent, which it sums without an
+/// array, `arrayad_ir::passes::reductions`). The gradients
 /// are right, with ties of the maximum (split evenly), with a nested
 /// comprehension (whose rows are taped, as before) and with comprehensions
 /// fused into one of two results.
 #[test]
 fn comprehension_rows_are_read_back_rather_than_taped() {
-    use arrayad_ir::{Block, Expr, StmtKind};
-    /// The pushes and the comprehensions of `b`, at any depth.
-    fn census(b: &Block) -> (usize, usize) {
+    use arrayad_ir::{Block, Expr, ReduceOp, StmtKind, VarId};
+    use std::collections::HashSet;
+    /// The pushes and the comprehensions of `b` that are arrays, at any
+    /// depth (`summed`: the comprehensions that only a `sum` reads, which
+    /// the lowering sums without an array).
+    fn census(b: &Block, summed: &HashSet<VarId>) -> (usize, usize) {
         let mut n = (0, 0);
         for s in &b.stmts {
             match &s.kind {
                 StmtKind::Push(_) => n.0 += 1,
-                StmtKind::Let { expr: Expr::Build { .. }, .. } => n.1 += 1,
+                StmtKind::Let { vars, expr: Expr::Build { .. } } if !summed.contains(&vars[0]) => n.1 += 1,
                 _ => {}
             }
             for c in arrayad_ir::visit::child_blocks(&s.kind) {
-                let m = census(c);
+                let m = census(c, summed);
                 n = (n.0 + m.0, n.1 + m.1);
             }
         }
@@ -469,7 +474,31 @@ def pairs(x: [n]f64) -> f64 =
     let fid = program.find("lse").unwrap();
     let vjp = common::ad::vjp(&program, fid, &[true]).unwrap();
     let text = arrayad_ir::printer::print_function(&vjp, None);
-    assert_eq!(census(&vjp.body), (0, 1), "lse: (pushes, comprehensions)\n{text}");
+    let uses = arrayad_ir::visit::use_counts(&vjp.body, vjp.vars.len());
+    let mut summed = HashSet::new();
+    arrayad_ir::visit::for_each_block(&vjp.body, &mut |b| {
+        for s in &b.stmts {
+            if let StmtKind::Let { expr: Expr::Reduce { op: ReduceOp::Sum, array }, .. } = &s.kind {
+                if uses[array.index()] == 1 {
+                    summed.insert(*array);
+                }
+            }
+        }
+    });
+    assert_eq!(census(&vjp.body, &summed), (0, 1), "lse: (pushes, comprehensions)\n{text}");
+    // The backward loops of the exponentials and of the maximum are one
+    // loop, which adds into no scalar (the maximum's cotangent is a sum).
+    let loops: Vec<&Block> = vjp
+        .body
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::For { body, .. } => Some(body),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(loops.len(), 1, "lse: one backward loop\n{text}");
+    assert!(!loops[0].stmts.iter().any(|s| matches!(s.kind, StmtKind::Assign { .. })), "{text}");
     for (func, args) in [
         ("lse", serde_json::json!([[0.5, 2.0, -1.0, 2.0, 0.25]])),
         ("lse", serde_json::json!([[3.0]])),

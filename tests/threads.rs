@@ -104,6 +104,7 @@ fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
         errors += one.iter().filter(|r| r.is_err()).count();
     }
     maps_inside_maps_and_concurrent_callers();
+    backward_loops_run_on_the_pool();
     let runs = arrayad_runtime::parallel_runs() - runs_before;
     arrayad_runtime::set_num_threads(None);
     arrayad_runtime::set_parallel_grain(None);
@@ -113,6 +114,44 @@ fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
     // Two failing cases, each failing once per backend (their derivatives
     // are not run).
     assert!(errors >= 2 * arrayad_codegen::Backend::available().len(), "only {errors} failing outputs");
+}
+
+/// The gradient of a log-sum-exp runs its backward pass on the pool: the
+/// additions into the maximum's cotangent as a parallel sum
+/// (`arrayad_ir::passes::reductions`) and the one fused loop that adds
+/// into the gradient as a loop of effects, beside the forward pass's
+/// maximum and exponentials: four maps per call, with ties of the maximum
+/// in different chunks. The gradient is the same bits on one thread and on
+/// two.
+fn backward_loops_run_on_the_pool() {
+    use arrayad::{Arg, Backend, Module, Options};
+    let src = "def lse(x: [n]f64) -> f64 = let m = maximum(x) in m + log(sum(for i < n => exp(x[i] - m)))\n";
+    let x: Vec<f64> = (0..20_000).map(|i| if i % 5000 == 7 { 3.0 } else { ((i % 97) as f64 * 0.37).sin() }).collect();
+    for backend in arrayad_codegen::Backend::available() {
+        let backend = match backend {
+            arrayad_codegen::Backend::Llvm => Backend::Llvm,
+            _ => Backend::Cranelift,
+        };
+        let m = Module::compile_with("lse.arr", src, Options::backend(backend)).unwrap();
+        let lse = m.function("lse").unwrap();
+        let grad = || {
+            let r = lse.vjp(&[Arg::Vector(&x)], &[Some(Arg::F64(1.0))]).unwrap();
+            r.cotangent.f64s("x").unwrap().iter().map(|v| v.to_bits()).collect::<Vec<u64>>()
+        };
+        arrayad_runtime::set_num_threads(Some(1));
+        let one = grad();
+        arrayad_runtime::set_num_threads(Some(2));
+        let before = arrayad_runtime::parallel_runs();
+        let two = grad();
+        let runs = arrayad_runtime::parallel_runs() - before;
+        assert_eq!(one, two, "{backend:?}: the gradient on two threads");
+        assert_eq!(runs, 4, "{backend:?}: maps of the gradient that ran on the pool");
+        // The ties (3.0, every 5000 elements) share the maximum's
+        // cotangent.
+        let g: Vec<f64> = one.iter().map(|b| f64::from_bits(*b)).collect();
+        assert_eq!(g[7].to_bits(), g[5007].to_bits());
+        assert!((g.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    }
 }
 
 /// A map whose iterations call a definition kept as a call that has a map

@@ -45,6 +45,7 @@
 //! order.
 
 use crate::calls::Callees;
+use crate::lower::first_write::FirstWrites;
 use arrayad_ir::interp::ops::SUM_BLOCK;
 use arrayad_ir::visit::{block_binds, child_blocks, for_each_block, stmt_uses};
 use arrayad_ir::{
@@ -96,6 +97,12 @@ pub(crate) struct ParallelMap {
     /// sum): row `b` is the sum of iterations `b * SUM_BLOCK ..`, and the
     /// call's count is that of the iterations.
     pub blocks: bool,
+    /// Of a loop of effects (`elem` 0): bit `k` set when argument `k` of
+    /// the call is an accumulator that the loop writes first
+    /// (`lower::first_write`): the caller allocates it without
+    /// zero-filling, and the chunk function stores its first add into
+    /// each element.
+    pub first_writes: u64,
 }
 
 /// The name of the definition a function comes from: without the
@@ -155,6 +162,10 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
     // The location errors of a statement at 0:0 report: the last one
     // before it (as `Lower::stmts` keeps it).
     let mut at = f.loc;
+    // The accumulators of `f` and those its loops write first (made when
+    // a loop of effects is met).
+    let mut accumulators: Option<Accumulators> = None;
+    let mut first_writes: Option<FirstWrites> = None;
     for (k, s) in f.body.stmts.iter().enumerate() {
         let before = at;
         if s.loc.line != 0 {
@@ -189,7 +200,38 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
             let (stmts, mut func) = block_extremes(host, *op, *array, *m, s.loc, id, chunks.len());
             func.loc = before;
             replaced.insert(k, stmts);
-            let map = ParallelMap { elem: 8, weight: SUM_BLOCK as i64, blocks: false };
+            let map = ParallelMap { elem: 8, weight: SUM_BLOCK as i64, blocks: false, first_writes: 0 };
+            chunks.push(Chunk { id, func, map, host: h });
+            made += 1;
+            continue;
+        }
+        if let StmtKind::For { n, index, body, .. } = &s.kind {
+            let accumulators = accumulators.get_or_insert_with(|| Accumulators::of(f));
+            if !accumulators.effect_loop(*index, body, callees) {
+                continue;
+            }
+            let w = weight(body);
+            let id = FuncId(u32::MAX - u32::try_from(chunks.len()).ok()?);
+            let free = free_vars(s, *index, body, &extents);
+            // The accumulators the loop writes first, as the function
+            // would lower it (arguments from 2 on are `free`).
+            let writes = first_writes.get_or_insert_with(|| FirstWrites::new(f, callees));
+            let first_writes = writes.written_in(body).iter().fold(0u64, |bits, w| {
+                match free.iter().position(|v| *v == w.acc).map(|k| k + 2) {
+                    Some(k) if k < 64 => bits | 1 << k,
+                    _ => bits,
+                }
+            });
+            let weight = i64::try_from(w).unwrap_or(i64::MAX);
+            let map = ParallelMap { elem: 0, weight, blocks: false, first_writes };
+            let rebound = extent_facts(&facts, &free);
+            let mut func = chunk_function(f, &rebound, s, None, &free, chunks.len());
+            func.loc = before;
+            let mut args = vec![Atom::I64(0), *n];
+            args.extend(free.iter().map(|v| Atom::Var(*v)));
+            let call =
+                Stmt { kind: StmtKind::Let { vars: Vec::new(), expr: Expr::Call { func: id, args } }, loc: s.loc };
+            host.get_or_insert_with(|| f.clone()).body.stmts[k] = call;
             chunks.push(Chunk { id, func, map, host: h });
             made += 1;
             continue;
@@ -204,14 +246,19 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         let map = match row_bytes(f, body) {
             Some(elem) if (!summed_light || sum.is_some()) && !carried.contains(r) && effect_free(body, callees) => {
                 let row = if sum.is_some() { w.saturating_mul(SUM_BLOCK as u64 / SUM_VECTOR_SPEEDUP) } else { w };
-                ParallelMap { elem, weight: i64::try_from(row).unwrap_or(i64::MAX), blocks: sum.is_some() }
+                ParallelMap {
+                    elem,
+                    weight: i64::try_from(row).unwrap_or(i64::MAX),
+                    blocks: sum.is_some(),
+                    first_writes: 0,
+                }
             }
             _ => continue,
         };
         let id = FuncId(u32::MAX - u32::try_from(chunks.len()).ok()?);
         let free = free_vars(s, *index, body, &extents);
         let rebound = extent_facts(&facts, &free);
-        let mut func = chunk_function(f, &rebound, s, *r, &free, chunks.len());
+        let mut func = chunk_function(f, &rebound, s, Some(*r), &free, chunks.len());
         func.loc = before;
         let mut args = vec![Atom::I64(0), *n];
         args.extend(free.iter().map(|v| Atom::Var(*v)));
@@ -315,7 +362,7 @@ fn block_extremes(
     };
     let map = let1(extremes, Expr::Build { n: Atom::Var(blocks), index: b, body });
     let count = let1(n, Expr::Dim { array: x, axis: 0 });
-    let chunk = chunk_function(f, &[&count], &map, extremes, &[x, blocks], k);
+    let chunk = chunk_function(f, &[&count], &map, Some(extremes), &[x, blocks], k);
     let stmts = vec![
         count.clone(),
         let1(up, Expr::Binary(BinOp::Add, Atom::Var(n), Atom::I64(SUM_BLOCK as i64 - 1))),
@@ -489,19 +536,20 @@ fn extent_facts<'a>(facts: &[&'a Stmt], free: &[VarId]) -> Vec<&'a Stmt> {
     out
 }
 
-/// The chunk function of the comprehension `s` of `f`, binding `r`:
-/// params `lo`, `hi` and the free variables `free` (read-only there), the
-/// extents `rebound`, the statement, and `r`.
-fn chunk_function(f: &Function, rebound: &[&Stmt], s: &Stmt, r: VarId, free: &[VarId], k: usize) -> Function {
+/// The chunk function of the comprehension `s` of `f`, binding `r`, or of
+/// the loop of effects `s` (`r` is `None`): params `lo`, `hi` and the free
+/// variables `free` (read-only there), the extents `rebound`, the
+/// statement, and `r` (nothing for a loop).
+fn chunk_function(f: &Function, rebound: &[&Stmt], s: &Stmt, r: Option<VarId>, free: &[VarId], k: usize) -> Function {
     // The facts at 0:0: errors keep the location of the statement.
     let mut stmts: Vec<Stmt> = rebound.iter().map(|d| Stmt { kind: d.kind.clone(), loc: Loc::default() }).collect();
     stmts.push(s.clone());
     let mut c = Function {
         name: format!("{}.par{k}", f.name),
         params: Vec::new(),
-        body: Block { stmts, results: vec![Atom::Var(r)] },
+        body: Block { stmts, results: r.map(Atom::Var).into_iter().collect() },
         vars: f.vars.clone(),
-        result_types: vec![f.ty(r)],
+        result_types: r.map(|r| f.ty(r)).into_iter().collect(),
         signature: f.signature.clone(),
         loc: s.loc,
     };
@@ -512,4 +560,103 @@ fn chunk_function(f: &Function, rebound: &[&Stmt], s: &Stmt, r: VarId, free: &[V
     }
     c.params = [lo, hi].into_iter().chain(free.iter().copied()).collect();
     c
+}
+
+/// The accumulators of a function (`zeros`, `zeros_like` at its top
+/// level) and the arrays made from accumulators anywhere in it (views of
+/// them, copies: they may share their memory), for the loops of effects.
+struct Accumulators {
+    /// Accumulators bound at the top level.
+    top: HashSet<VarId>,
+    /// Every variable bound by a `let` that reads an accumulator or one of
+    /// these, but the accumulators of `top`.
+    derived: HashSet<VarId>,
+    /// `arrayad_ir::passes::fallible` of the function.
+    fallible: arrayad_ir::passes::fallible::Fallible,
+}
+
+impl Accumulators {
+    fn of(f: &Function) -> Accumulators {
+        let mut top = HashSet::new();
+        for s in &f.body.stmts {
+            if let StmtKind::Let { vars, expr: Expr::Zeros(_) | Expr::ZerosLike(_) } = &s.kind {
+                top.extend(vars.iter().copied().filter(|v| !f.var(*v).mutable));
+            }
+        }
+        let mut derived = HashSet::new();
+        for_each_block(&f.body, &mut |b| {
+            for s in &b.stmts {
+                if let StmtKind::Let { vars, expr } = &s.kind {
+                    let mut from = false;
+                    arrayad_ir::visit::expr_uses(expr, &mut |v| from |= top.contains(&v) || derived.contains(&v));
+                    if from || matches!(expr, Expr::Zeros(_) | Expr::ZerosLike(_)) {
+                        derived.extend(vars.iter().copied().filter(|v| !top.contains(v)));
+                    }
+                }
+            }
+        });
+        Accumulators { top, derived, fallible: arrayad_ir::passes::fallible::analyse(f) }
+    }
+
+    /// True when the loop `for i < n do body` (`i` is `index`) at the top
+    /// of `f` is a loop of effects whose iterations may run in any order
+    /// and at once: it cannot fail, its only effects outside itself are
+    /// additions `a[i, ..] += v` into accumulators `a` of the top level at
+    /// the loop's index (so each iteration adds into its own rows), it
+    /// reads none of those (nor any array that may share their memory),
+    /// uses no tape, assigns no variable bound outside it, and calls only
+    /// primal or jvp code. Every element then receives the same additions
+    /// in the same order, whatever the order of the iterations.
+    fn effect_loop(&self, index: VarId, body: &Block, callees: &Callees) -> bool {
+        if self.fallible.block(body) {
+            return false;
+        }
+        let mut bound = HashSet::from([index]);
+        block_binds(body, &mut |v| {
+            bound.insert(v);
+        });
+        let mut ok = true;
+        let mut written = HashSet::new();
+        for_each_block(body, &mut |b| {
+            for s in &b.stmts {
+                ok &= match &s.kind {
+                    StmtKind::AccAdd { acc, indices, .. } if !bound.contains(acc) => {
+                        written.insert(*acc);
+                        self.top.contains(acc) && indices.first() == Some(&Atom::Var(index))
+                    }
+                    StmtKind::AccAdd { .. } => true,
+                    StmtKind::AccZero { acc, .. } | StmtKind::Assign { var: acc, .. } => bound.contains(acc),
+                    StmtKind::Push(_) | StmtKind::TapeRewind(_) => false,
+                    StmtKind::Let { expr: Expr::Pop | Expr::TapeMark, .. } => false,
+                    StmtKind::Let { expr: Expr::Call { func, .. }, .. } => local_call(*func, callees),
+                    _ => true,
+                };
+            }
+        });
+        if !ok || written.is_empty() {
+            return false;
+        }
+        // No read of an accumulator written (but as the target of an
+        // addition) or of an array that may share memory with one.
+        for_each_block(body, &mut |b| {
+            for s in &b.stmts {
+                let mut read =
+                    |v: VarId| ok &= bound.contains(&v) || !(written.contains(&v) || self.derived.contains(&v));
+                match &s.kind {
+                    StmtKind::AccAdd { acc, indices, value } => {
+                        if bound.contains(acc) {
+                            read(*acc);
+                        }
+                        indices.iter().chain([value]).filter_map(Atom::as_var).for_each(&mut read);
+                    }
+                    kind => arrayad_ir::visit::stmt_uses_shallow(kind, &mut read),
+                }
+            }
+            b.results
+                .iter()
+                .filter_map(Atom::as_var)
+                .for_each(|v| ok &= bound.contains(&v) || !(written.contains(&v) || self.derived.contains(&v)));
+        });
+        ok
+    }
 }

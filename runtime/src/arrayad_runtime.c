@@ -1608,15 +1608,16 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
             memcpy(args, job->args, (size_t)job->nslots * 8);
             args[0] = (uint64_t)lo;
             args[1] = (uint64_t)hi;
-            dest[0] = (uint64_t)(uintptr_t)(job->out + lo * job->elem);
+            /* A loop of effects (elem 0) has no rows to offer. */
+            dest[0] = job->out ? (uint64_t)(uintptr_t)(job->out + lo * job->elem) : 0;
             dest[1] = (uint64_t)bytes;
-            ctx->dest = dest;
+            ctx->dest = job->out ? dest : NULL;
             status = job->fn(ctx, args, res);
             ctx->dest = NULL;
         } else {
             status = ctx->err_kind ? ctx->err_kind : ARRAYAD_ERR_OUT_OF_MEMORY;
         }
-        if (status == 0 && (int64_t)res[1] != hi - lo) {
+        if (status == 0 && job->elem > 0 && (int64_t)res[1] != hi - lo) {
             /* Not the rows asked for: a bug of code generation, reported
                rather than copied. */
             arrayad_fail(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
@@ -1632,7 +1633,7 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
             }
             return c;
         }
-        if ((char *)(uintptr_t)res[0] != job->out + lo * job->elem && bytes > 0)
+        if (bytes > 0 && (char *)(uintptr_t)res[0] != job->out + lo * job->elem)
             memcpy(job->out + lo * job->elem, (const void *)(uintptr_t)res[0], (size_t)bytes);
     }
 }
@@ -1754,7 +1755,7 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
     arrayad_ctx *lowest_ctx = NULL;
     pmap_job job;
     char *out;
-    if (n < 2 || ctx->err_final || nslots < 2 || elem < 1 || n > (INT64_MAX >> 4) / elem)
+    if (n < 2 || ctx->err_final || nslots < 2 || elem < 0 || (elem > 0 && n > (INT64_MAX >> 4) / elem))
         return fn(ctx, args, results);
     threads = arrayad_num_threads();
     if (threads > n) threads = (int)n;
@@ -1776,10 +1777,10 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
     /* The caller's buffer for the result when it offers one of this size
        (destination passing, as the chunk function would take it). */
     out = NULL;
-    if (helpers > 0 && ctx->dest && ctx->dest[0] && ctx->dest[1] == (uint64_t)(n * elem))
+    if (helpers > 0 && elem > 0 && ctx->dest && ctx->dest[0] && ctx->dest[1] == (uint64_t)(n * elem))
         out = (char *)(uintptr_t)ctx->dest[0];
-    if (helpers > 0 && !out) out = (char *)arrayad_alloc_slow(ctx, (uint64_t)(n * elem));
-    if (!out) {
+    if (helpers > 0 && elem > 0 && !out) out = (char *)arrayad_alloc_slow(ctx, (uint64_t)(n * elem));
+    if (!out && (helpers == 0 || elem > 0)) {
         /* No pool or no memory: the map as written, whose allocation
            reports a failure where it stands. */
         pthread_mutex_unlock(&pool_busy);
@@ -1839,7 +1840,9 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
     trim(&pool_caller_ctx);
     pthread_mutex_unlock(&pool_busy);
     if (lowest_ctx) return ctx->err_kind;
-    results[0] = (uint64_t)(uintptr_t)out;
-    results[1] = (uint64_t)n;
+    if (elem > 0) {
+        results[0] = (uint64_t)(uintptr_t)out;
+        results[1] = (uint64_t)n;
+    }
     return 0;
 }

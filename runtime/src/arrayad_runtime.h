@@ -179,7 +179,9 @@ size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap);
  * rows in place. The rows, hence the results, are the
  * same for every number of threads. A failure is that of the lowest
  * failing chunk, whose lower iterations all ran: the error the map meets
- * first in index order, moved into ctx. */
+ * first in index order, moved into ctx. With elem = 0 the map is a loop of
+ * effects (each iteration adds into its own rows of arrays it is given):
+ * its chunks return no rows, and no result is allocated or written. */
 int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *args, int64_t nslots,
                              uint64_t *results, int64_t elem, int64_t weight);
 /* The threads parallel maps use: arrayad_set_num_threads's number, else

@@ -155,6 +155,19 @@ impl<E: Emitter> Lower<'_, E> {
             }
             _ => None,
         };
+        // The accumulators a parallel loop of effects writes first: the
+        // elements from its count on, which it does not reach, are
+        // zero-filled here (`first_write.rs`).
+        if let (Some(_), Some(n)) = (parallel, args.get(1)) {
+            let tails: Vec<VarId> =
+                self.first_writes.written_by_call(func).iter().filter(|w| w.tail).map(|w| w.acc).collect();
+            if !tails.is_empty() {
+                let n = self.scalar(n)?;
+                for acc in tails {
+                    self.zero_tail(acc, n)?;
+                }
+            }
+        }
         let status = match parallel {
             // A comprehension split out for parallel execution: through
             // the runtime, which runs its chunk function on the pool or on

@@ -23,6 +23,10 @@ enum BuildOut<E: Emitter> {
     Array { ptr: E::Var, row_dims: Vec<E::Var>, row_count: E::Var, elem: Scalar },
 }
 
+/// The independent chains of a `maximum` or `minimum` of an array
+/// (`Lower::extreme_f64`): as many as the partial sums of `sum`.
+const EXTREME_LANES: usize = arrayad_ir::interp::ops::SUM_LANES;
+
 impl<E: Emitter> Lower<'_, E> {
     /// The values of `expr`, bound to `vars` by the caller.
     pub(super) fn expr(&mut self, vars: &[VarId], expr: &Expr) -> Result<Vec<Val<E::Value>>> {
@@ -262,6 +266,82 @@ impl<E: Emitter> Lower<'_, E> {
     /// `max(a, b)` (`max`) or `min(a, b)` of `f64`s as the interpreter
     /// defines them: NaN if either is NaN, else the larger (smaller) one,
     /// the first when they compare equal (so `min(0.0, -0.0) = 0.0`).
+    /// `maximum` (`max`) or `minimum` of the `n >= 1` `f64`s at `ptr`, the
+    /// bits of the left fold of [`Self::min_max_f64`] from the first
+    /// element (NaN if any element is; else the first largest, or
+    /// smallest, element), computed in [`EXTREME_LANES`] independent
+    /// chains that vector units run side by side: each lane folds every
+    /// eighth element (all start at the first), the lanes are folded
+    /// together, the tail goes into the first lane. That gives the fold's
+    /// value, and its bits unless the extreme is zero, the one value two
+    /// elements can hold in different bits (`+0.0` and `-0.0`): then the
+    /// first element equal to zero is the result.
+    fn extreme_f64(&mut self, max: bool, ptr: E::Value, n: E::Value) -> Result<E::Value> {
+        let z = self.iconst(0);
+        let first = self.load_elem(ptr, z, Scalar::F64);
+        let lanes: Vec<E::Var> = (0..EXTREME_LANES)
+            .map(|_| {
+                let v = self.b.declare_var(Ty::F64);
+                self.b.def_var(v, first);
+                v
+            })
+            .collect();
+        let shift = self.iconst(EXTREME_LANES.trailing_zeros() as i64);
+        let rest = self.add_imm(n, -1);
+        let rounds = self.b.int(IntOp::SShr, rest, shift);
+        self.counted_loop(z, rounds, false, &mut |l, r| {
+            let base = l.b.int(IntOp::Shl, r, shift);
+            for (j, lane) in lanes.iter().enumerate() {
+                let i = l.add_imm(base, 1 + j as i64);
+                let x = l.load_elem(ptr, i, Scalar::F64);
+                let s = l.b.use_var(*lane);
+                let m = l.min_max_f64(max, s, x);
+                l.b.def_var(*lane, m);
+            }
+            Ok(())
+        })?;
+        let done = self.b.int(IntOp::Shl, rounds, shift);
+        let done = self.add_imm(done, 1);
+        self.counted_loop(done, n, false, &mut |l, i| {
+            let x = l.load_elem(ptr, i, Scalar::F64);
+            let s = l.b.use_var(lanes[0]);
+            let m = l.min_max_f64(max, s, x);
+            l.b.def_var(lanes[0], m);
+            Ok(())
+        })?;
+        let mut acc = self.b.use_var(lanes[0]);
+        for lane in &lanes[1..] {
+            let x = self.b.use_var(*lane);
+            acc = self.min_max_f64(max, acc, x);
+        }
+        for lane in lanes {
+            self.b.release_var(lane);
+        }
+        let out = self.b.declare_var(Ty::F64);
+        self.b.def_var(out, acc);
+        let zero = self.b.fconst(0.0);
+        let is_zero = self.b.fcmp(FloatCC::Eq, acc, zero);
+        self.if_else(
+            is_zero,
+            &mut |l| {
+                // Downwards, the last zero met is the first in index order.
+                l.counted_loop(z, n, true, &mut |l, i| {
+                    let x = l.load_elem(ptr, i, Scalar::F64);
+                    let cur = l.b.use_var(out);
+                    let zero = l.b.fconst(0.0);
+                    let at_zero = l.b.fcmp(FloatCC::Eq, x, zero);
+                    let r = l.b.select(at_zero, x, cur);
+                    l.b.def_var(out, r);
+                    Ok(())
+                })
+            },
+            &mut |_| Ok(()),
+        )?;
+        let r = self.b.use_var(out);
+        self.b.release_var(out);
+        Ok(r)
+    }
+
     pub(super) fn min_max_f64(&mut self, max: bool, a: E::Value, b: E::Value) -> E::Value {
         let cc = if max { FloatCC::Gt } else { FloatCC::Lt };
         let pick_b = self.b.fcmp(cc, b, a);
@@ -480,6 +560,12 @@ impl<E: Emitter> Lower<'_, E> {
         if (op, t.elem) == (ReduceOp::Sum, Scalar::F64) {
             return self.sum_f64_array(a.ptr, n);
         }
+        if matches!(op, ReduceOp::Max | ReduceOp::Min) && t.elem == Scalar::F64 {
+            let ok = self.icmp_imm(IntCC::Sgt, n, 0);
+            let name = self.var_name(array);
+            self.check(ok, Fault::EmptyReduction { op, array: &name }, &[])?;
+            return self.extreme_f64(op == ReduceOp::Max, a.ptr, n);
+        }
         let acc = self.b.declare_var(Ty::of(t.elem));
         let start = match op {
             // An `i64` sum (wrapping: any order gives the same result).
@@ -488,28 +574,13 @@ impl<E: Emitter> Lower<'_, E> {
                 self.b.def_var(acc, z);
                 self.iconst(0)
             }
-            ReduceOp::Max | ReduceOp::Min => {
-                if t.elem != Scalar::F64 {
-                    return Err(self.malformed("maximum/minimum of a non-f64 array"));
-                }
-                let ok = self.icmp_imm(IntCC::Sgt, n, 0);
-                let name = self.var_name(array);
-                self.check(ok, Fault::EmptyReduction { op, array: &name }, &[])?;
-                let z = self.iconst(0);
-                let first = self.load_elem(a.ptr, z, Scalar::F64);
-                self.b.def_var(acc, first);
-                self.iconst(1)
-            }
+            ReduceOp::Max | ReduceOp::Min => return Err(self.malformed("maximum/minimum of a non-f64 array")),
         };
         let elem = t.elem;
         self.counted_loop(start, n, false, &mut |l, i| {
             let x = l.load_elem(a.ptr, i, elem);
             let s = l.b.use_var(acc);
-            let r = match (op, elem) {
-                (ReduceOp::Sum, _) => l.b.int(IntOp::Add, s, x),
-                (ReduceOp::Max, _) => l.min_max_f64(true, s, x),
-                (ReduceOp::Min, _) => l.min_max_f64(false, s, x),
-            };
+            let r = l.b.int(IntOp::Add, s, x);
             l.b.def_var(acc, r);
             Ok(())
         })?;

@@ -2,11 +2,13 @@
 //! cotangent as a zero-filled accumulator (`let acc = zeros [n]`, or
 //! `zeros_like a` of a rank-1 array) and then
 //! adds into it; often its first use is a loop `for i < n` whose body adds
-//! into `acc[i]` once, unconditionally, and mentions `acc` nowhere else.
-//! That loop writes every element before anything reads one, so the
-//! accumulator is allocated without zero-filling and that add is lowered
-//! as a store of `0.0 + v`: the same bits as adding `v` into a zero
-//! (`-0.0` included), without the memset and the load. The IR and the
+//! into `acc[i]`, unconditionally, at its top level (once, or several
+//! times when backward loops were fused), and mentions `acc` nowhere else.
+//! The first of those adds writes every element before anything reads
+//! one, so the accumulator is allocated without zero-filling and that add
+//! is lowered as a store of `0.0 + v`: the same bits as adding `v` into a
+//! zero (`-0.0` included), without the memset and the load; the later
+//! adds of the iteration add to what it stored. The IR and the
 //! interpreter keep the zero-then-add semantics; only the lowering knows.
 //!
 //! The loop's count may be another variable than the accumulator's extent
@@ -18,7 +20,7 @@
 //! check (at the first index out of range), as the zero-then-add form does.
 
 use arrayad_ir::visit::{for_each_block, stmt_uses};
-use arrayad_ir::{Atom, Block, Expr, Function, StmtKind, VarId};
+use arrayad_ir::{Atom, Block, Expr, FuncId, Function, StmtKind, VarId};
 use std::collections::{HashMap, HashSet};
 
 /// The accumulators of a function that are written first (module docs),
@@ -30,6 +32,9 @@ pub(crate) struct FirstWrites {
     /// Per loop body (by address; the IR outlives the lowering): the
     /// accumulators whose one add in it is a store.
     by_body: HashMap<*const Block, Vec<FirstWrite>>,
+    /// Per call of a parallel loop of effects (`crate::parallel`, by the
+    /// chunk's id): the accumulators its loop writes first.
+    by_call: HashMap<FuncId, Vec<FirstWrite>>,
 }
 
 /// An accumulator a loop writes first.
@@ -47,13 +52,13 @@ impl FirstWrites {
     /// The accumulators of `f` written first, in one walk over every block
     /// (a block's statements are scanned for uses only while it has a
     /// candidate accumulator not yet used).
-    pub(crate) fn new(f: &Function) -> FirstWrites {
+    pub(crate) fn new(f: &Function, callees: &crate::Callees) -> FirstWrites {
         let mut out = FirstWrites::default();
-        for_each_block(&f.body, &mut |b| out.block(f, b));
+        for_each_block(&f.body, &mut |b| out.block(f, b, callees));
         out
     }
 
-    fn block(&mut self, f: &Function, b: &Block) {
+    fn block(&mut self, f: &Function, b: &Block, callees: &crate::Callees) {
         // Candidates: rank-1 accumulators of this block not used yet, with
         // their extent (`None`: `zeros_like` of a rank-1 array, whose
         // extent is that array's).
@@ -70,14 +75,28 @@ impl FirstWrites {
                 used.dedup();
                 for acc in used {
                     let Some(n) = candidates.remove(&acc) else { continue };
+                    // The extent and the index must be immutable: the
+                    // same atom then means the same value.
+                    let fixed = |a: &Atom| !matches!(a, Atom::Var(v) if f.var(*v).mutable);
+                    if let StmtKind::Let { expr: Expr::Call { func, args }, .. } = &s.kind {
+                        // A loop of effects split out for the pool, which
+                        // writes `acc` first (its argument `k`, bit `k`).
+                        let bits = callees.parallel_map(*func).map_or(0, |m| m.first_writes);
+                        let first =
+                            args.iter().enumerate().any(|(k, a)| k < 64 && bits >> k & 1 == 1 && *a == Atom::Var(acc));
+                        if let (true, Some(trips)) = (first, args.get(1)) {
+                            if fixed(trips) && n.as_ref().is_none_or(fixed) {
+                                self.unzeroed.insert(acc);
+                                let first = FirstWrite { acc, tail: n.as_ref() != Some(trips) };
+                                self.by_call.entry(*func).or_default().push(first);
+                            }
+                        }
+                    }
                     if let StmtKind::For { n: trips, index, body, .. } = &s.kind {
-                        // The extent and the index must be immutable: the
-                        // same atom then means the same value.
-                        let fixed = |a: &Atom| !matches!(a, Atom::Var(v) if f.var(*v).mutable);
                         if fixed(trips)
                             && n.as_ref().is_none_or(fixed)
                             && !f.var(*index).mutable
-                            && writes_each_element_once(body, acc, *index)
+                            && writes_each_element_first(body, acc, *index)
                         {
                             self.unzeroed.insert(acc);
                             let first = FirstWrite { acc, tail: n.as_ref() != Some(trips) };
@@ -109,24 +128,34 @@ impl FirstWrites {
         self.unzeroed.contains(&acc)
     }
 
-    /// The accumulators whose one add in the loop body `body` is their
+    /// The accumulators whose first add in the loop body `body` is their
     /// first write (a store).
     pub(crate) fn written_in(&self, body: &Block) -> &[FirstWrite] {
         self.by_body.get(&(body as *const Block)).map_or(&[], Vec::as_slice)
     }
+
+    /// The accumulators that the parallel loop of effects `func` writes
+    /// first (its chunks store their first adds).
+    pub(crate) fn written_by_call(&self, func: FuncId) -> &[FirstWrite] {
+        self.by_call.get(&func).map_or(&[], Vec::as_slice)
+    }
 }
 
-/// True when `body` (a loop body over `index`) mentions `acc` exactly once,
-/// in a statement of its own top level `acc[index] += v` with `v` not
-/// `acc`.
-fn writes_each_element_once(body: &Block, acc: VarId, index: VarId) -> bool {
+/// True when `body` (a loop body over `index`) mentions `acc` only in
+/// statements of its own top level `acc[index] += v` with `v` not `acc`,
+/// at least one.
+fn writes_each_element_first(body: &Block, acc: VarId, index: VarId) -> bool {
     let mut mentions = 0usize;
     for s in &body.stmts {
         stmt_uses(&s.kind, &mut |v| mentions += usize::from(v == acc));
     }
-    mentions == 1
-        && body.stmts.iter().any(|s| {
+    let adds = body
+        .stmts
+        .iter()
+        .filter(|s| {
             matches!(&s.kind, StmtKind::AccAdd { acc: a, indices, value }
                 if *a == acc && indices.as_slice() == [Atom::Var(index)] && *value != Atom::Var(acc))
         })
+        .count();
+    adds > 0 && mentions == adds
 }

@@ -16,7 +16,7 @@ pub(crate) use analysis::allocates;
 pub(crate) use call::lower_frame_guard;
 pub(crate) mod emit;
 mod expr;
-mod first_write;
+pub(crate) mod first_write;
 mod memory;
 mod stmt;
 mod sum;
@@ -68,7 +68,11 @@ pub(crate) fn lower_function<E: Emitter>(
         last_use: analysis::last_uses(f),
         blocks: if straight { analysis::BlockFacts::default() } else { analysis::BlockFacts::new(f) },
         in_place: if straight { analysis::InPlace::default() } else { analysis::InPlace::new(f, callees) },
-        first_writes: if straight { first_write::FirstWrites::default() } else { first_write::FirstWrites::new(f) },
+        first_writes: if straight {
+            first_write::FirstWrites::default()
+        } else {
+            first_write::FirstWrites::new(f, callees)
+        },
         writing_first: Vec::new(),
         in_bounds: Vec::new(),
         successors: Default::default(),
@@ -79,6 +83,7 @@ pub(crate) fn lower_function<E: Emitter>(
         dest_next: None,
         chunk_range: None,
         chunk_blocks: false,
+        chunk_first_writes: Vec::new(),
     };
     if let Some((args, results)) = call::call_buffer_slots(f) {
         let bytes = |n: usize| u32::try_from(8 * n.max(1)).map_err(|_| l.malformed("a call with too many values"));
@@ -98,6 +103,13 @@ pub(crate) fn lower_function<E: Emitter>(
         let range = (l.scalar(&Atom::Var(*lo))?, l.scalar(&Atom::Var(*hi))?);
         l.chunk_range = Some(range);
         l.chunk_blocks = map.blocks;
+        l.chunk_first_writes = f
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k < 64 && map.first_writes >> k & 1 == 1)
+            .map(|(_, p)| *p)
+            .collect();
     }
     l.stmts(&f.body.stmts)?;
     if l.chunk_range.is_some() {
@@ -305,9 +317,10 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// Accumulators written before they are read
     /// ([`first_write::FirstWrites`]).
     first_writes: first_write::FirstWrites,
-    /// The accumulators whose add in the loop body being lowered is their
-    /// first write: stored, not added.
-    writing_first: Vec<VarId>,
+    /// The accumulators whose first add in the loop body being lowered is
+    /// their first write: stored, not added (`None` once that add is
+    /// lowered).
+    writing_first: Vec<Option<VarId>>,
     /// `(i, n)`: `0 <= i < n` holds here (counted-loop indices).
     in_bounds: Vec<(E::Value, E::Value)>,
     /// `v -> x` for every `v = x + 1` (`i64`) lowered: the bound `r + 1`
@@ -344,6 +357,10 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// of `SUM_BLOCK` iterations, and row `b` is the sum of block `b`
     /// (`Lower::block_sums`).
     chunk_blocks: bool,
+    /// In a chunk function of a loop of effects, the accumulators (its
+    /// parameters) that the loop writes first (`ParallelMap::first_writes`):
+    /// its caller did not zero-fill them.
+    chunk_first_writes: Vec<VarId>,
 }
 
 /// Destination passing: the array results of `f` that a statement at the

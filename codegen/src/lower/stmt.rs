@@ -223,8 +223,11 @@ impl<E: Emitter> Lower<'_, E> {
             let v = self.scalar(value)?;
             let addr = self.b.elem_addr(a.ptr, off, Scalar::F64);
             // The first write of an accumulator that was not zero-filled:
-            // `0.0 + v`, the bits of adding into a zero.
-            let old = if self.writing_first.contains(&acc) {
+            // `0.0 + v`, the bits of adding into a zero (the adds after it
+            // in the iteration add to what it stored).
+            let first = self.writing_first.iter().position(|a| *a == Some(acc));
+            let old = if let Some(p) = first {
+                self.writing_first[p] = None;
                 self.b.fconst(0.0)
             } else {
                 self.b.load(Ty::F64, addr, 0, Mem::Data)
@@ -299,8 +302,16 @@ impl<E: Emitter> Lower<'_, E> {
                 self.zero_tail(w.acc, n)?;
             }
         }
-        self.writing_first.extend(first.iter().map(|w| w.acc));
-        let lowered = self.counted_loop(zero, n, reverse, &mut |l, i| {
+        self.writing_first.extend(first.iter().map(|w| Some(w.acc)));
+        // A chunk of a parallel loop of effects: iterations `lo..hi` of
+        // `0..n`, `0 <= lo <= hi <= n` (`crate::parallel`).
+        let range = self.chunk_range.take();
+        if range.is_some() {
+            let first = std::mem::take(&mut self.chunk_first_writes);
+            self.writing_first.extend(first.into_iter().map(Some));
+        }
+        let (start, end) = range.unwrap_or((zero, n));
+        let lowered = self.counted_loop_within(start, end, n, reverse, &mut |l, i| {
             l.def(index, Val::S(i))?;
             l.stmts(&body.stmts)?;
             if let (Some(m), Some(keep)) = (&mark, &keep) {
@@ -319,7 +330,7 @@ impl<E: Emitter> Lower<'_, E> {
     /// Zero-fills `acc[clamp(from, 0, extent)..extent]` of the rank-1
     /// accumulator `acc`: the elements a loop of `from` iterations writing
     /// it first does not reach (`first_write.rs`).
-    fn zero_tail(&mut self, acc: VarId, from: E::Value) -> Result<()> {
+    pub(super) fn zero_tail(&mut self, acc: VarId, from: E::Value) -> Result<()> {
         let a = self.array(acc)?;
         let extent = a.dims[0];
         let zero = self.iconst(0);

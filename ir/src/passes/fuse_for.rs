@@ -39,6 +39,13 @@
 //! add into positions of accesses that already succeeded, the reverse
 //! mode's invariant).
 //!
+//! Loops apart only by `let`s of scalars that read no array and no
+//! variable the first loop assigns, and that cannot fail, are made
+//! adjacent first: those `let`s move before the first loop (reverse mode
+//! leaves such a `let` between the loops of a comprehension and of an
+//! operand of it: the cotangent that the first loop's sum gives the
+//! second).
+//!
 //! Linear in the size of the function: each loop is summarised once, and a
 //! fused loop's summary is the union of its parts'.
 
@@ -64,12 +71,19 @@ pub fn fuse_for_loops(f: &mut Function) {
 fn has_candidates(b: &Block) -> bool {
     let mut found = false;
     crate::visit::for_each_block(b, &mut |b| {
-        found |= b.stmts.windows(2).any(|w| match (&w[0].kind, &w[1].kind) {
-            (StmtKind::For { n: n1, reverse: r1, .. }, StmtKind::For { n: n2, reverse: r2, .. }) => {
-                n1 == n2 && r1 == r2
+        // Two loops of the same count and direction, with only `let`s
+        // between them.
+        let mut last: Option<(&Atom, bool)> = None;
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::For { n, reverse, .. } => {
+                    found |= last == Some((n, *reverse));
+                    last = Some((n, *reverse));
+                }
+                StmtKind::Let { .. } => {}
+                _ => last = None,
             }
-            _ => false,
-        });
+        }
     });
     found
 }
@@ -495,6 +509,15 @@ fn block(f: &Function, b: Block, depth: u32, aliasing: &Aliasing, fallible: &Fal
         let loc = s.loc;
         let kind = super::inline::map_nested(s.kind, &mut |nb| block(f, nb, depth + 1, aliasing, fallible));
         let StmtKind::For { n, index, reverse, body } = kind else {
+            // A scalar `let` between two loops goes before the first, when
+            // that loop cannot change what it reads: the loops become
+            // adjacent.
+            if let Some((prev, _)) = &last {
+                if before_loop(f, &kind, prev, fallible) {
+                    out.insert(out.len() - 1, Stmt { kind, loc });
+                    continue;
+                }
+            }
             out.push(Stmt { kind, loc });
             last = None;
             continue;
@@ -527,4 +550,22 @@ fn block(f: &Function, b: Block, depth: u32, aliasing: &Aliasing, fallible: &Fal
         last = Some((summary, fails));
     }
     Block { stmts: out, results: b.results }
+}
+
+/// True when `kind`, just after a loop summarised by `prev`, may run before
+/// it instead: a `let` of immutable scalars without nested blocks, that
+/// cannot fail, neither uses the tape nor calls, and reads only scalars the
+/// loop does not assign.
+fn before_loop(f: &Function, kind: &StmtKind, prev: &Summary, fallible: &Fallible) -> bool {
+    let StmtKind::Let { vars, expr } = kind else { return false };
+    if matches!(expr, Expr::Pop | Expr::TapeMark | Expr::Call { .. })
+        || child_blocks(kind).next().is_some()
+        || fallible.stmt(kind)
+        || vars.iter().any(|v| f.var(*v).mutable || !f.ty(*v).is_scalar())
+    {
+        return false;
+    }
+    let mut ok = true;
+    crate::visit::expr_uses(expr, &mut |v| ok &= f.ty(v).is_scalar() && !prev.assigned.contains(&v));
+    ok
 }

@@ -19,6 +19,7 @@ pub mod licm;
 pub mod mutables;
 mod offsets;
 pub mod outline;
+pub mod reductions;
 pub mod scalarize;
 pub mod simplify;
 pub mod unroll;
@@ -86,6 +87,7 @@ fn optimize_rounds(f: &mut Function) {
             time("fuse", || fuse::fuse(f));
             time("fuse for", || fuse_for::fuse_for_loops(f));
             time("contract", || contract::contract_accumulators(f));
+            time("reductions", || reductions::sum_backward_reductions(f));
             time("licm", || licm::licm(f));
         }
         time("cse", || cse::cse(f));
