@@ -1,16 +1,17 @@
 /* What a call costs beside its arithmetic (bench/calls.sh): functions of
  * bench/calls.arr built as a shared library, each called REPS times after
  * a warm-up call, against the plain C loop computing the same thing.
- * Prints, per case, the median time of arrayad and of C, their ratio, and
- * arrayad's minor page faults per call (getrusage):
+ * Prints, per case, the median time of arrayad and of C, their ratio,
+ * arrayad's minor page faults per call (getrusage), and the minimum times
+ * of arrayad and of C (steadier than medians on a busy machine):
  *
- *   CASE  arrayad S s  C S s  ratio R  minflt/call F
+ *   CASE  arrayad S s  C S s  ratio R  minflt/call F  (minimums S, S s)
  *
  * (log-sum-exp `lse` and its gradient at P_MAP / 10 elements against C
  * loops of the same formulas), and for the Jacobian of `fit` (28 columns,
  * P_MAP / 32 rows), its time against arrayad's own primal call:
  *
- *   jacobian ...  primal S s  ratio R
+ *   jacobian ...  primal S s  ratio R  (minimums S, S s)
  *
  * usage: calls_bench P_MAP P_SUM REPS */
 #define _POSIX_C_SOURCE 199309L
@@ -97,7 +98,9 @@ static int call(int which, int c) {
     return 0;
 }
 
-static double median(int which, int c, long reps, double *faults) {
+/* The median time of `reps` calls of case `which` (c: the C loop), the
+   minimum in *least, the minor page faults per call in *faults. */
+static double median(int which, int c, long reps, double *faults, double *least) {
     double *t = (double *)malloc((size_t)reps * sizeof *t), m;
     long f0, r;
     if (!t || call(which, c)) exit(1);
@@ -110,6 +113,7 @@ static double median(int which, int c, long reps, double *faults) {
     *faults = (double)(minflt() - f0) / (double)reps;
     qsort(t, (size_t)reps, sizeof *t, bench_cmp_double);
     m = t[reps / 2];
+    *least = t[0];
     free(t);
     return m;
 }
@@ -144,13 +148,14 @@ int main(int argc, char **argv) {
         y[i] = 0;
     }
     for (w = 0; w < 5; w++) {
-        double fa, fc, ta = median(w, 0, reps, &fa), tc = median(w, 1, reps, &fc);
-        printf("%-22s arrayad %.6g s  C %.6g s  ratio %.2f  minflt/call %.1f\n", names[w], ta, tc, ta / tc, fa);
+        double fa, fc, la, lc, ta = median(w, 0, reps, &fa, &la), tc = median(w, 1, reps, &fc, &lc);
+        printf("%-22s arrayad %.6g s  C %.6g s  ratio %.2f  minflt/call %.1f  (minimums %.6g, %.6g s)\n", names[w],
+               ta, tc, ta / tc, fa, la, lc);
     }
     {
-        double fa, fc, ta = median(5, 0, reps, &fa), tc = median(5, 1, reps, &fc);
-        printf("jacobian (fit, %lld x 28) arrayad %.6g s  primal %.6g s  ratio %.2f\n", (long long)pf, ta, tc,
-               ta / tc);
+        double fa, fc, la, lc, ta = median(5, 0, reps, &fa, &la), tc = median(5, 1, reps, &fc, &lc);
+        printf("jacobian (fit, %lld x 28) arrayad %.6g s  primal %.6g s  ratio %.2f  (minimums %.6g, %.6g s)\n",
+               (long long)pf, ta, tc, ta / tc, la, lc);
     }
     return 0;
 }

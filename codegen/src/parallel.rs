@@ -207,7 +207,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         }
         if let StmtKind::For { n, index, body, .. } = &s.kind {
             let accumulators = accumulators.get_or_insert_with(|| Accumulators::of(f));
-            if !accumulators.effect_loop(*index, body, callees) {
+            if !accumulators.effect_loop(f, *index, body, callees) {
                 continue;
             }
             let w = weight(body);
@@ -604,10 +604,11 @@ impl Accumulators {
     /// additions `a[i, ..] += v` into accumulators `a` of the top level at
     /// the loop's index (so each iteration adds into its own rows), it
     /// reads none of those (nor any array that may share their memory),
-    /// uses no tape, assigns no variable bound outside it, and calls only
-    /// primal or jvp code. Every element then receives the same additions
+    /// reads the other accumulators of the top level only by element
+    /// (makes no view of them to add into), uses no tape, assigns no
+    /// variable bound outside it, and calls only primal or jvp code. Every element then receives the same additions
     /// in the same order, whatever the order of the iterations.
-    fn effect_loop(&self, index: VarId, body: &Block, callees: &Callees) -> bool {
+    fn effect_loop(&self, f: &Function, index: VarId, body: &Block, callees: &Callees) -> bool {
         if self.fallible.block(body) {
             return false;
         }
@@ -637,11 +638,17 @@ impl Accumulators {
             return false;
         }
         // No read of an accumulator written (but as the target of an
-        // addition) or of an array that may share memory with one.
+        // addition) or of an array that may share memory with one; the
+        // other accumulators of the top level are read only by element (a
+        // view of one made in the body could be added into anywhere).
         for_each_block(body, &mut |b| {
             for s in &b.stmts {
-                let mut read =
-                    |v: VarId| ok &= bound.contains(&v) || !(written.contains(&v) || self.derived.contains(&v));
+                let scalars = matches!(&s.kind, StmtKind::Let { vars, .. }
+                    if vars.iter().all(|v| f.ty(*v).is_scalar()));
+                let mut read = |v: VarId| {
+                    ok &= bound.contains(&v)
+                        || !(written.contains(&v) || self.derived.contains(&v) || (self.top.contains(&v) && !scalars))
+                };
                 match &s.kind {
                     StmtKind::AccAdd { acc, indices, value } => {
                         if bound.contains(acc) {
@@ -652,10 +659,10 @@ impl Accumulators {
                     kind => arrayad_ir::visit::stmt_uses_shallow(kind, &mut read),
                 }
             }
-            b.results
-                .iter()
-                .filter_map(Atom::as_var)
-                .for_each(|v| ok &= bound.contains(&v) || !(written.contains(&v) || self.derived.contains(&v)));
+            b.results.iter().filter_map(Atom::as_var).for_each(|v| {
+                ok &=
+                    bound.contains(&v) || !(written.contains(&v) || self.derived.contains(&v) || self.top.contains(&v))
+            });
         });
         ok
     }

@@ -263,19 +263,17 @@ impl<E: Emitter> Lower<'_, E> {
         self.b.int(if rem { IntOp::SRem } else { IntOp::SDiv }, x, dv)
     }
 
-    /// `max(a, b)` (`max`) or `min(a, b)` of `f64`s as the interpreter
-    /// defines them: NaN if either is NaN, else the larger (smaller) one,
-    /// the first when they compare equal (so `min(0.0, -0.0) = 0.0`).
     /// `maximum` (`max`) or `minimum` of the `n >= 1` `f64`s at `ptr`, the
     /// bits of the left fold of [`Self::min_max_f64`] from the first
-    /// element (NaN if any element is; else the first largest, or
-    /// smallest, element), computed in [`EXTREME_LANES`] independent
-    /// chains that vector units run side by side: each lane folds every
-    /// eighth element (all start at the first), the lanes are folded
-    /// together, the tail goes into the first lane. That gives the fold's
-    /// value, and its bits unless the extreme is zero, the one value two
-    /// elements can hold in different bits (`+0.0` and `-0.0`): then the
-    /// first element equal to zero is the result.
+    /// element (the first element itself when `n = 1`; else NaN if any
+    /// element is, else the first largest, or smallest, element),
+    /// computed in [`EXTREME_LANES`] independent chains that vector units
+    /// run side by side: each lane folds every eighth element (all start
+    /// at the first), the lanes are folded together, the tail goes into
+    /// the first lane. That gives the fold's value, and its bits unless
+    /// the extreme is zero, the one value two elements can hold in
+    /// different bits (`+0.0` and `-0.0`): then the first element equal to
+    /// zero is the result.
     fn extreme_f64(&mut self, max: bool, ptr: E::Value, n: E::Value) -> Result<E::Value> {
         let z = self.iconst(0);
         let first = self.load_elem(ptr, z, Scalar::F64);
@@ -317,6 +315,9 @@ impl<E: Emitter> Lower<'_, E> {
         for lane in lanes {
             self.b.release_var(lane);
         }
+        // One element is its own fold (a NaN keeps its bits).
+        let single = self.icmp_imm(IntCC::Eq, n, 1);
+        let acc = self.b.select(single, first, acc);
         let out = self.b.declare_var(Ty::F64);
         self.b.def_var(out, acc);
         let zero = self.b.fconst(0.0);
@@ -342,6 +343,9 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(r)
     }
 
+    /// `max(a, b)` (`max`) or `min(a, b)` of `f64`s as the interpreter
+    /// defines them: NaN if either is NaN, else the larger (smaller) one,
+    /// the first when they compare equal (so `min(0.0, -0.0) = 0.0`).
     pub(super) fn min_max_f64(&mut self, max: bool, a: E::Value, b: E::Value) -> E::Value {
         let cc = if max { FloatCC::Gt } else { FloatCC::Lt };
         let pick_b = self.b.fcmp(cc, b, a);

@@ -64,7 +64,7 @@ pub fn sum_backward_reductions(f: &mut Function) {
     if !has_candidate(&f.body, f) {
         return;
     }
-    drop_self_assignments(&mut f.body);
+    drop_self_assignments(&mut f.body, &f.vars);
     let facts = Facts::of(f);
     let body = std::mem::take(&mut f.body);
     f.body = block(f, body, &facts);
@@ -87,7 +87,9 @@ impl Facts {
         for_each_block(&f.body, &mut |b| {
             for s in &b.stmts {
                 match &s.kind {
-                    StmtKind::Let { vars, expr: Expr::Dim { .. } } => extents.extend(vars.iter().copied()),
+                    StmtKind::Let { vars, expr: Expr::Dim { .. } } => {
+                        extents.extend(vars.iter().copied().filter(|v| !f.var(*v).mutable))
+                    }
                     StmtKind::Let { vars, expr: Expr::Zeros(_) | Expr::ZerosLike(_) } => {
                         accumulators.extend(vars.iter().copied())
                     }
@@ -212,6 +214,10 @@ fn reductions(f: &Function, body: &Block, index: VarId, facts: &Facts) -> Vec<Re
             (c, Atom::Var(a)) if targets.contains_key(a) => (*a, *c),
             _ => continue,
         };
+        // `a` bound outside the loop (the sum goes before it).
+        if binder.contains_key(&acc) {
+            continue;
+        }
         let assign = targets[&acc];
         let assigns_t = matches!(&body.stmts[assign].kind, StmtKind::Assign { value: Atom::Var(v), .. } if v == t);
         if !assigns_t || assign < k || uses.get(&acc) != Some(&2) || uses.get(t) != Some(&1) {
@@ -288,15 +294,15 @@ fn sum_of(f: &mut Function, body: &Block, n: Atom, index: VarId, r: &Reduction, 
 }
 
 /// Removes the assignments `a := t` of a variable to the value it holds
-/// (`let t = a` earlier in the same block, `a` not assigned since, at any
-/// depth): reverse mode passes the cotangent of a loop's invariant state
+/// (`let t = a` earlier in the same block, `t` immutable, `a` not assigned
+/// since, at any depth): reverse mode passes the cotangent of a loop's invariant state
 /// through each iteration so (`ct := ct'` with `ct' = ct`), which leaves
 /// the loop assigning a variable bound outside it. Linear in the size of
 /// `b` times the depth of its nesting.
-fn drop_self_assignments(b: &mut Block) {
+fn drop_self_assignments(b: &mut Block, vars: &[crate::program::VarInfo]) {
     for s in &mut b.stmts {
         for c in crate::visit::child_blocks_mut(&mut s.kind) {
-            drop_self_assignments(c);
+            drop_self_assignments(c, vars);
         }
     }
     // `t` of `let t = a` -> (`a`, how many times `a` was assigned before).
@@ -305,8 +311,11 @@ fn drop_self_assignments(b: &mut Block) {
     let stmts = std::mem::take(&mut b.stmts);
     for s in stmts {
         match &s.kind {
-            StmtKind::Let { vars, expr: Expr::Atom(Atom::Var(a)) } if vars.len() == 1 => {
-                read.insert(vars[0], (*a, assigned.get(a).copied().unwrap_or(0)));
+            // `t` immutable: it keeps the value read.
+            StmtKind::Let { vars: bound, expr: Expr::Atom(Atom::Var(a)) }
+                if bound.len() == 1 && !vars[bound[0].index()].mutable =>
+            {
+                read.insert(bound[0], (*a, assigned.get(a).copied().unwrap_or(0)));
             }
             StmtKind::Assign { var, value: Atom::Var(t) } => {
                 let held = assigned.get(var).copied().unwrap_or(0);
