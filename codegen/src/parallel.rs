@@ -105,6 +105,14 @@ pub(crate) struct ParallelMap {
     pub first_writes: u64,
 }
 
+impl ParallelMap {
+    /// True when argument `k` of the call is an accumulator that the loop
+    /// of effects writes first ([`ParallelMap::first_writes`]).
+    pub(crate) fn writes_first(&self, k: usize) -> bool {
+        k < 64 && self.first_writes >> k & 1 == 1
+    }
+}
+
 /// The name of the definition a function comes from: without the
 /// `.parK` of a chunk function (messages name the definition).
 pub(crate) fn source_name(name: &str) -> &str {
@@ -217,20 +225,12 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
             // would lower it (arguments from 2 on are `free`).
             let writes = first_writes.get_or_insert_with(|| FirstWrites::new(f, callees));
             let first_writes = writes.written_in(body).iter().fold(0u64, |bits, w| {
-                match free.iter().position(|v| *v == w.acc).map(|k| k + 2) {
-                    Some(k) if k < 64 => bits | 1 << k,
-                    _ => bits,
-                }
+                let arg = free.iter().position(|v| *v == w.acc).map(|k| k + 2);
+                arg.filter(|k| *k < 64).map_or(bits, |k| bits | 1 << k)
             });
             let weight = i64::try_from(w).unwrap_or(i64::MAX);
             let map = ParallelMap { elem: 0, weight, blocks: false, first_writes };
-            let rebound = extent_facts(&facts, &free);
-            let mut func = chunk_function(f, &rebound, s, None, &free, chunks.len());
-            func.loc = before;
-            let mut args = vec![Atom::I64(0), *n];
-            args.extend(free.iter().map(|v| Atom::Var(*v)));
-            let call =
-                Stmt { kind: StmtKind::Let { vars: Vec::new(), expr: Expr::Call { func: id, args } }, loc: s.loc };
+            let (func, call) = split_out(f, s, *n, None, &free, &facts, id, chunks.len(), before);
             host.get_or_insert_with(|| f.clone()).body.stmts[k] = call;
             chunks.push(Chunk { id, func, map, host: h });
             made += 1;
@@ -257,12 +257,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         };
         let id = FuncId(u32::MAX - u32::try_from(chunks.len()).ok()?);
         let free = free_vars(s, *index, body, &extents);
-        let rebound = extent_facts(&facts, &free);
-        let mut func = chunk_function(f, &rebound, s, Some(*r), &free, chunks.len());
-        func.loc = before;
-        let mut args = vec![Atom::I64(0), *n];
-        args.extend(free.iter().map(|v| Atom::Var(*v)));
-        let call = Stmt { kind: StmtKind::Let { vars: vec![*r], expr: Expr::Call { func: id, args } }, loc: s.loc };
+        let (func, call) = split_out(f, s, *n, Some(*r), &free, &facts, id, chunks.len(), before);
         let host = host.get_or_insert_with(|| f.clone());
         host.body.stmts[k] = call;
         if let Some(&(j, total)) = sum {
@@ -536,6 +531,33 @@ fn extent_facts<'a>(facts: &[&'a Stmt], free: &[VarId]) -> Vec<&'a Stmt> {
     out
 }
 
+/// The chunk function `id` (the `k`th) of the comprehension `s` of `f` over
+/// `n` iterations, binding `result`, or of the loop of effects `s`
+/// (`result` is `None`), whose free variables are `free` (`facts`: the
+/// extents and checks of `f`'s top level so far), and the statement that
+/// calls it in place of `s`. Errors of the chunk function before its loop
+/// report `at`.
+#[allow(clippy::too_many_arguments)]
+fn split_out(
+    f: &Function,
+    s: &Stmt,
+    n: Atom,
+    result: Option<VarId>,
+    free: &[VarId],
+    facts: &[&Stmt],
+    id: FuncId,
+    k: usize,
+    at: Loc,
+) -> (Function, Stmt) {
+    let rebound = extent_facts(facts, free);
+    let mut func = chunk_function(f, &rebound, s, result, free, k);
+    func.loc = at;
+    let mut args = vec![Atom::I64(0), n];
+    args.extend(free.iter().map(|v| Atom::Var(*v)));
+    let vars = result.into_iter().collect();
+    (func, Stmt { kind: StmtKind::Let { vars, expr: Expr::Call { func: id, args } }, loc: s.loc })
+}
+
 /// The chunk function of the comprehension `s` of `f`, binding `r`, or of
 /// the loop of effects `s` (`r` is `None`): params `lo`, `hi` and the free
 /// variables `free` (read-only there), the extents `rebound`, the
@@ -606,8 +628,9 @@ impl Accumulators {
     /// reads none of those (nor any array that may share their memory),
     /// reads the other accumulators of the top level only by element
     /// (makes no view of them to add into), uses no tape, assigns no
-    /// variable bound outside it, and calls only primal or jvp code. Every element then receives the same additions
-    /// in the same order, whatever the order of the iterations.
+    /// variable bound outside it, and calls only primal or jvp code. Every
+    /// element then receives the same additions in the same order,
+    /// whatever the order of the iterations.
     fn effect_loop(&self, f: &Function, index: VarId, body: &Block, callees: &Callees) -> bool {
         if self.fallible.block(body) {
             return false;

@@ -75,33 +75,35 @@ impl FirstWrites {
                 used.dedup();
                 for acc in used {
                     let Some(n) = candidates.remove(&acc) else { continue };
-                    // The extent and the index must be immutable: the
-                    // same atom then means the same value.
+                    // The extent and the count (and the index) must be
+                    // immutable: the same atom then means the same value.
                     let fixed = |a: &Atom| !matches!(a, Atom::Var(v) if f.var(*v).mutable);
-                    if let StmtKind::Let { expr: Expr::Call { func, args }, .. } = &s.kind {
-                        // A loop of effects split out for the pool, which
-                        // writes `acc` first (its argument `k`, bit `k`).
-                        let bits = callees.parallel_map(*func).map_or(0, |m| m.first_writes);
-                        let first =
-                            args.iter().enumerate().any(|(k, a)| k < 64 && bits >> k & 1 == 1 && *a == Atom::Var(acc));
-                        if let (true, Some(trips)) = (first, args.get(1)) {
-                            if fixed(trips) && n.as_ref().is_none_or(fixed) {
+                    let first = |trips: &Atom| {
+                        (fixed(trips) && n.as_ref().is_none_or(fixed))
+                            .then(|| FirstWrite { acc, tail: n.as_ref() != Some(trips) })
+                    };
+                    match &s.kind {
+                        StmtKind::For { n: trips, index, body, .. }
+                            if !f.var(*index).mutable && writes_each_element_first(body, acc, *index) =>
+                        {
+                            if let Some(w) = first(trips) {
                                 self.unzeroed.insert(acc);
-                                let first = FirstWrite { acc, tail: n.as_ref() != Some(trips) };
-                                self.by_call.entry(*func).or_default().push(first);
+                                self.by_body.entry(body as *const Block).or_default().push(w);
                             }
                         }
-                    }
-                    if let StmtKind::For { n: trips, index, body, .. } = &s.kind {
-                        if fixed(trips)
-                            && n.as_ref().is_none_or(fixed)
-                            && !f.var(*index).mutable
-                            && writes_each_element_first(body, acc, *index)
-                        {
-                            self.unzeroed.insert(acc);
-                            let first = FirstWrite { acc, tail: n.as_ref() != Some(trips) };
-                            self.by_body.entry(body as *const Block).or_default().push(first);
+                        // A loop of effects split out for the pool, which
+                        // writes `acc` (its argument `k`) first.
+                        StmtKind::Let { expr: Expr::Call { func, args }, .. } => {
+                            let map = callees.parallel_map(*func);
+                            let writes = map.is_some_and(|m| {
+                                args.iter().enumerate().any(|(k, a)| m.writes_first(k) && *a == Atom::Var(acc))
+                            });
+                            if let Some(w) = args.get(1).filter(|_| writes).and_then(first) {
+                                self.unzeroed.insert(acc);
+                                self.by_call.entry(*func).or_default().push(w);
+                            }
                         }
+                        _ => {}
                     }
                 }
             }

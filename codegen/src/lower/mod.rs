@@ -103,13 +103,8 @@ pub(crate) fn lower_function<E: Emitter>(
         let range = (l.scalar(&Atom::Var(*lo))?, l.scalar(&Atom::Var(*hi))?);
         l.chunk_range = Some(range);
         l.chunk_blocks = map.blocks;
-        l.chunk_first_writes = f
-            .params
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| *k < 64 && map.first_writes >> k & 1 == 1)
-            .map(|(_, p)| *p)
-            .collect();
+        l.chunk_first_writes =
+            f.params.iter().enumerate().filter(|(k, _)| map.writes_first(*k)).map(|(_, p)| *p).collect();
     }
     l.stmts(&f.body.stmts)?;
     if l.chunk_range.is_some() {
