@@ -7,6 +7,7 @@
 # derivative/C. Prints the per-run output, then a Markdown summary table.
 #
 # usage: bench/run.sh [--quick] [--min-time SECONDS] [--out FILE] [--jax PYTHON]
+#                     [--gradbench DIR] [--gradbench-evals "EVAL ..."]
 #   --quick         only the smallest input of each problem, 0.2 s per timing
 #   --min-time S    seconds per timed function (default 1)
 #   --out FILE      also write the summary (with the machine and command) to FILE
@@ -14,6 +15,15 @@
 #                   `pip install jax`) on every input, on one thread (taskset to
 #                   one core, XLA's one-thread flags) and on all cores, against
 #                   the C objective of the same run
+#   --gradbench DIR also run GradBench's own evals (DIR: a checkout of
+#                   github.com/gradbench/gradbench) through its harness with
+#                   tools/gradbench/run.sh --compare, on one thread and on all
+#                   cores, every backend built in beside GradBench's `manual`
+#                   tool, and print GradBench's scores and their ratios to
+#                   manual's (run.sh sets up the checkout the first time;
+#                   with --quick, one run of each workload)
+#   --gradbench-evals "E ..."  the evals of --gradbench (default "lse gmm ba
+#                   lstm ht", the ones of ADBench's kind)
 # arrayad runs every input on one thread and on all cores (ARRAYAD_NUM_THREADS).
 # Environment: CC (default cc), ARRAYAD_BACKENDS (e.g. "cranelift" to skip LLVM).
 # Outputs (libraries, drivers, generated inputs) go to target/bench/.
@@ -28,14 +38,18 @@ min_time=1
 quick=0
 summary_file=""
 jax_python=""
+gradbench_dir=""
+gradbench_evals="lse gmm ba lstm ht"
 while [ "$#" -gt 0 ]; do
     case "$1" in
         --quick) quick=1; min_time=0.2; shift ;;
         --min-time) min_time="$2"; shift 2 ;;
         --out) summary_file="$2"; shift 2 ;;
         --jax) jax_python="$2"; shift 2 ;;
-        -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}"; exit 0 ;;
-        *) echo "usage: $0 [--quick] [--min-time SECONDS] [--out FILE] [--jax PYTHON]" >&2; exit 2 ;;
+        --gradbench) gradbench_dir="$2"; shift 2 ;;
+        --gradbench-evals) gradbench_evals="$2"; shift 2 ;;
+        -h|--help) sed -n '2,29p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        *) echo "usage: $0 [--quick] [--min-time SECONDS] [--out FILE] [--jax PYTHON] [--gradbench DIR] [--gradbench-evals \"E ...\"]" >&2; exit 2 ;;
     esac
 done
 
@@ -46,6 +60,10 @@ fi
 mkdir -p "$out"
 if [ -n "$jax_python" ] && ! "$jax_python" -c 'import jax' 2>/dev/null; then
     echo "$0: --jax $jax_python: that Python cannot import jax (pip install jax)" >&2
+    exit 2
+fi
+if [ -n "$gradbench_dir" ] && [ ! -f "$gradbench_dir/python/gradbench/gradbench/eval.py" ]; then
+    echo "$0: --gradbench $gradbench_dir: not a checkout of github.com/gradbench/gradbench" >&2
     exit 2
 fi
 
@@ -180,6 +198,27 @@ if [ -n "$jax_python" ]; then
     jax_problem lstm "${lstm_inputs[@]}"
 fi
 
+# GradBench's evals through its own harness, scored against its `manual`
+# tool in the same run, on one thread and on all cores.
+gradbench_tables=()
+if [ -n "$gradbench_dir" ]; then
+    case "$backends" in
+        cranelift|llvm) gb_backend="$backends" ;;
+        *) gb_backend=both ;;
+    esac
+    gb_quick=()
+    [ "$quick" -eq 1 ] && gb_quick=(--quick)
+    for threads in 1 "$(nproc)"; do
+        gb_out="$out/gradbench-t$threads"
+        echo "==> GradBench $gradbench_evals, $threads thread(s)"
+        # shellcheck disable=SC2086
+        ARRAYAD_NUM_THREADS="$threads" GRADBENCH_DIR="$gradbench_dir" \
+            bash "$root/tools/gradbench/run.sh" --compare --backend "$gb_backend" --out "$gb_out" \
+            ${gb_quick[@]+"${gb_quick[@]}"} $gradbench_evals
+        gradbench_tables+=("$threads" "$(python3 "$root/tools/gradbench/score.py" "$gb_out" --against manual --markdown)")
+    done
+fi
+
 summary() {
     echo "| input | program | backend | threads | derivative | C objective (1 thread) | primal | derivative | deriv/primal | primal/C | deriv/C |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|"
@@ -192,6 +231,13 @@ summary() {
         echo "|---|---|---|---|---|---|---|---|"
         printf '%s\n' "${jax_rows[@]}"
     fi
+    local i
+    for ((i = 0; i < ${#gradbench_tables[@]}; i += 2)); do
+        echo
+        echo "GradBench (tools/gradbench/run.sh --compare; arrayad on ${gradbench_tables[i]} thread(s), manual on one; score = 1 / the sum of the mean times):"
+        echo
+        printf '%s\n' "${gradbench_tables[i + 1]}"
+    done
 }
 echo
 echo "==> summary"
@@ -200,7 +246,7 @@ if [ -n "$summary_file" ]; then
     {
         echo "# Benchmarks"
         echo
-        echo "Measured by \`bash bench/run.sh$( [ "$quick" -eq 1 ] && echo " --quick")$( [ -n "$jax_python" ] && echo " --jax PYTHON")\` on $(date -u +%Y-%m-%d):"
+        echo "Measured by \`bash bench/run.sh$( [ "$quick" -eq 1 ] && echo " --quick")$( [ -n "$jax_python" ] && echo " --jax PYTHON")$( [ -n "$gradbench_dir" ] && echo " --gradbench DIR --gradbench-evals \"$gradbench_evals\"")\` on $(date -u +%Y-%m-%d):"
         echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'),"
         echo "$(uname -sr), $("$cc" --version | head -1). Median times; ratios taken in one run"
         echo "(C = ../shared/bench/adbench_objectives.h at \`$cc -O3 -march=native\`)."

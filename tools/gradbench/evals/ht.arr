@@ -99,7 +99,12 @@ def relatives_to_absolutes(relatives: [nb][4][4]f64, parents: [nb]i64) -> [nb][4
 // the vertex moved by the bone's transform), optionally mirrored, then
 // rotated by theta[0:3] and translated by theta[3:6]. Result [nv][3].
 // (The reference also scales the rotation's columns by a scale that is
-// always 1; that is left out.)
+// always 1; that is left out.) A vertex follows few bones: most weights are
+// zero (92% of the published model's 10,000 x 22), so the sum over the bones
+// skips them, in the primal and in every tangent direction, and adds into
+// one running 3-vector rather than building a [nb][3] array per vertex.
+// Skipping a zero term changes the sum only where a transform holds an
+// infinity or a NaN.
 def vertex_positions(theta: [26]f64, parents: [nb]i64,
                      base_relatives: [nb][4][4]f64, inverse_base_absolutes: [nb][4][4]f64,
                      base_positions: [nv][4]f64, weights: [nv][nb]f64,
@@ -109,7 +114,9 @@ def vertex_positions(theta: [26]f64, parents: [nb]i64,
   let transforms = for b < nb => matmul(absolutes[b], inverse_base_absolutes[b])[0:3]
   let rotation = angle_axis_to_rotation(theta[0:3])
   in for v < nv =>
-    let skinned = sum(for b < nb => weights[v, b] * matvec(transforms[b], base_positions[v]))
+    let skinned = loop acc = [0.0, 0.0, 0.0] for b < nb do
+      let w = weights[v, b]
+      in if w == 0.0 then acc else acc + w * matvec(transforms[b], base_positions[v])
     let p = if is_mirrored then [-skinned[0], skinned[1], skinned[2]] else skinned
     in matvec(rotation, p) + theta[3:6]
 

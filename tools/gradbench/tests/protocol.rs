@@ -412,9 +412,11 @@ fn ht_input(r: &mut Numbers) -> Json {
     let inverse_base_absolutes: Vec<_> = (0..nb).map(|_| transform(r)).collect();
     let nv = 8;
     let base_positions: Vec<Vec<f64>> = (0..nv).map(|_| vec![r.next(), r.next(), r.next(), 1.0]).collect();
+    // Like the published model's, most weights are zero (the program skips
+    // those bones): each vertex follows every third bone.
     let weights: Vec<Vec<f64>> = (0..nv)
-        .map(|_| {
-            let w: Vec<f64> = (0..nb).map(|_| r.next().abs()).collect();
+        .map(|v| {
+            let w: Vec<f64> = (0..nb).map(|b| if (b + v) % 3 == 0 { r.next().abs() } else { 0.0 }).collect();
             let s: f64 = w.iter().sum();
             w.iter().map(|x| x / s).collect()
         })
