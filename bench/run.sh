@@ -23,7 +23,7 @@
 #                   manual's (run.sh sets up the checkout the first time;
 #                   with --quick, one run of each workload)
 #   --gradbench-evals "E ..."  the evals of --gradbench (default "lse gmm ba
-#                   lstm ht", the ones of ADBench's kind)
+#                   lstm ht")
 # arrayad runs every input on one thread and on all cores (ARRAYAD_NUM_THREADS).
 # Environment: CC (default cc), ARRAYAD_BACKENDS (e.g. "cranelift" to skip LLVM).
 # Outputs (libraries, drivers, generated inputs) go to target/bench/.
@@ -62,9 +62,17 @@ if [ -n "$jax_python" ] && ! "$jax_python" -c 'import jax' 2>/dev/null; then
     echo "$0: --jax $jax_python: that Python cannot import jax (pip install jax)" >&2
     exit 2
 fi
-if [ -n "$gradbench_dir" ] && [ ! -f "$gradbench_dir/python/gradbench/gradbench/eval.py" ]; then
-    echo "$0: --gradbench $gradbench_dir: not a checkout of github.com/gradbench/gradbench" >&2
-    exit 2
+if [ -n "$gradbench_dir" ]; then
+    if [ ! -f "$gradbench_dir/python/gradbench/gradbench/eval.py" ]; then
+        echo "$0: --gradbench $gradbench_dir: not a checkout of github.com/gradbench/gradbench" >&2
+        exit 2
+    fi
+    for e in $gradbench_evals; do
+        [ -d "$gradbench_dir/python/gradbench/gradbench/evals/$e" ] || {
+            echo "$0: --gradbench-evals: GradBench has no eval $e" >&2
+            exit 2
+        }
+    done
 fi
 
 features=()
@@ -202,20 +210,26 @@ fi
 # tool in the same run, on one thread and on all cores.
 gradbench_tables=()
 if [ -n "$gradbench_dir" ]; then
-    case "$backends" in
-        cranelift|llvm) gb_backend="$backends" ;;
-        *) gb_backend=both ;;
+    gb_backend=both
+    case " $backends " in
+        *" llvm "*) [[ " $backends " == *" cranelift "* ]] || gb_backend=llvm ;;
+        *) gb_backend=cranelift ;;
     esac
     gb_quick=()
     [ "$quick" -eq 1 ] && gb_quick=(--quick)
-    for threads in 1 "$(nproc)"; do
+    for threads in $thread_counts; do
         gb_out="$out/gradbench-t$threads"
+        rm -rf "$gb_out"
         echo "==> GradBench $gradbench_evals, $threads thread(s)"
+        # A failed or invalid evaluation is reported in the table (and on
+        # standard error) without losing the figures measured above.
         # shellcheck disable=SC2086
         ARRAYAD_NUM_THREADS="$threads" GRADBENCH_DIR="$gradbench_dir" \
             bash "$root/tools/gradbench/run.sh" --compare --backend "$gb_backend" --out "$gb_out" \
-            ${gb_quick[@]+"${gb_quick[@]}"} $gradbench_evals
-        gradbench_tables+=("$threads" "$(python3 "$root/tools/gradbench/score.py" "$gb_out" --against manual --markdown)")
+            ${gb_quick[@]+"${gb_quick[@]}"} $gradbench_evals ||
+            echo "$0: GradBench on $threads thread(s) did not finish cleanly (see above)" >&2
+        table="$(python3 "$root/tools/gradbench/score.py" "$gb_out" --against manual --markdown)" || true
+        gradbench_tables+=("$threads" "$table")
     done
 fi
 
@@ -246,7 +260,7 @@ if [ -n "$summary_file" ]; then
     {
         echo "# Benchmarks"
         echo
-        echo "Measured by \`bash bench/run.sh$( [ "$quick" -eq 1 ] && echo " --quick")$( [ -n "$jax_python" ] && echo " --jax PYTHON")$( [ -n "$gradbench_dir" ] && echo " --gradbench DIR --gradbench-evals \"$gradbench_evals\"")\` on $(date -u +%Y-%m-%d):"
+        echo "Measured by \`bash bench/run.sh$( [ "$quick" -eq 1 ] && echo " --quick")$( [ "$quick" -eq 0 ] && [ "$min_time" != 1 ] && echo " --min-time $min_time")$( [ -n "$jax_python" ] && echo " --jax PYTHON")$( [ -n "$gradbench_dir" ] && echo " --gradbench DIR --gradbench-evals \"$gradbench_evals\"")\` on $(date -u +%Y-%m-%d):"
         echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'),"
         echo "$(uname -sr), $("$cc" --version | head -1). Median times; ratios taken in one run"
         echo "(C = ../shared/bench/adbench_objectives.h at \`$cc -O3 -march=native\`)."
