@@ -51,7 +51,7 @@ pub(crate) enum Kind {
     /// Forward over reverse (one f64 result): params ++ tangents -> value ++
     /// gradient ++ Hessian-vector product (`arrayad_ad::hvp`).
     Hvp = 4,
-    /// Vector forward mode: params ++ [`arrayad_ad::JVP_LANES`] sets of
+    /// Vector forward mode: params ++ [`arrayad_ad::jvp_lane_count`] sets of
     /// tangents -> results ++ that many sets of tangents
     /// (`arrayad_ad::jvp_lanes`).
     JvpLanes = 5,

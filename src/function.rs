@@ -361,7 +361,7 @@ impl Function {
     /// each direction of `directions` (each as the `tangents` of
     /// [`Function::jvp`]). With a vector forward mode (every function whose
     /// body runs no `grad` or `vjp`) one pass computes the primal once and
-    /// the tangents of [`arrayad_ad::JVP_LANES`] directions, their
+    /// the tangents of [`arrayad_ad::jvp_lane_count`] directions, their
     /// arithmetic side by side; each tangent is bitwise what
     /// [`Function::jvp`] returns for its direction.
     ///
@@ -744,7 +744,7 @@ impl Function {
     /// `refs`: `direction(d)` gives direction `d` (one `f64` value per
     /// active argument leaf, shaped like it), `sink(d, tangents)` receives
     /// its tangents (one per `f64` result leaf). With a vector forward mode
-    /// the directions go [`arrayad_ad::JVP_LANES`] to a pass (the last
+    /// the directions go [`arrayad_ad::jvp_lane_count`] to a pass (the last
     /// pass padded with zero directions), else one jvp each. Returns the
     /// value (`n` must be at least 1).
     fn jvp_directions(
@@ -757,7 +757,10 @@ impl Function {
         let result_leaves = self.signature().result.leaves();
         let n_results = result_leaves.len();
         let n_tangents = result_leaves.iter().filter(|t| t.elem == Scalar::F64).count();
-        let (kind, lanes) = if self.has_lanes()? { (Kind::JvpLanes, arrayad_ad::JVP_LANES) } else { (Kind::Jvp, 1) };
+        let (kind, lanes) = match self.has_lanes()? {
+            true => (Kind::JvpLanes, arrayad_ad::jvp_lane_count(self.signature(), &self.active)),
+            false => (Kind::Jvp, 1),
+        };
         let engine = self.engine(kind)?;
         let mut value = None;
         let mut first = 0;

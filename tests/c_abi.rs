@@ -1147,6 +1147,84 @@ int main(void) {
     }
 }
 
+/// With literal extents the vector jvp has one lane per Jacobian column,
+/// split evenly over the fewest passes of at most 32
+/// (`arrayad_ad::jvp_lane_count`): 43 columns are two passes of 22, the
+/// second padded with one zero direction; the sum over `j < 7` of the
+/// value and 22 tangents is one loop (a fused sum of 23 results). The
+/// Jacobian (61 rows: forward mode, more rows than columns) is bitwise the
+/// jvp
+/// of each one-hot column and `f_jvp_many` in 0 to 46 dense directions
+/// (fewer than a pass, one pass, more) bitwise the jvps.
+#[test]
+fn literal_extents_give_a_lane_per_column() {
+    const SRC: &str = "\
+def fixed(p: [40]f64, q: [3]f64, us: [m]i64) -> [m]f64 =
+  for i < m =>
+    let t = f64(us[i]) * 1e-3
+    in sum(for j < 7 => p[4 * j] * exp(-p[4 * j + 1] * t) * cos(p[4 * j + 2] * t + p[4 * j + 3] * q[j % 3]))
+       + sum(for j < 12 => p[28 + j] * sin(t * f64(j + 1)) * q[j % 3])
+";
+    const MAIN: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include "libfixed.h"
+
+int main(void) {
+    enum { M = 61, C = 43, K = 46 };
+    static double p[40], q[3], v[M], v2[M], t[M], tp[40], tq[3], jac[M * C], dp[K * 40], dq[K * 3], tv[K * M];
+    int64_t us[M];
+    int i, c, k, d, bad = 0;
+    for (i = 0; i < 40; i++) p[i] = 0.1 + 0.05 * i;
+    for (i = 0; i < 3; i++) q[i] = 0.7 - 0.2 * i;
+    for (i = 0; i < M; i++) us[i] = 13 * i;
+    if (fixed_jacobian(M, p, q, us, v, jac) != 0) { printf("error %s\n", fixed_last_error()); return 1; }
+    for (c = 0; c < C; c++) {
+        memset(tp, 0, sizeof tp);
+        memset(tq, 0, sizeof tq);
+        if (c < 40) tp[c] = 1.0; else tq[c - 40] = 1.0;
+        if (fixed_jvp(M, p, q, us, tp, tq, v2, t) != 0) return 1;
+        for (i = 0; i < M; i++) bad += memcmp(&jac[i * C + c], &t[i], 8) != 0;
+        bad += memcmp(v, v2, sizeof v) != 0;
+    }
+    for (i = 0; i < K * 40; i++) dp[i] = 0.37 * ((i * 7919) % 23) - 4.0;
+    for (i = 0; i < K * 3; i++) dq[i] = 0.5 - 0.1 * (i % 11);
+    for (k = 0; k <= K; k++) {
+        memset(tv, 0, sizeof tv);
+        if (fixed_jvp_many(M, p, q, us, k, dp, dq, v, tv) != 0) { printf("error %s\n", fixed_last_error()); return 1; }
+        for (d = 0; d < k; d++) {
+            if (fixed_jvp(M, p, q, us, dp + 40 * d, dq + 3 * d, v2, t) != 0) return 1;
+            bad += memcmp(t, tv + M * d, sizeof t) != 0;
+            bad += memcmp(v, v2, sizeof v) != 0;
+        }
+        for (d = k; d < K; d++) bad += tv[M * d] != 0.0;
+    }
+    printf("bad %d\n", bad);
+    printf("j %.17g %.17g\n", jac[0], jac[M * C - 1]);
+    return 0;
+}
+"#;
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping the C ABI test");
+        return;
+    }
+    for backend in backends() {
+        let dir = scratch("c_abi", &format!("literal-lanes-{backend}"));
+        std::fs::write(dir.join("fixed.arr"), SRC).unwrap();
+        let out = arrayad(&dir, &["build", "fixed.arr", "-o", "libfixed.so", "--backend", backend]);
+        assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
+        let ir = arrayad(&dir, &["emit", "--stage", "jvp_lanes", "fixed.arr"]);
+        assert_eq!(ir.code, 0, "arrayad emit failed: {ir:#?}");
+        let header = ir.stdout.lines().find(|l| l.starts_with("def fixed_jvp_lanes(")).expect("the vector jvp");
+        let params = header.split(") ->").next().unwrap_or_default();
+        assert_eq!(params.matches("]f64").count(), 2 + 2 * 22, "{backend}: 22 lanes of two tangents: {header}");
+        let lines = compile_and_run(&dir, MAIN, "fixed");
+        assert_eq!(code(&lines, "bad"), 0, "{backend}: the Jacobian and jvp_many differ from the jvp");
+        let j = numbers(&lines, "j");
+        assert!(j.iter().all(|x| x.is_finite() && *x != 0.0), "{backend}: {j:?}");
+    }
+}
+
 /// True when the library at `lib` names `symbol` (in its symbol table).
 fn library_names(lib: &Path, symbol: &str) -> bool {
     let bytes = std::fs::read(lib).unwrap();

@@ -40,13 +40,58 @@ use crate::forward::JvpOutput;
 use crate::AdError;
 use arrayad_ir::builder::Builder;
 use arrayad_ir::visit::Subst;
-use arrayad_ir::{Atom, Block, Expr, Function, Stmt, StmtKind, Type, VarId};
+use arrayad_ir::{Atom, Block, Expr, Function, Signature, SrcType, Stmt, StmtKind, Type, VarId};
 use std::collections::HashSet;
 
-/// The number of lanes of the vector forward mode that the compiler
-/// builds for forward-mode Jacobians (`NAME_jvp_lanes`): four doubles fill
-/// one 256-bit vector register.
+/// The number of lanes of the vector forward mode ([`jvp_lane_count`])
+/// of a definition whose forward Jacobian has no column count known at
+/// compile time (a size variable in an active param's type).
 pub const JVP_LANES: usize = 8;
+
+/// The most lanes [`jvp_lane_count`] gives one pass.
+pub const MAX_JVP_LANES: usize = 32;
+
+/// The number of lanes of the vector jvp of a definition with signature
+/// `sig` differentiated by the IR params (flattened leaves) marked in
+/// `active` ([`crate::active_leaves`]).
+///
+/// When every active leaf's extents are known at compile time (literals
+/// or size expressions of literals, `p: [28]f64`), the forward Jacobian
+/// has a known number of columns `c`, and the lanes are `c` split evenly
+/// over the fewest passes of at most [`MAX_JVP_LANES`] lanes:
+/// `ceil(c / ceil(c / 32))`, at least 2. A Jacobian of up to 32 columns is
+/// then one pass, which computes the primal (exponentials, sines) once
+/// for all columns instead of once per eight, and no lane is padding.
+/// Otherwise (a size variable, or no active f64 leaf) [`JVP_LANES`].
+///
+/// `jvp_many` and the forward Jacobians (C ABI, Rust API) go through the
+/// directions this many to a pass (the last padded with zero directions),
+/// so a call with fewer directions than lanes pays the tangent arithmetic
+/// of every lane.
+pub fn jvp_lane_count(sig: &Signature, active: &[bool]) -> usize {
+    let no_size = |_: &str| None;
+    let mut columns: u64 = 0;
+    let leaves = sig.params.iter().flat_map(|p| p.ty.leaf_types());
+    for (leaf, _) in leaves.zip(active).filter(|(_, a)| **a) {
+        let count = match leaf {
+            SrcType::Array { dims, .. } => dims.iter().try_fold(1u64, |n, d| {
+                let e = u64::try_from(d.eval(&no_size).ok()?).ok()?;
+                n.checked_mul(e)
+            }),
+            _ => Some(1),
+        };
+        match count.and_then(|n| columns.checked_add(n)) {
+            Some(c) => columns = c,
+            None => return JVP_LANES,
+        }
+    }
+    if columns == 0 {
+        return JVP_LANES;
+    }
+    let max = MAX_JVP_LANES as u64;
+    let passes = columns.div_ceil(max);
+    (columns.div_ceil(passes) as usize).max(2)
+}
 
 /// The vector forward mode of a linearisation with `lanes` tangents per
 /// pass (module docs), named `NAME_lanes` after the jvp `NAME`.
@@ -309,4 +354,50 @@ fn reverse_code() -> AdError {
          compiled; its Jacobian is computed one jvp per column"
             .into(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{jvp_lane_count, JVP_LANES};
+    use arrayad_ir::{Scalar, Signature, SizeExpr, SizeOp, SrcDim, SrcParam, SrcType};
+
+    fn array(dims: &[SrcDim]) -> SrcType {
+        SrcType::Array { elem: Scalar::F64, dims: dims.to_vec() }
+    }
+
+    /// The lanes of `params` (all active) and of them with `active`.
+    fn lanes(params: &[SrcType], active: Option<&[bool]>) -> usize {
+        let sig = Signature {
+            params: params.iter().enumerate().map(|(i, t)| SrcParam { name: format!("p{i}"), ty: t.clone() }).collect(),
+            result: SrcType::Scalar(Scalar::F64),
+        };
+        let all = vec![true; params.len()];
+        jvp_lane_count(&sig, active.unwrap_or(&all))
+    }
+
+    #[test]
+    fn lanes_follow_the_columns_known_at_compile_time() {
+        let lit = SrcDim::Lit;
+        let f64 = SrcType::Scalar(Scalar::F64);
+        // One pass of up to 32 columns, never fewer than two lanes.
+        assert_eq!(lanes(&[array(&[lit(28)])], None), 28);
+        assert_eq!(lanes(&[f64.clone(), f64.clone()], None), 2);
+        assert_eq!(lanes(&[array(&[lit(1)])], None), 2);
+        assert_eq!(lanes(&[array(&[lit(2), lit(3)]), f64.clone()], None), 7);
+        assert_eq!(lanes(&[array(&[lit(32)])], None), 32);
+        // More columns: split evenly over the fewest passes.
+        assert_eq!(lanes(&[array(&[lit(40)]), array(&[lit(3)])], None), 22);
+        assert_eq!(lanes(&[array(&[lit(100)])], None), 25);
+        // A size expression of literals is known too.
+        let six = SizeExpr::Bin(SizeOp::Mul, Box::new(SizeExpr::Lit(2)), Box::new(SizeExpr::Lit(3)));
+        assert_eq!(lanes(&[array(&[SrcDim::Expr(six)])], None), 6);
+        // Only the active params count.
+        let n = SrcDim::Var("n".into());
+        assert_eq!(lanes(&[array(std::slice::from_ref(&n)), array(&[lit(5)])], Some(&[false, true])), 5);
+        // A size variable, no active param, or an overflowing count: the default.
+        assert_eq!(lanes(&[array(std::slice::from_ref(&n)), array(&[lit(5)])], None), JVP_LANES);
+        assert_eq!(lanes(&[array(&[lit(5)])], Some(&[false])), JVP_LANES);
+        assert_eq!(lanes(&[array(&[lit(1 << 40), lit(1 << 40)])], None), JVP_LANES);
+        assert_eq!(lanes(&[array(&[lit(-1)])], None), JVP_LANES);
+    }
 }

@@ -29,7 +29,7 @@ mod rules;
 
 pub use delta_print::print_delta;
 pub use forward::JvpOutput;
-pub use lanes::{jvp_lanes, JVP_LANES};
+pub use lanes::{jvp_lane_count, jvp_lanes, JVP_LANES, MAX_JVP_LANES};
 pub use nested::expand_derivatives;
 
 use arrayad_ir::passes;
@@ -136,7 +136,8 @@ pub enum Which {
     /// With no f64 result, `R` is 0.
     VjpRows,
     /// Vector forward mode ([`jvp_lanes`]): one pass computes the primal
-    /// once and the tangents of [`JVP_LANES`] directions: params = primal
+    /// once and the tangents of [`jvp_lane_count`] directions (without
+    /// `within`, [`JVP_LANES`]): params = primal
     /// params ++ for each lane, one tangent per active param with f64
     /// elements; results = primal results ++ for each lane, one tangent per
     /// f64 result (lane-major). Lane `l`'s tangents are bitwise what
@@ -158,11 +159,11 @@ pub fn has_vector_forward(primal: &Function) -> bool {
 /// True when the vector jvp of `primal` ([`Which::JvpLanes`]) is worth
 /// compiling for the IR params marked in `active`: false when they are at
 /// most one scalar. Its forward Jacobian then has one column, which one
-/// jvp computes (the eight-lane code would do eight times the tangent
-/// arithmetic, and is the largest function of a long straight-line
-/// definition), and `jvp_many` calls the jvp per direction: it runs the
-/// primal once per direction rather than once per eight, a cost this
-/// rarely used entry pays so that no build does.
+/// jvp computes (the code of several lanes would do their tangent
+/// arithmetic several times, and is the largest function of a long
+/// straight-line definition), and `jvp_many` calls the jvp per direction:
+/// it runs the primal once per direction rather than once per pass, a cost
+/// this rarely used entry pays so that no build does.
 pub fn lanes_pay(primal: &Function, active: &[bool]) -> bool {
     let mut scalars = 0;
     for (p, _) in primal.params.iter().zip(active).filter(|(_, a)| **a) {
@@ -300,7 +301,10 @@ pub fn derive(
     };
     let (vjp, vjp_rows, uncheckpointed) = arrayad_ir::timing::time("unzip and transpose", unzip)?;
     let jvp_lanes = match want(Which::JvpLanes) {
-        true => Some(arrayad_ir::timing::time("vector forward mode", || jvp_lanes(&lin, JVP_LANES))?),
+        true => {
+            let lanes = within.map_or(JVP_LANES, |(p, id)| jvp_lane_count(&p.func(id).signature, active));
+            Some(arrayad_ir::timing::time("vector forward mode", || jvp_lanes(&lin, lanes))?)
+        }
         false => None,
     };
     let mut jvp = want(Which::Jvp).then(|| checking_tangents(lin));

@@ -1334,12 +1334,14 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
         goto done;
     }
     {
-        /* forward mode: the primal, then one jvp call per `lanes` columns,
-           lane l's tangents one-hot at column c + l (all zero past the
-           last column). An output may also be an input (in place), and the
-           inputs are read by every call: the calls write the values to
-           `vals` (and the Jacobian to `jout`, a copy when jac overlaps an
-           input); the caller's buffers are written at the end. */
+        /* forward mode: one jvp call per `lanes` columns, lane l's
+           tangents one-hot at column c + l (all zero past the last
+           column); every call computes the values too (the jvp's primal
+           results), so no separate primal call is made. An output may
+           also be an input (in place), and the inputs are read by every
+           call: the calls write the values to `vals` (and the Jacobian to
+           `jout`, a copy when jac overlaps an input); the caller's buffers
+           are written at the end. */
         int64_t off;
         uint64_t vbytes = 0, b;
         double *jout = jac;
@@ -1375,7 +1377,6 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
             out2[i] = vals + b;
             b += ((uint64_t)n * elem_size(ps->out[i].elem) + 7) & ~(uint64_t)7;
         }
-        st = arrayad_invoke(ctx, d->primal, ps, sizes, in, (void *const *)out2);
         /* what every jvp call returns to: the tables above stay */
         mark_ptr = ctx->arena_ptr;
         mark_end = ctx->arena_end;
@@ -1402,9 +1403,14 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
             ctx->arena_cur = mark_cur;
             ctx->tape_ptr = ctx->tape_top = ctx->tape_base;
             st = arrayad_invoke(ctx, d->jvp, d->jvp_sig, sizes, in2, out2);
-            for (l = 0; l < lanes && c + l < cols && st == 0; l++) {
-                const double *t = tout + l * rows;
-                for (r = 0; r < rows; r++) jout[r * cols + c + l] = t[r];
+            if (st == 0) {
+                /* row by row: the pass's columns of a row are adjacent in
+                   the Jacobian (one write of up to `lanes` doubles) */
+                int32_t n = cols - c < lanes ? (int32_t)(cols - c) : lanes;
+                for (r = 0; r < rows; r++) {
+                    double *row = jout + r * cols + c;
+                    for (l = 0; l < n; l++) row[l] = tout[l * rows + r];
+                }
             }
         }
         for (i = 0, b = 0; i < nr && st == 0; i++) {

@@ -477,7 +477,7 @@ pub fn check_jacobian(case: &Case) -> usize {
 }
 
 /// The vector jvp of `case` (`arrayad_ad::jvp_lanes`: one pass, the
-/// tangents of `JVP_LANES` directions) on the interpreter and every JIT:
+/// tangents of `jvp_lane_count` directions) on the interpreter and every JIT:
 /// each lane's tangents are bitwise those of the single `jvp` for that
 /// lane's direction, and the primal results bitwise the jvp's, for blocks
 /// of one-hot columns (the last padded with zero directions) and for dense
@@ -496,7 +496,7 @@ fn check_jvp_lanes(
         ad::one(program, fid, active, arrayad_ad::Which::JvpLanes).unwrap_or_else(|e| panic!("{what} jvp_lanes: {e}"));
     arrayad_ir::verify::verify_function(&lanes_f, None)
         .unwrap_or_else(|e| panic!("{e}\n{}", arrayad_ir::printer::print_function(&lanes_f, None)));
-    let k = arrayad_ad::JVP_LANES;
+    let k = arrayad_ad::jvp_lane_count(&program.func(fid).signature, active);
     let single = |f: &arrayad_ir::Function| Program { file: case.file.clone(), funcs: vec![f.clone()] };
     let jits = jits(&case.file, std::slice::from_ref(&lanes_f));
     let cols: usize = active_args.iter().map(|v| if let Value::Array(a) = v { a.data.len() } else { 1 }).sum();

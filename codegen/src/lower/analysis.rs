@@ -259,11 +259,18 @@ impl BlockFacts {
 
 /// The most results of one build that are summed in one fused loop (a
 /// forward pass sums a value and its tangent, a vector forward pass a value
-/// and the tangent of each lane).
+/// and the tangent of each lane): each sum keeps eight partial sums.
 const MAX_FUSED_SUMS: usize = 16;
 
+/// The most results of a build of a literal extent below `SUM_LANES` that
+/// are summed in one fused loop: such a sum is the left-to-right sum, one
+/// accumulator per result (a vector forward pass of up to 32 lanes over a
+/// short `sum(for j < 7 => ...)`).
+const MAX_FUSED_SHORT_SUMS: usize = 64;
+
 /// The pairs `y = build i < n => r` (an `f64` result of a build of at
-/// most [`MAX_FUSED_SUMS`]) and `s = sum y` in one block, where the sum is
+/// most [`MAX_FUSED_SUMS`] results, or [`MAX_FUSED_SHORT_SUMS`] when `n`
+/// is a literal below `SUM_LANES`) and `s = sum y` in one block, where the sum is
 /// `y`'s only use and neither is mutable: `y` maps to `s`. When every
 /// result of the build is such a `y`, code generation may compute the sums
 /// where the build is, as one loop over its body adding in the order of
@@ -276,7 +283,11 @@ fn fused_sum_candidates(f: &Function) -> HashMap<VarId, VarId> {
         let mut builds = HashSet::new();
         for s in &b.stmts {
             match &s.kind {
-                StmtKind::Let { vars, expr: Expr::Build { body, .. } } if vars.len() <= MAX_FUSED_SUMS => {
+                StmtKind::Let { vars, expr: Expr::Build { n, body, .. } }
+                    if vars.len() <= MAX_FUSED_SUMS
+                        || (vars.len() <= MAX_FUSED_SHORT_SUMS
+                            && matches!(n, Atom::I64(c) if *c < arrayad_ir::interp::ops::SUM_LANES as i64)) =>
+                {
                     for (y, r) in vars.iter().zip(&body.results) {
                         let t = f.atom_ty(r);
                         if t.is_scalar() && t.elem == arrayad_ir::Scalar::F64 && !f.var(*y).mutable {

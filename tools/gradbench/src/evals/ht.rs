@@ -1,7 +1,10 @@
 //! `ht`: hand tracking. The residuals of a posed hand model against measured
 //! points and their Jacobian: forward mode of the objective in 26 (28)
-//! directions by [`arrayad::Function::jvp_many`], the primal once per four
-//! directions (the program's `ht_jacobian_*` compute the same with one `jvp`
+//! directions by [`arrayad::Function::jvp_many`], the primal once per pass
+//! of the vector jvp (one pass of 26 lanes in the simple case, where only
+//! `theta: [26]f64` is active; passes of eight with the `us` of a size
+//! variable; `arrayad_ad::jvp_lane_count`) (the program's `ht_jacobian_*`
+//! compute the same with one `jvp`
 //! per column inside the language). An empty `us` is the "simple" case
 //! (points at vertices), else the "complicated" one (points on triangles,
 //! with two more, packed, columns for `us`: residual `i` depends on `us[i]`
