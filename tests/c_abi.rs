@@ -1155,7 +1155,8 @@ int main(void) {
 /// Jacobian (61 rows: forward mode, more rows than columns) is bitwise the
 /// jvp
 /// of each one-hot column and `f_jvp_many` in 0 to 46 dense directions
-/// (fewer than a pass, one pass, more) bitwise the jvps.
+/// (fewer than a pass, one pass, more) bitwise the jvps. A null argument
+/// or value buffer is an error named after `f_jacobian`.
 #[test]
 fn literal_extents_give_a_lane_per_column() {
     const SRC: &str = "\
@@ -1201,6 +1202,12 @@ int main(void) {
     }
     printf("bad %d\n", bad);
     printf("j %.17g %.17g\n", jac[0], jac[M * C - 1]);
+    {
+        int32_t rc = fixed_jacobian(M, p, q, NULL, v, jac);
+        printf("null_us %d %s\n", (int)rc, fixed_last_error());
+        rc = fixed_jacobian(M, p, q, us, NULL, jac);
+        printf("null_out %d %s\n", (int)rc, fixed_last_error());
+    }
     return 0;
 }
 "#;
@@ -1222,6 +1229,15 @@ int main(void) {
         assert_eq!(code(&lines, "bad"), 0, "{backend}: the Jacobian and jvp_many differ from the jvp");
         let j = numbers(&lines, "j");
         assert!(j.iter().all(|x| x.is_finite() && *x != 0.0), "{backend}: {j:?}");
+        // The passes check the arguments under the Jacobian's name, and the
+        // values' buffer before they are copied into it.
+        for (key, message) in [
+            ("null_us", "fixed.arr:1:1: invalid argument: fixed_jacobian: null pointer for the i64 array `us`"),
+            ("null_out", "fixed.arr:1:1: invalid argument: fixed_jacobian: null pointer for the output `out0`"),
+        ] {
+            let line = lines.get(key).unwrap_or_else(|| panic!("no line {key}"));
+            assert_eq!(line, &format!("9 {message}"), "{backend}: {key}");
+        }
     }
 }
 

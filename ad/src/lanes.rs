@@ -62,7 +62,8 @@ pub const MAX_JVP_LANES: usize = 32;
 /// `ceil(c / ceil(c / 32))`, at least 2. A Jacobian of up to 32 columns is
 /// then one pass, which computes the primal (exponentials, sines) once
 /// for all columns instead of once per eight, and no lane is padding.
-/// Otherwise (a size variable, or no active f64 leaf) [`JVP_LANES`].
+/// Otherwise (a size variable, no active f64 leaf, a negative extent or a
+/// count beyond `u64`) [`JVP_LANES`].
 ///
 /// `jvp_many` and the forward Jacobians (C ABI, Rust API) go through the
 /// directions this many to a pass (the last padded with zero directions),

@@ -610,8 +610,10 @@ impl Function {
     /// the tangent of each direction (each as :meth:`jvp`'s).
     ///
     /// ``directions`` is a sequence of tangents, each as the ``tangents`` of
-    /// :meth:`jvp`. One pass computes the primal once and eight directions
-    /// side by side (vector forward mode; one direction per pass when the
+    /// :meth:`jvp`. One pass computes the primal once and several directions
+    /// side by side (vector forward mode: as many as the Jacobian has
+    /// columns, up to 32, when the active parameters' extents are literals,
+    /// else eight; one direction per pass when the
     /// only active parameter is one scalar, or the function runs
     /// ``grad``/``vjp`` inside); each tangent is bitwise what :meth:`jvp`
     /// returns for its direction.
@@ -651,8 +653,8 @@ impl Function {
     /// right, arrays row-major). Columns: the f64 elements of the ``wrt``
     /// parameters in the order of ``wrt`` (default: the active parameters
     /// in parameter order), flattened likewise. Reverse mode (one backward
-    /// pass per row) when ``m <= n``, else forward mode (eight columns per
-    /// pass).
+    /// pass per row) when ``m <= n``, else forward mode (several columns
+    /// per pass, as :meth:`jvp_many`).
     #[pyo3(signature = (*args, wrt = None, **kwargs))]
     fn jacobian<'py>(
         &self,

@@ -1349,6 +1349,14 @@ int32_t arrayad_jacobian(arrayad_ctx *ctx, const arrayad_jac_desc *d, const int6
             int64_t n;
             st = count_of(ctx, ps, &ps->out[i], sizes, &n);
             if (st) goto done;
+            /* the values are copied out at the end: their buffers are
+               checked now (the passes write `vals`) */
+            if (n > 0 && !out[i]) {
+                st = arrayad_fail_text(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                                       "%sinvalid argument: %s_jacobian: null pointer for the output `%s`", AT(ps),
+                                       ps->fname, ps->out[i].name);
+                goto done;
+            }
             vbytes += ((uint64_t)n * elem_size(ps->out[i].elem) + 7) & ~(uint64_t)7;
         }
         for (i = 0; i < np && jout == jac; i++) {

@@ -264,14 +264,15 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
             &jout.iter().collect::<Vec<_>>(),
         );
         // The vector jvp: the tangents of every lane, lane-major.
-        let lanes_sig = if needs_lanes {
+        let lane_leaves = needs_lanes.then(|| {
             let lin: Vec<&Leaf> = params.iter().copied().chain((0..lanes).flat_map(|_| i.tangents_in.iter())).collect();
             let lout: Vec<&Leaf> =
                 results.iter().copied().chain((0..lanes).flat_map(|_| i.tangents_out.iter())).collect();
-            Some(sig_table(&mut out, &format!("{p}_jvp_lanes"), &format!("{f}_jvp_many"), &sizes, ns, &lin, &lout))
-        } else {
-            None
-        };
+            (lin, lout)
+        });
+        let lanes_sig = lane_leaves.as_ref().map(|(lin, lout)| {
+            sig_table(&mut out, &format!("{p}_jvp_lanes"), &format!("{f}_jvp_many"), &sizes, ns, lin, lout)
+        });
         let vin = cat(&params, &i.cotangents_in);
         let vout = cat(&results, &i.cotangents_out);
         let vjp_sig = sig_table(
@@ -368,13 +369,29 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
             };
             let rows_fn = if needs_rows { internal_symbol(module, f, "vjp_rows") } else { "NULL".into() };
             let vjp_fn = if by_vjp { internal_symbol(module, f, "vjp") } else { "NULL".into() };
-            let _ = writeln!(
-                out,
-                "static const arrayad_jac_desc {p}_jac = {{{}, {jvp_fn}, {rows_fn}, &{primal_sig}, &{jvp_sig}, &{rows_sig}, {lanes}, {}, {act}, {}, {res}, {vjp_fn}, {jac_vjp_sig}}};",
-                internal_symbol(module, f, "primal"),
-                i.active.len(),
-                i.f64_results.len()
-            );
+            let desc = |out: &mut String, name: &str, jvp_sig: &str| {
+                let _ = writeln!(
+                    out,
+                    "static const arrayad_jac_desc {name} = {{{}, {jvp_fn}, {rows_fn}, &{primal_sig}, &{jvp_sig}, &{rows_sig}, {lanes}, {}, {act}, {}, {res}, {vjp_fn}, {jac_vjp_sig}}};",
+                    internal_symbol(module, f, "primal"),
+                    i.active.len(),
+                    i.f64_results.len()
+                );
+            };
+            desc(&mut out, &format!("{p}_jac"), jvp_sig);
+            // The forward Jacobian's passes (which also give its value)
+            // check the arguments and results under the Jacobian's name.
+            if has(Variant::Jacobian) && !by_vjp {
+                let fname = format!("{f}_jacobian");
+                let sig = match &lane_leaves {
+                    Some((lin, lout)) => sig_table(&mut out, &format!("{p}_jac_lanes"), &fname, &sizes, ns, lin, lout),
+                    None => {
+                        let (jin, jout): (Vec<&Leaf>, Vec<&Leaf>) = (jin.iter().collect(), jout.iter().collect());
+                        sig_table(&mut out, &format!("{p}_jac_jvp"), &fname, &sizes, ns, &jin, &jout)
+                    }
+                };
+                desc(&mut out, &format!("{p}_jacobian"), &sig);
+            }
         }
 
         for v in variants {
@@ -419,7 +436,8 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
                 }
                 Variant::Jacobian => {
                     outs.extend(i.results.iter().map(|l| l.name.clone()));
-                    format!("arrayad_abi_jacobian(&{p}_jac, sizes, in, out, {})", i.jac_name)
+                    let desc = if by_vjp { "jac" } else { "jacobian" };
+                    format!("arrayad_abi_jacobian(&{p}_{desc}, sizes, in, out, {})", i.jac_name)
                 }
                 Variant::JvpMany => {
                     ins.extend(i.tangents_in.iter().map(|l| l.name.clone()));
