@@ -656,3 +656,51 @@ fn owned_states(f: &Function, states: &[VarId], body: &Block) -> HashSet<VarId> 
     }
     own
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{fused_sum_candidates, MAX_FUSED_SUMS};
+    use arrayad_ir::builder::Builder;
+    use arrayad_ir::{Atom, BinOp, Block, Expr, Function, Loc, ReduceOp, Scalar, Signature, SrcType, StmtKind, Type};
+
+    /// `let y_0, ..., y_{w-1} = build j < n => (x[j] * 0, ..., x[j] * (w -
+    /// 1))` and `s_k = sum y_k` for each result: how many of the sums
+    /// [`fused_sum_candidates`] fuses.
+    fn fused(width: usize, n: i64) -> usize {
+        let mut f = Function {
+            name: "f".into(),
+            params: vec![],
+            body: Block::default(),
+            vars: vec![],
+            result_types: vec![Type::F64; width],
+            signature: Signature { params: vec![], result: SrcType::Scalar(Scalar::F64) },
+            loc: Loc::default(),
+        };
+        let x = f.new_var("x", Type::array(Scalar::F64, 1));
+        f.params.push(x);
+        let mut b = Builder::new(&mut f);
+        let j = b.var("j", Type::I64);
+        b.begin_block();
+        let e = b.let1("e", Expr::Index { array: x, indices: vec![Atom::Var(j)] }, Type::F64);
+        let rows: Vec<Atom> = (0..width).map(|k| b.binary(BinOp::Mul, Atom::Var(e), Atom::F64(k as f64))).collect();
+        let body = b.end_block(rows);
+        let ys: Vec<_> = (0..width).map(|_| b.var("y", Type::array(Scalar::F64, 1))).collect();
+        b.stmt(StmtKind::Let { vars: ys.clone(), expr: Expr::Build { n: Atom::I64(n), index: j, body } });
+        let sums: Vec<Atom> = ys
+            .iter()
+            .map(|y| Atom::Var(b.let1("s", Expr::Reduce { op: ReduceOp::Sum, array: *y }, Type::F64)))
+            .collect();
+        f.body = b.finish(sums);
+        fused_sum_candidates(&f).len()
+    }
+
+    #[test]
+    fn short_sums_of_many_results_fuse() {
+        // A value and 32 lanes over a literal extent below eight: one loop.
+        assert_eq!(fused(33, 7), 33);
+        // Eight elements or more keep eight partials per sum: at most 16.
+        assert_eq!(fused(33, 8), 0);
+        assert_eq!(fused(MAX_FUSED_SUMS, 100), MAX_FUSED_SUMS);
+        assert_eq!(fused(65, 7), 0);
+    }
+}
