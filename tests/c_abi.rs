@@ -1241,6 +1241,53 @@ int main(void) {
     }
 }
 
+/// Exports whose names are others' with a suffix of the wrappers' tables
+/// (`g` and `g_jac`, `h` and `h_jac`: the forward Jacobian of `g` by the
+/// jvp has a `_jac_jvp` table, the one-row Jacobian of `h` by the vjp a
+/// `_jac_vjp` one, as `g_jac`'s jvp and `h_jac`'s vjp): the tables stay
+/// apart, the library builds, and the Jacobians are right.
+#[test]
+fn exports_named_like_each_others_tables_build() {
+    const SRC: &str = "\
+def g(s: f64, x: [n]f64) -> [n]f64 = for i < n => s * x[i]
+def g_jac(s: f64, x: [n]f64) -> f64 = s * sum(x)
+def h(s: f64, x: [n]f64) -> f64 = s * s * sum(x)
+def h_jac(s: f64, x: [n]f64) -> f64 = s + sum(x)
+";
+    const MAIN: &str = r#"
+#include <stdio.h>
+#include "libg.h"
+
+int main(void) {
+    double x[3] = {1.0, 2.0, 4.0}, v[3], w, jac[3];
+    if (g_jacobian(3, 0.5, x, v, jac) != 0) { printf("error %s\n", g_last_error()); return 1; }
+    printf("g %g %g %g\n", jac[0], jac[1], jac[2]);
+    if (g_jac_jacobian(3, 0.5, x, &w, jac) != 0) { printf("error %s\n", g_last_error()); return 1; }
+    printf("g_jac %g\n", jac[0]);
+    if (h_jacobian(3, 0.5, x, &w, jac) != 0) { printf("error %s\n", g_last_error()); return 1; }
+    printf("h %g\n", jac[0]);
+    if (h_jac_jacobian(3, 0.5, x, &w, jac) != 0) { printf("error %s\n", g_last_error()); return 1; }
+    printf("h_jac %g\n", jac[0]);
+    return 0;
+}
+"#;
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping the C ABI test");
+        return;
+    }
+    for backend in backends() {
+        let dir = scratch("c_abi", &format!("table-names-{backend}"));
+        std::fs::write(dir.join("g.arr"), SRC).unwrap();
+        let out = arrayad(&dir, &["build", "g.arr", "-o", "libg.so", "--backend", backend, "--wrt", "s"]);
+        assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
+        let lines = compile_and_run(&dir, MAIN, "g");
+        assert_eq!(numbers(&lines, "g"), vec![1.0, 2.0, 4.0], "{backend}");
+        assert_eq!(numbers(&lines, "g_jac"), vec![7.0], "{backend}");
+        assert_eq!(numbers(&lines, "h"), vec![7.0], "{backend}");
+        assert_eq!(numbers(&lines, "h_jac"), vec![1.0], "{backend}");
+    }
+}
+
 /// True when the library at `lib` names `symbol` (in its symbol table).
 fn library_names(lib: &Path, symbol: &str) -> bool {
     let bytes = std::fs::read(lib).unwrap();

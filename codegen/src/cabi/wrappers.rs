@@ -202,7 +202,9 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
     }
     for i in interfaces {
         let f = &i.name;
-        let p = format!("arrayad_w__{f}");
+        // The prefix of this export's tables: its name's length in it keeps
+        // the tables of `g` (`_jac_vjp`, ...) apart from those of `g_jac`.
+        let p = format!("arrayad_w{}_{f}", f.len());
         let _ = writeln!(out, "\n/* ---- {} ---- */", i.signature_text);
         // The prefix of the messages of argument and result checks.
         let at = if i.loc.line > 0 { format!("{file}:{}:{}: ", i.loc.line, i.loc.col) } else { String::new() };
