@@ -631,7 +631,9 @@ impl Function {
     /// The dense Jacobian of the `f64` result elements with respect to the
     /// `f64` elements of the active arguments, by reverse mode (one forward
     /// pass, then one backward pass per row) when there are no more rows
-    /// than columns, else forward mode (one jvp per column).
+    /// than columns, else forward mode (passes of the vector jvp,
+    /// [`arrayad_ad::jvp_lane_count`] columns side by side in each, or one
+    /// jvp per column where there is no vector jvp).
     pub fn jacobian(&self, args: &[Arg<'_>]) -> Result<Jacobian, Error> {
         with_refs(args, |refs| {
             let mut result_tys: SmallVec<[&SrcType; 4]> = SmallVec::new();

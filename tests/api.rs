@@ -305,3 +305,42 @@ fn modules_come_from_files() {
     assert!(matches!(e, Error::Io(_)), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// With literal active extents the vector jvp carries a lane per column
+/// (20 here, `arrayad_ad::jvp_lane_count`): the forward Jacobian (more
+/// rows than columns) is one pass, and `jvp_many` goes 20 directions to a
+/// pass, the last padded; every column and every tangent is bitwise the
+/// jvp of its direction, and the value bitwise the call's.
+#[test]
+fn forward_jacobians_go_a_lane_per_literal_column() {
+    let src = "def fit(p: [20]f64, ts: [m]f64) -> [m]f64 =\n  \
+               for i < m => sum(for j < 5 => p[4 * j] * exp(-p[4 * j + 1] * ts[i]) * cos(p[4 * j + 2] * ts[i] + p[4 * j + 3]))\n";
+    let p: Vec<f64> = (0..20).map(|k| 0.1 + 0.05 * k as f64 * if k % 2 == 0 { 1.0 } else { -1.0 }).collect();
+    let ts: Vec<f64> = (0..30).map(|i| 0.07 * i as f64).collect();
+    let unit = |c: usize| -> Vec<f64> { (0..20).map(|k| if k == c { 1.0 } else { 0.0 }).collect() };
+    for backend in [Backend::Cranelift, Backend::Interp] {
+        let m = Module::compile_with("fit.arr", src, Options::backend(backend).with_wrt(&["p"])).unwrap();
+        let f = m.function("fit").unwrap();
+        let args = [Arg::Vector(&p), Arg::Vector(&ts)];
+        let jac = f.jacobian(&args).unwrap();
+        assert_eq!((jac.rows, jac.cols), (30, 20));
+        assert_eq!(jac.value, f.call(&args).unwrap(), "{backend:?}");
+        for c in 0..20 {
+            let e = unit(c);
+            let j = f.jvp(&args, &[Some(Arg::Vector(&e)), None]).unwrap();
+            let column: Vec<f64> = (0..30).map(|r| jac.data[r * 20 + c]).collect();
+            assert_eq!(column, f64s(&j.tangent[0]), "{backend:?}: column {c}");
+        }
+        // 45 directions: passes of 20, 20 and 5 (padded).
+        let dirs: Vec<Vec<f64>> =
+            (0..45).map(|d| (0..20).map(|k| ((d * 7 + k * 3) % 11) as f64 - 5.0).collect()).collect();
+        let directions: Vec<Vec<Option<Arg<'_>>>> = dirs.iter().map(|d| vec![Some(Arg::Vector(d)), None]).collect();
+        let many = f.jvp_many(&args, &directions).unwrap();
+        assert_eq!(many.value, jac.value);
+        assert_eq!(many.tangents.len(), 45);
+        for (d, dir) in dirs.iter().enumerate() {
+            let j = f.jvp(&args, &[Some(Arg::Vector(dir)), None]).unwrap();
+            assert_eq!(many.tangents[d], j.tangent, "{backend:?}: direction {d}");
+        }
+    }
+}

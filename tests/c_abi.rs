@@ -355,12 +355,13 @@ int main(void) {
     assert_eq!(out.code, 0, "{out:#?}");
     let header = std::fs::read_to_string(dir.join("out/libthird.h")).expect("default header OUT.h");
     assert!(header.contains("third_last_error"), "{header}");
-    // Only the entries asked for are built and declared.
+    // Only the entries asked for are built and declared, and their C
+    // compiles without a warning (no table left unused).
+    let werror = dir.join("cc-werror");
     let entries = |list: &str, lib: &str| -> String {
-        let out = arrayad(
-            dir,
-            &["build", "prog.arr", "-o", &format!("out/lib{lib}.so"), "--export", "f,scale", "--entries", list],
-        );
+        let so = format!("out/lib{lib}.so");
+        let args = ["build", "prog.arr", "-o", &so, "--export", "f,scale", "--entries", list];
+        let out = arrayad(dir, &[&args[..], &["--cc", werror.to_str().unwrap()]].concat());
         assert_eq!(out.code, 0, "{out:#?}");
         std::fs::read_to_string(dir.join(format!("out/lib{lib}.h"))).unwrap()
     };
@@ -519,7 +520,7 @@ fn build_robust(name: &str, backend: &str) -> Option<PathBuf> {
     std::fs::write(dir.join("rob.arr"), ROBUST).unwrap();
     let mut args = vec!["build", "rob.arr", "-o", "librob.so", "--backend", backend];
     // Valgrind decodes no AVX-512 instruction, which LLVM may use for this
-    // machine's CPU (the vector jvp's eight lanes): the library for it is
+    // machine's CPU (the vector jvp's lanes): the library for it is
     // built for AVX2 at most.
     if have("valgrind") && cfg!(target_arch = "x86_64") {
         args.extend_from_slice(&["--target-cpu", "x86-64-v3"]);

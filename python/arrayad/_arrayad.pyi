@@ -79,9 +79,10 @@ class Function:
     ) -> Tuple[Any, List[Any]]:
         """Forward mode in many directions: ``(value, tangents)``, one
         tangent per direction (each direction as the ``tangents`` of
-        :meth:`jvp`); the primal once per pass of several directions (as
-        many as the Jacobian has columns, up to 32, when the active
-        parameters' extents are literals, else eight; per direction
+        :meth:`jvp`); the primal once per pass of several directions (when
+        the active parameters' extents are literals, one per Jacobian
+        column up to 32, more columns split evenly over the fewest passes
+        of at most 32; else eight; per direction
         when the only active parameter is one scalar, or the function runs
         ``grad``/``vjp`` inside), each tangent bitwise :meth:`jvp`'s."""
     def jacobian(self, *args: Any, wrt: _Wrt = None, **kwargs: Any) -> npt.NDArray[np.float64]:

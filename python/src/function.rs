@@ -611,9 +611,9 @@ impl Function {
     ///
     /// ``directions`` is a sequence of tangents, each as the ``tangents`` of
     /// :meth:`jvp`. One pass computes the primal once and several directions
-    /// side by side (vector forward mode: as many as the Jacobian has
-    /// columns, up to 32, when the active parameters' extents are literals,
-    /// else eight; one direction per pass when the
+    /// side by side (vector forward mode: when the active parameters'
+    /// extents are literals, one per Jacobian column up to 32, more columns
+    /// split evenly over the fewest passes of at most 32; else eight; one direction per pass when the
     /// only active parameter is one scalar, or the function runs
     /// ``grad``/``vjp`` inside); each tangent is bitwise what :meth:`jvp`
     /// returns for its direction.

@@ -113,12 +113,27 @@ fn sig_table(
 ) -> String {
     let ti = leaf_table(out, &format!("{prefix}_in"), ins);
     let to = leaf_table(out, &format!("{prefix}_out"), outs);
+    sig_over(out, prefix, fname, sizes, nsizes, (&ti, ins.len()), (&to, outs.len()))
+}
+
+/// Emits a signature table `{prefix}_sig` for the function `fname` over
+/// leaf tables already emitted (`(table, count)` of its arguments and of
+/// its results, as [`leaf_table`] returns them); returns its name. Two
+/// entry points that pass the same leaves under different names (the
+/// vector jvp and the forward Jacobian's passes) share their leaf tables.
+fn sig_over(
+    out: &mut String,
+    prefix: &str,
+    fname: &str,
+    sizes: &str,
+    nsizes: usize,
+    (ti, nin): (&str, usize),
+    (to, nout): (&str, usize),
+) -> String {
     let _ = writeln!(
         out,
-        "ARRAYAD_TABLE arrayad_sig {prefix}_sig = {{{}, {nsizes}, {sizes}, {}, {ti}, {}, {to}, ARRAYAD_W_AT}};",
+        "ARRAYAD_TABLE arrayad_sig {prefix}_sig = {{{}, {nsizes}, {sizes}, {nin}, {ti}, {nout}, {to}, ARRAYAD_W_AT}};",
         c_string(fname),
-        ins.len(),
-        outs.len()
     );
     format!("{prefix}_sig")
 }
@@ -380,18 +395,22 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
                     i.f64_results.len()
                 );
             };
-            desc(&mut out, &format!("{p}_jac"), jvp_sig);
+            // `f_jvp_many`, and the Jacobian of one row (by the vjp).
+            if has(Variant::JvpMany) || by_vjp {
+                desc(&mut out, &format!("{p}_jac"), jvp_sig);
+            }
             // The forward Jacobian's passes (which also give its value)
-            // check the arguments and results under the Jacobian's name.
+            // check the arguments and results under the Jacobian's name,
+            // over the leaf tables of the vector jvp (or of the jvp).
             if has(Variant::Jacobian) && !by_vjp {
                 let fname = format!("{f}_jacobian");
-                let sig = match &lane_leaves {
-                    Some((lin, lout)) => sig_table(&mut out, &format!("{p}_jac_lanes"), &fname, &sizes, ns, lin, lout),
-                    None => {
-                        let (jin, jout): (Vec<&Leaf>, Vec<&Leaf>) = (jin.iter().collect(), jout.iter().collect());
-                        sig_table(&mut out, &format!("{p}_jac_jvp"), &fname, &sizes, ns, &jin, &jout)
-                    }
+                let (tables, ins, outs) = match &lane_leaves {
+                    Some((lin, lout)) => (format!("{p}_jvp_lanes"), lin.len(), lout.len()),
+                    None => (format!("{p}_jvp"), jin.len(), jout.len()),
                 };
+                let table = |name: String, count: usize| if count == 0 { "NULL".to_string() } else { name };
+                let (ti, to) = (table(format!("{tables}_in"), ins), table(format!("{tables}_out"), outs));
+                let sig = sig_over(&mut out, &format!("{p}_jac_pass"), &fname, &sizes, ns, (&ti, ins), (&to, outs));
                 desc(&mut out, &format!("{p}_jacobian"), &sig);
             }
         }

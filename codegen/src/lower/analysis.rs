@@ -286,7 +286,7 @@ fn fused_sum_candidates(f: &Function) -> HashMap<VarId, VarId> {
                 StmtKind::Let { vars, expr: Expr::Build { n, body, .. } }
                     if vars.len() <= MAX_FUSED_SUMS
                         || (vars.len() <= MAX_FUSED_SHORT_SUMS
-                            && matches!(n, Atom::I64(c) if *c < arrayad_ir::interp::ops::SUM_LANES as i64)) =>
+                            && matches!(n, Atom::I64(c) if (0..arrayad_ir::interp::ops::SUM_LANES as i64).contains(c))) =>
                 {
                     for (y, r) in vars.iter().zip(&body.results) {
                         let t = f.atom_ty(r);
