@@ -6,8 +6,17 @@
  *
  *   usage: ba_bench [--min-time SECONDS] FILE
  *
+ * With -DBA_BLOCKS (a library that also exports ba_jacobian_blocks), it
+ * then times the Jacobian blocks of all observations in one call (a
+ * parallel map on several threads), from cameras and points gathered per
+ * observation beforehand, checks them against the blocks of
+ * ba_obs_jacobian (bitwise), and prints
+ *
+ *   arrayad blocks (one call) median ...
+ *   ratio blocks/derivative R
+ *
  * Build (see bench/run.sh; DIR holds libba.so from
- * `arrayad build examples/ba.arr -o DIR/libba.so --export ba_obs --wrt cam,x,w`):
+ * `arrayad build examples/ba.arr -o DIR/libba.so --export ba_obs[,ba_jacobian_blocks] --wrt cam,x,w`):
  *   cc -std=c99 -O3 -march=native ba_bench.c -I<shared/bench> -I<examples/ba> -I<bench> -IDIR \
  *      -LDIR -lba -Wl,-rpath,DIR -lm
  *
@@ -37,6 +46,9 @@ typedef struct {
     const ba_input *in;
     ba_sparse jac;
     double *c_reproj, *c_werr, *ours; /* 2p, p, 3p */
+#ifdef BA_BLOCKS
+    double *cams, *xs, *blocks; /* [p][11], [p][3], [p][3][15]: per observation */
+#endif
 } ctx_t;
 
 /* Called through a volatile pointer: not inlined or hoisted by the compiler. */
@@ -72,6 +84,54 @@ static int call(int which, void *p) {
     return 0;
 }
 
+#ifdef BA_BLOCKS
+/* The blocks of all observations in one call (`which` is ignored). */
+static int call_blocks(int which, void *p) {
+    ctx_t *c = (ctx_t *)p;
+    (void)which;
+    if (ba_jacobian_blocks(c->in->p, c->cams, c->xs, c->in->w, c->in->feats, c->blocks) != 0) {
+        fprintf(stderr, "%s: ba_jacobian_blocks: %s\n", prog, ba_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+/* Times the one call of all blocks against the derivative's median `td`
+   (0 on success); its blocks must be those of ba_obs_jacobian. */
+static int bench_blocks(ctx_t *c, double min_time, double td) {
+    const ba_input *in = c->in;
+    bench_timing tb;
+    int64_t i, k;
+    double out[3], jac[45];
+    c->cams = alloc_doubles(11 * in->p, "cameras");
+    c->xs = alloc_doubles(3 * in->p, "points");
+    c->blocks = alloc_doubles(45 * in->p, "blocks");
+    if (!c->cams || !c->xs || !c->blocks) return 1;
+    for (i = 0; i < in->p; i++) {
+        memcpy(&c->cams[11 * i], &in->cams[11 * in->obs[2 * i]], 11 * sizeof(double));
+        memcpy(&c->xs[3 * i], &in->x[3 * in->obs[2 * i + 1]], 3 * sizeof(double));
+    }
+    if (call_blocks(0, c)) return 1;
+    for (i = 0; i < in->p; i++) {
+        if (ba_obs_jacobian(&c->cams[11 * i], &c->xs[3 * i], in->w[i], &in->feats[2 * i], out, jac) != 0) return 1;
+        for (k = 0; k < 45; k++) {
+            if (memcmp(&jac[k], &c->blocks[45 * i + k], sizeof(double)) != 0) {
+                printf("MISMATCH: block %lld entry %lld: %.17g (one call) against %.17g\n", (long long)i,
+                       (long long)k, c->blocks[45 * i + k], jac[k]);
+                return 1;
+            }
+        }
+    }
+    if (bench_measure(call_blocks, 0, c, min_time, &tb)) return 1;
+    bench_print_time("arrayad blocks (one call)", &tb);
+    printf("ratio blocks/derivative %.3f\n", tb.median / td);
+    free(c->cams);
+    free(c->xs);
+    free(c->blocks);
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
     const char *path;
     double min_time, worst = 0.0;
@@ -102,7 +162,16 @@ int main(int argc, char **argv) {
         status = 1;
     }
     fflush(stdout);
-    if (bench_run(call, &c, min_time)) return 1;
+    {
+        bench_timing td;
+        if (bench_run(call, &c, min_time, &td)) return 1;
+#ifdef BA_BLOCKS
+        fflush(stdout);
+        if (bench_blocks(&c, min_time, td.median)) return 1;
+#else
+        (void)td;
+#endif
+    }
     free(c.c_reproj);
     free(c.c_werr);
     free(c.ours);

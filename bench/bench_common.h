@@ -85,8 +85,9 @@ static void bench_print_time(const char *label, const bench_timing *t) {
         printf("%-22s median %10.3f ms   (min %10.3f ms, %ld reps)\n", label, ms, 1e3 * t->min, t->reps);
 }
 
-/* Times the three functions and prints them and their ratios; 0 on success. */
-static int bench_run(bench_call call, void *ctx, double min_time) {
+/* Times the three functions and prints them and their ratios, the
+ * derivative's timing in *derivative unless NULL; 0 on success. */
+static int bench_run(bench_call call, void *ctx, double min_time, bench_timing *derivative) {
     bench_timing tc, tp, td;
     if (bench_measure(call, BENCH_C, ctx, min_time, &tc)) return 1;
     bench_print_time("C objective", &tc);
@@ -99,6 +100,7 @@ static int bench_run(bench_call call, void *ctx, double min_time) {
     printf("ratio derivative/primal %.3f\n", td.median / tp.median);
     printf("ratio primal/C          %.3f\n", tp.median / tc.median);
     printf("ratio derivative/C      %.3f\n", td.median / tc.median);
+    if (derivative) *derivative = td;
     return 0;
 }
 

@@ -4,9 +4,10 @@
 # repeatedly by a C driver (bench/calls_bench.c) against the plain C loop
 # (cc -O3 -march=native) computing the same thing: a map with a large
 # result, a reduction, a gradient as large as its input, log-sum-exp and
-# its gradient at P_MAP / 10 (GradBench's lse size by default); then the
-# time of `arrayad build` for all entry points against `--entries value`
-# of GradBench's det chain (tools/gradbench/evals/det.arr, export det8).
+# its gradient at P_MAP / 10 (GradBench's lse size by default); their
+# speedup on every core against one thread (calls of the two alternating,
+# in one run); then the time of `arrayad build` for all entry points
+# against `--entries value` of GradBench's det chain (export det8).
 # Threads as ARRAYAD_NUM_THREADS says (default: every core).
 #
 # usage: bench/calls.sh [--map P] [--sum P] [--reps R]   (default 10000000 100000 20)
@@ -25,7 +26,7 @@ while [ "$#" -gt 0 ]; do
         --map) pmap="$2"; shift 2 ;;
         --sum) psum="$2"; shift 2 ;;
         --reps) reps="$2"; shift 2 ;;
-        -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "usage: $0 [--map P] [--sum P] [--reps R]" >&2; exit 2 ;;
     esac
 done

@@ -13,6 +13,12 @@
  *
  *   jacobian ...  primal S s  ratio R  (minimums S, S s)
  *
+ * and then, for log-sum-exp and its gradient, the speedup on every core
+ * the process may use against one thread, the calls of the two
+ * alternating (calls_set_num_threads) so that both see the same machine:
+ *
+ *   threads CASE  1: S s  N: S s  speedup X  (minimums S, S s: X)
+ *
  * usage: calls_bench P_MAP P_SUM REPS */
 #define _POSIX_C_SOURCE 199309L
 #include <math.h>
@@ -21,6 +27,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "libcalls.h"
 
@@ -118,6 +125,38 @@ static double median(int which, int c, long reps, double *faults, double *least)
     return m;
 }
 
+/* The calls of one side of a speedup in a row (after a warm-up call). */
+#define SPEEDUP_ROUND 5
+
+/* Case `which` on one thread and on `threads`, `reps` calls of each, in
+   alternating rounds of SPEEDUP_ROUND: prints their medians and minimums, and the speedups. */
+static void speedup(const char *name, int which, int threads, long reps) {
+    double *t1 = (double *)malloc((size_t)reps * sizeof *t1), *tn = (double *)malloc((size_t)reps * sizeof *tn);
+    long r;
+    if (!t1 || !tn) exit(1);
+    for (r = 0; r < reps; r += SPEEDUP_ROUND) {
+        long k, m = reps - r < SPEEDUP_ROUND ? reps - r : SPEEDUP_ROUND;
+        int side;
+        for (side = 0; side < 2; side++) {
+            double *t = side ? tn : t1;
+            calls_set_num_threads(side ? threads : 1);
+            if (call(which, 0)) exit(1);
+            for (k = 0; k < m; k++) {
+                double t0 = bench_now();
+                if (call(which, 0)) exit(1);
+                t[r + k] = bench_now() - t0;
+            }
+        }
+    }
+    calls_set_num_threads(0);
+    qsort(t1, (size_t)reps, sizeof *t1, bench_cmp_double);
+    qsort(tn, (size_t)reps, sizeof *tn, bench_cmp_double);
+    printf("threads %-14s 1: %.6g s  %d: %.6g s  speedup %.2f  (minimums %.6g, %.6g s: %.2f)\n", name, t1[reps / 2],
+           threads, tn[reps / 2], t1[reps / 2] / tn[reps / 2], t1[0], tn[0], t1[0] / tn[0]);
+    free(t1);
+    free(tn);
+}
+
 int main(int argc, char **argv) {
     const char *names[5] = {"map (scale)", "sum(x * z) (dot2)", "gradient (norm2_grad)", "log-sum-exp (lse)",
                             "lse gradient"};
@@ -156,6 +195,12 @@ int main(int argc, char **argv) {
         double fa, fc, la, lc, ta = median(5, 0, reps, &fa, &la), tc = median(5, 1, reps, &fc, &lc);
         printf("jacobian (fit, %lld x 28) arrayad %.6g s  primal %.6g s  ratio %.2f  (minimums %.6g, %.6g s)\n",
                (long long)pf, ta, tc, ta / tc, la, lc);
+    }
+    {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        int threads = cores > 1 ? (cores > 64 ? 64 : (int)cores) : 1;
+        speedup("lse", 3, threads, reps);
+        speedup("lse gradient", 4, threads, reps);
     }
     return 0;
 }

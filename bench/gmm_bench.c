@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
     }
     fflush(stdout);
 
-    if (bench_run(call, &ctx, min_time)) goto fail;
+    if (bench_run(call, &ctx, min_time, NULL)) goto fail;
 
     free(ctx.grad);
     free_input(&in);

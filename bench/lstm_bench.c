@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
         status = 1;
     }
     fflush(stdout);
-    if (bench_run(call, &c, min_time)) return 1;
+    if (bench_run(call, &c, min_time, NULL)) return 1;
     free(c.d_main);
     free(c.d_extra);
     free_lstm_input(&in);

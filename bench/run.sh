@@ -125,6 +125,7 @@ mapfile -t ba_inputs < <(inputs ba ba1_n49_m7776_p31843 ba2_n21_m11315_p36455 ba
 mapfile -t lstm_inputs < <(inputs lstm lstm_l2_c1024 lstm_l4_c1024)
 
 rows=()
+block_rows=()
 # problem SOURCE EXPORT WRT BACKEND DERIVATIVE LIB INPUT...: builds examples/SOURCE.arr
 # and times examples' problem driver bench/PROBLEM_bench.c on every input.
 problem() {
@@ -139,7 +140,10 @@ problem() {
     end=$(date +%s.%N)
     secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
     echo "==> $source ($backend): arrayad build took $secs s"
-    "$cc" -std=c99 -O3 -march=native -Wall "$script_dir/${problem}_bench.c" -o "$dir/bench" \
+    # BA's blocks of all observations in one call, timed beside (ba_bench.c).
+    local defines=()
+    [[ ",$export," == *",ba_jacobian_blocks,"* ]] && defines=(-DBA_BLOCKS)
+    "$cc" -std=c99 -O3 -march=native -Wall ${defines[@]+"${defines[@]}"} "$script_dir/${problem}_bench.c" -o "$dir/bench" \
         -I"$shared/bench" -I"$root/examples/$problem" -I"$script_dir" -I"$dir" -L"$dir" -l"$lib" \
         -Wl,-rpath,"$dir" -lm
     local input name log threads
@@ -158,6 +162,14 @@ problem() {
                 /^ratio primal\/C/ { r2 = $3 }
                 /^ratio derivative\/C/ { r3 = $3 }
                 END { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", n, p, b, t, w, c, pr, gr, r1, r2, r3 }' "$log")")
+            if grep -q '^arrayad blocks' "$log"; then
+                block_rows+=("$(awk -v b="$backend" -v n="$name" -v t="$threads" '
+                    /^C objective/ { c = $4 " " $5 }
+                    /^arrayad derivative/ { gr = $4 " " $5 }
+                    /^arrayad blocks/ { bl = $6 " " $7 }
+                    /^ratio blocks\/derivative/ { r = $3 }
+                    END { printf "| %s | %s | %s | %s | %s | %s | %s |", n, b, t, c, gr, bl, r }' "$log")")
+            fi
         done
     done
 }
@@ -169,7 +181,7 @@ thread_counts="1"
 for backend in $backends; do
     problem gmm gmm gmm alphas,means,icf "$backend" gradient gmm "${gmm_inputs[@]}"
     problem gmm gmm_packed gmm alphas,means,icf "$backend" gradient gmm "${gmm_inputs[@]}"
-    problem ba ba ba_obs cam,x,w "$backend" "sparse Jacobian" ba "${ba_inputs[@]}"
+    problem ba ba ba_obs,ba_jacobian_blocks cam,x,w "$backend" "sparse Jacobian" ba "${ba_inputs[@]}"
     problem lstm lstm lstm main,extra "$backend" gradient lstm "${lstm_inputs[@]}"
 done
 
@@ -237,6 +249,14 @@ summary() {
     echo "| input | program | backend | threads | derivative | C objective (1 thread) | primal | derivative | deriv/primal | primal/C | deriv/C |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
+    if [ "${#block_rows[@]}" -gt 0 ]; then
+        echo
+        echo "BA's Jacobian blocks of all observations in one call (ba_jacobian_blocks, a parallel map) against the sparse Jacobian's calls of ba_obs_jacobian, one per observation:"
+        echo
+        echo "| input | backend | threads | C objective (1 thread) | derivative (per observation) | blocks (one call) | blocks/derivative |"
+        echo "|---|---|---|---|---|---|---|"
+        printf '%s\n' "${block_rows[@]}"
+    fi
     if [ "${#jax_rows[@]}" -gt 0 ]; then
         echo
         echo "JAX $("$jax_python" -c 'import jax; print(jax.__version__)') (bench/jax_bench.py: jit of the objective and of value_and_grad, BA's blocks by vmap(jacfwd)):"

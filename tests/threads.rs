@@ -45,7 +45,8 @@ fn outputs(case: &Case) -> Vec<Result<Vec<Value>, String>> {
 /// lowest one's is reported), or in one iteration chosen by an argument.
 fn failing_cases() -> Vec<Case> {
     let src = "def gather(x: [n]f64, idx: [m]i64) -> [m]f64 = for i < m => x[idx[i]] * 2.0 + f64(i)\n\
-               def rows(x: [n]f64, k: i64) -> [n]f64 = for i < n => if i == k then 1.0 / f64(i - k) + x[i + n] else x[i]\n";
+               def rows(x: [n]f64, k: i64) -> [n]f64 = for i < n => if i == k then 1.0 / f64(i - k) + x[i + n] else x[i]\n\
+               def pairs(x: [n]f64, k: i64) -> [n][2]f64 = for i < n => [x[i], if i >= k then x[i + n] else 2.0 * x[i]]\n";
     let case = |func: &str, args: serde_json::Value| Case {
         file: "failing.arr".into(),
         source: src.into(),
@@ -71,6 +72,10 @@ fn failing_cases() -> Vec<Case> {
         case("gather", serde_json::json!([x, (0..64).map(|i| i % 5).collect::<Vec<i64>>()])),
         case("rows", serde_json::json!([long, 33])),
         case("rows", serde_json::json!([long, 64])),
+        // Array rows (a parallel map of rows of a static shape): the first
+        // failing iteration's error, or none.
+        case("pairs", serde_json::json!([long, 40])),
+        case("pairs", serde_json::json!([long, 64])),
     ]
 }
 
@@ -105,6 +110,8 @@ fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
     }
     maps_inside_maps_and_concurrent_callers();
     backward_loops_run_on_the_pool();
+    long_reductions_are_the_interpreters();
+    ba_blocks_are_the_interpreters();
     let runs = arrayad_runtime::parallel_runs() - runs_before;
     arrayad_runtime::set_num_threads(None);
     arrayad_runtime::set_parallel_grain(None);
@@ -116,13 +123,14 @@ fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
     assert!(errors >= 2 * arrayad_codegen::Backend::available().len(), "only {errors} failing outputs");
 }
 
-/// The gradient of a log-sum-exp runs its backward pass on the pool: the
+/// The gradient of a log-sum-exp runs on the pool: the forward pass's
+/// maximum, the count of its ties (a parallel sum), the exponentials (a
+/// map) and their sum (a sum of the stored array, by blocks), the
 /// additions into the maximum's cotangent as a parallel sum
 /// (`arrayad_ir::passes::reductions`) and the one fused loop that adds
-/// into the gradient as a loop of effects, beside the forward pass's
-/// maximum and exponentials: four maps per call, with ties of the maximum
-/// in different chunks. The gradient is the same bits on one thread and on
-/// two.
+/// into the gradient as a loop of effects: six maps per call, with ties of
+/// the maximum in different chunks. The gradient is the same bits on one
+/// thread and on two.
 fn backward_loops_run_on_the_pool() {
     use arrayad::{Arg, Backend, Module, Options};
     let src = "def lse(x: [n]f64) -> f64 = let m = maximum(x) in m + log(sum(for i < n => exp(x[i] - m)))\n";
@@ -145,12 +153,113 @@ fn backward_loops_run_on_the_pool() {
         let two = grad();
         let runs = arrayad_runtime::parallel_runs() - before;
         assert_eq!(one, two, "{backend:?}: the gradient on two threads");
-        assert_eq!(runs, 4, "{backend:?}: maps of the gradient that ran on the pool");
+        assert_eq!(runs, 6, "{backend:?}: maps of the gradient that ran on the pool");
         // The ties (3.0, every 5000 elements) share the maximum's
         // cotangent.
         let g: Vec<f64> = one.iter().map(|b| f64::from_bits(*b)).collect();
         assert_eq!(g[7].to_bits(), g[5007].to_bits());
         assert!((g.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    }
+}
+
+/// Sums, maxima and minima of stored arrays longer than a block of sums
+/// (`SUM_BLOCK`, from which they run by blocks on the pool), and the
+/// derivatives of maxima with ties in several blocks: every backend's
+/// values the interpreter's bits, on 1, 2 and 7 threads, and the
+/// derivatives the same bits on every number of threads.
+fn long_reductions_are_the_interpreters() {
+    let src = "def total(x: [n]f64) -> f64 = sum(x)\n\
+               def reduce(x: [n]f64) -> f64 = sum(x) * 1e-3 + maximum(x) - minimum(x)\n\
+               def ties(x: [n]f64) -> f64 = let m = maximum(x) in m * sum(for i < n => x[i] * x[i])\n";
+    let block = arrayad_ir::interp::ops::SUM_BLOCK;
+    let mut cases = Vec::new();
+    for n in [block - 1, block, block + 1, 3 * block + 17, 10 * block] {
+        // Values of many magnitudes, and blocks of different scales (the
+        // sum's rounding depends on the order of the blocks' sums), a
+        // negative zero, and ties of the maximum in several blocks.
+        let x: Vec<f64> = (0..n)
+            .map(|i| match i % 1999 {
+                5 => 7.5e9,
+                6 => -0.0,
+                k => {
+                    let scale = 10f64.powi(3 * (i / block % 4) as i32);
+                    ((k * 37 % 101) as f64 - 50.0) * 10f64.powi((i % 13) as i32 - 6) * scale + 0.1
+                }
+            })
+            .collect();
+        for func in ["total", "reduce", "ties"] {
+            cases.push(Case {
+                file: "long.arr".into(),
+                source: src.into(),
+                func: func.into(),
+                args: serde_json::json!([x]),
+                finite_differences: false,
+            });
+        }
+    }
+    for case in &cases {
+        let program = arrayad_frontend::compile(&case.file, &case.source).expect("compiles");
+        let fid = program.find(&case.func).expect("the function");
+        let prim = common::ad::prepare(&program, fid).expect("prepares");
+        let x = json_value(&case.args[0], program.func(fid).param_types()[0]);
+        let single = Program { file: case.file.clone(), funcs: vec![prim.clone()] };
+        let reference = arrayad_ir::interp::run(&single, FuncId(0), std::slice::from_ref(&x)).expect("runs");
+        for (backend, jit) in common::jits(&case.file, std::slice::from_ref(&prim)) {
+            for threads in [1, 2, 7] {
+                arrayad_runtime::set_num_threads(Some(threads));
+                let got = jit.call(&prim.name, std::slice::from_ref(&x)).expect("runs");
+                common::assert_bitwise(
+                    &format!("{}:{} {backend:?} on {threads} threads", case.file, case.func),
+                    &reference,
+                    &got,
+                );
+            }
+        }
+        arrayad_runtime::set_num_threads(Some(1));
+        let one = outputs(case);
+        for threads in [2, 7] {
+            arrayad_runtime::set_num_threads(Some(threads));
+            for (a, b) in one.iter().zip(&outputs(case)) {
+                let (Ok(a), Ok(b)) = (a, b) else { panic!("{}:{}: {a:?} vs {b:?}", case.file, case.func) };
+                common::assert_bitwise(&format!("{}:{} on {threads} threads", case.file, case.func), a, b);
+            }
+        }
+    }
+}
+
+/// BA's Jacobian blocks of many observations in one call
+/// (`examples/ba.arr`): a parallel map of `[3][15]` rows, each the vjps of
+/// an observation (accumulators of its own). The blocks are the
+/// interpreter's bits on every backend and number of threads, and the map
+/// runs on the pool.
+fn ba_blocks_are_the_interpreters() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ba.arr");
+    let source = std::fs::read_to_string(file).expect("examples/ba.arr");
+    let program = arrayad_frontend::compile("ba.arr", &source).expect("compiles");
+    let program = arrayad_ad::expand_derivatives(program).expect("derivative operators expand");
+    let fid = program.find("ba_jacobian_blocks").expect("ba_jacobian_blocks");
+    let prim = common::ad::prepare(&program, fid).expect("prepares");
+    let mut rng = Rng(0xba);
+    let mut rows = |k: usize, lo: f64, hi: f64| -> serde_json::Value {
+        let row = |rng: &mut Rng| (0..k).map(|_| lo + (hi - lo) * rng.unit()).collect::<Vec<f64>>();
+        serde_json::json!((0..300).map(|_| row(&mut rng)).collect::<Vec<_>>())
+    };
+    let ws: Vec<f64> = (0..300).map(|i| 0.5 + f64::from(i % 7) * 0.1).collect();
+    let json = [rows(11, -0.5, 0.5), rows(3, 2.0, 4.0), serde_json::json!(ws), rows(2, -1.0, 1.0)];
+    let ptypes = program.func(fid).param_types();
+    let args: Vec<Value> = json.iter().zip(&ptypes).map(|(j, t)| json_value(j, *t)).collect();
+    let single = Program { file: "ba.arr".into(), funcs: vec![prim.clone()] };
+    let reference = arrayad_ir::interp::run(&single, FuncId(0), &args).expect("runs");
+    for (backend, jit) in common::jits("ba.arr", std::slice::from_ref(&prim)) {
+        for threads in [1, 2, 7] {
+            arrayad_runtime::set_num_threads(Some(threads));
+            let before = arrayad_runtime::parallel_runs();
+            let got = jit.call(&prim.name, &args).expect("runs");
+            common::assert_bitwise(&format!("ba_jacobian_blocks {backend:?} on {threads} threads"), &reference, &got);
+            if threads > 1 {
+                assert!(arrayad_runtime::parallel_runs() > before, "{backend:?}: the blocks ran on one thread");
+            }
+        }
     }
 }
 

@@ -28,7 +28,7 @@
 use crate::reverse::over_reverse::{StubRule, StubRules};
 use crate::AdError;
 use arrayad_ir::builder::Builder;
-use arrayad_ir::{Atom, BinOp, Block, Expr, Function, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId};
+use arrayad_ir::{Atom, BinOp, Block, Expr, Function, ReduceOp, Scalar, Stmt, StmtKind, Type, VarId};
 use std::collections::{HashMap, HashSet};
 
 /// A forward-mode transformation in progress: the tangent of each primal
@@ -564,29 +564,29 @@ impl Jvp {
     /// `maximum`/`minimum`: the derivative is split evenly over all
     /// positions holding the extreme (LANGUAGE.md section 6).
     ///
-    /// The positions are not stored: an integer loop counts them (the
-    /// count, converted to f64, is the sum of a mask of ones, exactly), and
-    /// the linear loop compares each element with the extreme again, so
-    /// that neither the tangent nor the backward pass (which transposes
+    /// The positions are not stored: the count is the `sum` of a
+    /// comprehension of ones and zeros (exact: every partial sum is an
+    /// integer below 2^53), which code generation sums without the array,
+    /// on several threads at the top of a function (`codegen::parallel`),
+    /// and the linear loop compares each element with the extreme again,
+    /// so that neither the tangent nor the backward pass (which transposes
     /// that loop) writes or reads a mask of the array's length. Each
     /// tangent term is still the mask times the element's tangent: the
     /// values are those of a stored mask, bit for bit.
     fn extreme_rule(&mut self, b: &mut Builder, array: VarId, y: VarId, da: VarId) -> Atom {
         let n = b.let_one("n", Expr::Dim { array, axis: 0 });
         let j = b.var("j", Type::I64);
-        let count = b.var("count", Type::I64);
         b.begin_block();
-        let wj = Self::extreme_mask(b, array, j, y, (Atom::I64(1), Atom::I64(0)));
-        let next = b.binary(BinOp::Add, Atom::Var(count), wj);
-        let body = b.end_block(vec![next]);
-        let cnt = b.let_one("count", Expr::Loop { n, index: j, states: vec![count], init: vec![Atom::I64(0)], body });
-        let cnt = b.unary(UnOp::ToF64, cnt);
+        let wj = Self::extreme_mask(b, array, j, y);
+        let body = b.end_block(vec![wj]);
+        let mask = b.let1("mask", Expr::Build { n, index: j, body }, Type::array(Scalar::F64, 1));
+        let cnt = b.let_one("count", Expr::Reduce { op: ReduceOp::Sum, array: mask });
         let cntm = b.binary(BinOp::Max, cnt, Atom::F64(1.0));
         let j2 = b.var("j", Type::I64);
         let acc = b.var("dacc", Type::F64);
         self.linear.insert(acc);
         b.begin_block();
-        let wj = Self::extreme_mask(b, array, j2, y, (Atom::F64(1.0), Atom::F64(0.0)));
+        let wj = Self::extreme_mask(b, array, j2, y);
         let dj = self.lin(b, Expr::Index { array: da, indices: vec![Atom::Var(j2)] }, Type::F64, None);
         let t = self.scale(b, wj, dj);
         let next = self.lin(b, Expr::Binary(BinOp::Add, Atom::Var(acc), t), Type::F64, None);
@@ -600,15 +600,14 @@ impl Jvp {
         self.lin(b, Expr::Binary(BinOp::Div, dsum, cntm), Type::F64, None)
     }
 
-    /// `one` where `array[j]` equals the extreme `y`, else `zero` (two
-    /// literals of one type).
-    fn extreme_mask(b: &mut Builder, array: VarId, j: VarId, y: VarId, (one, zero): (Atom, Atom)) -> Atom {
+    /// `1.0` where `array[j]` equals the extreme `y`, else `0.0`.
+    fn extreme_mask(b: &mut Builder, array: VarId, j: VarId, y: VarId) -> Atom {
         let aj = b.let_one("a", Expr::Index { array, indices: vec![Atom::Var(j)] });
         let is_ext = b.binary(BinOp::Eq, aj, Atom::Var(y));
         b.begin_block();
-        let one = b.end_block(vec![one]);
+        let one = b.end_block(vec![Atom::F64(1.0)]);
         b.begin_block();
-        let zero = b.end_block(vec![zero]);
+        let zero = b.end_block(vec![Atom::F64(0.0)]);
         crate::rules::select(b, is_ext, one, zero)
     }
 

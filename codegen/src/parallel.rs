@@ -7,11 +7,13 @@
 //! calls the chunk function once, over all rows, otherwise.
 //!
 //! A comprehension is split out when
-//! - it binds one array of `f64` or `i64` rows (scalar rows: each
-//!   iteration writes its own element, so the rows, and everything
-//!   computed from them, are the same bits for every number of threads);
+//! - it binds one array of `f64` or `i64` rows, scalars or arrays of a
+//!   static shape ([`row_shape`]: each iteration writes its own elements,
+//!   so the rows, and everything computed from them, are the same bits
+//!   for every number of threads);
 //! - its body has no effect outside itself: no tape entry (`Push`, `Pop`,
-//!   `TapeMark`, `TapeRewind`), no accumulation (`AccAdd`, `AccZero`), no
+//!   `TapeMark`, `TapeRewind`), no accumulation (`AccAdd`, `AccZero`) but
+//!   into accumulators bound in it, no
 //!   assignment of a variable bound outside it, and calls only of primal
 //!   or jvp code (whose work is local to the call; the forward pass of a
 //!   kept vjp leaves its residuals on the caller's tape);
@@ -25,8 +27,10 @@
 //!   parallel sum, whose chunks sum whole blocks of [`SUM_BLOCK`]
 //!   iterations ([`light_sums`]).
 //!
-//! A `maximum` or `minimum` of an `f64` array at the top of a function is
-//! split too, into a map over blocks of the array ([`block_extremes`]).
+//! A `maximum`, `minimum` or `sum` of an `f64` array at the top of a
+//! function (of a stored array: not the sum of a comprehension, summed
+//! without it) is split too, into a map over blocks of the array
+//! ([`block_reduction`]).
 //!
 //! The chunk function of `let r = for i < n => body` (free variables
 //! `v1..vk`) is `chunk(lo, hi, v1..vk) = for i < n => body` lowered in
@@ -53,9 +57,12 @@ use arrayad_ir::{
 };
 use std::collections::{HashMap, HashSet};
 
-/// The most comprehensions split out of one function (each chunk function
-/// copies the function's variable table: the pass stays linear).
+/// The most comprehensions and loops split out of one function, and the
+/// most reductions of arrays (each chunk function copies the function's
+/// variable table: the pass stays linear). Apart, so that the sums of a
+/// gradient's small arrays take no comprehension's place.
 const MAX_MAPS: usize = 8;
+const MAX_REDUCTIONS: usize = 8;
 
 /// The weight of one statement in a loop nested in a comprehension's body
 /// (its trip count is unknown here).
@@ -83,11 +90,26 @@ const SUM_VECTOR_SPEEDUP: u64 = 16;
 /// The most weight counted for one iteration.
 const MAX_WEIGHT: u64 = 1 << 24;
 
+/// The most axes of an array row of a parallel map: a chunk returns its
+/// rows in `ARRAYAD_PMAP_RESULT_SLOTS` (8) result slots of the C runtime,
+/// the array's pointer and its extents.
+const MAX_ROW_RANK: usize = 6;
+
+/// The most bytes of one array row of a parallel map (the runtime's
+/// bound on a map's bytes is checked against rows times this).
+const MAX_ROW_BYTES: i64 = 1 << 24;
+
 /// How a call of a chunk function runs ([`crate::Callees::parallel_map`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ParallelMap {
-    /// Bytes of one row (8: `f64` or `i64`).
+    /// Bytes of one row: 8 for an `f64` or `i64` row, the product of the
+    /// extents times 8 for an array row (of a static shape, [`row`]).
     pub elem: i64,
+    /// The extents of an array row (the first `row_rank`): literals, the
+    /// same for every row (`arrayad_ir::shape::static_row_dims`).
+    pub row: [i64; MAX_ROW_RANK],
+    /// The axes of a row: 0 for scalar rows.
+    pub row_rank: u8,
     /// The statements of one row (an iteration, or a block of
     /// [`SUM_BLOCK`] iterations), loops nested in it counted
     /// [`LOOP_WEIGHT`] times per level: the runtime runs the map on the
@@ -106,6 +128,16 @@ pub(crate) struct ParallelMap {
 }
 
 impl ParallelMap {
+    /// A map of scalar rows of `elem` bytes (0: a loop of effects).
+    fn scalar(elem: i64, weight: i64, blocks: bool, first_writes: u64) -> ParallelMap {
+        ParallelMap { elem, row: [0; MAX_ROW_RANK], row_rank: 0, weight, blocks, first_writes }
+    }
+
+    /// The extents of a row (empty for scalar rows).
+    pub(crate) fn row_dims(&self) -> &[i64] {
+        &self.row[..usize::from(self.row_rank)]
+    }
+
     /// True when argument `k` of the call is an accumulator that the loop
     /// of effects writes first ([`ParallelMap::first_writes`]).
     pub(crate) fn writes_first(&self, k: usize) -> bool {
@@ -155,12 +187,22 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
     let counts = arrayad_ir::visit::use_counts(&f.body, f.vars.len());
     let (summed, carried) = summed_and_carried(f, &counts);
     let sums = light_sums(f, &counts);
+    let built: HashSet<VarId> = f
+        .body
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Let { vars, expr: Expr::Build { .. } } => Some(vars.iter().copied()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
     let mut host: Option<Function> = None;
     // The statements replaced by several, by index: the sums of parallel
     // sums (by the loop that adds the block sums), parallel maxima and
     // minima.
     let mut replaced: HashMap<usize, Vec<Stmt>> = HashMap::new();
-    let mut made = 0;
+    let (mut made, mut reductions) = (0, 0);
     // The extents bound at the top (`let n = dim x 0`) and the checks of
     // their equalities, so far: a chunk function binds them again from its
     // arrays (and checks again), so that its lowering knows what the
@@ -194,23 +236,33 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
             }
             _ => {}
         }
-        if made == MAX_MAPS {
+        if made == MAX_MAPS && reductions == MAX_REDUCTIONS {
             break;
         }
-        if let StmtKind::Let { vars, expr: Expr::Reduce { op: op @ (ReduceOp::Max | ReduceOp::Min), array } } = &s.kind
-        {
+        if let StmtKind::Let { vars, expr: Expr::Reduce { op, array } } = &s.kind {
+            if reductions == MAX_REDUCTIONS {
+                continue;
+            }
             let t = f.ty(*array);
             let ([m], false, Scalar::F64, 1) = (vars.as_slice(), f.var(*array).mutable, t.elem, t.rank) else {
                 continue;
             };
+            // A sum of a comprehension is summed without its array
+            // (below, and `lower/sum.rs`).
+            if *op == ReduceOp::Sum && summed.contains(array) && built.contains(array) {
+                continue;
+            }
             let host = host.get_or_insert_with(|| f.clone());
             let id = FuncId(u32::MAX - u32::try_from(chunks.len()).ok()?);
-            let (stmts, mut func) = block_extremes(host, *op, *array, *m, s.loc, id, chunks.len());
+            let (stmts, mut func) = block_reduction(host, *op, *array, *m, s.loc, id, chunks.len());
             func.loc = before;
             replaced.insert(k, stmts);
-            let map = ParallelMap { elem: 8, weight: SUM_BLOCK as i64, blocks: false, first_writes: 0 };
+            let map = ParallelMap::scalar(8, SUM_BLOCK as i64, false, 0);
             chunks.push(Chunk { id, func, map, host: h });
-            made += 1;
+            reductions += 1;
+            continue;
+        }
+        if made == MAX_MAPS {
             continue;
         }
         if let StmtKind::For { n, index, body, .. } = &s.kind {
@@ -229,7 +281,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
                 arg.filter(|k| *k < 64).map_or(bits, |k| bits | 1 << k)
             });
             let weight = i64::try_from(w).unwrap_or(i64::MAX);
-            let map = ParallelMap { elem: 0, weight, blocks: false, first_writes };
+            let map = ParallelMap::scalar(0, weight, false, first_writes);
             let (func, call) = split_out(f, s, *n, None, &free, &facts, id, chunks.len(), before);
             host.get_or_insert_with(|| f.clone()).body.stmts[k] = call;
             chunks.push(Chunk { id, func, map, host: h });
@@ -243,15 +295,12 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         // A parallel sum runs its body in the loop that sums, which keeps
         // no arena mark: only bodies that allocate nothing (as a fused sum).
         let sum = sums.get(r).filter(|_| summed_light && !crate::lower::allocates(body));
-        let map = match row_bytes(f, body) {
-            Some(elem) if (!summed_light || sum.is_some()) && !carried.contains(r) && effect_free(body, callees) => {
+        let map = match row_shape(f, *index, body, callees) {
+            Some(mut map) if (!summed_light || sum.is_some()) && !carried.contains(r) && effect_free(body, callees) => {
                 let row = if sum.is_some() { w.saturating_mul(SUM_BLOCK as u64 / SUM_VECTOR_SPEEDUP) } else { w };
-                ParallelMap {
-                    elem,
-                    weight: i64::try_from(row).unwrap_or(i64::MAX),
-                    blocks: sum.is_some(),
-                    first_writes: 0,
-                }
+                map.weight = i64::try_from(row).unwrap_or(i64::MAX);
+                map.blocks = sum.is_some();
+                map
             }
             _ => continue,
         };
@@ -310,20 +359,26 @@ fn light_sums(f: &Function, counts: &[u32]) -> HashMap<VarId, (usize, VarId)> {
     out
 }
 
-/// A parallel `m = maximum(x)` (or `minimum`) of `f`: the statements
-/// that replace it, and the chunk function (id `id`, the `k`th).
+/// A parallel `m = maximum(x)`, `minimum(x)` or `sum(x)` of `f` (`x` an
+/// array of `f64`): the statements that replace it, and the chunk function
+/// (id `id`, the `k`th).
 ///
-/// The maximum of blocks of [`SUM_BLOCK`] elements is a map over the
-/// blocks, and `m` the maximum of theirs. That is the same value, bit for
-/// bit: `maximum` is NaN when any element is, else the first largest
-/// element (`arrayad_ir::interp::ops::max_f64`), and the first largest of
-/// the blocks' first largest is the first largest. The function binds
-/// `blocks = max((n + SUM_BLOCK - 1) / SUM_BLOCK, 1)` (one block when `x`
-/// is empty, whose `maximum` fails as `x`'s, under `x`'s name), calls the
-/// chunk `chunk(lo, hi, x, blocks) = for b < blocks => maximum(x[b *
-/// SUM_BLOCK : min(b * SUM_BLOCK + SUM_BLOCK, n)])`, and takes the
-/// maximum of its rows.
-fn block_extremes(
+/// The reduction of blocks of [`SUM_BLOCK`] elements is a map over the
+/// blocks, and `m` the reduction of theirs. That is the same value, bit
+/// for bit:
+/// - `maximum` is NaN when any element is, else the first largest element
+///   (`arrayad_ir::interp::ops::max_f64`), and the first largest of the
+///   blocks' first largest is the first largest (`minimum` likewise);
+/// - `sum` is the left-to-right sum of the sums of its blocks of
+///   [`SUM_BLOCK`] elements (`arrayad_ir::interp::ops::sum_f64`), and the
+///   sum of a slice of one block is that block's sum ([`add_block_sums`]).
+///
+/// The function binds `n = dim x 0` and, when `n > SUM_BLOCK` (below,
+/// one block: the reduction as written), `blocks = (n + SUM_BLOCK - 1) /
+/// SUM_BLOCK`, calls the chunk `chunk(lo, hi, x, blocks) = for b < blocks
+/// => reduce(x[b * SUM_BLOCK : min(b * SUM_BLOCK + SUM_BLOCK, n)])`, and
+/// reduces its rows.
+fn block_reduction(
     f: &mut Function,
     op: ReduceOp,
     x: VarId,
@@ -337,37 +392,47 @@ fn block_extremes(
     let rows_ty = f.ty(x);
     let let1 = |v: VarId, expr: Expr| let1(v, expr, loc);
     let block = Atom::I64(SUM_BLOCK as i64);
-    let (n, up, blocks_down, blocks) =
-        (f.new_var("n", i64_ty), f.new_var("n", i64_ty), f.new_var("blocks", i64_ty), f.new_var("blocks", i64_ty));
-    let extremes = f.new_var(format!("{}s", op.name()), rows_ty);
+    let (n, up, blocks) = (f.new_var("n", i64_ty), f.new_var("n", i64_ty), f.new_var("blocks", i64_ty));
+    let big = f.new_var("big", Type::scalar(Scalar::Bool));
+    let (rows, whole, parts) =
+        (f.new_var(op.name(), f64_ty), f.new_var(op.name(), f64_ty), f.new_var("parts", rows_ty));
     // The chunk function's statement, with variables of `f` (its table is
     // `f`'s copied).
     let (b, lo, end, hi) =
         (f.new_var("b", i64_ty), f.new_var("lo", i64_ty), f.new_var("end", i64_ty), f.new_var("hi", i64_ty));
-    let (part, extreme) = (f.new_var(f.var(x).name.clone(), rows_ty), f.new_var(op.name(), f64_ty));
+    let (part, reduced) = (f.new_var(f.var(x).name.clone(), rows_ty), f.new_var(op.name(), f64_ty));
     let body = Block {
         stmts: vec![
             let1(lo, Expr::Binary(BinOp::Mul, Atom::Var(b), block)),
             let1(end, Expr::Binary(BinOp::Add, Atom::Var(lo), block)),
             let1(hi, Expr::Binary(BinOp::Min, Atom::Var(end), Atom::Var(n))),
             let1(part, Expr::Slice { array: x, lo: Atom::Var(lo), hi: Atom::Var(hi) }),
-            let1(extreme, Expr::Reduce { op, array: part }),
+            let1(reduced, Expr::Reduce { op, array: part }),
         ],
-        results: vec![Atom::Var(extreme)],
+        results: vec![Atom::Var(reduced)],
     };
-    let map = let1(extremes, Expr::Build { n: Atom::Var(blocks), index: b, body });
+    let map = let1(parts, Expr::Build { n: Atom::Var(blocks), index: b, body });
     let count = let1(n, Expr::Dim { array: x, axis: 0 });
-    let chunk = chunk_function(f, &[&count], &map, Some(extremes), &[x, blocks], k);
-    let stmts = vec![
-        count.clone(),
+    let chunk = chunk_function(f, &[&count], &map, Some(parts), &[x, blocks], k);
+    let mut by_blocks = vec![
         let1(up, Expr::Binary(BinOp::Add, Atom::Var(n), Atom::I64(SUM_BLOCK as i64 - 1))),
-        let1(blocks_down, Expr::Binary(BinOp::Div, Atom::Var(up), block)),
-        let1(blocks, Expr::Binary(BinOp::Max, Atom::Var(blocks_down), Atom::I64(1))),
+        let1(blocks, Expr::Binary(BinOp::Div, Atom::Var(up), block)),
         let1(
-            extremes,
+            parts,
             Expr::Call { func: id, args: vec![Atom::I64(0), Atom::Var(blocks), Atom::Var(x), Atom::Var(blocks)] },
         ),
-        let1(m, Expr::Reduce { op, array: extremes }),
+    ];
+    match op {
+        ReduceOp::Sum => by_blocks.extend(add_block_sums(f, parts, rows, loc)),
+        _ => by_blocks.push(let1(rows, Expr::Reduce { op, array: parts })),
+    }
+    let then_branch = Block { stmts: by_blocks, results: vec![Atom::Var(rows)] };
+    let else_branch =
+        Block { stmts: vec![let1(whole, Expr::Reduce { op, array: x })], results: vec![Atom::Var(whole)] };
+    let stmts = vec![
+        count,
+        let1(big, Expr::Binary(BinOp::Gt, Atom::Var(n), block)),
+        let1(m, Expr::If { cond: Atom::Var(big), then_branch, else_branch }),
     ];
     (stmts, chunk)
 }
@@ -400,11 +465,34 @@ fn let1(v: VarId, expr: Expr, loc: Loc) -> Stmt {
     Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc }
 }
 
-/// The bytes of a row of a comprehension of one `f64` or `i64` result.
-fn row_bytes(f: &Function, body: &Block) -> Option<i64> {
+/// The rows of a comprehension `build index < n => body` of one `f64` or
+/// `i64` result, as a map of weight 0: a scalar, or an array whose
+/// extents are literals (`arrayad_ir::shape::static_row_dims`: every row
+/// has them), of at most [`MAX_ROW_RANK`] axes and [`MAX_ROW_BYTES`]. A
+/// chunk allocates such rows before its first iteration, in the runtime's
+/// destination (`Lower::build`).
+fn row_shape(f: &Function, index: VarId, body: &Block, callees: &Callees) -> Option<ParallelMap> {
     let [row] = body.results.as_slice() else { return None };
     let t = f.atom_ty(row);
-    (t.is_scalar() && matches!(t.elem, Scalar::F64 | Scalar::I64)).then_some(8)
+    if !matches!(t.elem, Scalar::F64 | Scalar::I64) {
+        return None;
+    }
+    let mut map = ParallelMap::scalar(8, 0, false, 0);
+    if t.is_scalar() {
+        return Some(map);
+    }
+    let dims = arrayad_ir::shape::static_row_dims(f, callees.program(), index, body, 0)?;
+    if dims.len() != usize::from(t.rank) || dims.len() > MAX_ROW_RANK {
+        return None;
+    }
+    for (k, d) in dims.iter().enumerate() {
+        let arrayad_ir::shape::StaticDim::Lit(d) = d else { return None };
+        map.row[k] = (*d).max(0);
+        map.elem = map.elem.checked_mul(map.row[k]).filter(|b| *b <= MAX_ROW_BYTES)?;
+    }
+    map.row_rank = t.rank;
+    // Rows of no element: nothing to share out.
+    (map.elem > 0).then_some(map)
 }
 
 /// The arrays of `f` that only a `sum` reads (`counts`: the uses of each
@@ -429,7 +517,9 @@ fn summed_and_carried(f: &Function, counts: &[u32]) -> (HashSet<VarId>, HashSet<
 }
 
 /// True when the iterations of a comprehension whose body is `body` have
-/// no effect outside themselves (module docs).
+/// no effect outside themselves (module docs): additions into
+/// accumulators bound in the body (the cotangents of a vjp run per
+/// iteration) are its own.
 fn effect_free(body: &Block, callees: &Callees) -> bool {
     let mut bound = HashSet::new();
     block_binds(body, &mut |v| {
@@ -439,9 +529,8 @@ fn effect_free(body: &Block, callees: &Callees) -> bool {
     for_each_block(body, &mut |b| {
         for s in &b.stmts {
             ok &= match &s.kind {
-                StmtKind::Push(_) | StmtKind::TapeRewind(_) | StmtKind::AccAdd { .. } | StmtKind::AccZero { .. } => {
-                    false
-                }
+                StmtKind::Push(_) | StmtKind::TapeRewind(_) => false,
+                StmtKind::AccAdd { acc, .. } | StmtKind::AccZero { acc, .. } => bound.contains(acc),
                 StmtKind::Assign { var, .. } => bound.contains(var),
                 StmtKind::Let { expr: Expr::Pop | Expr::TapeMark, .. } => false,
                 StmtKind::Let { expr: Expr::Call { func, .. }, .. } => local_call(*func, callees),

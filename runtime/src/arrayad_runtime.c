@@ -1461,6 +1461,11 @@ done:
  * taken in increasing order by whichever thread is free. */
 #define ARRAYAD_CHUNKS_PER_THREAD 8
 
+/* The result slots of a chunk function: the pointer of its rows and the
+ * extents of the array they make (rows of up to 6 axes: MAX_ROW_RANK of
+ * codegen/src/parallel.rs). */
+#define ARRAYAD_PMAP_RESULT_SLOTS 8
+
 typedef struct {
     arrayad_fn fn;
     const uint64_t *args; /* the chunk function's arguments; slots 0 and 1 are
@@ -1609,7 +1614,7 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
     for (;;) {
         int64_t c = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
         int64_t lo, hi, bytes;
-        uint64_t *args, dest[2], res[2];
+        uint64_t *args, dest[2], res[ARRAYAD_PMAP_RESULT_SLOTS];
         int32_t status;
         if (c >= job->nchunks || c > __atomic_load_n(&job->failed, __ATOMIC_RELAXED)) return -1;
         lo = c * job->chunk;

@@ -230,9 +230,15 @@ impl<E: Emitter> Lower<'_, E> {
             self.tape_restore(saved);
         }
         let mut out = self.unpack(resbuf, &result_types, Mem::Stack);
-        // Later accesses keep the fact of a parallel map's rows.
-        if let (Some(n), [Val::A(a)]) = (rows, out.as_mut_slice()) {
-            a.dims = vec![n];
+        // Later accesses keep the fact of a parallel map's rows, and the
+        // extents of array rows are the static ones (the runtime returns
+        // only the pointer and the count of a map run on the pool).
+        if let (Some(n), Some(map), [Val::A(a)]) = (rows, parallel, out.as_mut_slice()) {
+            let mut dims = vec![n];
+            for d in map.row_dims() {
+                dims.push(self.iconst(*d));
+            }
+            a.dims = dims;
         }
         Ok(out)
     }

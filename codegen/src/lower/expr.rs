@@ -677,9 +677,6 @@ impl<E: Emitter> Lower<'_, E> {
         // A chunk of a parallel map: iterations `lo..hi` of `0..n`, rows
         // at `i - lo` (`Lower::chunk_range`).
         let range = self.chunk_range.take();
-        if range.is_some() && body.results.iter().any(|r| !self.f.atom_ty(r).is_scalar()) {
-            return Err(self.malformed("a parallel map of array rows"));
-        }
         if let (Some(blocks), true) = (range, self.chunk_blocks) {
             self.dest_next = dest;
             return self.block_sums(n, index, body, blocks).map(|a| vec![Val::A(a)]);
@@ -704,12 +701,32 @@ impl<E: Emitter> Lower<'_, E> {
                 self.b.def_var(row_count, z);
                 // The row shape if the loop runs zero times: known statically
                 // (`shape::static_row_dims`), else 0 in every dimension.
-                let initial = match arrayad_ir::shape::static_row_dims(self.f, self.program, index, body, k) {
-                    Some(dims) if dims.len() == t.rank as usize => {
-                        dims.iter().map(|d| self.static_dim(d)).collect::<Result<Vec<_>>>()?
-                    }
-                    _ => vec![z; t.rank as usize],
+                let known = arrayad_ir::shape::static_row_dims(self.f, self.program, index, body, k)
+                    .filter(|dims| dims.len() == t.rank as usize);
+                let initial = match &known {
+                    Some(dims) => dims.iter().map(|d| self.static_dim(d)).collect::<Result<Vec<_>>>()?,
+                    None => vec![z; t.rank as usize],
                 };
+                // A chunk of a parallel map of array rows: the rows' shape
+                // is the static one (`crate::parallel::row_shape`), so the
+                // chunk's rows are allocated before its first iteration, in
+                // the runtime's destination for them.
+                if range.is_some() {
+                    if known.is_none() {
+                        return Err(self.malformed("a parallel map of rows of no static shape"));
+                    }
+                    let (rc, ovf) = self.checked_product(&initial);
+                    let (total, o2) = self.b.umul_overflow(rc, rows);
+                    let ovf = match ovf {
+                        Some(o) => self.b.int(IntOp::Or, o, o2),
+                        None => o2,
+                    };
+                    self.dest_next = dest;
+                    let p = self.alloc_elems(total, t.elem, Some(ovf))?;
+                    self.dest_next = None;
+                    self.b.def_var(ptr, p);
+                    self.b.def_var(row_count, rc);
+                }
                 let row_dims: Vec<E::Var> = initial
                     .into_iter()
                     .map(|d| {
@@ -752,13 +769,21 @@ impl<E: Emitter> Lower<'_, E> {
         self.releasing += releasing;
         self.counted_loop_within(start, end, n, false, &mut |l, i| {
             l.def(index, Val::S(i))?;
-            let row = match range {
+            let at = match range {
                 Some((lo, _)) => l.b.int(IntOp::Sub, i, lo),
                 None => i,
             };
             l.stmts(&body.stmts)?;
             let vals: Vec<Val<E::Value>> = body.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
-            if any_array {
+            if any_array && range.is_some() {
+                // Every row of the static shape the chunk allocated.
+                for (o, v) in outs.iter().zip(&vals) {
+                    if let (BuildOut::Array { row_dims, .. }, Val::A(row)) = (o, v) {
+                        let known: Vec<E::Value> = row_dims.iter().map(|v| l.b.use_var(*v)).collect();
+                        l.check_regular(i, &row.dims, &known)?;
+                    }
+                }
+            } else if any_array {
                 let first = l.icmp_imm(IntCC::Eq, i, 0);
                 l.if_else(
                     first,
@@ -802,11 +827,11 @@ impl<E: Emitter> Lower<'_, E> {
             }
             for (o, v) in outs.iter().zip(&vals) {
                 match (o, v) {
-                    (BuildOut::Scalar { ptr, elem }, Val::S(x)) => l.store_elem(*ptr, row, *elem, *x),
+                    (BuildOut::Scalar { ptr, elem }, Val::S(x)) => l.store_elem(*ptr, at, *elem, *x),
                     (BuildOut::Array { ptr, row_count, elem, .. }, Val::A(row)) => {
                         let base = l.b.use_var(*ptr);
                         let rc = l.b.use_var(*row_count);
-                        let off = l.b.int(IntOp::Mul, i, rc);
+                        let off = l.b.int(IntOp::Mul, at, rc);
                         let dst = l.b.elem_addr(base, off, *elem);
                         l.copy_elems(dst, row.ptr, rc, *elem)?;
                     }
@@ -826,7 +851,7 @@ impl<E: Emitter> Lower<'_, E> {
                 BuildOut::Scalar { ptr, .. } => Val::A(Arr { ptr: *ptr, dims: vec![rows] }),
                 BuildOut::Array { ptr, row_dims, .. } => {
                     let ptr = self.b.use_var(*ptr);
-                    let mut dims = vec![n];
+                    let mut dims = vec![rows];
                     dims.extend(row_dims.iter().map(|v| self.b.use_var(*v)));
                     Val::A(Arr { ptr, dims })
                 }
