@@ -253,7 +253,7 @@ summary() {
         echo
         echo "BA's Jacobian blocks of all observations in one call (ba_jacobian_blocks, a parallel map) against the sparse Jacobian's calls of ba_obs_jacobian, one per observation:"
         echo
-        echo "| input | backend | threads | C objective (1 thread) | derivative (per observation) | blocks (one call) | blocks/derivative |"
+        echo "| input | backend | threads | C objective (1 thread) | derivative (a call per observation) | blocks (one call) | blocks/derivative |"
         echo "|---|---|---|---|---|---|---|"
         printf '%s\n' "${block_rows[@]}"
     fi

@@ -133,8 +133,9 @@ pub use results::ParamValues;
 pub use arrayad_ir::{ArrayData, ArrayValue, ErrorKind, RuntimeError, Scalar, Signature, SrcDim, SrcType, Value};
 
 /// The number of threads on which the compiled code of this process runs
-/// its parallel maps (`for` comprehensions of independent iterations and
-/// scalar rows, when their work pays for it): the last
+/// its parallel maps (`for` comprehensions of independent iterations whose
+/// rows are numbers or arrays of a static shape, and reductions of long
+/// arrays, when their work pays for it): the last
 /// [`set_num_threads`], else the environment variable
 /// `ARRAYAD_NUM_THREADS` (1 to 256), else the number of cores the process
 /// may run on. Results are the same bits for every number of threads.

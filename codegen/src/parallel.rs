@@ -13,7 +13,7 @@
 //!   for every number of threads);
 //! - its body has no effect outside itself: no tape entry (`Push`, `Pop`,
 //!   `TapeMark`, `TapeRewind`), no accumulation (`AccAdd`, `AccZero`) but
-//!   into accumulators bound in it, no
+//!   into accumulators it makes (`zeros`), no
 //!   assignment of a variable bound outside it, and calls only of primal
 //!   or jvp code (whose work is local to the call; the forward pass of a
 //!   kept vjp leaves its residuals on the caller's tape);
@@ -91,9 +91,9 @@ const SUM_VECTOR_SPEEDUP: u64 = 16;
 const MAX_WEIGHT: u64 = 1 << 24;
 
 /// The most axes of an array row of a parallel map: a chunk returns its
-/// rows in `ARRAYAD_PMAP_RESULT_SLOTS` (8) result slots of the C runtime,
+/// rows in the runtime's result slots ([`arrayad_runtime::PMAP_RESULT_SLOTS`]),
 /// the array's pointer and its extents.
-const MAX_ROW_RANK: usize = 6;
+const MAX_ROW_RANK: usize = arrayad_runtime::PMAP_RESULT_SLOTS - 2;
 
 /// The most bytes of one array row of a parallel map (the runtime's
 /// bound on a map's bytes is checked against rows times this).
@@ -199,8 +199,8 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         .collect();
     let mut host: Option<Function> = None;
     // The statements replaced by several, by index: the sums of parallel
-    // sums (by the loop that adds the block sums), parallel maxima and
-    // minima.
+    // sums (by the loop that adds the block sums), parallel maxima,
+    // minima and sums of arrays.
     let mut replaced: HashMap<usize, Vec<Stmt>> = HashMap::new();
     let (mut made, mut reductions) = (0, 0);
     // The extents bound at the top (`let n = dim x 0`) and the checks of
@@ -257,7 +257,13 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
             let (stmts, mut func) = block_reduction(host, *op, *array, *m, s.loc, id, chunks.len());
             func.loc = before;
             replaced.insert(k, stmts);
-            let map = ParallelMap::scalar(8, SUM_BLOCK as i64, false, 0);
+            // A block of a sum is vectorised additions (as a block of a
+            // parallel sum); of an extreme, compares and branches.
+            let weight = match op {
+                ReduceOp::Sum => SUM_BLOCK as u64 / SUM_VECTOR_SPEEDUP,
+                ReduceOp::Max | ReduceOp::Min => SUM_BLOCK as u64,
+            };
+            let map = ParallelMap::scalar(8, weight as i64, false, 0);
             chunks.push(Chunk { id, func, map, host: h });
             reductions += 1;
             continue;
@@ -518,19 +524,28 @@ fn summed_and_carried(f: &Function, counts: &[u32]) -> (HashSet<VarId>, HashSet<
 
 /// True when the iterations of a comprehension whose body is `body` have
 /// no effect outside themselves (module docs): additions into
-/// accumulators bound in the body (the cotangents of a vjp run per
-/// iteration) are its own.
+/// accumulators that the body makes itself (`zeros`, `zeros_like`: the
+/// cotangents of a vjp run per iteration) are its own; into anything
+/// else, a view of an outer accumulator included, they are not.
 fn effect_free(body: &Block, callees: &Callees) -> bool {
     let mut bound = HashSet::new();
     block_binds(body, &mut |v| {
         bound.insert(v);
+    });
+    let mut own = HashSet::new();
+    for_each_block(body, &mut |b| {
+        for s in &b.stmts {
+            if let StmtKind::Let { vars, expr: Expr::Zeros(_) | Expr::ZerosLike(_) } = &s.kind {
+                own.extend(vars.iter().copied());
+            }
+        }
     });
     let mut ok = true;
     for_each_block(body, &mut |b| {
         for s in &b.stmts {
             ok &= match &s.kind {
                 StmtKind::Push(_) | StmtKind::TapeRewind(_) => false,
-                StmtKind::AccAdd { acc, .. } | StmtKind::AccZero { acc, .. } => bound.contains(acc),
+                StmtKind::AccAdd { acc, .. } | StmtKind::AccZero { acc, .. } => own.contains(acc),
                 StmtKind::Assign { var, .. } => bound.contains(var),
                 StmtKind::Let { expr: Expr::Pop | Expr::TapeMark, .. } => false,
                 StmtKind::Let { expr: Expr::Call { func, .. }, .. } => local_call(*func, callees),

@@ -163,12 +163,15 @@ size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap);
 
 /* ---- Parallel maps ---------------------------------------------------- */
 
-/* Runs the chunk function `fn` of a map (a `for` comprehension of scalar
- * rows of `elem` bytes, split out by code generation: codegen's
- * parallel.rs) over its iterations 0..n, n = args[1]: `args` (nslots
- * slots) are its arguments, slots 0 and 1 the range lo, hi of the
- * iterations it runs, which it returns as one array of hi - lo rows
- * (results[0] its data, results[1] its extent). On the calling thread
+/* Runs the chunk function `fn` of a map (a `for` comprehension of rows
+ * of `elem` bytes, numbers or arrays of a static shape, split out by code
+ * generation: codegen's parallel.rs) over its iterations 0..n, n =
+ * args[1]: `args` (nslots slots) are its arguments, slots 0 and 1 the
+ * range lo, hi of the iterations it runs, which it returns as one array
+ * of hi - lo rows (results[0] its data, results[1] its extent, then the
+ * rows' extents: at most ARRAYAD_PMAP_RESULT_SLOTS slots). Run on the
+ * pool, the map writes results[0] and results[1] only: the caller knows
+ * the rows' static extents. On the calling thread
  * alone (fn(ctx, args, results) as given, args[0] = 0) when the work,
  * n * weight, is below the grain, when one thread is asked for, inside
  * another parallel map or while the pool runs another caller's; else the

@@ -44,6 +44,12 @@ pub const RUNTIME_C_HEADER_NAME: &str = "arrayad_runtime.h";
 /// (`ARRAYAD_ERR_BUF`).
 pub const ERR_BUF: usize = 256;
 
+/// The result slots `arrayad_parallel_map` gives a chunk function
+/// (`ARRAYAD_PMAP_RESULT_SLOTS` of the C runtime): the rows' pointer and
+/// the extents of the array they make, so rows of at most
+/// `PMAP_RESULT_SLOTS - 2` axes.
+pub const PMAP_RESULT_SLOTS: usize = 8;
+
 /// Mirror of the C `arrayad_ctx` (layout checked against the C side in
 /// tests). Generated code accesses the fields at the offsets of [`offsets`].
 #[repr(C)]
@@ -285,9 +291,11 @@ pub enum RuntimeFn {
     ArenaKeep,
     /// `int32_t arrayad_parallel_map(ctx, arrayad_fn fn, const uint64_t
     /// *args, int64_t nslots, uint64_t *results, int64_t elem, int64_t
-    /// weight)`: runs the chunk function of a map of scalar rows over
-    /// the iterations `0..args[1]`, on the pool of threads when the work
-    /// pays for it ([`set_num_threads`]); returns 0 or the error kind.
+    /// weight)`: runs the chunk function of a map of rows of `elem` bytes
+    /// (numbers, or arrays of a static shape of at most
+    /// [`PMAP_RESULT_SLOTS`]` - 2` axes) over the iterations `0..args[1]`,
+    /// on the pool of threads when the work pays for it
+    /// ([`set_num_threads`]); returns 0 or the error kind.
     ParallelMap,
 }
 
@@ -551,6 +559,12 @@ unsafe impl Send for OwnedCtx {}
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn result_slots_of_chunks_are_the_c_runtimes() {
+        let define = format!("#define ARRAYAD_PMAP_RESULT_SLOTS {}\n", super::PMAP_RESULT_SLOTS);
+        assert!(super::RUNTIME_C_SOURCE.contains(&define), "{define:?} is not in arrayad_runtime.c");
+    }
+
     use super::*;
 
     #[test]
