@@ -106,7 +106,8 @@ def backends() -> Tuple[str, ...]:
 
 def num_threads() -> int:
     """The number of threads on which compiled code runs its parallel maps
-    (``for`` comprehensions of independent iterations and scalar rows,
+    (``for`` comprehensions of independent iterations whose rows are
+    numbers or arrays of a static shape, and reductions of long arrays,
     when their work pays for it): the last :func:`set_num_threads`, else
     the environment variable ``ARRAYAD_NUM_THREADS``, else the number of
     cores the process may run on. Results are the same bits for every
