@@ -103,7 +103,7 @@ const MAX_ROW_BYTES: i64 = 1 << 24;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ParallelMap {
     /// Bytes of one row: 8 for an `f64` or `i64` row, the product of the
-    /// extents times 8 for an array row (of a static shape, [`row`]).
+    /// extents times 8 for an array row (of a static shape, [`ParallelMap::row`]).
     pub elem: i64,
     /// The extents of an array row (the first `row_rank`): literals, the
     /// same for every row (`arrayad_ir::shape::static_row_dims`).
