@@ -559,13 +559,13 @@ unsafe impl Send for OwnedCtx {}
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn result_slots_of_chunks_are_the_c_runtimes() {
-        let define = format!("#define ARRAYAD_PMAP_RESULT_SLOTS {}\n", super::PMAP_RESULT_SLOTS);
-        assert!(super::RUNTIME_C_SOURCE.contains(&define), "{define:?} is not in arrayad_runtime.c");
+        let define = format!("#define ARRAYAD_PMAP_RESULT_SLOTS {PMAP_RESULT_SLOTS}\n");
+        assert!(RUNTIME_C_SOURCE.contains(&define), "{define:?} is not in arrayad_runtime.c");
     }
-
-    use super::*;
 
     #[test]
     fn layout_matches_c() {

@@ -668,6 +668,29 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(self.b.int(IntOp::SMax, v, zero))
     }
 
+    /// `count` rows of extents `dims` and elements `elem`, in the
+    /// caller's buffer `dest` when it offers one (`Lower::dest_next`): the
+    /// rows' pointer and the elements of one row. A product that overflows
+    /// fails as an allocation too large.
+    fn alloc_rows(
+        &mut self,
+        dims: &[E::Value],
+        count: E::Value,
+        elem: Scalar,
+        dest: Option<usize>,
+    ) -> Result<(E::Value, E::Value)> {
+        let (row, ovf) = self.checked_product(dims);
+        let (total, o2) = self.b.umul_overflow(row, count);
+        let ovf = match ovf {
+            Some(o) => self.b.int(IntOp::Or, o, o2),
+            None => o2,
+        };
+        self.dest_next = dest;
+        let ptr = self.alloc_elems(total, elem, Some(ovf))?;
+        self.dest_next = None;
+        Ok((ptr, row))
+    }
+
     fn build(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<Vec<Val<E::Value>>> {
         // A result computed in the caller's buffer (`destinations`): its
         // allocation below, before the body's, takes it.
@@ -715,15 +738,7 @@ impl<E: Emitter> Lower<'_, E> {
                     if known.is_none() {
                         return Err(self.malformed("a parallel map of rows of no static shape"));
                     }
-                    let (rc, ovf) = self.checked_product(&initial);
-                    let (total, o2) = self.b.umul_overflow(rc, rows);
-                    let ovf = match ovf {
-                        Some(o) => self.b.int(IntOp::Or, o, o2),
-                        None => o2,
-                    };
-                    self.dest_next = dest;
-                    let p = self.alloc_elems(total, t.elem, Some(ovf))?;
-                    self.dest_next = None;
+                    let (p, rc) = self.alloc_rows(&initial, rows, t.elem, dest)?;
                     self.b.def_var(ptr, p);
                     self.b.def_var(row_count, rc);
                 }
@@ -793,15 +808,7 @@ impl<E: Emitter> Lower<'_, E> {
                                 for (var, d) in row_dims.iter().zip(&row.dims) {
                                     l.b.def_var(*var, *d);
                                 }
-                                let (rc, ovf) = l.checked_product(&row.dims);
-                                let (total, o2) = l.b.umul_overflow(rc, n);
-                                let ovf = match ovf {
-                                    Some(o) => l.b.int(IntOp::Or, o, o2),
-                                    None => o2,
-                                };
-                                l.dest_next = dest;
-                                let p = l.alloc_elems(total, *elem, Some(ovf))?;
-                                l.dest_next = None;
+                                let (p, rc) = l.alloc_rows(&row.dims, n, *elem, dest)?;
                                 l.b.def_var(*ptr, p);
                                 l.b.def_var(*row_count, rc);
                             }
