@@ -13,9 +13,11 @@
  *
  *   jacobian ...  primal S s  ratio R  (minimums S, S s)
  *
- * and then, for log-sum-exp and its gradient, the speedup on every core
- * the process may use against one thread, the calls of the two
- * alternating (calls_set_num_threads) so that both see the same machine:
+ * and then, for log-sum-exp, its gradient and its jvp, the jvp of the map
+ * `scale` (its value and tangent: one parallel map of two arrays) and the
+ * Jacobian of `fit`, the speedup on every core the process may use
+ * against one thread, the calls of the two alternating
+ * (calls_set_num_threads) so that both see the same machine:
  *
  *   threads CASE  1: S s  N: S s  speedup X  (minimums S, S s: X)
  *
@@ -41,7 +43,7 @@ static long minflt(void) {
 }
 
 static int64_t pm, ps, pf, pl;
-static double *x, *y, *z, *jac, value, params[28];
+static double *x, *y, *z, *ty, *jac, value, tangent, params[28];
 static int64_t *us;
 static volatile double sink;
 
@@ -57,7 +59,8 @@ static double c_lse(double *g) {
 }
 
 /* case 0: scale, 1: dot2, 2: norm2_grad, 3: lse, 4: lse_grad (C when c is
-   set); 5: fit_jacobian (fit when c is set). */
+   set); 5: fit_jacobian (fit when c is set); 6: lse_jvp, 7: scale_jvp
+   (tangents z; arrayad only). */
 static int call(int which, int c) {
     int64_t i;
     int32_t rc = 0;
@@ -95,8 +98,13 @@ static int call(int which, int c) {
         } else {
             rc = lse_grad(pl, x, &value, y);
         }
-    } else {
+    } else if (which == 5) {
         rc = c ? fit(pf, params, us, y) : fit_jacobian(pf, params, us, y, jac);
+    } else if (which == 6) {
+        rc = lse_jvp(pl, x, z, &value, &tangent);
+        sink = tangent;
+    } else {
+        rc = scale_jvp(pm, x, z, y, ty);
     }
     if (rc != 0) {
         fprintf(stderr, "call failed (%d): %s\n", (int)rc, calls_last_error());
@@ -174,17 +182,19 @@ int main(int argc, char **argv) {
     x = (double *)malloc((size_t)n * sizeof *x);
     y = (double *)malloc((size_t)n * sizeof *y);
     z = (double *)malloc((size_t)n * sizeof *z);
+    ty = (double *)malloc((size_t)n * sizeof *ty);
     pf = pm / 32;
     pl = pm / 10 > 0 ? pm / 10 : 1;
     jac = (double *)malloc((size_t)(pf > 0 ? pf : 1) * 28 * sizeof *jac);
     us = (int64_t *)malloc((size_t)(pf > 0 ? pf : 1) * sizeof *us);
-    if (!x || !y || !z || !jac || !us || reps < 1) return 1;
+    if (!x || !y || !z || !ty || !jac || !us || reps < 1) return 1;
     for (i = 0; i < 28; i++) params[i] = 0.1 + 0.05 * (double)i;
     for (i = 0; i < pf; i++) us[i] = 7 * i;
     for (i = 0; i < n; i++) {
         x[i] = 1.0 + 1e-3 * (double)(i % 7);
         z[i] = 0.5 - 1e-4 * (double)(i % 11);
         y[i] = 0;
+        ty[i] = 0;
     }
     for (w = 0; w < 5; w++) {
         double fa, fc, la, lc, ta = median(w, 0, reps, &fa, &la), tc = median(w, 1, reps, &fc, &lc);
@@ -203,6 +213,9 @@ int main(int argc, char **argv) {
         int threads = cores > 1 ? (cores > 64 ? 64 : cores) : 1;
         speedup("lse", 3, threads, reps);
         speedup("lse gradient", 4, threads, reps);
+        speedup("lse jvp", 6, threads, reps);
+        speedup("map jvp (scale)", 7, threads, reps);
+        speedup("fit jacobian", 5, threads, reps);
     }
     return 0;
 }

@@ -2,7 +2,8 @@
 //! corpus program, the GMM example and the generated programs, compiled by
 //! every backend, with every map on the pool (grain 0), on 1, 2 and 7
 //! threads: values, jvps and vjps bitwise equal, and run-time errors the
-//! same message (the first failing iteration's, in index order).
+//! same message (the first failing iteration's, in index order); the jvps
+//! of maps and sums on the pool too (maps of several arrays).
 //!
 //! One test: the number of threads and the grain are the process's.
 
@@ -112,6 +113,7 @@ fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
     backward_loops_run_on_the_pool();
     long_reductions_are_the_interpreters();
     ba_blocks_are_the_interpreters();
+    jvps_run_on_the_pool();
     let runs = arrayad_runtime::parallel_runs() - runs_before;
     arrayad_runtime::set_num_threads(None);
     arrayad_runtime::set_parallel_grain(None);
@@ -223,6 +225,104 @@ fn long_reductions_are_the_interpreters() {
                 let (Ok(a), Ok(b)) = (a, b) else { panic!("{}:{}: {a:?} vs {b:?}", case.file, case.func) };
                 common::assert_bitwise(&format!("{}:{} on {threads} threads", case.file, case.func), a, b);
             }
+        }
+    }
+}
+
+/// The jvps of maps and of sums run on the pool: the values and tangents
+/// of a map are one parallel map of two arrays, the value and tangent of a
+/// sum one parallel sum of two (`crate::parallel`'s maps of several
+/// arrays). Every backend gives the interpreter's bits on 1, 2 and 7
+/// threads with the maps on the pool, and a failing map the error of its
+/// first failing iteration on every number of threads.
+fn jvps_run_on_the_pool() {
+    let src = "def wave(x: [n]f64) -> [n]f64 = for i < n => sin(x[i]) * x[i]\n\
+               def lse(x: [n]f64) -> f64 = let m = maximum(x) in m + log(sum(for i < n => exp(x[i] - m)))\n\
+               def bad(x: [n]f64, k: i64) -> [n]f64 = for i < n => if i >= k then x[i + n] else exp(x[i])\n";
+    let program = arrayad_frontend::compile("jvps.arr", src).expect("compiles");
+    let n = 3 * arrayad_ir::interp::ops::SUM_BLOCK + 5;
+    let x: Vec<f64> = (0..n).map(|i| ((i % 89) as f64 * 0.41).sin() * 3.0).collect();
+    let dx: Vec<f64> = (0..n).map(|i| ((i % 53) as f64 * 0.7).cos()).collect();
+    let vector = |v: &[f64]| json_value(&serde_json::json!(v), arrayad_ir::Type::array(Scalar::F64, 1));
+    // (function, arguments, maps of its jvp on the pool: the map of two
+    // arrays; for lse the maximum, the count of its ties and the sum of
+    // the exponentials and their tangents.)
+    let cases = [
+        ("wave", vec![vector(&x)], 1),
+        ("lse", vec![vector(&x)], 3),
+        ("bad", vec![vector(&x), Value::I64(5000)], 1),
+        ("bad", vec![vector(&x), Value::I64(n as i64)], 1),
+    ];
+    for (func, args, maps) in cases {
+        let fid = program.find(func).expect("the function");
+        let active: Vec<bool> = program.func(fid).param_types().iter().map(|t| t.elem == Scalar::F64).collect();
+        let jvp = common::ad::jvp(&program, fid, &active).expect("jvp");
+        let mut jargs = args.clone();
+        jargs.push(vector(&dx));
+        let single = Program { file: "jvps.arr".into(), funcs: vec![jvp.clone()] };
+        let reference = arrayad_ir::interp::run(&single, FuncId(0), &jargs);
+        for (backend, jit) in common::jits("jvps.arr", std::slice::from_ref(&jvp)) {
+            let mut first_error = None;
+            for threads in [1, 2, 7] {
+                arrayad_runtime::set_num_threads(Some(threads));
+                let before = arrayad_runtime::parallel_runs();
+                let got = jit.call(&jvp.name, &jargs);
+                let runs = arrayad_runtime::parallel_runs() - before;
+                let what = format!("{func} {backend:?} on {threads} threads");
+                match (&reference, got) {
+                    (Ok(want), Ok(got)) => {
+                        common::assert_bitwise(&what, want, &got);
+                        if threads > 1 {
+                            assert_eq!(runs, maps, "{what}: maps of the jvp on the pool");
+                        }
+                    }
+                    (Err(_), Err(e)) => {
+                        let e = e.to_string();
+                        assert!(e.contains("out of bounds"), "{what}: {e}");
+                        assert_eq!(first_error.get_or_insert_with(|| e.clone()), &e, "{what}");
+                        if threads > 1 {
+                            assert!(runs >= 1, "{what}: the failing map ran on one thread");
+                        }
+                    }
+                    (want, got) => panic!("{what}: {want:?} vs {got:?}"),
+                }
+            }
+        }
+    }
+    forward_jacobians_run_on_the_pool();
+}
+
+/// A forward Jacobian of many rows (`bench/calls.arr`'s `fit`, 28
+/// columns: one pass of the vector jvp, a map of the value and its 28
+/// tangents) runs on the pool, the same bits on 1, 2 and 7 threads.
+fn forward_jacobians_run_on_the_pool() {
+    use arrayad::{Arg, Backend, Module, Options};
+    let src = "def fit(p: [28]f64, us: [m]i64) -> [m]f64 =\n\
+               for i < m =>\n\
+                 let t = f64(us[i]) * 1e-6\n\
+                 in sum(for j < 7 => p[4 * j] * exp(-p[4 * j + 1] * t) * cos(p[4 * j + 2] * t + p[4 * j + 3]))\n";
+    let p: Vec<f64> = (0..28).map(|k| 0.5 + 0.1 * (k as f64 * 1.3).sin()).collect();
+    let us: Vec<i64> = (0..3000).map(|i| i * 37 % 100_000).collect();
+    for backend in arrayad_codegen::Backend::available() {
+        let backend = match backend {
+            arrayad_codegen::Backend::Llvm => Backend::Llvm,
+            _ => Backend::Cranelift,
+        };
+        let m = Module::compile_with("fit.arr", src, Options::backend(backend)).unwrap();
+        let fit = m.function("fit").unwrap();
+        let args = [Arg::Vector(&p), Arg::I64Array { data: &us, shape: &[us.len()] }];
+        let jacobian = || {
+            let j = fit.jacobian(&args).unwrap();
+            assert_eq!((j.rows, j.cols), (us.len(), 28));
+            j.data.iter().map(|v| v.to_bits()).collect::<Vec<u64>>()
+        };
+        arrayad_runtime::set_num_threads(Some(1));
+        let one = jacobian();
+        for threads in [2, 7] {
+            arrayad_runtime::set_num_threads(Some(threads));
+            let before = arrayad_runtime::parallel_runs();
+            assert_eq!(one, jacobian(), "{backend:?}: the Jacobian on {threads} threads");
+            assert!(arrayad_runtime::parallel_runs() > before, "{backend:?}: the Jacobian ran on one thread");
         }
     }
 }

@@ -10,7 +10,8 @@
 //! - it binds one array of `f64` or `i64` rows, scalars or arrays of a
 //!   static shape ([`row_shape`]: each iteration writes its own elements,
 //!   so the rows, and everything computed from them, are the same bits
-//!   for every number of threads);
+//!   for every number of threads), or up to [`MAX_OUTPUTS`] arrays of
+//!   scalar rows (a value and its tangents: the jvp of a map);
 //! - its body has no effect outside itself: no tape entry (`Push`, `Pop`,
 //!   `TapeMark`, `TapeRewind`), no accumulation (`AccAdd`, `AccZero`) but
 //!   into accumulators it makes (`zeros`), no
@@ -19,12 +20,13 @@
 //!   kept vjp leaves its residuals on the caller's tape);
 //! - its rows are not carried out of a nested block (whose empty-loop
 //!   extents `arrayad_ir::shape` reads from the comprehension itself);
-//! - and when only a `sum` reads its rows (the lowering sums them without
-//!   the array, `lower/sum.rs`): its body is heavy ([`HEAVY`]: a loop
-//!   inside it), and its rows are summed after the map, in the one order
-//!   of sums, the same bits as the fused loop; or its body is light,
-//!   allocates nothing, and both stand at the top of the function: a
-//!   parallel sum, whose chunks sum whole blocks of [`SUM_BLOCK`]
+//! - and when only a `sum` reads each of its arrays (the lowering sums
+//!   them without the arrays, `lower/sum.rs`): its body is heavy
+//!   ([`HEAVY`]: a loop inside it), and its rows are summed after the map,
+//!   in the one order of sums, the same bits as the fused loop; or its
+//!   body is light, allocates nothing, and the comprehension and the sums
+//!   stand at the top of the function: a parallel sum (of a value and its
+//!   tangent, for a jvp), whose chunks sum whole blocks of [`SUM_BLOCK`]
 //!   iterations ([`light_sums`]).
 //!
 //! A `maximum`, `minimum` or `sum` of an `f64` array at the top of a
@@ -35,8 +37,9 @@
 //! The chunk function of `let r = for i < n => body` (free variables
 //! `v1..vk`) is `chunk(lo, hi, v1..vk) = for i < n => body` lowered in
 //! chunk mode (`Lower::chunk_range`): its loop runs `i` over `lo..hi` only
-//! and returns those `hi - lo` rows, in the destination the runtime gives
-//! (the pool's threads write their rows in place in the result). The
+//! and returns those `hi - lo` rows (of each array it binds), in the
+//! destinations the runtime gives (the pool's threads write their rows in
+//! place in the results). The
 //! index keeps its facts (`0 <= i < n`, as the runtime calls it with
 //! `0 <= lo <= hi <= n`), so the body's accesses are checked, or proven in
 //! bounds, exactly as before. The function binds `r = call chunk(0, n,
@@ -93,7 +96,12 @@ const MAX_WEIGHT: u64 = 1 << 24;
 /// The most axes of an array row of a parallel map: a chunk returns its
 /// rows in the runtime's result slots ([`arrayad_runtime::PMAP_RESULT_SLOTS`]),
 /// the array's pointer and its extents.
-const MAX_ROW_RANK: usize = arrayad_runtime::PMAP_RESULT_SLOTS - 2;
+const MAX_ROW_RANK: usize = 6;
+const _: () = assert!(MAX_ROW_RANK + 2 <= arrayad_runtime::PMAP_RESULT_SLOTS, "a row's extents fit the slots");
+
+/// The most arrays of scalar rows one parallel map binds: a pointer and a
+/// count each in the runtime's result slots.
+const MAX_OUTPUTS: usize = arrayad_runtime::PMAP_MAX_OUTPUTS;
 
 /// The most bytes of one array row of a parallel map (the runtime's
 /// bound on a map's bytes is checked against rows times this).
@@ -110,6 +118,9 @@ pub(crate) struct ParallelMap {
     pub row: [i64; MAX_ROW_RANK],
     /// The axes of a row: 0 for scalar rows.
     pub row_rank: u8,
+    /// The arrays the map binds: 1, up to [`MAX_OUTPUTS`] of scalar rows,
+    /// 0 for a loop of effects.
+    pub outputs: u8,
     /// The statements of one row (an iteration, or a block of
     /// [`SUM_BLOCK`] iterations), loops nested in it counted
     /// [`LOOP_WEIGHT`] times per level: the runtime runs the map on the
@@ -128,9 +139,11 @@ pub(crate) struct ParallelMap {
 }
 
 impl ParallelMap {
-    /// A map of scalar rows of `elem` bytes (0: a loop of effects).
+    /// A map of one array of scalar rows of `elem` bytes (0: a loop of
+    /// effects, which binds none).
     fn scalar(elem: i64, weight: i64, blocks: bool, first_writes: u64) -> ParallelMap {
-        ParallelMap { elem, row: [0; MAX_ROW_RANK], row_rank: 0, weight, blocks, first_writes }
+        let outputs = u8::from(elem > 0);
+        ParallelMap { elem, row: [0; MAX_ROW_RANK], row_rank: 0, outputs, weight, blocks, first_writes }
     }
 
     /// The extents of a row (empty for scalar rows).
@@ -288,21 +301,35 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
             });
             let weight = i64::try_from(w).unwrap_or(i64::MAX);
             let map = ParallelMap::scalar(0, weight, false, first_writes);
-            let (func, call) = split_out(f, s, *n, None, &free, &facts, id, chunks.len(), before);
+            let (func, call) = split_out(f, s, *n, &[], &free, &facts, id, chunks.len(), before);
             host.get_or_insert_with(|| f.clone()).body.stmts[k] = call;
             chunks.push(Chunk { id, func, map, host: h });
             made += 1;
             continue;
         }
         let StmtKind::Let { vars, expr: Expr::Build { n, index, body } } = &s.kind else { continue };
-        let [r] = vars.as_slice() else { continue };
+        if vars.is_empty() || vars.len() > MAX_OUTPUTS {
+            continue;
+        }
         let w = weight(body);
-        let summed_light = summed.contains(r) && w < HEAVY;
+        // The lowering sums without the arrays when a sum reads each of
+        // them, and nothing else, and they are few enough (each sum keeps
+        // eight partial sums in one loop).
+        let summed_light =
+            vars.len() <= crate::lower::MAX_FUSED_SUMS && vars.iter().all(|r| summed.contains(r)) && w < HEAVY;
         // A parallel sum runs its body in the loop that sums, which keeps
         // no arena mark: only bodies that allocate nothing (as a fused sum).
-        let sum = sums.get(r).filter(|_| summed_light && !crate::lower::allocates(body));
-        let map = match row_shape(f, *index, body, callees) {
-            Some(mut map) if (!summed_light || sum.is_some()) && !carried.contains(r) && effect_free(body, callees) => {
+        let sum: Option<Vec<(usize, VarId)>> = vars
+            .iter()
+            .map(|r| sums.get(r).copied())
+            .collect::<Option<Vec<_>>>()
+            .filter(|_| summed_light && !crate::lower::allocates(body));
+        let map = match rows_of(f, *index, body, callees) {
+            Some(mut map)
+                if (!summed_light || sum.is_some())
+                    && !vars.iter().any(|r| carried.contains(r))
+                    && effect_free(body, callees) =>
+            {
                 let row = if sum.is_some() { w.saturating_mul(SUM_BLOCK as u64 / SUM_VECTOR_SPEEDUP) } else { w };
                 map.weight = i64::try_from(row).unwrap_or(i64::MAX);
                 map.blocks = sum.is_some();
@@ -312,10 +339,10 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         };
         let id = FuncId(u32::MAX - u32::try_from(chunks.len()).ok()?);
         let free = free_vars(s, *index, body, &extents);
-        let (func, call) = split_out(f, s, *n, Some(*r), &free, &facts, id, chunks.len(), before);
+        let (func, call) = split_out(f, s, *n, vars, &free, &facts, id, chunks.len(), before);
         let host = host.get_or_insert_with(|| f.clone());
         host.body.stmts[k] = call;
-        if let Some(&(j, total)) = sum {
+        for (r, (j, total)) in vars.iter().zip(sum.into_iter().flatten()) {
             let add = add_block_sums(host, *r, total, f.body.stmts[j].loc);
             replaced.insert(j, add);
         }
@@ -331,9 +358,10 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
 }
 
 /// The light comprehensions of `f`'s top level that only a `sum` at its
-/// top level reads (`y = for i < n => e` of one `f64` result, then `s =
-/// sum(y)`, `y` used nowhere else, `s` immutable): `y` maps to the index of
-/// the sum's statement and `s`. Such a comprehension runs as a parallel
+/// top level reads (`y = for i < n => e` of `f64` results, then `s =
+/// sum(y)`, `y` used nowhere else, `s` immutable; each of the arrays of a
+/// value and its tangent likewise): each `y` maps to the index of the
+/// sum's statement and `s`. Such a comprehension runs as a parallel
 /// sum: its chunk function computes the sums of blocks of [`SUM_BLOCK`]
 /// iterations (`Lower::chunk_range` in block mode), which the function
 /// adds left to right ([`add_block_sums`]): the order of `sum`
@@ -350,11 +378,11 @@ fn light_sums(f: &Function, counts: &[u32]) -> HashMap<VarId, (usize, VarId)> {
             }
         }
     }
-    // Only comprehensions bound at the top level, before their sum.
+    // Only comprehensions bound at the top level, before their sums.
     let mut built = HashSet::new();
     for (k, s) in f.body.stmts.iter().enumerate() {
         if let StmtKind::Let { vars, expr: Expr::Build { .. } } = &s.kind {
-            if let [y] = vars.as_slice() {
+            for y in vars {
                 if out.get(y).is_some_and(|(j, _)| *j > k) {
                     built.insert(*y);
                 }
@@ -419,7 +447,7 @@ fn block_reduction(
     };
     let map = let1(parts, Expr::Build { n: Atom::Var(blocks), index: b, body });
     let count = let1(n, Expr::Dim { array: x, axis: 0 });
-    let chunk = chunk_function(f, &[&count], &map, Some(parts), &[x, blocks], k);
+    let chunk = chunk_function(f, &[&count], &map, &[parts], &[x, blocks], k);
     let mut by_blocks = vec![
         let1(up, Expr::Binary(BinOp::Add, Atom::Var(n), Atom::I64(SUM_BLOCK as i64 - 1))),
         let1(blocks, Expr::Binary(BinOp::Div, Atom::Var(up), block)),
@@ -499,6 +527,24 @@ fn row_shape(f: &Function, index: VarId, body: &Block, callees: &Callees) -> Opt
     map.row_rank = t.rank;
     // Rows of no element: nothing to share out.
     (map.elem > 0).then_some(map)
+}
+
+/// The rows of a comprehension `build index < n => body` as a map of
+/// weight 0: those of its one array ([`row_shape`]), or of each of its
+/// several arrays, which must all be of `f64` or `i64` scalars (at most
+/// [`MAX_OUTPUTS`]).
+fn rows_of(f: &Function, index: VarId, body: &Block, callees: &Callees) -> Option<ParallelMap> {
+    if body.results.len() == 1 {
+        return row_shape(f, index, body, callees);
+    }
+    let k = body.results.len();
+    let scalars = body.results.iter().all(|r| {
+        let t = f.atom_ty(r);
+        t.is_scalar() && matches!(t.elem, Scalar::F64 | Scalar::I64)
+    });
+    let mut map = ParallelMap::scalar(8, 0, false, 0);
+    map.outputs = u8::try_from(k).ok().filter(|_| scalars && (2..=MAX_OUTPUTS).contains(&k))?;
+    Some(map)
 }
 
 /// The arrays of `f` that only a `sum` reads (`counts`: the uses of each
@@ -636,8 +682,8 @@ fn extent_facts<'a>(facts: &[&'a Stmt], free: &[VarId]) -> Vec<&'a Stmt> {
 }
 
 /// The chunk function `id` (the `k`th) of the comprehension `s` of `f` over
-/// `n` iterations, binding `result`, or of the loop of effects `s`
-/// (`result` is `None`), whose free variables are `free` (`facts`: the
+/// `n` iterations, binding `results`, or of the loop of effects `s`
+/// (`results` is empty), whose free variables are `free` (`facts`: the
 /// extents and checks of `f`'s top level so far), and the statement that
 /// calls it in place of `s`. Errors of the chunk function before its loop
 /// report `at`.
@@ -646,7 +692,7 @@ fn split_out(
     f: &Function,
     s: &Stmt,
     n: Atom,
-    result: Option<VarId>,
+    results: &[VarId],
     free: &[VarId],
     facts: &[&Stmt],
     id: FuncId,
@@ -654,28 +700,28 @@ fn split_out(
     at: Loc,
 ) -> (Function, Stmt) {
     let rebound = extent_facts(facts, free);
-    let mut func = chunk_function(f, &rebound, s, result, free, k);
+    let mut func = chunk_function(f, &rebound, s, results, free, k);
     func.loc = at;
     let mut args = vec![Atom::I64(0), n];
     args.extend(free.iter().map(|v| Atom::Var(*v)));
-    let vars = result.into_iter().collect();
+    let vars = results.to_vec();
     (func, Stmt { kind: StmtKind::Let { vars, expr: Expr::Call { func: id, args } }, loc: s.loc })
 }
 
-/// The chunk function of the comprehension `s` of `f`, binding `r`, or of
-/// the loop of effects `s` (`r` is `None`): params `lo`, `hi` and the free
-/// variables `free` (read-only there), the extents `rebound`, the
-/// statement, and `r` (nothing for a loop).
-fn chunk_function(f: &Function, rebound: &[&Stmt], s: &Stmt, r: Option<VarId>, free: &[VarId], k: usize) -> Function {
+/// The chunk function of the comprehension `s` of `f`, binding `rs`, or
+/// of the loop of effects `s` (`rs` is empty): params `lo`, `hi` and the
+/// free variables `free` (read-only there), the extents `rebound`, the
+/// statement, and `rs` (nothing for a loop).
+fn chunk_function(f: &Function, rebound: &[&Stmt], s: &Stmt, rs: &[VarId], free: &[VarId], k: usize) -> Function {
     // The facts at 0:0: errors keep the location of the statement.
     let mut stmts: Vec<Stmt> = rebound.iter().map(|d| Stmt { kind: d.kind.clone(), loc: Loc::default() }).collect();
     stmts.push(s.clone());
     let mut c = Function {
         name: format!("{}.par{k}", f.name),
         params: Vec::new(),
-        body: Block { stmts, results: r.map(Atom::Var).into_iter().collect() },
+        body: Block { stmts, results: rs.iter().map(|r| Atom::Var(*r)).collect() },
         vars: f.vars.clone(),
-        result_types: r.map(|r| f.ty(r)).into_iter().collect(),
+        result_types: rs.iter().map(|r| f.ty(*r)).collect(),
         signature: f.signature.clone(),
         loc: s.loc,
     };

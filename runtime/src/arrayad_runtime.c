@@ -1461,17 +1461,23 @@ done:
  * taken in increasing order by whichever thread is free. */
 #define ARRAYAD_CHUNKS_PER_THREAD 8
 
-/* The result slots of a chunk function: the pointer of its rows and the
- * extents of the array they make (rows of up to 6 axes: MAX_ROW_RANK of
+/* The most arrays one map makes (rows of numbers: a value and its
+ * tangents; a pass of a vector jvp makes at most 33, its value and 32
+ * lanes), and the
+ * result slots of a chunk function: a pointer and a count per array; or,
+ * for one array of array rows, the pointer of its rows and the extents of
+ * the array they make (rows of up to 6 axes: MAX_ROW_RANK of
  * codegen/src/parallel.rs). */
-#define ARRAYAD_PMAP_RESULT_SLOTS 8
+#define ARRAYAD_PMAP_MAX_OUTPUTS 34
+#define ARRAYAD_PMAP_RESULT_SLOTS (2 * ARRAYAD_PMAP_MAX_OUTPUTS)
 
 typedef struct {
     arrayad_fn fn;
     const uint64_t *args; /* the chunk function's arguments; slots 0 and 1 are
                              replaced by each chunk's lo and hi */
     int64_t nslots;
-    char *out;            /* n elements of elem bytes */
+    char *out[ARRAYAD_PMAP_MAX_OUTPUTS]; /* each n elements of elem bytes */
+    int64_t outputs;      /* how many of out (0 for a loop of effects) */
     int64_t elem;
     int64_t n, chunk, nchunks;
     uint64_t limit;       /* the memory limit of each thread's context */
@@ -1614,8 +1620,9 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
     for (;;) {
         int64_t c = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
         int64_t lo, hi, bytes;
-        uint64_t *args, dest[2], res[ARRAYAD_PMAP_RESULT_SLOTS];
+        uint64_t *args, dest[2 * ARRAYAD_PMAP_MAX_OUTPUTS], res[ARRAYAD_PMAP_RESULT_SLOTS];
         int32_t status;
+        int64_t k;
         if (c >= job->nchunks || c > __atomic_load_n(&job->failed, __ATOMIC_RELAXED)) return -1;
         lo = c * job->chunk;
         hi = job->n - lo < job->chunk ? job->n : lo + job->chunk;
@@ -1627,22 +1634,29 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
             memcpy(args, job->args, (size_t)job->nslots * 8);
             args[0] = (uint64_t)lo;
             args[1] = (uint64_t)hi;
-            /* A loop of effects (elem 0) has no rows to offer. */
-            dest[0] = job->out ? (uint64_t)(uintptr_t)(job->out + lo * job->elem) : 0;
-            dest[1] = (uint64_t)bytes;
-            ctx->dest = job->out ? dest : NULL;
+            /* Each array's rows lo..hi, in place (a loop of effects has
+               no rows to offer). */
+            for (k = 0; k < job->outputs; k++) {
+                dest[2 * k] = (uint64_t)(uintptr_t)(job->out[k] + lo * job->elem);
+                dest[2 * k + 1] = (uint64_t)bytes;
+            }
+            ctx->dest = job->outputs > 0 ? dest : NULL;
             status = job->fn(ctx, args, res);
             ctx->dest = NULL;
         } else {
             status = ctx->err_kind ? ctx->err_kind : ARRAYAD_ERR_OUT_OF_MEMORY;
         }
-        if (status == 0 && job->elem > 0 && (int64_t)res[1] != hi - lo) {
-            /* Not the rows asked for: a bug of code generation, reported
-               rather than copied. */
-            arrayad_fail(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
-                         "internal error: a chunk of a parallel map returned %1 rows instead of %2",
-                         (int64_t)res[1], hi - lo, 0);
-            status = ARRAYAD_ERR_INVALID_ARGUMENT;
+        /* The count of each array follows its pointer (an array of
+           array rows is the only one, its extents after). */
+        for (k = 0; status == 0 && k < job->outputs; k++) {
+            if ((int64_t)res[2 * k + 1] != hi - lo) {
+                /* Not the rows asked for: a bug of code generation,
+                   reported rather than copied. */
+                arrayad_fail(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                             "internal error: a chunk of a parallel map returned %1 rows instead of %2",
+                             (int64_t)res[2 * k + 1], hi - lo, 0);
+                status = ARRAYAD_ERR_INVALID_ARGUMENT;
+            }
         }
         if (status != 0) {
             int64_t seen = __atomic_load_n(&job->failed, __ATOMIC_RELAXED);
@@ -1652,8 +1666,11 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
             }
             return c;
         }
-        if (bytes > 0 && (char *)(uintptr_t)res[0] != job->out + lo * job->elem)
-            memcpy(job->out + lo * job->elem, (const void *)(uintptr_t)res[0], (size_t)bytes);
+        for (k = 0; k < job->outputs; k++) {
+            char *to = job->out[k] + lo * job->elem;
+            if (bytes > 0 && (char *)(uintptr_t)res[2 * k] != to)
+                memcpy(to, (const void *)(uintptr_t)res[2 * k], (size_t)bytes);
+        }
     }
 }
 
@@ -1768,13 +1785,14 @@ static void trim(arrayad_ctx *ctx) {
 }
 
 int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *args, int64_t nslots,
-                             uint64_t *results, int64_t elem, int64_t weight) {
+                             uint64_t *results, int64_t elem, int64_t outputs, int64_t weight) {
     int64_t n = (int64_t)args[1], work, chunk, lowest = INT64_MAX;
     int threads, helpers, k;
     arrayad_ctx *lowest_ctx = NULL;
     pmap_job job;
-    char *out;
-    if (n < 2 || ctx->err_final || nslots < 2 || elem < 0 || (elem > 0 && n > (INT64_MAX >> 4) / elem))
+    char *out[ARRAYAD_PMAP_MAX_OUTPUTS];
+    if (n < 2 || ctx->err_final || nslots < 2 || elem < 0 || (elem > 0 && n > (INT64_MAX >> 4) / elem) ||
+        outputs < 0 || outputs > ARRAYAD_PMAP_MAX_OUTPUTS || (elem > 0) != (outputs > 0))
         return fn(ctx, args, results);
     threads = arrayad_num_threads();
     if (threads > n) threads = (int)n;
@@ -1793,13 +1811,32 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
         arrayad_ctx_init(&pool_caller_ctx);
         pool_caller_ready = 1;
     }
-    /* The caller's buffer for the result when it offers one of this size
-       (destination passing, as the chunk function would take it). */
-    out = NULL;
-    if (helpers > 0 && elem > 0 && ctx->dest && ctx->dest[0] && ctx->dest[1] == (uint64_t)(n * elem))
-        out = (char *)(uintptr_t)ctx->dest[0];
-    if (helpers > 0 && elem > 0 && !out) out = (char *)arrayad_alloc_slow(ctx, (uint64_t)(n * elem));
-    if (!out && (helpers == 0 || elem > 0)) {
+    /* Each array in the caller's buffer for it when it offers one of this
+       size (destination passing, as the chunk function would take it:
+       entry k of ctx->dest for array k), else in ctx's arena. */
+    memset(out, 0, sizeof out);
+    {
+        /* The arrays not offered share one allocation, so that a failure
+           leaves nothing behind for the map as written. */
+        int64_t missing = 0;
+        char *rest = NULL;
+        for (k = 0; k < outputs; k++) {
+            if (ctx->dest && ctx->dest[2 * k] && ctx->dest[2 * k + 1] == (uint64_t)(n * elem))
+                out[k] = (char *)(uintptr_t)ctx->dest[2 * k];
+            else
+                missing++;
+        }
+        if (helpers > 0 && missing > 0 && n * elem <= INT64_MAX / missing)
+            rest = (char *)arrayad_alloc_slow(ctx, (uint64_t)(missing * n * elem));
+        for (k = 0; rest && k < outputs; k++) {
+            if (!out[k]) {
+                out[k] = rest;
+                rest += n * elem;
+            }
+        }
+        if (missing > 0 && !rest) memset(out, 0, sizeof out);
+    }
+    if (helpers == 0 || (outputs > 0 && !out[outputs - 1])) {
         /* No pool or no memory: the map as written, whose allocation
            reports a failure where it stands. */
         pthread_mutex_unlock(&pool_busy);
@@ -1811,7 +1848,8 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
     job.fn = fn;
     job.args = args;
     job.nslots = nslots;
-    job.out = out;
+    memcpy(job.out, out, sizeof out);
+    job.outputs = outputs;
     job.elem = elem;
     job.n = n;
     job.chunk = chunk;
@@ -1859,9 +1897,9 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
     trim(&pool_caller_ctx);
     pthread_mutex_unlock(&pool_busy);
     if (lowest_ctx) return ctx->err_kind;
-    if (elem > 0) {
-        results[0] = (uint64_t)(uintptr_t)out;
-        results[1] = (uint64_t)n;
+    for (k = 0; k < outputs; k++) {
+        results[2 * k] = (uint64_t)(uintptr_t)out[k];
+        results[2 * k + 1] = (uint64_t)n;
     }
     return 0;
 }

@@ -167,16 +167,19 @@ size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap);
  * of `elem` bytes, numbers or arrays of a static shape, split out by code
  * generation: codegen's parallel.rs) over its iterations 0..n, n =
  * args[1]: `args` (nslots slots) are its arguments, slots 0 and 1 the
- * range lo, hi of the iterations it runs, which it returns as one array
- * of hi - lo rows (results[0] its data, results[1] its extent, then the
- * rows' extents: at most ARRAYAD_PMAP_RESULT_SLOTS slots). Run on the
- * pool, the map writes results[0] and results[1] only: the caller knows
- * the rows' static extents. On the calling thread
+ * range lo, hi of the iterations it runs, which it returns as `outputs`
+ * arrays of hi - lo rows each (results[2k] the data of array k,
+ * results[2k + 1] its extent; one array of array rows has the rows'
+ * extents after: at most 34 arrays, of number rows when more than
+ * one). Run on the pool, the map
+ * writes the pointers and extents only: the caller knows the rows'
+ * static extents. On the calling thread
  * alone (fn(ctx, args, results) as given, args[0] = 0) when the work,
  * n * weight, is below the grain, when one thread is asked for, inside
  * another parallel map or while the pool runs another caller's; else the
- * result is allocated in ctx (or is ctx->dest[0] when ctx->dest offers a
- * buffer of its size) and the iterations are split into contiguous
+ * results are allocated in ctx (or array k is ctx->dest[2k] when
+ * ctx->dest, if not NULL a table of `outputs` entries of a pointer and a
+ * byte count, offers a buffer of its size) and the iterations are split into contiguous
  * chunks run on the pool, each thread with its own context (memory limit:
  * what ctx has left; stack limit: ctx's on the calling thread), writing its
  * rows in place. The rows, hence the results, are the
@@ -184,9 +187,10 @@ size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap);
  * failing chunk, whose lower iterations all ran: the error the map meets
  * first in index order, moved into ctx. With elem = 0 the map is a loop of
  * effects (each iteration adds into its own rows of arrays it is given):
- * its chunks return no rows, and no result is allocated or written. */
+ * its chunks return no rows, outputs is 0, and no result is allocated or
+ * written. */
 int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *args, int64_t nslots,
-                             uint64_t *results, int64_t elem, int64_t weight);
+                             uint64_t *results, int64_t elem, int64_t outputs, int64_t weight);
 /* The threads parallel maps use: arrayad_set_num_threads's number, else
  * $ARRAYAD_NUM_THREADS (1..256), else the cores the process may run on. */
 int32_t arrayad_num_threads(void);

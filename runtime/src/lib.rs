@@ -46,9 +46,15 @@ pub const ERR_BUF: usize = 256;
 
 /// The result slots `arrayad_parallel_map` gives a chunk function
 /// (`ARRAYAD_PMAP_RESULT_SLOTS` of the C runtime): the rows' pointer and
-/// the extents of the array they make, so rows of at most
-/// `PMAP_RESULT_SLOTS - 2` axes.
-pub const PMAP_RESULT_SLOTS: usize = 8;
+/// the extents of the array they make; or a pointer and a count for each
+/// of several arrays of number rows.
+pub const PMAP_RESULT_SLOTS: usize = 2 * PMAP_MAX_OUTPUTS;
+
+/// The most arrays one parallel map makes (`ARRAYAD_PMAP_MAX_OUTPUTS`):
+/// a pointer and a count each in the result slots (a value and its
+/// tangents, rows of numbers; a pass of a vector jvp makes at most 33, its
+/// value and 32 lanes).
+pub const PMAP_MAX_OUTPUTS: usize = 34;
 
 /// Mirror of the C `arrayad_ctx` (layout checked against the C side in
 /// tests). Generated code accesses the fields at the offsets of [`offsets`].
@@ -184,6 +190,7 @@ pub mod ffi {
             nslots: i64,
             results: *mut u64,
             elem: i64,
+            outputs: i64,
             weight: i64,
         ) -> i32;
         pub fn arrayad_num_threads() -> i32;
@@ -291,11 +298,13 @@ pub enum RuntimeFn {
     ArenaKeep,
     /// `int32_t arrayad_parallel_map(ctx, arrayad_fn fn, const uint64_t
     /// *args, int64_t nslots, uint64_t *results, int64_t elem, int64_t
-    /// weight)`: runs the chunk function of a map of rows of `elem` bytes
-    /// (numbers, or arrays of a static shape of at most
-    /// [`PMAP_RESULT_SLOTS`]` - 2` axes) over the iterations `0..args[1]`,
-    /// on the pool of threads when the work pays for it
-    /// ([`set_num_threads`]); returns 0 or the error kind.
+    /// outputs, int64_t weight)`: runs the chunk function of a map making
+    /// `outputs` arrays of rows of `elem` bytes each (one array of numbers
+    /// or of arrays of a static shape of at most 6 axes, or up to
+    /// [`PMAP_MAX_OUTPUTS`] arrays of numbers; none for
+    /// a loop of effects) over the iterations `0..args[1]`, on the pool of
+    /// threads when the work pays for it ([`set_num_threads`]); returns 0
+    /// or the error kind.
     ParallelMap,
 }
 
@@ -361,7 +370,7 @@ impl Callee {
             Callee::Runtime(RuntimeFn::FailShapes) => (&[Ptr, I32, Ptr, I64, I64, Ptr, Ptr], I32),
             Callee::Runtime(RuntimeFn::Memset) => (&[Ptr, I32, I64], Ptr),
             Callee::Runtime(RuntimeFn::ArenaKeep) => (&[Ptr, Ptr, Ptr, I64, Ptr], I32),
-            Callee::Runtime(RuntimeFn::ParallelMap) => (&[Ptr, Ptr, Ptr, I64, Ptr, I64, I64], I32),
+            Callee::Runtime(RuntimeFn::ParallelMap) => (&[Ptr, Ptr, Ptr, I64, Ptr, I64, I64, I64], I32),
             Callee::Math(m) if m.arity() == 2 => (&[F64, F64], F64),
             Callee::Math(_) => (&[F64], F64),
         }
@@ -563,8 +572,10 @@ mod tests {
 
     #[test]
     fn result_slots_of_chunks_are_the_c_runtimes() {
-        let define = format!("#define ARRAYAD_PMAP_RESULT_SLOTS {PMAP_RESULT_SLOTS}\n");
+        let define = format!("#define ARRAYAD_PMAP_MAX_OUTPUTS {PMAP_MAX_OUTPUTS}\n");
         assert!(RUNTIME_C_SOURCE.contains(&define), "{define:?} is not in arrayad_runtime.c");
+        let slots = "#define ARRAYAD_PMAP_RESULT_SLOTS (2 * ARRAYAD_PMAP_MAX_OUTPUTS)\n";
+        assert!(RUNTIME_C_SOURCE.contains(slots), "{slots:?} is not in arrayad_runtime.c");
     }
 
     #[test]

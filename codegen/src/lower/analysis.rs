@@ -260,7 +260,7 @@ impl BlockFacts {
 /// The most results of one build that are summed in one fused loop (a
 /// forward pass sums a value and its tangent, a vector forward pass a value
 /// and the tangent of each lane): each sum keeps eight partial sums.
-const MAX_FUSED_SUMS: usize = 16;
+pub(crate) const MAX_FUSED_SUMS: usize = 16;
 
 /// The most results of a build of a literal extent below `SUM_LANES` that
 /// are summed in one fused loop: such a sum is the left-to-right sum, one

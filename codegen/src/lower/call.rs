@@ -174,9 +174,15 @@ impl<E: Emitter> Lower<'_, E> {
             // this thread (`crate::parallel`).
             Some(map) => {
                 // A result of this function: the caller's buffer for it, if
-                // any, is the map's (its entry of the table, as result 0).
+                // any, is the map's (its entry of the table, as result 0;
+                // for a map of several arrays, a table of their entries).
+                let rows_dest = std::mem::take(&mut self.dest_rows);
                 let dest = match (self.dest_next.take(), self.dest_table) {
-                    (Some(result), Some(table)) => {
+                    (None, Some(table)) if map.outputs > 1 && rows_dest.iter().any(Option::is_some) => {
+                        self.dest_entries(table, &rows_dest)?;
+                        true
+                    }
+                    (Some(result), Some(table)) if map.outputs == 1 => {
                         let at = i64::try_from(16 * result).map_err(|_| self.malformed("too many results"))?;
                         let null = self.b.iconst(Ty::Ptr, 0);
                         let offered = self.b.icmp(IntCC::Ne, table, null);
@@ -191,7 +197,8 @@ impl<E: Emitter> Lower<'_, E> {
                 let chunk = self.b.function_address(func)?;
                 let nslots = self.iconst(i64::try_from(arg_slots).map_err(|_| self.malformed("too many arguments"))?);
                 let (elem, weight) = (self.iconst(map.elem), self.iconst(map.weight));
-                let args = [ctx, chunk, argbuf, nslots, resbuf, elem, weight];
+                let outputs = self.iconst(i64::from(map.outputs));
+                let args = [ctx, chunk, argbuf, nslots, resbuf, elem, outputs, weight];
                 let status = self.b.call(Callee::Runtime(RuntimeFn::ParallelMap), &args)?;
                 if dest {
                     let null = self.b.iconst(Ty::Ptr, 0);
@@ -232,15 +239,64 @@ impl<E: Emitter> Lower<'_, E> {
         let mut out = self.unpack(resbuf, &result_types, Mem::Stack);
         // Later accesses keep the fact of a parallel map's rows, and the
         // extents of array rows are the static ones (the runtime returns
-        // only the pointer and the count of a map run on the pool).
-        if let (Some(n), Some(map), [Val::A(a)]) = (rows, parallel, out.as_mut_slice()) {
-            let mut dims = vec![n];
-            for d in map.row_dims() {
-                dims.push(self.iconst(*d));
+        // only the pointer and the count of each array of a map run on the
+        // pool).
+        if let (Some(n), Some(map)) = (rows, parallel) {
+            for val in out.iter_mut() {
+                if let Val::A(a) = val {
+                    let mut dims = vec![n];
+                    for d in map.row_dims() {
+                        dims.push(self.iconst(*d));
+                    }
+                    a.dims = dims;
+                }
             }
-            a.dims = dims;
         }
         Ok(out)
+    }
+
+    /// Points the context's destination table at a new one whose entry
+    /// `k` is entry `results[k]` of this function's `table` (or none),
+    /// for a parallel map of several arrays: the map computes each array
+    /// in its caller's buffer when that is offered (a null `table` offers
+    /// none).
+    fn dest_entries(&mut self, table: E::Value, results: &[Option<usize>]) -> Result<()> {
+        let offset = |k: usize| i32::try_from(16 * k).ok();
+        let bytes = u32::try_from(16 * results.len()).map_err(|_| self.malformed("too many results"))?;
+        // (entry of the new table, entry of this function's) per array
+        // that has one.
+        let mut copies = Vec::new();
+        for (k, r) in results.iter().enumerate() {
+            let at = offset(k).ok_or_else(|| self.malformed("too many results"))?;
+            if let Some(r) = r {
+                copies.push((at, offset(*r).ok_or_else(|| self.malformed("too many results"))?));
+            }
+        }
+        let entries = self.b.stack_slot(bytes);
+        let null = self.b.iconst(Ty::Ptr, 0);
+        let zero = self.iconst(0);
+        for k in 0..results.len() {
+            let at = offset(k).ok_or_else(|| self.malformed("too many results"))?;
+            self.b.store(Ty::Ptr, null, entries, at, Mem::Stack);
+            self.b.store(Ty::I64, zero, entries, at + 8, Mem::Stack);
+        }
+        let offered = self.b.icmp(IntCC::Ne, table, null);
+        self.if_else(
+            offered,
+            &mut |l| {
+                for &(at, from) in &copies {
+                    let p = l.b.load(Ty::Ptr, table, from, Mem::Slots);
+                    let size = l.b.load(Ty::I64, table, from + 8, Mem::Slots);
+                    l.b.store(Ty::Ptr, p, entries, at, Mem::Stack);
+                    l.b.store(Ty::I64, size, entries, at + 8, Mem::Stack);
+                }
+                Ok(())
+            },
+            &mut |_| Ok(()),
+        )?;
+        let ctx = self.ctx;
+        self.b.store(Ty::Ptr, entries, ctx, offsets::DEST, Mem::Ctx);
+        Ok(())
     }
 
     /// The blocks of a parallel sum of `n` iterations: `(n - 1) /

@@ -19,8 +19,9 @@ const TRIANGULAR_DEPTH: usize = 4;
 enum BuildOut<E: Emitter> {
     /// Scalar rows: the array is allocated before the loop.
     Scalar { ptr: E::Value, elem: Scalar },
-    /// Array rows: allocated once the first row's shape is known.
-    Array { ptr: E::Var, row_dims: Vec<E::Var>, row_count: E::Var, elem: Scalar },
+    /// Array rows: allocated once the first row's shape is known (in the
+    /// caller's buffer of result `dest` when it offers one).
+    Array { ptr: E::Var, row_dims: Vec<E::Var>, row_count: E::Var, elem: Scalar, dest: Option<usize> },
 }
 
 /// The independent chains of a `maximum` or `minimum` of an array
@@ -692,24 +693,29 @@ impl<E: Emitter> Lower<'_, E> {
     }
 
     fn build(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<Vec<Val<E::Value>>> {
-        // A result computed in the caller's buffer (`destinations`): its
-        // allocation below, before the body's, takes it.
+        // Results computed in the caller's buffers (`destinations`): their
+        // allocations below, before the body's, take them.
         let dest = self.dest_next.take();
+        let rows_dest = std::mem::take(&mut self.dest_rows);
+        let dests: Vec<Option<usize>> = match body.results.len() {
+            1 => vec![dest],
+            k if rows_dest.len() == k => rows_dest,
+            k => vec![None; k],
+        };
         let n = self.scalar(n)?;
         self.check_size(n)?;
         // A chunk of a parallel map: iterations `lo..hi` of `0..n`, rows
         // at `i - lo` (`Lower::chunk_range`).
         let range = self.chunk_range.take();
         if let (Some(blocks), true) = (range, self.chunk_blocks) {
-            self.dest_next = dest;
-            return self.block_sums(n, index, body, blocks).map(|a| vec![Val::A(a)]);
+            return Ok(self.block_sums(n, index, body, blocks, &dests)?.into_iter().map(Val::A).collect());
         }
         let (start, rows) = match range {
             Some((lo, hi)) => (lo, self.b.int(IntOp::Sub, hi, lo)),
             None => (self.iconst(0), n),
         };
         let mut outs: Vec<BuildOut<E>> = Vec::new();
-        for (k, r) in body.results.iter().enumerate() {
+        for ((k, r), dest) in body.results.iter().enumerate().zip(dests) {
             let t = self.f.atom_ty(r);
             if t.is_scalar() {
                 self.dest_next = dest;
@@ -750,7 +756,7 @@ impl<E: Emitter> Lower<'_, E> {
                         v
                     })
                     .collect();
-                outs.push(BuildOut::Array { ptr, row_dims, row_count, elem: t.elem });
+                outs.push(BuildOut::Array { ptr, row_dims, row_count, elem: t.elem, dest });
             }
         }
         let any_array = outs.iter().any(|o| matches!(o, BuildOut::Array { .. }));
@@ -804,11 +810,11 @@ impl<E: Emitter> Lower<'_, E> {
                     first,
                     &mut |l| {
                         for (o, v) in outs.iter().zip(&vals) {
-                            if let (BuildOut::Array { ptr, row_dims, row_count, elem }, Val::A(row)) = (o, v) {
+                            if let (BuildOut::Array { ptr, row_dims, row_count, elem, dest }, Val::A(row)) = (o, v) {
                                 for (var, d) in row_dims.iter().zip(&row.dims) {
                                     l.b.def_var(*var, *d);
                                 }
-                                let (p, rc) = l.alloc_rows(&row.dims, n, *elem, dest)?;
+                                let (p, rc) = l.alloc_rows(&row.dims, n, *elem, *dest)?;
                                 l.b.def_var(*ptr, p);
                                 l.b.def_var(*row_count, rc);
                             }

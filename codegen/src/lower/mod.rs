@@ -12,7 +12,7 @@
 
 mod analysis;
 mod call;
-pub(crate) use analysis::allocates;
+pub(crate) use analysis::{allocates, MAX_FUSED_SUMS};
 pub(crate) use call::lower_frame_guard;
 pub(crate) mod emit;
 mod expr;
@@ -81,6 +81,7 @@ pub(crate) fn lower_function<E: Emitter>(
         releasing: 0,
         destinations: destinations(f, callees),
         dest_next: None,
+        dest_rows: Vec::new(),
         chunk_range: None,
         chunk_blocks: false,
         chunk_first_writes: Vec::new(),
@@ -341,6 +342,10 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// while lowering the statement that binds a result of
     /// `destinations`).
     dest_next: Option<usize>,
+    /// Of a comprehension or a parallel map of several arrays: the result
+    /// index whose buffer each may take (set while lowering the statement
+    /// that binds them; empty otherwise).
+    dest_rows: Vec<Option<usize>>,
     /// In a chunk function of a parallel map (`crate::parallel`), the
     /// range `lo..hi` of the iterations its comprehension runs, taken by
     /// the first comprehension lowered (the one at its top): the loop runs
@@ -359,9 +364,9 @@ pub(crate) struct Lower<'a, E: Emitter> {
 }
 
 /// Destination passing: the array results of `f` that a statement at the
-/// top of its body allocates itself (a comprehension of one result,
-/// `zeros`, `zeros_like`, a parallel map), with their result index (the first, for a
-/// result returned twice). Such a statement may
+/// top of its body allocates itself (a comprehension, each of its
+/// results; `zeros`, `zeros_like`; a parallel map, each of its arrays),
+/// with their result index (the first, for a result returned twice). Such a statement may
 /// compute the result directly in the caller's buffer
 /// (`arrayad_ctx::dest`, [`Lower::alloc_result`]); a result is never
 /// updated in place (it is live to the end), and the statement runs once.
@@ -377,6 +382,23 @@ fn destinations(f: &arrayad_ir::Function, callees: &crate::Callees) -> std::coll
     let mut out = std::collections::HashMap::new();
     for s in &f.body.stmts {
         if let StmtKind::Let { vars, expr } = &s.kind {
+            // Each array of a comprehension of several results is its
+            // own allocation (the arrays of a value and its tangent; the
+            // several arrays of a chunk of a parallel map), and a parallel
+            // map of several arrays offers each its buffer.
+            let several = match expr {
+                Expr::Build { body, .. } => body.results.len() == vars.len(),
+                Expr::Call { func, .. } => callees.parallel_map(*func).is_some(),
+                _ => false,
+            };
+            if several && vars.len() > 1 {
+                for v in vars {
+                    if let Some(i) = wanted.get(v) {
+                        out.insert(*v, *i);
+                    }
+                }
+                continue;
+            }
             let own = match expr {
                 Expr::Build { body, .. } => body.results.len() == 1,
                 Expr::Zeros(_) | Expr::ZerosLike(_) => true,

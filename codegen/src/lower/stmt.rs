@@ -165,8 +165,12 @@ impl<E: Emitter> Lower<'_, E> {
                     [v] => self.destinations.get(v).copied(),
                     _ => None,
                 };
+                if let (true, Expr::Build { .. } | Expr::Call { .. }) = (vars.len() > 1, expr) {
+                    self.dest_rows = vars.iter().map(|v| self.destinations.get(v).copied()).collect();
+                }
                 let vals = self.expr(vars, expr);
                 self.dest_next = None;
+                self.dest_rows.clear();
                 let vals = vals?;
                 if vals.len() != vars.len() {
                     return Err(self.malformed(format!("binding {} variables to {} values", vars.len(), vals.len())));

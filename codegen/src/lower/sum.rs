@@ -37,13 +37,12 @@ use std::collections::{HashMap, HashSet};
 type Elements<'a, L, V> = dyn FnMut(&mut L, V) -> Result<Vec<V>> + 'a;
 
 /// What [`Lower::sum_lanes`] does with the sums of its blocks.
-#[derive(Clone, Copy)]
 pub(super) enum Blocks<V> {
     /// Adds them left to right, and returns the sums.
     Total,
-    /// Sums only the blocks `lo..hi` (of one sum) and stores the sum of
-    /// block `b` at `ptr[b - lo]` (a parallel sum's chunk).
-    Store { lo: V, hi: V, ptr: V },
+    /// Sums only the blocks `lo..hi` and stores the sum of block `b` of
+    /// sum `k` at `ptrs[k][b - lo]` (a parallel sum's chunk).
+    Store { lo: V, hi: V, ptrs: Vec<V> },
 }
 
 /// Rounds of eight elements in a block of a sum.
@@ -102,24 +101,29 @@ impl<E: Emitter> Lower<'_, E> {
 
     /// In the chunk function of a parallel sum (`Lower::chunk_blocks`):
     /// the sums of the blocks `lo..hi` of `build index < n => body` (`n >=
-    /// 0`, one `f64` result), each in the order of a block of `sum`, as an
-    /// array of `hi - lo` rows (in the caller's buffer when
-    /// `Lower::dest_next` offers one). The runtime calls it with `0 <= lo
-    /// <= hi <= ` the number of blocks.
+    /// 0`, `f64` results: a value and its tangents), each in the order of
+    /// a block of `sum`, as an array of `hi - lo` rows per result (in the
+    /// caller's buffer of result `dests[k]` when it offers one). The
+    /// runtime calls it with `0 <= lo <= hi <= ` the number of blocks.
     pub(super) fn block_sums(
         &mut self,
         n: E::Value,
         index: VarId,
         body: &Block,
         (lo, hi): (E::Value, E::Value),
-    ) -> Result<super::Arr<E::Value>> {
-        if body.results.len() != 1 {
-            return Err(self.malformed("a parallel sum of other than one result"));
+        dests: &[Option<usize>],
+    ) -> Result<Vec<super::Arr<E::Value>>> {
+        if body.results.is_empty() || dests.len() != body.results.len() {
+            return Err(self.malformed("a parallel sum without its results"));
         }
         let rows = self.b.int(IntOp::Sub, hi, lo);
-        let ptr = self.alloc_elems(rows, Scalar::F64, None)?;
-        self.fused_block_sums(n, index, body, Blocks::Store { lo, hi, ptr })?;
-        Ok(super::Arr { ptr, dims: vec![rows] })
+        let mut ptrs = Vec::with_capacity(dests.len());
+        for dest in dests {
+            self.dest_next = *dest;
+            ptrs.push(self.alloc_elems(rows, Scalar::F64, None)?);
+        }
+        self.fused_block_sums(n, index, body, Blocks::Store { lo, hi, ptrs: ptrs.clone() })?;
+        Ok(ptrs.into_iter().map(|ptr| super::Arr { ptr, dims: vec![rows] }).collect())
     }
 
     /// The sums of every result of `build index < n => body` (`n >= 0`),
@@ -345,7 +349,10 @@ impl<E: Emitter> Lower<'_, E> {
         unbind: &[VarId],
         blocks: Blocks<E::Value>,
     ) -> Result<Vec<E::Value>> {
-        if let Blocks::Store { lo, hi, ptr } = blocks {
+        if let Blocks::Store { lo, hi, ptrs } = blocks {
+            if ptrs.len() != width {
+                return Err(self.malformed("a parallel sum's blocks stored in too few arrays"));
+            }
             let shift = self.iconst(SUM_BLOCK.trailing_zeros() as i64);
             let block = self.iconst(SUM_BLOCK as i64);
             self.counted_loop(lo, hi, false, &mut |l, k| {
@@ -355,8 +362,8 @@ impl<E: Emitter> Lower<'_, E> {
                 let len = l.b.int(IntOp::SMin, rest, block);
                 let sums = l.sum_block(n, Some(first), len, width, unroll, elem, pairs.as_deref_mut(), unbind, None)?;
                 let row = l.b.int(IntOp::Sub, k, lo);
-                for s in sums {
-                    l.store_elem(ptr, row, Scalar::F64, s);
+                for (ptr, s) in ptrs.iter().zip(sums) {
+                    l.store_elem(*ptr, row, Scalar::F64, s);
                 }
                 Ok(())
             })?;
