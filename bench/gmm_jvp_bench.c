@@ -7,7 +7,7 @@
  *
  * Build (as bench/run.sh builds the library):
  *   arrayad build examples/gmm.arr -o DIR/libgmm.so --export gmm --wrt alphas,means,icf --backend llvm
- *   cc -std=c99 -O2 bench/gmm_jvp_bench.c -o DIR/gmm_jvp_bench -Iexamples/gmm -IDIR -LDIR -lgmm \
+ *   cc -std=c99 -O2 bench/gmm_jvp_bench.c -o DIR/gmm_jvp_bench -Ibench -Iexamples/gmm -IDIR -LDIR -lgmm \
  *      -Wl,-rpath,DIR -lm
  * usage: gmm_jvp_bench FILE */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
@@ -23,19 +23,9 @@
 
 static const char *prog = "gmm_jvp_bench";
 #include "gmm_input.h" /* examples/gmm/gmm_input.h: the ADBench GMM reader */
+#include "bench_common.h" /* bench_now, bench_cmp_double */
 
 #define REPS 20
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
     gmm_input in;
@@ -61,13 +51,13 @@ int main(int argc, char **argv) {
         for (side = 0; side < 2; side++) {
             double t0;
             gmm_set_num_threads(side + 1);
-            t0 = now();
+            t0 = bench_now();
             if (gmm_jvp(in.k, in.d, in.t, in.n, in.alphas, in.means, in.icf, in.x, in.gamma, in.m, ta, tm, ti,
                         &value[side], &tangent[side]) != 0) {
                 fprintf(stderr, "%s: gmm_jvp failed: %s\n", prog, gmm_last_error());
                 return 1;
             }
-            t[side][r] = now() - t0;
+            t[side][r] = bench_now() - t0;
         }
     }
     if (memcmp(&value[0], &value[1], sizeof value[0]) != 0 || memcmp(&tangent[0], &tangent[1], sizeof tangent[0]) != 0) {
@@ -75,8 +65,8 @@ int main(int argc, char **argv) {
                 tangent[0], value[1], tangent[1]);
         return 1;
     }
-    qsort(t[0], REPS, sizeof t[0][0], by_value);
-    qsort(t[1], REPS, sizeof t[1][0], by_value);
+    qsort(t[0], REPS, sizeof t[0][0], bench_cmp_double);
+    qsort(t[1], REPS, sizeof t[1][0], bench_cmp_double);
     printf("gmm jvp %s: 1 thread median %.3f ms (min %.3f), 2 threads %.3f ms (min %.3f): %.2fx (%.2fx); same bits\n",
            argv[1], t[0][REPS / 2] * 1e3, t[0][0] * 1e3, t[1][REPS / 2] * 1e3, t[1][0] * 1e3,
            t[0][REPS / 2] / t[1][REPS / 2], t[0][0] / t[1][0]);
