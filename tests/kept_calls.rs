@@ -9,22 +9,11 @@ use arrayad::{Arg, Backend, Module, Options};
 use arrayad_ir::Value;
 use common::corpus_cases;
 
-/// Every backend that compiles code (not the interpreter).
-fn backends() -> Vec<Backend> {
-    let compiled = arrayad_codegen::Backend::available().into_iter();
-    compiled
-        .map(|b| match b {
-            arrayad_codegen::Backend::Cranelift => Backend::Cranelift,
-            arrayad_codegen::Backend::Llvm => Backend::Llvm,
-        })
-        .collect()
-}
-
 /// Every backend that compiles, with every callee kept (`keep_calls_above`
 /// 1) and with the default policy.
 fn compiled(file: &str, source: &str) -> Vec<(String, Module)> {
     let mut out = Vec::new();
-    for b in backends() {
+    for b in common::api_backends() {
         for keep in [1, u64::MAX] {
             let options = Options::backend(b).with_keep_calls_above(keep);
             match Module::compile_with(file, source, options) {
@@ -492,7 +481,7 @@ fn definitions_made_of_kept_calls_are_kept_rather_than_copied_to_each_call_site(
     // sizes: `bench/scaling.sh --shapes helpers`).
     let source = helpers(16);
     let (value, derivative) = helper_value(16, 0.7);
-    for b in backends() {
+    for b in common::api_backends() {
         let m = Module::compile_with("helpers.arr", &source, Options::backend(b)).unwrap();
         let f = m.function("g16").unwrap();
         let x = Value::F64(0.7);
@@ -567,7 +556,7 @@ fn a_huge_definition_split_into_parts_gives_the_values_errors_and_derivatives_of
     let parts = split.funcs.iter().filter(|f| is_part(&f.name)).count();
     assert!(parts >= 3, "{parts} parts");
     let interp = Module::compile_with("long.arr", &source, Options::backend(Backend::Interp)).unwrap();
-    for b in backends() {
+    for b in common::api_backends() {
         let whole = Options::backend(b).with_keep_calls_above(u64::MAX);
         let whole = Module::compile_with("long.arr", &source, whole).unwrap();
         // Parts are kept when they weigh `keep_calls_above` statements.

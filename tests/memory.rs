@@ -308,18 +308,14 @@ fn every_kind_of_loop_body_is_checkpointed() {
 /// under `--checkpoint` its rows equal those without, bit for bit.
 #[test]
 fn jacobian_rows_under_checkpointing_equal_those_without() {
-    use arrayad::{Arg, Backend, Module, Options};
+    use arrayad::{Arg, Module, Options};
     const SRC: &str = "
 def f(x: [n]f64) -> [n]f64 =
   let s = loop acc = 1.0 for t < 20 do acc * (1.0 + 0.1 * sin(acc + x[t % n])) in
   for i < n => s * x[i] + sin(x[i]) * s
 ";
     let x = Value::Array(ArrayValue { shape: vec![3], data: ArrayData::F64(vec![0.3, -0.2, 0.5]) });
-    for b in arrayad_codegen::Backend::available() {
-        let b = match b {
-            arrayad_codegen::Backend::Cranelift => Backend::Cranelift,
-            arrayad_codegen::Backend::Llvm => Backend::Llvm,
-        };
+    for b in common::api_backends() {
         let jacobian = |checkpoint: bool| {
             let m = Module::compile_with("ck.arr", SRC, Options::backend(b).with_checkpoint(checkpoint)).unwrap();
             m.function("f").unwrap().jacobian(&[Arg::Value(&x)]).unwrap()

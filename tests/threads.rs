@@ -134,14 +134,10 @@ fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
 /// the maximum in different chunks. The gradient is the same bits on one
 /// thread and on two.
 fn backward_loops_run_on_the_pool() {
-    use arrayad::{Arg, Backend, Module, Options};
+    use arrayad::{Arg, Module, Options};
     let src = "def lse(x: [n]f64) -> f64 = let m = maximum(x) in m + log(sum(for i < n => exp(x[i] - m)))\n";
     let x: Vec<f64> = (0..20_000).map(|i| if i % 5000 == 7 { 3.0 } else { ((i % 97) as f64 * 0.37).sin() }).collect();
-    for backend in arrayad_codegen::Backend::available() {
-        let backend = match backend {
-            arrayad_codegen::Backend::Llvm => Backend::Llvm,
-            _ => Backend::Cranelift,
-        };
+    for backend in common::api_backends() {
         let m = Module::compile_with("lse.arr", src, Options::backend(backend)).unwrap();
         let lse = m.function("lse").unwrap();
         let grad = || {
@@ -296,18 +292,14 @@ fn jvps_run_on_the_pool() {
 /// columns: one pass of the vector jvp, a map of the value and its 28
 /// tangents) runs on the pool, the same bits on 1, 2 and 7 threads.
 fn forward_jacobians_run_on_the_pool() {
-    use arrayad::{Arg, Backend, Module, Options};
+    use arrayad::{Arg, Module, Options};
     let src = "def fit(p: [28]f64, us: [m]i64) -> [m]f64 =\n\
                for i < m =>\n\
                  let t = f64(us[i]) * 1e-6\n\
                  in sum(for j < 7 => p[4 * j] * exp(-p[4 * j + 1] * t) * cos(p[4 * j + 2] * t + p[4 * j + 3]))\n";
     let p: Vec<f64> = (0..28).map(|k| 0.5 + 0.1 * (k as f64 * 1.3).sin()).collect();
     let us: Vec<i64> = (0..3000).map(|i| i * 37 % 100_000).collect();
-    for backend in arrayad_codegen::Backend::available() {
-        let backend = match backend {
-            arrayad_codegen::Backend::Llvm => Backend::Llvm,
-            _ => Backend::Cranelift,
-        };
+    for backend in common::api_backends() {
         let m = Module::compile_with("fit.arr", src, Options::backend(backend)).unwrap();
         let fit = m.function("fit").unwrap();
         let args = [Arg::Vector(&p), Arg::I64Array { data: &us, shape: &[us.len()] }];
@@ -368,16 +360,12 @@ fn ba_blocks_are_the_interpreters() {
 /// four threads calling at once (one gets the pool, the others run
 /// alone): every result the same bits as on one thread.
 fn maps_inside_maps_and_concurrent_callers() {
-    use arrayad::{Arg, Backend, Module, Options};
+    use arrayad::{Arg, Module, Options};
     let src =
         "def inner(x: [n]f64, s: f64) -> f64 = let y = for i < n => sin(x[i] * s) + s in y[0] * y[n - 1] + y[n / 2]\n\
                def outer(x: [n]f64) -> [n]f64 = for j < n => inner(x, f64(j)) * x[j] + inner(x, 0.5 * f64(j))\n";
     let x: Vec<f64> = (0..300).map(|i| (i as f64 * 0.37).sin()).collect();
-    for backend in arrayad_codegen::Backend::available() {
-        let backend = match backend {
-            arrayad_codegen::Backend::Llvm => Backend::Llvm,
-            _ => Backend::Cranelift,
-        };
+    for backend in common::api_backends() {
         let m = Module::compile_with("nested.arr", src, Options::backend(backend).with_keep_calls_above(1)).unwrap();
         let outer = m.function("outer").unwrap();
         let run = || {

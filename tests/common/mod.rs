@@ -11,6 +11,18 @@ pub mod generate;
 use arrayad_codegen::{Backend, JitModule, TargetOptions};
 use arrayad_ir::{interp, ArrayData, ArrayValue, FuncId, Program, Scalar, Type, Value};
 
+/// Every backend of this build that compiles code (not the interpreter),
+/// as the Rust API names them.
+pub fn api_backends() -> Vec<arrayad::Backend> {
+    Backend::available()
+        .into_iter()
+        .map(|b| match b {
+            Backend::Cranelift => arrayad::Backend::Cranelift,
+            Backend::Llvm => arrayad::Backend::Llvm,
+        })
+        .collect()
+}
+
 /// One test case: a program, the function to test and its arguments (JSON,
 /// one entry per flattened parameter).
 pub struct Case {
