@@ -1467,7 +1467,7 @@ done:
  * result slots of a chunk function: a pointer and a count per array; or,
  * for one array of array rows, the pointer of its rows and the extents of
  * the array they make (rows of up to 6 axes: MAX_ROW_RANK of
- * codegen/src/parallel.rs). */
+ * codegen/src/parallel/). */
 #define ARRAYAD_PMAP_MAX_OUTPUTS 34
 #define ARRAYAD_PMAP_RESULT_SLOTS (2 * ARRAYAD_PMAP_MAX_OUTPUTS)
 

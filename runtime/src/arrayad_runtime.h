@@ -165,7 +165,7 @@ size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap);
 
 /* Runs the chunk function `fn` of a map (a `for` comprehension of rows
  * of `elem` bytes, numbers or arrays of a static shape, split out by code
- * generation: codegen's parallel.rs) over its iterations 0..n, n =
+ * generation: codegen's parallel/) over its iterations 0..n, n =
  * args[1]: `args` (nslots slots) are its arguments, slots 0 and 1 the
  * range lo, hi of the iterations it runs, which it returns as `outputs`
  * arrays of hi - lo rows each (results[2k] the data of array k,

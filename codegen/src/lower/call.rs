@@ -173,23 +173,15 @@ impl<E: Emitter> Lower<'_, E> {
             // the runtime, which runs its chunk function on the pool or on
             // this thread (`crate::parallel`).
             Some(map) => {
-                // A result of this function: the caller's buffer for it, if
-                // any, is the map's (its entry of the table, as result 0;
-                // for a map of several arrays, a table of their entries).
+                // The arrays it binds that are results of this function:
+                // the caller's buffers for them, if any, are the map's (a
+                // table of their entries, entry k for array k).
+                let single = self.dest_next.take();
                 let rows_dest = std::mem::take(&mut self.dest_rows);
-                let dest = match (self.dest_next.take(), self.dest_table) {
-                    (None, Some(table)) if map.outputs > 1 && rows_dest.iter().any(Option::is_some) => {
-                        self.dest_entries(table, &rows_dest)?;
-                        true
-                    }
-                    (Some(result), Some(table)) if map.outputs == 1 => {
-                        let at = i64::try_from(16 * result).map_err(|_| self.malformed("too many results"))?;
-                        let null = self.b.iconst(Ty::Ptr, 0);
-                        let offered = self.b.icmp(IntCC::Ne, table, null);
-                        let at = self.iconst(at);
-                        let entry = self.b.ptr_offset(table, at);
-                        let entry = self.b.select(offered, entry, null);
-                        self.b.store(Ty::Ptr, entry, ctx, offsets::DEST, Mem::Ctx);
+                let results = if map.outputs == 1 { vec![single] } else { rows_dest };
+                let dest = match self.dest_table {
+                    Some(table) if results.iter().any(Option::is_some) => {
+                        self.dest_entries(table, &results)?;
                         true
                     }
                     _ => false,
@@ -257,9 +249,10 @@ impl<E: Emitter> Lower<'_, E> {
 
     /// Points the context's destination table at a new one whose entry
     /// `k` is entry `results[k]` of this function's `table` (or none),
-    /// for a parallel map of several arrays: the map computes each array
-    /// in its caller's buffer when that is offered (a null `table` offers
-    /// none).
+    /// for a parallel map: the map computes each of its arrays in its
+    /// caller's buffer when that is offered (a null `table` offers none;
+    /// an entry of none is a null pointer, which the map and its chunk
+    /// function take as no buffer).
     fn dest_entries(&mut self, table: E::Value, results: &[Option<usize>]) -> Result<()> {
         let offset = |k: usize| i32::try_from(16 * k).ok();
         let bytes = u32::try_from(16 * results.len()).map_err(|_| self.malformed("too many results"))?;

@@ -51,6 +51,8 @@
 //! whose lower iterations all ran, which is the first error in index
 //! order.
 
+mod shapes;
+
 use crate::calls::Callees;
 use crate::lower::first_write::FirstWrites;
 use arrayad_ir::interp::ops::SUM_BLOCK;
@@ -58,6 +60,7 @@ use arrayad_ir::visit::{block_binds, child_blocks, for_each_block, stmt_uses};
 use arrayad_ir::{
     Atom, BinOp, Block, Expr, FuncId, Function, KeptKind, Loc, MathFn, ReduceOp, Scalar, Stmt, StmtKind, Type, VarId,
 };
+use shapes::BuiltShapes;
 use std::collections::{HashMap, HashSet};
 
 /// The most comprehensions and loops split out of one function, and the
@@ -222,6 +225,9 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
     // function's knows of them (bounds checks proven as before).
     let mut extents: HashMap<VarId, VarId> = HashMap::new();
     let mut facts: Vec<&Stmt> = Vec::new();
+    // The extents of the arrays built so far, which a chunk function
+    // reading them checks once and then knows (`shapes`).
+    let mut shapes = BuiltShapes::default();
     // The location errors of a statement at 0:0 report: the last one
     // before it (as `Lower::stmts` keeps it).
     let mut at = f.loc;
@@ -230,6 +236,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
     let mut accumulators: Option<Accumulators> = None;
     let mut first_writes: Option<FirstWrites> = None;
     for (k, s) in f.body.stmts.iter().enumerate() {
+        shapes.record(f, callees.program(), s);
         let before = at;
         if s.loc.line != 0 {
             at = s.loc;
@@ -301,7 +308,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
             });
             let weight = i64::try_from(w).unwrap_or(i64::MAX);
             let map = ParallelMap::scalar(0, weight, false, first_writes);
-            let (func, call) = split_out(f, s, *n, &[], &free, &facts, id, chunks.len(), before);
+            let (func, call) = split_out(f, s, *n, &[], &free, (&facts, &shapes), id, chunks.len(), before);
             host.get_or_insert_with(|| f.clone()).body.stmts[k] = call;
             chunks.push(Chunk { id, func, map, host: h });
             made += 1;
@@ -339,7 +346,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         };
         let id = FuncId(u32::MAX - u32::try_from(chunks.len()).ok()?);
         let free = free_vars(s, *index, body, &extents);
-        let (func, call) = split_out(f, s, *n, vars, &free, &facts, id, chunks.len(), before);
+        let (func, call) = split_out(f, s, *n, vars, &free, (&facts, &shapes), id, chunks.len(), before);
         let host = host.get_or_insert_with(|| f.clone());
         host.body.stmts[k] = call;
         for (r, (j, total)) in vars.iter().zip(sum.into_iter().flatten()) {
@@ -447,7 +454,7 @@ fn block_reduction(
     };
     let map = let1(parts, Expr::Build { n: Atom::Var(blocks), index: b, body });
     let count = let1(n, Expr::Dim { array: x, axis: 0 });
-    let chunk = chunk_function(f, &[&count], &map, &[parts], &[x, blocks], k);
+    let chunk = chunk_function(f, (&[&count], &BuiltShapes::default()), &map, &[parts], &[x, blocks], k);
     let mut by_blocks = vec![
         let1(up, Expr::Binary(BinOp::Add, Atom::Var(n), Atom::I64(SUM_BLOCK as i64 - 1))),
         let1(blocks, Expr::Binary(BinOp::Div, Atom::Var(up), block)),
@@ -684,8 +691,8 @@ fn extent_facts<'a>(facts: &[&'a Stmt], free: &[VarId]) -> Vec<&'a Stmt> {
 /// The chunk function `id` (the `k`th) of the comprehension `s` of `f` over
 /// `n` iterations, binding `results`, or of the loop of effects `s`
 /// (`results` is empty), whose free variables are `free` (`facts`: the
-/// extents and checks of `f`'s top level so far), and the statement that
-/// calls it in place of `s`. Errors of the chunk function before its loop
+/// extents and checks of `f`'s top level so far, and the extents of the
+/// arrays it built), and the statement that calls it in place of `s`. Errors of the chunk function before its loop
 /// report `at`.
 #[allow(clippy::too_many_arguments)]
 fn split_out(
@@ -694,13 +701,13 @@ fn split_out(
     n: Atom,
     results: &[VarId],
     free: &[VarId],
-    facts: &[&Stmt],
+    (facts, shapes): (&[&Stmt], &BuiltShapes),
     id: FuncId,
     k: usize,
     at: Loc,
 ) -> (Function, Stmt) {
     let rebound = extent_facts(facts, free);
-    let mut func = chunk_function(f, &rebound, s, results, free, k);
+    let mut func = chunk_function(f, (&rebound, shapes), s, results, free, k);
     func.loc = at;
     let mut args = vec![Atom::I64(0), n];
     args.extend(free.iter().map(|v| Atom::Var(*v)));
@@ -710,21 +717,37 @@ fn split_out(
 
 /// The chunk function of the comprehension `s` of `f`, binding `rs`, or
 /// of the loop of effects `s` (`rs` is empty): params `lo`, `hi` and the
-/// free variables `free` (read-only there), the extents `rebound`, the
-/// statement, and `rs` (nothing for a loop).
-fn chunk_function(f: &Function, rebound: &[&Stmt], s: &Stmt, rs: &[VarId], free: &[VarId], k: usize) -> Function {
+/// free variables `free` (read-only there), the extents `rebound` and the
+/// checked extents of the arrays `f` built (`shapes`), the statement, and
+/// `rs` (nothing for a loop).
+fn chunk_function(
+    f: &Function,
+    (rebound, shapes): (&[&Stmt], &BuiltShapes),
+    s: &Stmt,
+    rs: &[VarId],
+    free: &[VarId],
+    k: usize,
+) -> Function {
     // The facts at 0:0: errors keep the location of the statement.
     let mut stmts: Vec<Stmt> = rebound.iter().map(|d| Stmt { kind: d.kind.clone(), loc: Loc::default() }).collect();
-    stmts.push(s.clone());
     let mut c = Function {
         name: format!("{}.par{k}", f.name),
         params: Vec::new(),
-        body: Block { stmts, results: rs.iter().map(|r| Atom::Var(*r)).collect() },
+        body: Block { stmts: Vec::new(), results: rs.iter().map(|r| Atom::Var(*r)).collect() },
         vars: f.vars.clone(),
         result_types: rs.iter().map(|r| f.ty(*r)).collect(),
         signature: f.signature.clone(),
         loc: s.loc,
     };
+    let mut available: HashSet<VarId> = free.iter().copied().collect();
+    for d in rebound {
+        if let StmtKind::Let { vars, .. } = &d.kind {
+            available.extend(vars.iter().copied());
+        }
+    }
+    stmts.extend(shapes.facts(&mut c, free, &available));
+    stmts.push(s.clone());
+    c.body.stmts = stmts;
     let lo = c.new_var("lo", Type::scalar(Scalar::I64));
     let hi = c.new_var("hi", Type::scalar(Scalar::I64));
     for v in free {

@@ -1,0 +1,199 @@
+//! The extents of the arrays a function's comprehensions built, handed to
+//! the chunk functions that read them as checked facts.
+//!
+//! A function knows the extents of the arrays its comprehensions build
+//! (`let q = for k < n => for j < d => ..` has extents `n` and `d`), and
+//! its lowering proves an index `q[k, j]` in bounds from them
+//! (`Lower::known_in_bounds`). A chunk function receives `q` as a
+//! parameter and reads its extents from the array: without more, it checks
+//! every such index, in the innermost loops of a vector jvp nine arrays at
+//! a time (a value and eight tangents), and the loop exits the checks add
+//! made LLVM's induction-variable simplification take seconds per chunk.
+//! So the chunk binds `let t = dim q 1` at its entry and checks `t == d`
+//! (or, when `d` is not at hand there, `t` against the same extent of
+//! another of its arrays): its lowering then knows the equality, as the
+//! function's did. The checks never fail (each states what a comprehension
+//! of the function made) and run once per chunk.
+
+use arrayad_ir::shape::{static_row_dims, StaticDim};
+use arrayad_ir::{Atom, Expr, Function, Loc, Program, Scalar, Stmt, StmtKind, Type, VarId};
+use std::collections::{HashMap, HashSet};
+
+/// What the top level of a function has told so far of its arrays'
+/// extents ([`BuiltShapes::record`], statement by statement).
+#[derive(Default)]
+pub(super) struct BuiltShapes {
+    /// Each immutable array bound by a comprehension at the top level: the
+    /// extent of each axis, where it is known as a literal or an immutable
+    /// `i64` variable.
+    shapes: HashMap<VarId, Vec<Option<Atom>>>,
+    /// `let v = dim a axis` at the top level: `(a, axis)` to `v`, the
+    /// first such binding.
+    dims: HashMap<(VarId, u8), VarId>,
+    /// The variables of `dims` (never negative).
+    dim_vars: HashSet<VarId>,
+}
+
+impl BuiltShapes {
+    /// Records what the statement `s` of `f`'s top level tells: the
+    /// extents of the arrays a comprehension binds, or a variable bound to
+    /// an extent. `program`, where given, lets [`static_row_dims`] see
+    /// through calls.
+    pub(super) fn record(&mut self, f: &Function, program: Option<&Program>, s: &Stmt) {
+        let StmtKind::Let { vars, expr } = &s.kind else { return };
+        match expr {
+            Expr::Dim { array, axis } => {
+                if let ([v], false, false) =
+                    (vars.as_slice(), f.var(*array).mutable, vars.iter().any(|v| f.var(*v).mutable))
+                {
+                    self.dims.entry((*array, *axis)).or_insert(*v);
+                    self.dim_vars.insert(*v);
+                }
+            }
+            Expr::Build { n, index, body } => {
+                for (j, r) in vars.iter().enumerate() {
+                    let rank = usize::from(f.ty(*r).rank);
+                    if f.var(*r).mutable || rank == 0 {
+                        continue;
+                    }
+                    // Axis 0 is the count: a negative one fails before the
+                    // array exists.
+                    let count = match n {
+                        Atom::I64(c) if *c >= 0 => Some(*n),
+                        Atom::Var(v) if !f.var(*v).mutable && f.ty(*v) == Type::scalar(Scalar::I64) => Some(*n),
+                        _ => None,
+                    };
+                    let mut axes = vec![count];
+                    match static_row_dims(f, program, *index, body, j) {
+                        Some(rows) => axes.extend(rows.iter().map(|d| self.row_extent(d))),
+                        None => axes.resize(rank, None),
+                    }
+                    if axes.len() == rank && axes.iter().any(Option::is_some) {
+                        self.shapes.insert(*r, axes);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The extent of the rows' axis `d` as an atom: only extents that are
+    /// never negative (a comprehension run zero times takes a negative
+    /// static extent as 0, which the atom would not be).
+    fn row_extent(&self, d: &StaticDim) -> Option<Atom> {
+        match d {
+            StaticDim::Lit(c) if *c >= 0 => Some(Atom::I64(*c)),
+            StaticDim::Var(v) if self.dim_vars.contains(v) => Some(Atom::Var(*v)),
+            StaticDim::DimOf(a, axis) => self.dims.get(&(*a, *axis)).map(|v| Atom::Var(*v)),
+            _ => None,
+        }
+    }
+
+    /// The statements that bind, at the entry of the chunk function `c`,
+    /// the extents of its array parameters `free` that the function knew
+    /// and check them against what it knew (module docs). `available`:
+    /// the variables bound in `c` before these statements.
+    pub(super) fn facts(&self, c: &mut Function, free: &[VarId], available: &HashSet<VarId>) -> Vec<Stmt> {
+        let mut out = Vec::new();
+        // An extent not at hand in the chunk: the first parameter's axis
+        // found of that extent, which the next ones are checked against.
+        let mut first: HashMap<VarId, VarId> = HashMap::new();
+        for r in free {
+            let Some(axes) = self.shapes.get(r) else { continue };
+            for (axis, extent) in axes.iter().enumerate() {
+                let (Some(extent), Ok(ax)) = (extent, u8::try_from(axis)) else { continue };
+                let name = c.var(*r).name.clone();
+                let t = c.new_var(format!("dim_{name}"), Type::scalar(Scalar::I64));
+                out.push(Stmt {
+                    kind: StmtKind::Let { vars: vec![t], expr: Expr::Dim { array: *r, axis: ax } },
+                    loc: Loc::default(),
+                });
+                let against = match extent {
+                    Atom::Var(v) if !available.contains(v) => match first.get(v) {
+                        Some(u) => Atom::Var(*u),
+                        None => {
+                            first.insert(*v, t);
+                            continue;
+                        }
+                    },
+                    e => *e,
+                };
+                let what = format!("axis {axis} of `{name}` and the extent its comprehension made");
+                out.push(Stmt { kind: StmtKind::CheckSize { a: Atom::Var(t), b: against, what }, loc: Loc::default() });
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::calls::Callees;
+    use arrayad_ir::builder::Builder;
+    use arrayad_ir::{Atom, BinOp, Expr, Function, Scalar, Stmt, StmtKind, Type, UnOp, VarId};
+
+    fn dim(b: &mut Builder, x: VarId, axis: u8) -> Atom {
+        b.let_one("n", Expr::Dim { array: x, axis })
+    }
+
+    /// `q = for k < n => for j < d => x[k, j] * 2`, then the map `for i < n
+    /// => exp(sum(for j < d => q[i, j]))`: the map's chunk function reads
+    /// `q`, and checks its two extents against `n` and `d` at its entry.
+    #[test]
+    fn a_chunk_knows_the_extents_of_the_arrays_the_function_built() {
+        let f2 = Type { elem: Scalar::F64, rank: 2 };
+        let f1 = Type { elem: Scalar::F64, rank: 1 };
+        let (mut f, ps) = Function::with_params("f", &[f2], &[f1]);
+        let mut b = Builder::new(&mut f);
+        let x = ps[0];
+        let (n, d) = (dim(&mut b, x, 0), dim(&mut b, x, 1));
+        let inner = |b: &mut Builder, row: VarId, at: Atom, scale: bool| {
+            let j = b.var("j", Type::scalar(Scalar::I64));
+            b.begin_block();
+            let e = b.let_one("e", Expr::Index { array: row, indices: vec![at, Atom::Var(j)] });
+            let e = if scale { b.binary(BinOp::Mul, e, Atom::F64(2.0)) } else { e };
+            let body = b.end_block(vec![e]);
+            b.let_one("row", Expr::Build { n: d, index: j, body })
+        };
+        let k = b.var("k", Type::scalar(Scalar::I64));
+        b.begin_block();
+        let row = inner(&mut b, x, Atom::Var(k), true);
+        let body = b.end_block(vec![row]);
+        let Atom::Var(q) = b.let_one("q", Expr::Build { n, index: k, body }) else { unreachable!() };
+        let i = b.var("i", Type::scalar(Scalar::I64));
+        b.begin_block();
+        let Atom::Var(row) = inner(&mut b, q, Atom::Var(i), false) else { unreachable!() };
+        let s = b.let_one("s", Expr::Reduce { op: arrayad_ir::ReduceOp::Sum, array: row });
+        let e = b.unary(UnOp::Exp, s);
+        let body = b.end_block(vec![e]);
+        let r = b.let_one("r", Expr::Build { n, index: i, body });
+        f.body = b.finish(vec![r]);
+
+        let (_, chunks) = super::super::split(&[&f], &Callees::none());
+        let [chunk] = chunks.as_slice() else { panic!("one chunk function, not {}", chunks.len()) };
+        let c = &chunk.func;
+        // The chunk binds the extents of `q` and checks each against the
+        // function's `n` and `d` (bound again in it from `x`).
+        let mut dims_of_q = std::collections::HashMap::new();
+        let mut checked = Vec::new();
+        for s in &c.body.stmts {
+            match &s.kind {
+                StmtKind::Let { vars, expr: Expr::Dim { array, axis } } if *array == q => {
+                    dims_of_q.insert(vars[0], *axis);
+                }
+                StmtKind::CheckSize { a: Atom::Var(t), b, .. } => {
+                    if let Some(axis) = dims_of_q.get(t) {
+                        checked.push((*axis, *b));
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(
+            checked,
+            vec![(0, n), (1, d)],
+            "{:?}",
+            c.body.stmts.iter().map(|s: &Stmt| &s.kind).collect::<Vec<_>>()
+        );
+    }
+}
