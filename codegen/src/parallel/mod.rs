@@ -692,8 +692,8 @@ fn extent_facts<'a>(facts: &[&'a Stmt], free: &[VarId]) -> Vec<&'a Stmt> {
 /// `n` iterations, binding `results`, or of the loop of effects `s`
 /// (`results` is empty), whose free variables are `free` (`facts`: the
 /// extents and checks of `f`'s top level so far, and the extents of the
-/// arrays it built), and the statement that calls it in place of `s`. Errors of the chunk function before its loop
-/// report `at`.
+/// arrays it built), and the statement that calls it in place of `s`.
+/// Errors of the chunk function before its loop report `at`.
 #[allow(clippy::too_many_arguments)]
 fn split_out(
     f: &Function,

@@ -16,8 +16,27 @@
 //! of the function made) and run once per chunk.
 
 use arrayad_ir::shape::{static_row_dims, StaticDim};
-use arrayad_ir::{Atom, Expr, Function, Loc, Program, Scalar, Stmt, StmtKind, Type, VarId};
+use arrayad_ir::visit::for_each_block;
+use arrayad_ir::{Atom, Block, Expr, Function, Loc, Program, Scalar, Stmt, StmtKind, Type, VarId};
 use std::collections::{HashMap, HashSet};
+
+/// True when `body` (at any depth) binds or assigns a mutable variable,
+/// or calls a function. [`static_row_dims`] reads a variable's `let` as
+/// its value, which an assignment may change (reverse mode's lazy
+/// cotangents start as `zeros [0]`), in the body or in a callee's: the
+/// extents it gives are then only the default of a comprehension run zero
+/// times, not facts.
+fn rows_unsure(f: &Function, body: &Block) -> bool {
+    let mut found = false;
+    for_each_block(body, &mut |b| {
+        found |= b.stmts.iter().any(|s| match &s.kind {
+            StmtKind::Assign { .. } => true,
+            StmtKind::Let { vars, expr } => matches!(expr, Expr::Call { .. }) || vars.iter().any(|v| f.var(*v).mutable),
+            _ => false,
+        });
+    });
+    found
+}
 
 /// What the top level of a function has told so far of its arrays'
 /// extents ([`BuiltShapes::record`], statement by statement).
@@ -51,6 +70,9 @@ impl BuiltShapes {
                 }
             }
             Expr::Build { n, index, body } => {
+                // Whether the rows' static extents may not be theirs
+                // (asked once).
+                let mut unsure = None;
                 for (j, r) in vars.iter().enumerate() {
                     let rank = usize::from(f.ty(*r).rank);
                     if f.var(*r).mutable || rank == 0 {
@@ -64,7 +86,9 @@ impl BuiltShapes {
                         _ => None,
                     };
                     let mut axes = vec![count];
-                    match static_row_dims(f, program, *index, body, j) {
+                    match static_row_dims(f, program, *index, body, j)
+                        .filter(|_| !*unsure.get_or_insert_with(|| rows_unsure(f, body)))
+                    {
                         Some(rows) => axes.extend(rows.iter().map(|d| self.row_extent(d))),
                         None => axes.resize(rank, None),
                     }
@@ -130,17 +154,17 @@ impl BuiltShapes {
 mod tests {
     use crate::calls::Callees;
     use arrayad_ir::builder::Builder;
-    use arrayad_ir::{Atom, BinOp, Expr, Function, Scalar, Stmt, StmtKind, Type, UnOp, VarId};
+    use arrayad_ir::{Atom, BinOp, Expr, Function, ReduceOp, Scalar, StmtKind, Type, UnOp, VarId};
 
     fn dim(b: &mut Builder, x: VarId, axis: u8) -> Atom {
         b.let_one("n", Expr::Dim { array: x, axis })
     }
 
-    /// `q = for k < n => for j < d => x[k, j] * 2`, then the map `for i < n
-    /// => exp(sum(for j < d => q[i, j]))`: the map's chunk function reads
-    /// `q`, and checks its two extents against `n` and `d` at its entry.
-    #[test]
-    fn a_chunk_knows_the_extents_of_the_arrays_the_function_built() {
+    /// `q = for k < n => for j < d => x[k, j] * 2` (its rows through a
+    /// mutable variable when `imperative`), then the map `for i < n =>
+    /// exp(sum(for j < d => q[i, j]))`, whose chunk function reads `q`:
+    /// the axes of `q` the chunk checks at its entry, with what.
+    fn checked_extents_of_q(imperative: bool) -> (Vec<(u8, Atom)>, Atom, Atom) {
         let f2 = Type { elem: Scalar::F64, rank: 2 };
         let f1 = Type { elem: Scalar::F64, rank: 1 };
         let (mut f, ps) = Function::with_params("f", &[f2], &[f1]);
@@ -157,13 +181,18 @@ mod tests {
         };
         let k = b.var("k", Type::scalar(Scalar::I64));
         b.begin_block();
-        let row = inner(&mut b, x, Atom::Var(k), true);
+        let mut row = inner(&mut b, x, Atom::Var(k), true);
+        if imperative {
+            let m = b.func.new_mut_var("m", f1);
+            b.stmt(StmtKind::Let { vars: vec![m], expr: Expr::Atom(row) });
+            row = Atom::Var(m);
+        }
         let body = b.end_block(vec![row]);
         let Atom::Var(q) = b.let_one("q", Expr::Build { n, index: k, body }) else { unreachable!() };
         let i = b.var("i", Type::scalar(Scalar::I64));
         b.begin_block();
         let Atom::Var(row) = inner(&mut b, q, Atom::Var(i), false) else { unreachable!() };
-        let s = b.let_one("s", Expr::Reduce { op: arrayad_ir::ReduceOp::Sum, array: row });
+        let s = b.let_one("s", Expr::Reduce { op: ReduceOp::Sum, array: row });
         let e = b.unary(UnOp::Exp, s);
         let body = b.end_block(vec![e]);
         let r = b.let_one("r", Expr::Build { n, index: i, body });
@@ -171,12 +200,9 @@ mod tests {
 
         let (_, chunks) = super::super::split(&[&f], &Callees::none());
         let [chunk] = chunks.as_slice() else { panic!("one chunk function, not {}", chunks.len()) };
-        let c = &chunk.func;
-        // The chunk binds the extents of `q` and checks each against the
-        // function's `n` and `d` (bound again in it from `x`).
         let mut dims_of_q = std::collections::HashMap::new();
         let mut checked = Vec::new();
-        for s in &c.body.stmts {
+        for s in &chunk.func.body.stmts {
             match &s.kind {
                 StmtKind::Let { vars, expr: Expr::Dim { array, axis } } if *array == q => {
                     dims_of_q.insert(vars[0], *axis);
@@ -189,11 +215,22 @@ mod tests {
                 _ => {}
             }
         }
-        assert_eq!(
-            checked,
-            vec![(0, n), (1, d)],
-            "{:?}",
-            c.body.stmts.iter().map(|s: &Stmt| &s.kind).collect::<Vec<_>>()
-        );
+        (checked, n, d)
+    }
+
+    /// The chunk checks both extents of `q` against the function's `n`
+    /// and `d` (bound again in it from `x`).
+    #[test]
+    fn a_chunk_knows_the_extents_of_the_arrays_the_function_built() {
+        let (checked, n, d) = checked_extents_of_q(false);
+        assert_eq!(checked, vec![(0, n), (1, d)]);
+    }
+
+    /// Rows made through a mutable variable: only the count is a fact
+    /// ([`super::rows_unsure`]).
+    #[test]
+    fn rows_through_mutable_variables_tell_only_the_count() {
+        let (checked, n, _) = checked_extents_of_q(true);
+        assert_eq!(checked, vec![(0, n)]);
     }
 }
