@@ -308,7 +308,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
             });
             let weight = i64::try_from(w).unwrap_or(i64::MAX);
             let map = ParallelMap::scalar(0, weight, false, first_writes);
-            let (func, call) = split_out(f, s, *n, &[], &free, (&facts, &shapes), id, chunks.len(), before);
+            let (func, call) = split_out(f, s, *n, &[], &free, &facts, &shapes, id, chunks.len(), before);
             host.get_or_insert_with(|| f.clone()).body.stmts[k] = call;
             chunks.push(Chunk { id, func, map, host: h });
             made += 1;
@@ -346,7 +346,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         };
         let id = FuncId(u32::MAX - u32::try_from(chunks.len()).ok()?);
         let free = free_vars(s, *index, body, &extents);
-        let (func, call) = split_out(f, s, *n, vars, &free, (&facts, &shapes), id, chunks.len(), before);
+        let (func, call) = split_out(f, s, *n, vars, &free, &facts, &shapes, id, chunks.len(), before);
         let host = host.get_or_insert_with(|| f.clone());
         host.body.stmts[k] = call;
         for (r, (j, total)) in vars.iter().zip(sum.into_iter().flatten()) {
@@ -454,7 +454,7 @@ fn block_reduction(
     };
     let map = let1(parts, Expr::Build { n: Atom::Var(blocks), index: b, body });
     let count = let1(n, Expr::Dim { array: x, axis: 0 });
-    let chunk = chunk_function(f, (&[&count], &BuiltShapes::default()), &map, &[parts], &[x, blocks], k);
+    let chunk = chunk_function(f, &[&count], &map, &[parts], &[x, blocks], k);
     let mut by_blocks = vec![
         let1(up, Expr::Binary(BinOp::Add, Atom::Var(n), Atom::I64(SUM_BLOCK as i64 - 1))),
         let1(blocks, Expr::Binary(BinOp::Div, Atom::Var(up), block)),
@@ -701,13 +701,15 @@ fn split_out(
     n: Atom,
     results: &[VarId],
     free: &[VarId],
-    (facts, shapes): (&[&Stmt], &BuiltShapes),
+    facts: &[&Stmt],
+    shapes: &BuiltShapes,
     id: FuncId,
     k: usize,
     at: Loc,
 ) -> (Function, Stmt) {
     let rebound = extent_facts(facts, free);
-    let mut func = chunk_function(f, (&rebound, shapes), s, results, free, k);
+    let mut func = chunk_function(f, &rebound, s, results, free, k);
+    shapes.check_extents(&mut func, free, &rebound);
     func.loc = at;
     let mut args = vec![Atom::I64(0), n];
     args.extend(free.iter().map(|v| Atom::Var(*v)));
@@ -717,37 +719,21 @@ fn split_out(
 
 /// The chunk function of the comprehension `s` of `f`, binding `rs`, or
 /// of the loop of effects `s` (`rs` is empty): params `lo`, `hi` and the
-/// free variables `free` (read-only there), the extents `rebound` and the
-/// checked extents of the arrays `f` built (`shapes`), the statement, and
-/// `rs` (nothing for a loop).
-fn chunk_function(
-    f: &Function,
-    (rebound, shapes): (&[&Stmt], &BuiltShapes),
-    s: &Stmt,
-    rs: &[VarId],
-    free: &[VarId],
-    k: usize,
-) -> Function {
+/// free variables `free` (read-only there), the extents `rebound`, the
+/// statement, and `rs` (nothing for a loop).
+fn chunk_function(f: &Function, rebound: &[&Stmt], s: &Stmt, rs: &[VarId], free: &[VarId], k: usize) -> Function {
     // The facts at 0:0: errors keep the location of the statement.
     let mut stmts: Vec<Stmt> = rebound.iter().map(|d| Stmt { kind: d.kind.clone(), loc: Loc::default() }).collect();
+    stmts.push(s.clone());
     let mut c = Function {
         name: format!("{}.par{k}", f.name),
         params: Vec::new(),
-        body: Block { stmts: Vec::new(), results: rs.iter().map(|r| Atom::Var(*r)).collect() },
+        body: Block { stmts, results: rs.iter().map(|r| Atom::Var(*r)).collect() },
         vars: f.vars.clone(),
         result_types: rs.iter().map(|r| f.ty(*r)).collect(),
         signature: f.signature.clone(),
         loc: s.loc,
     };
-    let mut available: HashSet<VarId> = free.iter().copied().collect();
-    for d in rebound {
-        if let StmtKind::Let { vars, .. } = &d.kind {
-            available.extend(vars.iter().copied());
-        }
-    }
-    stmts.extend(shapes.facts(&mut c, free, &available));
-    stmts.push(s.clone());
-    c.body.stmts = stmts;
     let lo = c.new_var("lo", Type::scalar(Scalar::I64));
     let hi = c.new_var("hi", Type::scalar(Scalar::I64));
     for v in free {

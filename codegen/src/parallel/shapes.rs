@@ -82,7 +82,7 @@ impl BuiltShapes {
                     // array exists.
                     let count = match n {
                         Atom::I64(c) if *c >= 0 => Some(*n),
-                        Atom::Var(v) if !f.var(*v).mutable && f.ty(*v) == Type::scalar(Scalar::I64) => Some(*n),
+                        Atom::Var(v) if !f.var(*v).mutable => Some(*n),
                         _ => None,
                     };
                     let mut axes = vec![count];
@@ -113,20 +113,26 @@ impl BuiltShapes {
         }
     }
 
-    /// The statements that bind, at the entry of the chunk function `c`,
-    /// the extents of its array parameters `free` that the function knew
-    /// and check them against what it knew (module docs). `available`:
-    /// the variables bound in `c` before these statements.
-    pub(super) fn facts(&self, c: &mut Function, free: &[VarId], available: &HashSet<VarId>) -> Vec<Stmt> {
+    /// Binds, in the chunk function `c` after the extents it binds again
+    /// (`rebound`, its first statements), the extents of its array
+    /// parameters `free` that the function knew, and checks them against
+    /// what it knew (module docs).
+    pub(super) fn check_extents(&self, c: &mut Function, free: &[VarId], rebound: &[&Stmt]) {
+        let mut available: HashSet<VarId> = free.iter().copied().collect();
+        for d in rebound {
+            if let StmtKind::Let { vars, .. } = &d.kind {
+                available.extend(vars.iter().copied());
+            }
+        }
         let mut out = Vec::new();
         // An extent not at hand in the chunk: the first parameter's axis
         // found of that extent, which the next ones are checked against.
         let mut first: HashMap<VarId, VarId> = HashMap::new();
         for r in free {
             let Some(axes) = self.shapes.get(r) else { continue };
+            let name = c.var(*r).name.clone();
             for (axis, extent) in axes.iter().enumerate() {
                 let (Some(extent), Ok(ax)) = (extent, u8::try_from(axis)) else { continue };
-                let name = c.var(*r).name.clone();
                 let t = c.new_var(format!("dim_{name}"), Type::scalar(Scalar::I64));
                 out.push(Stmt {
                     kind: StmtKind::Let { vars: vec![t], expr: Expr::Dim { array: *r, axis: ax } },
@@ -146,7 +152,8 @@ impl BuiltShapes {
                 out.push(Stmt { kind: StmtKind::CheckSize { a: Atom::Var(t), b: against, what }, loc: Loc::default() });
             }
         }
-        out
+        let at = rebound.len().min(c.body.stmts.len());
+        c.body.stmts.splice(at..at, out);
     }
 }
 
