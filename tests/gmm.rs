@@ -23,8 +23,8 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn source() -> String {
-    std::fs::read_to_string(manifest_dir().join("examples/gmm.arr")).expect("examples/gmm.arr")
+fn read_example(path: &str) -> String {
+    std::fs::read_to_string(manifest_dir().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// An ADBench data file, or `None` (with a note) when it is not there.
@@ -48,8 +48,12 @@ fn compiled() -> Vec<Backend> {
 }
 
 fn compile(backend: Backend) -> Module {
+    compile_example("examples/gmm.arr", backend)
+}
+
+fn compile_example(path: &str, backend: Backend) -> Module {
     let opts = Options::backend(backend).with_wrt(&["alphas", "means", "icf"]);
-    Module::compile_with("examples/gmm.arr", &source(), opts).unwrap_or_else(|e| panic!("gmm.arr: {e}"))
+    Module::compile_with(path, &read_example(path), opts).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 fn assert_matches(what: &str, got: &[f64], want: &[f64]) {
@@ -155,6 +159,72 @@ fn gmm_module_is_shared_between_threads() {
             });
         }
     });
+}
+
+/// `examples/gmm_packed.arr` reads the triangular factors from `icf` in
+/// the innermost loop; the optimiser gathers them once into dense rows
+/// (`arrayad_ir::passes::gather`). Its objective and gradient are the
+/// reference's, on every backend.
+#[test]
+fn gmm_packed_matches_the_reference() {
+    let inp = generate_gmm(4, 3, 20, 11);
+    for b in compiled() {
+        check_api(&compile_example("examples/gmm_packed.arr", b), &format!("packed d4 K3 n20 ({b:?})"), &inp);
+    }
+    check_api(&compile_example("examples/gmm_packed.arr", Backend::Interp), "packed d4 K3 n20 (interp)", &inp);
+    let Some(path) = data_file("gmm_d10_K25.txt") else { return };
+    let inp = read_gmm(&path).expect("readable ADBench file");
+    for b in compiled() {
+        check_api(&compile_example("examples/gmm_packed.arr", b), &format!("packed d10 K25 ({b:?})"), &inp);
+    }
+}
+
+/// The gather of `examples/gmm_packed.arr` is hoisted, and the program
+/// still fails where it read out of bounds (`icf` one column short), with
+/// the same message on every backend, and runs with no data points.
+#[test]
+fn gmm_packed_gather_is_hoisted_and_keeps_errors() {
+    let root = manifest_dir();
+    let ir = arrayad(&root, &["emit", "--stage", "ir", "--function", "gmm", "examples/gmm_packed.arr"]);
+    assert_eq!(ir.code, 0, "{ir:#?}");
+    assert!(ir.stdout.contains("gathered_row"), "the packed read is not gathered:\n{}", ir.stdout);
+    // The corpus programs of gathers (tests/programs/hoisted_gathers.arr,
+    // whose values and derivatives the differential tests check): hoisted
+    // where the indices do not use the point index, not elsewhere.
+    for (func, hoisted) in [("packed_points", true), ("strided", true), ("two_axes", true), ("left_alone", false)] {
+        let ir = arrayad(&root, &["emit", "--stage", "ir", "--function", func, "tests/programs/hoisted_gathers.arr"]);
+        assert_eq!(ir.code, 0, "{ir:#?}");
+        assert_eq!(ir.stdout.contains("gathered"), hoisted, "{func}:\n{}", ir.stdout);
+    }
+    // d = 3 needs T = 6 columns; 5 make the read of Q[2, 1] fail.
+    let short = r#"[[0.1, 0.2], [[0.5, 0.1, 0.2], [0.3, 0.2, 0.1]],
+        [[0.1, 0.2, 0.3, 0.4, 0.5], [0.1, 0.2, 0.3, 0.4, 0.5]], [[1, 2, 3], [0.5, 0.5, 0.5]], 1.0, 0]"#;
+    let no_points = r#"[[0.1, 0.2], [[0.5, 0.1, 0.2], [0.3, 0.2, 0.1]],
+        [[0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]], [], 1.0, 0]"#;
+    let mut backends = vec!["interp", "cranelift"];
+    if cfg!(feature = "llvm") {
+        backends.push("llvm");
+    }
+    let want =
+        "examples/gmm_packed.arr:46:28: index out of bounds: index 5 is out of bounds for axis 1 of `icf`, of extent 5";
+    // Per derivative asked (none, the gradient): each backend's output.
+    let mut outputs: [Vec<String>; 2] = Default::default();
+    for backend in backends {
+        for (which, derivative) in [None, Some("--grad")].into_iter().enumerate() {
+            let mut args = vec!["run", "examples/gmm_packed.arr", "gmm", "--backend", backend, "--args", short];
+            args.extend(derivative);
+            let out = arrayad(&root, &args);
+            assert_ne!(out.code, 0, "{backend} {derivative:?}: a short icf must fail: {out:#?}");
+            assert!(out.stderr.contains(want), "{backend} {derivative:?}: {}", out.stderr);
+            args[6] = no_points;
+            let out = arrayad(&root, &args);
+            assert_eq!(out.code, 0, "{backend} {derivative:?}: no points: {out:#?}");
+            outputs[which].push(out.stdout);
+        }
+    }
+    for outs in &outputs {
+        assert!(outs.windows(2).all(|w| w[0] == w[1]), "the backends differ: {outs:#?}");
+    }
 }
 
 /// Runs `examples/gmm/main.c` against a `libgmm.so` built by the CLI on the

@@ -472,7 +472,9 @@ impl<E: Emitter> Lower<'_, E> {
         let stride = self.product(&rest);
         let eoff = self.b.int(IntOp::Mul, lo, stride);
         let ptr = self.b.elem_addr(a.ptr, eoff, t.elem);
-        let len = self.memo_sub(hi, lo);
+        // `a[0:hi]` is `hi` long: the same value, so that a loop counting
+        // to `hi` reads the slice known in bounds.
+        let len = if self.known.const_value(lo) == Some(0) { hi } else { self.memo_sub(hi, lo) };
         let mut dims = vec![len];
         dims.extend(rest);
         Ok(Arr { ptr, dims })

@@ -354,7 +354,7 @@ impl Ctx {
 /// from the tape count as accumulators (the tape holds them by
 /// reference).
 /// Linear: one union-find over the bindings.
-fn accumulated(f: &Function) -> HashSet<VarId> {
+pub(super) fn accumulated(f: &Function) -> HashSet<VarId> {
     let mut parent: Vec<u32> = (0..f.vars.len() as u32).collect();
     fn root(parent: &mut [u32], v: u32) -> u32 {
         let mut r = v;

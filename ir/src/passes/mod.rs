@@ -14,6 +14,7 @@ pub mod dce;
 pub mod fallible;
 pub mod fuse;
 pub mod fuse_for;
+pub mod gather;
 pub mod inline;
 pub mod licm;
 pub mod mutables;
@@ -33,7 +34,7 @@ use crate::timing::time;
 /// that crosses the limits is refused there with a located error).
 pub fn prepare(program: &Program, func: FuncId) -> Function {
     let mut f = time("inline", || inline::inline_all(program, func));
-    optimize(&mut f);
+    optimize_and_hoist(&mut f);
     f
 }
 
@@ -42,8 +43,18 @@ pub fn prepare(program: &Program, func: FuncId) -> Function {
 /// with [`inline::InlineCosts::keeping`].
 pub fn prepare_keeping(program: &Program, func: FuncId, kept: &inline::KeptCalls) -> Function {
     let mut f = time("inline", || inline::inline_all_but(program, func, &|g| kept.keeps(g)));
-    optimize(&mut f);
+    optimize_and_hoist(&mut f);
     f
+}
+
+/// [`optimize`], then the gathers hoisted ([`gather::hoist_gathers`], once:
+/// its failing version keeps the gather) and [`optimize`] again if it
+/// hoisted any.
+fn optimize_and_hoist(f: &mut Function) {
+    optimize(f);
+    if !f.is_straight_line_scalar() && time("hoist gathers", || gather::hoist_gathers(f)) {
+        optimize(f);
+    }
 }
 
 /// Simplify, fuse, CSE and DCE to a fixed point (a few rounds at most).
