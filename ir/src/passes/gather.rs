@@ -29,12 +29,12 @@
 //! same statements in the same order, except reads of `a` that cannot
 //! fail. Index arithmetic is wrapping `i64` (`add`, `sub`, `mul`, `min`,
 //! `max`, and `div`/`rem` by a literal other than 0 and -1), which cannot
-//! fail either. The memory `g` takes is bounded: it is made (its first
-//! axis is empty otherwise, and the original body runs) only when the
-//! comprehension runs at least twice and `g` has at most [`GROWTH`] times
-//! the elements of `a` (plus [`SLACK`]), so that a call that fits in memory
-//! without it fits with it, up to that factor of an array it holds
-//! already. The comprehension itself stays in place (code generation runs
+//! fail either. The memory the gathered arrays take is bounded: they are
+//! made (their first axes are empty otherwise, and the original body runs)
+//! only when the comprehension runs at least twice and they have together
+//! at most [`GROWTH`] times the elements of the arrays they read (plus
+//! [`SLACK`]), so that a call that fits in memory without them fits with
+//! them, up to that factor of arrays it holds already. The comprehension itself stays in place (code generation runs
 //! the comprehensions of the top level on the thread pool).
 //!
 //! Reverse mode differentiates the program after this pass: the cotangent
@@ -75,9 +75,10 @@ const MAX_DEFS: usize = 64;
 /// At most this many gathers are hoisted out of one comprehension.
 const MAX_GATHERS: usize = 8;
 
-/// A gathered array is made only when it has at most this many times the
-/// elements of the array it reads (plus [`SLACK`]): its memory stays
-/// within a small multiple of an array the caller already holds.
+/// The gathered arrays of a comprehension are made only when they have
+/// together at most this many times the elements of the arrays they read
+/// (plus [`SLACK`]): their memory stays within a small multiple of arrays
+/// the caller already holds.
 const GROWTH: f64 = 4.0;
 
 /// See [`GROWTH`].
@@ -165,6 +166,8 @@ struct Defs {
     order: Vec<(VarId, BinOp, Atom, Atom)>,
     /// The axes each of them uses.
     axes: FxHashMap<VarId, u32>,
+    /// How many were entered (recorded or still being classified).
+    entered: usize,
 }
 
 struct Walk<'a> {
@@ -281,9 +284,10 @@ impl Walk<'_> {
         let divides = matches!(y, Atom::I64(c) if c != 0 && c != -1);
         let total = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Min | BinOp::Max)
             || (matches!(op, BinOp::Div | BinOp::Rem) && divides);
-        if !total || depth >= MAX_INDEX_DEPTH || defs.order.len() >= MAX_DEFS {
+        if !total || depth >= MAX_INDEX_DEPTH || defs.entered >= MAX_DEFS {
             return None;
         }
+        defs.entered += 1;
         let (ux, _) = self.classify(&x, depth + 1, defs)?;
         let (uy, _) = self.classify(&y, depth + 1, defs)?;
         defs.order.push((v, op, x, y));
@@ -302,15 +306,27 @@ fn hoist(f: &mut Function, stmt: Stmt, found: &[Gather], nonnegative: &FxHashSet
     let mut b = Builder::new(f);
     b.loc = loc;
     // Gathered only for a comprehension of two iterations or more, and
-    // when every gathered array stays within a few times the size of the
-    // array it reads.
-    let mut hoist_them = b.binary(BinOp::Ge, n, Atom::I64(2));
+    // when the gathered arrays together have at most [`GROWTH`] times the
+    // elements of the arrays they read (plus [`SLACK`]), counted as `f64`,
+    // which cannot overflow.
     let mut axes = Vec::with_capacity(found.len());
+    let mut size = Atom::F64(0.0);
+    let mut read = Atom::F64(0.0);
+    let mut arrays = FxHashSet::default();
     for g in found {
-        let (extents, fits) = gather_extents(&mut b, g, nonnegative);
-        hoist_them = b.binary(BinOp::And, hoist_them, fits);
+        let (extents, elements) = gather_extents(&mut b, g, nonnegative);
+        size = b.binary(BinOp::Add, size, elements);
+        if arrays.insert(g.array) {
+            let elements = element_count(&mut b, g.array, g.indices.len());
+            read = b.binary(BinOp::Add, read, elements);
+        }
         axes.push(extents);
     }
+    let budget = b.binary(BinOp::Mul, read, Atom::F64(GROWTH));
+    let budget = b.binary(BinOp::Add, budget, Atom::F64(SLACK));
+    let fits = b.binary(BinOp::Le, size, budget);
+    let twice = b.binary(BinOp::Ge, n, Atom::I64(2));
+    let hoist_them = b.binary(BinOp::And, twice, fits);
     let mut gathered = Vec::with_capacity(found.len());
     let mut misses = Atom::I64(0);
     for (g, extents) in found.iter().zip(axes) {
@@ -340,7 +356,7 @@ fn hoist(f: &mut Function, stmt: Stmt, found: &[Gather], nonnegative: &FxHashSet
             continue;
         }
         let row = b.var("gathered_row", Type::array(Scalar::F64, 1));
-        let slice = b.var("gathered_row", Type::array(Scalar::F64, 1));
+        let slice = b.var("gathered_slice", Type::array(Scalar::F64, 1));
         let views = reads.views.entry(g.axes[depth - 1].index).or_default();
         views.push((row, Expr::Index { array: arr.array, indices }));
         views.push((slice, Expr::Slice { array: row, lo: Atom::I64(0), hi: arr.last_count }));
@@ -407,8 +423,7 @@ fn replace_reads(block: &mut Block, reads: &Reads, loc: crate::program::Loc, dep
 }
 
 /// The extents of the axes of a gather's array, clamped at 0 (a count
-/// known not to be negative as it is), and whether the array fits the
-/// budget ([`GROWTH`]).
+/// known not to be negative as it is), and its element count (an `f64`).
 fn gather_extents(b: &mut Builder, g: &Gather, nonnegative: &FxHashSet<VarId>) -> (Vec<Atom>, Atom) {
     let mut extents: Vec<Atom> = Vec::with_capacity(g.axes.len());
     for e in &g.extents {
@@ -422,22 +437,23 @@ fn gather_extents(b: &mut Builder, g: &Gather, nonnegative: &FxHashSet<VarId>) -
         };
         extents.push(extent);
     }
-    // Element counts as `f64`, which cannot overflow.
     let mut size = Atom::F64(1.0);
     for &e in &extents {
         let e = b.unary(UnOp::ToF64, e);
         size = b.binary(BinOp::Mul, size, e);
     }
-    let mut read = Atom::F64(1.0);
-    for axis in 0..g.indices.len() {
-        let d = b.let_one("extent", Expr::Dim { array: g.array, axis: axis as u8 });
+    (extents, size)
+}
+
+/// The element count of `array` (of rank `rank`), as an `f64`.
+fn element_count(b: &mut Builder, array: VarId, rank: usize) -> Atom {
+    let mut count = Atom::F64(1.0);
+    for axis in 0..rank {
+        let d = b.let_one("extent", Expr::Dim { array, axis: axis as u8 });
         let d = b.unary(UnOp::ToF64, d);
-        read = b.binary(BinOp::Mul, read, d);
+        count = b.binary(BinOp::Mul, count, d);
     }
-    let budget = b.binary(BinOp::Mul, read, Atom::F64(GROWTH));
-    let budget = b.binary(BinOp::Add, budget, Atom::F64(SLACK));
-    let fits = b.binary(BinOp::Le, size, budget);
-    (extents, fits)
+    count
 }
 
 /// A gathered array as [`gather_array`] emits it.
@@ -463,8 +479,8 @@ fn gather_array(b: &mut Builder, g: &Gather, hoist: Atom, mut extents: Vec<Atom>
     let then_branch = Block { stmts: Vec::new(), results: vec![extents[0]] };
     let else_branch = Block { stmts: Vec::new(), results: vec![Atom::I64(0)] };
     let first_extent = b.let_one("extent", Expr::If { cond: hoist, then_branch, else_branch });
-    let first = match (g.extents[0], g.axes[0].count) {
-        (Extent::Count(count), _) if count == extents[0] => Some((first_extent, count)),
+    let first = match g.extents[0] {
+        Extent::Count(count) if count == extents[0] => Some((first_extent, count)),
         _ => None,
     };
     let last = g.axes.len() - 1;
