@@ -119,6 +119,18 @@ struct Gather {
 /// Hoists the gathers of the top-level comprehensions of `f` (see the
 /// module documentation). Returns whether it changed `f`.
 pub fn hoist_gathers(f: &mut Function) -> bool {
+    // Only a comprehension with another in its body can hold a gather:
+    // most functions have none, and need no walk of their accumulators.
+    let nested =
+        |body: &Block| body.stmts.iter().any(|s| matches!(&s.kind, StmtKind::Let { expr: Expr::Build { .. }, .. }));
+    if !f
+        .body
+        .stmts
+        .iter()
+        .any(|s| matches!(&s.kind, StmtKind::Let { expr: Expr::Build { body, .. }, .. } if nested(body)))
+    {
+        return false;
+    }
     // Arrays that may share elements with an accumulator may change in the
     // loop: never gathered.
     let shared = super::licm::accumulated(f);
@@ -314,13 +326,15 @@ fn hoist(f: &mut Function, stmt: Stmt, found: &[Gather], nonnegative: &FxHashSet
     let mut read = Atom::F64(0.0);
     let mut arrays = FxHashSet::default();
     for g in found {
+        let dims: Vec<Atom> =
+            (0..g.indices.len()).map(|a| b.let_one("extent", Expr::Dim { array: g.array, axis: a as u8 })).collect();
         let (extents, elements) = gather_extents(&mut b, g, nonnegative);
         size = b.binary(BinOp::Add, size, elements);
         if arrays.insert(g.array) {
-            let elements = element_count(&mut b, g.array, g.indices.len());
+            let elements = element_count(&mut b, &dims);
             read = b.binary(BinOp::Add, read, elements);
         }
-        axes.push(extents);
+        axes.push((extents, dims));
     }
     let budget = b.binary(BinOp::Mul, read, Atom::F64(GROWTH));
     let budget = b.binary(BinOp::Add, budget, Atom::F64(SLACK));
@@ -329,8 +343,8 @@ fn hoist(f: &mut Function, stmt: Stmt, found: &[Gather], nonnegative: &FxHashSet
     let hoist_them = b.binary(BinOp::And, twice, fits);
     let mut gathered = Vec::with_capacity(found.len());
     let mut misses = Atom::I64(0);
-    for (g, extents) in found.iter().zip(axes) {
-        let array = gather_array(&mut b, g, hoist_them, extents);
+    for (g, (extents, dims)) in found.iter().zip(axes) {
+        let array = gather_array(&mut b, g, hoist_them, extents, &dims);
         misses = b.binary(BinOp::Add, misses, array.misses);
         gathered.push(array);
     }
@@ -437,21 +451,16 @@ fn gather_extents(b: &mut Builder, g: &Gather, nonnegative: &FxHashSet<VarId>) -
         };
         extents.push(extent);
     }
-    let mut size = Atom::F64(1.0);
-    for &e in &extents {
-        let e = b.unary(UnOp::ToF64, e);
-        size = b.binary(BinOp::Mul, size, e);
-    }
+    let size = element_count(b, &extents);
     (extents, size)
 }
 
-/// The element count of `array` (of rank `rank`), as an `f64`.
-fn element_count(b: &mut Builder, array: VarId, rank: usize) -> Atom {
+/// The product of `extents` (`i64`s), as an `f64`, which cannot overflow.
+fn element_count(b: &mut Builder, extents: &[Atom]) -> Atom {
     let mut count = Atom::F64(1.0);
-    for axis in 0..rank {
-        let d = b.let_one("extent", Expr::Dim { array, axis: axis as u8 });
-        let d = b.unary(UnOp::ToF64, d);
-        count = b.binary(BinOp::Mul, count, d);
+    for &e in extents {
+        let e = b.unary(UnOp::ToF64, e);
+        count = b.binary(BinOp::Mul, count, e);
     }
     count
 }
@@ -474,8 +483,8 @@ struct Gathered {
 /// Emits the gathered array of `g` (one axis per comprehension of the
 /// given clamped `extents`, 0 where nothing is read) and the number of its
 /// reads that are out of bounds; neither fails. The first axis is empty
-/// unless `hoist` holds.
-fn gather_array(b: &mut Builder, g: &Gather, hoist: Atom, mut extents: Vec<Atom>) -> Gathered {
+/// unless `hoist` holds. `dims` are the extents of the array read.
+fn gather_array(b: &mut Builder, g: &Gather, hoist: Atom, mut extents: Vec<Atom>, dims: &[Atom]) -> Gathered {
     let then_branch = Block { stmts: Vec::new(), results: vec![extents[0]] };
     let else_branch = Block { stmts: Vec::new(), results: vec![Atom::I64(0)] };
     let first_extent = b.let_one("extent", Expr::If { cond: hoist, then_branch, else_branch });
@@ -494,23 +503,8 @@ fn gather_array(b: &mut Builder, g: &Gather, hoist: Atom, mut extents: Vec<Atom>
             extents[j] = first_extent;
         }
     }
-    let dims: Vec<Atom> =
-        (0..g.indices.len()).map(|a| b.let_one("extent", Expr::Dim { array: g.array, axis: a as u8 })).collect();
-    let indices: Vec<VarId> = g.axes.iter().map(|_| b.var("j", Type::I64)).collect();
-    let array = gather_values(b, g, 0, &extents, &indices, &dims);
-    let indices: Vec<VarId> = g.axes.iter().map(|_| b.var("j", Type::I64)).collect();
-    let misses = gather_misses(b, g, 0, &extents, &indices, &dims);
-    Gathered { array, misses, last_count, first }
-}
-
-/// `build indices[j] < extents[j] => ..`: the gathered array's axes from
-/// `j` on.
-fn gather_values(b: &mut Builder, g: &Gather, j: usize, extents: &[Atom], indices: &[VarId], dims: &[Atom]) -> VarId {
-    let depth = g.axes.len();
-    b.begin_block();
-    let value = if j + 1 < depth {
-        Atom::Var(gather_values(b, g, j + 1, extents, indices, dims))
-    } else {
+    // The values: `build j0 < e0 => .. build jm < em => a[..] or 0`.
+    let array = nest(b, &extents, Scalar::F64, false, &mut |b, indices| {
         let (counted, at, in_bounds) = element_index(b, g, indices, dims);
         let read = b.binary(BinOp::And, counted, in_bounds);
         b.begin_block();
@@ -518,31 +512,56 @@ fn gather_values(b: &mut Builder, g: &Gather, j: usize, extents: &[Atom], indice
         let then_branch = b.end_block(vec![elem]);
         let else_branch = Block { stmts: Vec::new(), results: vec![Atom::F64(0.0)] };
         b.let_one("gathered", Expr::If { cond: read, then_branch, else_branch })
-    };
-    let block = b.end_block(vec![value]);
-    let rows = b.var("gathered", Type::array(Scalar::F64, (depth - j) as u8));
-    b.stmt(StmtKind::Let { vars: vec![rows], expr: Expr::Build { n: extents[j], index: indices[j], body: block } });
-    rows
-}
-
-/// `sum(for indices[j] < extents[j] => ..)` over the axes from `j` on:
-/// the number of the gather's reads that are out of bounds (an `i64`).
-fn gather_misses(b: &mut Builder, g: &Gather, j: usize, extents: &[Atom], indices: &[VarId], dims: &[Atom]) -> Atom {
-    b.begin_block();
-    let count = if j + 1 < g.axes.len() {
-        gather_misses(b, g, j + 1, extents, indices, dims)
-    } else {
+    });
+    // The misses: `sum(for j0 < e0 => .. sum(for jm < em => 1 or 0))`, a
+    // nest of its own, so that its `i64` sums fuse into loops.
+    let misses = nest(b, &extents, Scalar::I64, true, &mut |b, indices| {
         let (counted, _, in_bounds) = element_index(b, g, indices, dims);
         let out_of_bounds = b.unary(UnOp::Not, in_bounds);
         let missed = b.binary(BinOp::And, counted, out_of_bounds);
         let then_branch = Block { stmts: Vec::new(), results: vec![Atom::I64(1)] };
         let else_branch = Block { stmts: Vec::new(), results: vec![Atom::I64(0)] };
         b.let_one("missed", Expr::If { cond: missed, then_branch, else_branch })
-    };
-    let block = b.end_block(vec![count]);
-    let rows = b.var("misses", Type::array(Scalar::I64, 1));
+    });
+    let Atom::Var(array) = array else { unreachable!("a nest without sums yields its array") };
+    Gathered { array, misses, last_count, first }
+}
+
+/// Emits `build j0 < extents[0] => .. build jm < extents[m] => leaf(j0..jm)`
+/// (fresh indices; `leaf` yields a scalar of type `elem`), each build
+/// summed when `sum`; the result (the array, or the sum).
+fn nest(
+    b: &mut Builder,
+    extents: &[Atom],
+    elem: Scalar,
+    sum: bool,
+    leaf: &mut dyn FnMut(&mut Builder, &[VarId]) -> Atom,
+) -> Atom {
+    let indices: Vec<VarId> = extents.iter().map(|_| b.var("j", Type::I64)).collect();
+    nest_level(b, extents, &indices, 0, elem, sum, leaf)
+}
+
+fn nest_level(
+    b: &mut Builder,
+    extents: &[Atom],
+    indices: &[VarId],
+    j: usize,
+    elem: Scalar,
+    sum: bool,
+    leaf: &mut dyn FnMut(&mut Builder, &[VarId]) -> Atom,
+) -> Atom {
+    b.begin_block();
+    let value =
+        if j + 1 < extents.len() { nest_level(b, extents, indices, j + 1, elem, sum, leaf) } else { leaf(b, indices) };
+    let block = b.end_block(vec![value]);
+    let rank = if sum { 1 } else { (extents.len() - j) as u8 };
+    let rows = b.var(if sum { "misses" } else { "gathered" }, Type::array(elem, rank));
     b.stmt(StmtKind::Let { vars: vec![rows], expr: Expr::Build { n: extents[j], index: indices[j], body: block } });
-    b.let_one("misses", Expr::Reduce { op: ReduceOp::Sum, array: rows })
+    if sum {
+        b.let_one("misses", Expr::Reduce { op: ReduceOp::Sum, array: rows })
+    } else {
+        Atom::Var(rows)
+    }
 }
 
 /// At one position of the gathered array (`indices`, the axes'
