@@ -98,24 +98,24 @@ impl Callees {
     /// map.
     pub(crate) fn insert_chunk(&mut self, chunk: &crate::parallel::Chunk, target: CallTarget) {
         self.targets.insert(chunk.id, target);
-        self.parallel.insert(chunk.id, chunk.map);
+        self.parallel.insert(chunk.id, chunk.map.clone());
     }
 
     /// The function of `chunk` is compiled with these callees: it is
     /// lowered in chunk mode.
     pub(crate) fn mark_chunk(&mut self, chunk: &crate::parallel::Chunk) {
-        self.chunks.insert(chunk.func.name.clone(), chunk.map);
+        self.chunks.insert(chunk.func.name.clone(), chunk.map.clone());
     }
 
     /// How a call of `func` runs when it is a parallel map.
-    pub(crate) fn parallel_map(&self, func: FuncId) -> Option<crate::parallel::ParallelMap> {
-        self.parallel.get(&func).copied()
+    pub(crate) fn parallel_map(&self, func: FuncId) -> Option<&crate::parallel::ParallelMap> {
+        self.parallel.get(&func)
     }
 
     /// How the function named `name` runs when it is a chunk function
     /// (`crate::parallel`), lowered in chunk mode.
-    pub(crate) fn chunk(&self, name: &str) -> Option<crate::parallel::ParallelMap> {
-        self.chunks.get(name).copied()
+    pub(crate) fn chunk(&self, name: &str) -> Option<&crate::parallel::ParallelMap> {
+        self.chunks.get(name)
     }
 
     /// Where calls of `func` go.

@@ -22,7 +22,7 @@
 //! has no static form: such a comprehension keeps extent 0 in every inner
 //! dimension when it runs zero times, as [`Expr::Build`] documents.
 
-use crate::program::{Atom, BinOp, Block, Expr, Function, Program, StmtKind, VarId};
+use crate::program::{Atom, BinOp, Block, Expr, Function, Program, Stmt, StmtKind, VarId};
 use std::collections::HashMap;
 
 /// An extent computed from values that exist before a comprehension runs.
@@ -90,6 +90,27 @@ pub fn static_row_dims<'a>(
     (dims.len() == rank).then_some(dims)
 }
 
+/// The statically known extents of each of `atoms`, values of the
+/// statements `stmts` of the body of a comprehension over `index` in `f`
+/// (as [`static_row_dims`] finds a row's: `None` for an atom whose extents
+/// depend on the index or on values computed in the body). Equal extents
+/// in every iteration, so such values stack into a regular array: the
+/// reverse mode's residuals of a comprehension (`ad::reverse`).
+pub fn static_dims_in(f: &Function, index: VarId, stmts: &[Stmt], atoms: &[Atom]) -> Vec<Option<Vec<StaticDim>>> {
+    let mut scopes = vec![Scope::of_stmts(Some(index), stmts)];
+    atoms
+        .iter()
+        .map(|a| {
+            let rank = f.atom_ty(a).rank as usize;
+            if rank == 0 {
+                return Some(Vec::new());
+            }
+            let dims = shape_of_atom(Cx { f, program: None }, &mut scopes, a, DEPTH)?;
+            (dims.len() == rank).then_some(dims)
+        })
+        .collect()
+}
+
 /// The function analysed and its program (for calls).
 #[derive(Clone, Copy)]
 struct Cx<'a> {
@@ -127,8 +148,12 @@ struct Scope<'a> {
 
 impl<'a> Scope<'a> {
     fn new(index: Option<VarId>, body: &'a Block) -> Scope<'a> {
+        Scope::of_stmts(index, &body.stmts)
+    }
+
+    fn of_stmts(index: Option<VarId>, stmts: &'a [Stmt]) -> Scope<'a> {
         let mut defs = HashMap::new();
-        for s in &body.stmts {
+        for s in stmts {
             if let StmtKind::Let { vars, expr } = &s.kind {
                 for (k, v) in vars.iter().enumerate() {
                     defs.insert(*v, (expr, k));
@@ -164,7 +189,7 @@ fn shape_of_if<'a>(
 ) -> Option<Vec<StaticDim>> {
     let literal = match cond {
         Atom::Var(v) => match lookup(scopes, *v) {
-            Ok(Some((Expr::Atom(Atom::Bool(b)), 0))) => Some(*b),
+            Ok(Some((Expr::Atom(Atom::Bool(b)), 0))) if !cx.f.var(*v).mutable => Some(*b),
             _ => None,
         },
         Atom::Bool(b) => Some(*b),
@@ -339,7 +364,8 @@ fn size_of_atom<'a>(cx: Cx<'a>, scopes: &mut Vec<Scope<'a>>, a: &Atom, depth: u3
         Atom::I64(n) => Some(StaticDim::Lit(*n)),
         Atom::Var(v) => match lookup(scopes, *v).ok()? {
             None => Some(StaticDim::Var(*v)),
-            Some((e, 0)) if depth > 0 => size_of_expr(cx, scopes, e, depth - 1),
+            // (A mutable variable's `let` gives only its first value.)
+            Some((e, 0)) if depth > 0 && !cx.f.var(*v).mutable => size_of_expr(cx, scopes, e, depth - 1),
             Some(_) => None,
         },
         _ => None,
@@ -370,7 +396,9 @@ fn shape_of_atom<'a>(cx: Cx<'a>, scopes: &mut Vec<Scope<'a>>, a: &Atom, depth: u
 fn shape_of_var<'a>(cx: Cx<'a>, scopes: &mut Vec<Scope<'a>>, v: VarId, depth: u32) -> Option<Vec<StaticDim>> {
     match lookup(scopes, v).ok()? {
         None => Some((0..cx.f.ty(v).rank).map(|axis| StaticDim::DimOf(v, axis)).collect()),
-        Some((e, k)) if depth > 0 => shape_of_expr(cx, scopes, e, k, depth - 1),
+        // (A mutable variable's `let` gives only its first value: a lazy
+        // cotangent's `zeros [0]`.)
+        Some((e, k)) if depth > 0 && !cx.f.var(v).mutable => shape_of_expr(cx, scopes, e, k, depth - 1),
         Some(_) => None,
     }
 }

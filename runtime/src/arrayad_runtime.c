@@ -1461,24 +1461,28 @@ done:
  * taken in increasing order by whichever thread is free. */
 #define ARRAYAD_CHUNKS_PER_THREAD 8
 
-/* The most arrays one map makes (rows of numbers: a value and its
- * tangents; a pass of a vector jvp makes at most 33, its value and 32
- * lanes), and the
- * result slots of a chunk function: a pointer and a count per array; or,
- * for one array of array rows, the pointer of its rows and the extents of
- * the array they make (rows of up to 6 axes: MAX_ROW_RANK of
- * codegen/src/parallel/). */
+/* The most arrays one map makes (a value and its tangents; a pass of a
+ * vector jvp makes at most 33, its value and 32 lanes; a forward pass, its
+ * values and stacked residuals), and the result slots of a chunk
+ * function: per array the pointer of its rows, their count and the
+ * extents of a row (rows of up to 6 axes: MAX_ROW_RANK of
+ * codegen/src/parallel/), all within the slots. */
 #define ARRAYAD_PMAP_MAX_OUTPUTS 34
 #define ARRAYAD_PMAP_RESULT_SLOTS (2 * ARRAYAD_PMAP_MAX_OUTPUTS)
+/* The words of one output in a map's layout: its result slot, the rank of
+   its rows, their extents (up to 6). */
+#define ARRAYAD_PMAP_LAYOUT_WORDS 8
 
 typedef struct {
     arrayad_fn fn;
     const uint64_t *args; /* the chunk function's arguments; slots 0 and 1 are
                              replaced by each chunk's lo and hi */
     int64_t nslots;
-    char *out[ARRAYAD_PMAP_MAX_OUTPUTS]; /* each n elements of elem bytes */
+    char *out[ARRAYAD_PMAP_MAX_OUTPUTS]; /* each n rows of elem[k] bytes */
     int64_t outputs;      /* how many of out (0 for a loop of effects) */
-    int64_t elem;
+    int64_t elem[ARRAYAD_PMAP_MAX_OUTPUTS]; /* bytes of a row of each */
+    int64_t slot[ARRAYAD_PMAP_MAX_OUTPUTS]; /* its first result slot */
+    const int64_t *layout; /* the caller's (arrayad_parallel_map) */
     int64_t n, chunk, nchunks;
     uint64_t limit;       /* the memory limit of each thread's context */
     int64_t next;         /* atomic: the next chunk to take */
@@ -1619,14 +1623,13 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
     ctx->limit = job->limit;
     for (;;) {
         int64_t c = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
-        int64_t lo, hi, bytes;
+        int64_t lo, hi;
         uint64_t *args, dest[2 * ARRAYAD_PMAP_MAX_OUTPUTS], res[ARRAYAD_PMAP_RESULT_SLOTS];
         int32_t status;
         int64_t k;
         if (c >= job->nchunks || c > __atomic_load_n(&job->failed, __ATOMIC_RELAXED)) return -1;
         lo = c * job->chunk;
         hi = job->n - lo < job->chunk ? job->n : lo + job->chunk;
-        bytes = (hi - lo) * job->elem;
         arrayad_ctx_reset(ctx);
         ctx->stack_limit = stack_limit;
         args = (uint64_t *)arrayad_alloc_slow(ctx, (uint64_t)job->nslots * 8);
@@ -1637,8 +1640,8 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
             /* Each array's rows lo..hi, in place (a loop of effects has
                no rows to offer). */
             for (k = 0; k < job->outputs; k++) {
-                dest[2 * k] = (uint64_t)(uintptr_t)(job->out[k] + lo * job->elem);
-                dest[2 * k + 1] = (uint64_t)bytes;
+                dest[2 * k] = (uint64_t)(uintptr_t)(job->out[k] + lo * job->elem[k]);
+                dest[2 * k + 1] = (uint64_t)((hi - lo) * job->elem[k]);
             }
             ctx->dest = job->outputs > 0 ? dest : NULL;
             status = job->fn(ctx, args, res);
@@ -1646,15 +1649,23 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
         } else {
             status = ctx->err_kind ? ctx->err_kind : ARRAYAD_ERR_OUT_OF_MEMORY;
         }
-        /* The count of each array follows its pointer (an array of
-           array rows is the only one, its extents after). */
+        /* The count of each array follows its pointer, the extents of its
+           rows after: those the caller gave. */
         for (k = 0; status == 0 && k < job->outputs; k++) {
-            if ((int64_t)res[2 * k + 1] != hi - lo) {
+            const int64_t *w = job->layout + k * ARRAYAD_PMAP_LAYOUT_WORDS;
+            int64_t j, same = 1;
+            for (j = 0; j < w[1]; j++) same &= (int64_t)res[w[0] + 2 + j] == (w[2 + j] > 0 ? w[2 + j] : 0);
+            if (!same) {
+                arrayad_fail(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                             "internal error: a chunk of a parallel map returned rows of other extents than %1 x ...",
+                             w[1] > 0 ? w[2] : 0, 0, 0);
+                status = ARRAYAD_ERR_INVALID_ARGUMENT;
+            } else if ((int64_t)res[job->slot[k] + 1] != hi - lo) {
                 /* Not the rows asked for: a bug of code generation,
                    reported rather than copied. */
                 arrayad_fail(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
                              "internal error: a chunk of a parallel map returned %1 rows instead of %2",
-                             (int64_t)res[2 * k + 1], hi - lo, 0);
+                             (int64_t)res[job->slot[k] + 1], hi - lo, 0);
                 status = ARRAYAD_ERR_INVALID_ARGUMENT;
             }
         }
@@ -1667,9 +1678,10 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
             return c;
         }
         for (k = 0; k < job->outputs; k++) {
-            char *to = job->out[k] + lo * job->elem;
-            if (bytes > 0 && (char *)(uintptr_t)res[2 * k] != to)
-                memcpy(to, (const void *)(uintptr_t)res[2 * k], (size_t)bytes);
+            char *to = job->out[k] + lo * job->elem[k];
+            int64_t bytes = (hi - lo) * job->elem[k];
+            if (bytes > 0 && (char *)(uintptr_t)res[job->slot[k]] != to)
+                memcpy(to, (const void *)(uintptr_t)res[job->slot[k]], (size_t)bytes);
         }
     }
 }
@@ -1784,16 +1796,43 @@ static void trim(arrayad_ctx *ctx) {
     if (ctx->held > arrayad_keep_limit()) arrayad_ctx_release(ctx);
 }
 
+/* The bytes of a row of output k of `layout` (8 times the product of its
+ * extents, a negative extent taken as 0), and its result slot; false when
+ * the layout is not one of a chunk's results or the rows of n iterations
+ * would not fit in memory. */
+static int pmap_output(const int64_t *layout, int64_t k, int64_t n, int64_t *elem, int64_t *slot) {
+    const int64_t *w = layout + k * ARRAYAD_PMAP_LAYOUT_WORDS;
+    int64_t rank = w[1], bytes = 8, j;
+    if (w[0] < 0 || rank < 0 || rank > ARRAYAD_PMAP_LAYOUT_WORDS - 2 || w[0] + rank + 2 > ARRAYAD_PMAP_RESULT_SLOTS)
+        return 0;
+    for (j = 0; j < rank; j++) {
+        int64_t d = w[2 + j] > 0 ? w[2 + j] : 0;
+        if (d > 0 && bytes > ((INT64_MAX >> 4) / n) / d) return 0;
+        bytes *= d;
+    }
+    *elem = bytes;
+    *slot = w[0];
+    return 1;
+}
+
 int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *args, int64_t nslots,
-                             uint64_t *results, int64_t elem, int64_t outputs, int64_t weight) {
-    int64_t n = (int64_t)args[1], work, chunk, lowest = INT64_MAX;
+                             uint64_t *results, const int64_t *layout, int64_t outputs, int64_t weight) {
+    int64_t n = (int64_t)args[1], work, chunk, lowest = INT64_MAX, total = 0;
+    int64_t elem[ARRAYAD_PMAP_MAX_OUTPUTS], slot[ARRAYAD_PMAP_MAX_OUTPUTS];
     int threads, helpers, k;
     arrayad_ctx *lowest_ctx = NULL;
     pmap_job job;
     char *out[ARRAYAD_PMAP_MAX_OUTPUTS];
-    if (n < 2 || ctx->err_final || nslots < 2 || elem < 0 || (elem > 0 && n > (INT64_MAX >> 4) / elem) ||
-        outputs < 0 || outputs > ARRAYAD_PMAP_MAX_OUTPUTS || (elem > 0) != (outputs > 0))
+    if (n < 2 || ctx->err_final || nslots < 2 || outputs < 0 || outputs > ARRAYAD_PMAP_MAX_OUTPUTS ||
+        (outputs > 0 && !layout))
         return fn(ctx, args, results);
+    /* The rows of every output together fit in memory (else the map as
+       written reports it). */
+    for (k = 0; k < outputs; k++) {
+        if (!pmap_output(layout, k, n, &elem[k], &slot[k]) || elem[k] > ((INT64_MAX >> 4) / n) - total)
+            return fn(ctx, args, results);
+        total += elem[k];
+    }
     threads = arrayad_num_threads();
     if (threads > n) threads = (int)n;
     if (weight < 1) weight = 1;
@@ -1818,25 +1857,28 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
     {
         /* The arrays not offered share one allocation, so that a failure
            leaves nothing behind for the map as written. */
-        int64_t missing = 0;
+        int64_t missing = 0, unoffered = 0;
         char *rest = NULL;
         for (k = 0; k < outputs; k++) {
-            if (ctx->dest && ctx->dest[2 * k] && ctx->dest[2 * k + 1] == (uint64_t)(n * elem))
+            if (ctx->dest && ctx->dest[2 * k] && ctx->dest[2 * k + 1] == (uint64_t)(n * elem[k])) {
                 out[k] = (char *)(uintptr_t)ctx->dest[2 * k];
-            else
-                missing++;
+            } else {
+                missing += n * elem[k];
+                unoffered++;
+            }
         }
-        if (helpers > 0 && missing > 0 && n * elem <= INT64_MAX / missing)
-            rest = (char *)arrayad_alloc_slow(ctx, (uint64_t)(missing * n * elem));
+        /* (Arrays of rows of no bytes get a pointer into the allocation
+           too, of at least one line.) */
+        if (helpers > 0 && unoffered > 0) rest = (char *)arrayad_alloc_slow(ctx, (uint64_t)(missing > 32 ? missing : 32));
         for (k = 0; rest && k < outputs; k++) {
             if (!out[k]) {
                 out[k] = rest;
-                rest += n * elem;
+                rest += n * elem[k];
             }
         }
-        if (missing > 0 && !rest) memset(out, 0, sizeof out);
+        if (unoffered > 0 && !rest) memset(out, 0, sizeof out);
     }
-    if (helpers == 0 || (outputs > 0 && !out[outputs - 1])) {
+    if (helpers == 0 || (outputs > 0 && !out[0])) {
         /* No pool or no memory: the map as written, whose allocation
            reports a failure where it stands. */
         pthread_mutex_unlock(&pool_busy);
@@ -1850,7 +1892,9 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
     job.nslots = nslots;
     memcpy(job.out, out, sizeof out);
     job.outputs = outputs;
-    job.elem = elem;
+    memcpy(job.elem, elem, sizeof elem);
+    memcpy(job.slot, slot, sizeof slot);
+    job.layout = layout;
     job.n = n;
     job.chunk = chunk;
     job.nchunks = (n + chunk - 1) / chunk;
@@ -1898,8 +1942,8 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
     pthread_mutex_unlock(&pool_busy);
     if (lowest_ctx) return ctx->err_kind;
     for (k = 0; k < outputs; k++) {
-        results[2 * k] = (uint64_t)(uintptr_t)out[k];
-        results[2 * k + 1] = (uint64_t)n;
+        results[slot[k]] = (uint64_t)(uintptr_t)out[k];
+        results[slot[k] + 1] = (uint64_t)n;
     }
     return 0;
 }

@@ -163,34 +163,33 @@ size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap);
 
 /* ---- Parallel maps ---------------------------------------------------- */
 
-/* Runs the chunk function `fn` of a map (a `for` comprehension of rows
- * of `elem` bytes, numbers or arrays of a static shape, split out by code
- * generation: codegen's parallel/) over its iterations 0..n, n =
+/* Runs the chunk function `fn` of a map (a `for` comprehension split out
+ * by code generation: codegen's parallel/) over its iterations 0..n, n =
  * args[1]: `args` (nslots slots) are its arguments, slots 0 and 1 the
- * range lo, hi of the iterations it runs, which it returns as `outputs`
- * arrays of hi - lo rows each (results[2k] the data of array k,
- * results[2k + 1] its extent; one array of array rows has the rows'
- * extents after: at most 34 arrays, of number rows when more than
- * one). Run on the pool, the map
- * writes the pointers and extents only: the caller knows the rows'
- * static extents. On the calling thread
- * alone (fn(ctx, args, results) as given, args[0] = 0) when the work,
- * n * weight, is below the grain, when one thread is asked for, inside
- * another parallel map or while the pool runs another caller's; else the
- * results are allocated in ctx (or array k is ctx->dest[2k] when
- * ctx->dest, if not NULL a table of `outputs` entries of a pointer and a
- * byte count, offers a buffer of its size) and the iterations are split into contiguous
- * chunks run on the pool, each thread with its own context (memory limit:
- * what ctx has left; stack limit: ctx's on the calling thread), writing its
- * rows in place. The rows, hence the results, are the
- * same for every number of threads. A failure is that of the lowest
- * failing chunk, whose lower iterations all ran: the error the map meets
- * first in index order, moved into ctx. With elem = 0 the map is a loop of
- * effects (each iteration adds into its own rows of arrays it is given):
- * its chunks return no rows, outputs is 0, and no result is allocated or
- * written. */
+ * range lo, hi of the iterations it runs, whose rows it returns in
+ * `outputs` arrays of hi - lo rows each. `layout` has 8 words per array:
+ * its first slot in the chunk's results (the data pointer; the count of
+ * rows follows, then the extents of a row), the rank of its rows (0 for
+ * numbers, at most 6) and their extents, the same for every row; every
+ * element is 8 bytes. Run on the pool, the map writes the pointer and
+ * count of each array only: the caller knows the rows' extents. On the
+ * calling thread alone (fn(ctx, args, results) as given, args[0] = 0)
+ * when the work, n * weight, is below the grain, when one thread is asked
+ * for, inside another parallel map or while the pool runs another
+ * caller's; else the results are allocated in ctx (or array k is
+ * ctx->dest[2k] when ctx->dest, if not NULL a table of `outputs` entries
+ * of a pointer and a byte count, offers a buffer of its size) and the
+ * iterations are split into contiguous chunks run on the pool, each
+ * thread with its own context (memory limit: what ctx has left; stack
+ * limit: ctx's on the calling thread), writing its rows in place. The
+ * rows, hence the results, are the same for every number of threads. A
+ * failure is that of the lowest failing chunk, whose lower iterations all
+ * ran: the error the map meets first in index order, moved into ctx. With
+ * outputs = 0 (layout may be NULL) the map is a loop of effects (each
+ * iteration adds into its own rows of arrays it is given): its chunks
+ * return no rows, and no result is allocated or written. */
 int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *args, int64_t nslots,
-                             uint64_t *results, int64_t elem, int64_t outputs, int64_t weight);
+                             uint64_t *results, const int64_t *layout, int64_t outputs, int64_t weight);
 /* The threads parallel maps use: arrayad_set_num_threads's number, else
  * $ARRAYAD_NUM_THREADS (1..256), else the cores the process may run on. */
 int32_t arrayad_num_threads(void);

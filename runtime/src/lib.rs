@@ -45,15 +45,19 @@ pub const RUNTIME_C_HEADER_NAME: &str = "arrayad_runtime.h";
 pub const ERR_BUF: usize = 256;
 
 /// The result slots `arrayad_parallel_map` gives a chunk function
-/// (`ARRAYAD_PMAP_RESULT_SLOTS` of the C runtime): the rows' pointer and
-/// the extents of the array they make; or a pointer and a count for each
-/// of several arrays of number rows.
+/// (`ARRAYAD_PMAP_RESULT_SLOTS` of the C runtime): per array it makes, the
+/// rows' pointer, their count and the extents of a row.
 pub const PMAP_RESULT_SLOTS: usize = 2 * PMAP_MAX_OUTPUTS;
 
+/// The words of one array in the layout a parallel map is given
+/// (`ARRAYAD_PMAP_LAYOUT_WORDS`): its first result slot, the rank of its
+/// rows and their extents (at most [`PMAP_LAYOUT_WORDS`] - 2 axes).
+pub const PMAP_LAYOUT_WORDS: usize = 8;
+
 /// The most arrays one parallel map makes (`ARRAYAD_PMAP_MAX_OUTPUTS`):
-/// a pointer and a count each in the result slots (a value and its
-/// tangents, rows of numbers; a pass of a vector jvp makes at most 33, its
-/// value and 32 lanes).
+/// a pointer, a count and the extents of a row each in the result slots (a
+/// value and its tangents; a pass of a vector jvp makes at most 33, its
+/// value and 32 lanes; a forward pass, its values and stacked residuals).
 pub const PMAP_MAX_OUTPUTS: usize = 34;
 
 /// Mirror of the C `arrayad_ctx` (layout checked against the C side in
@@ -189,7 +193,7 @@ pub mod ffi {
             args: *const u64,
             nslots: i64,
             results: *mut u64,
-            elem: i64,
+            layout: *const i64,
             outputs: i64,
             weight: i64,
         ) -> i32;
@@ -297,14 +301,14 @@ pub enum RuntimeFn {
     /// mark but for `n` arrays, which move down (pointers updated).
     ArenaKeep,
     /// `int32_t arrayad_parallel_map(ctx, arrayad_fn fn, const uint64_t
-    /// *args, int64_t nslots, uint64_t *results, int64_t elem, int64_t
-    /// outputs, int64_t weight)`: runs the chunk function of a map making
-    /// `outputs` arrays of rows of `elem` bytes each (one array of numbers
-    /// or of arrays of a static shape of at most 6 axes, or up to
-    /// [`PMAP_MAX_OUTPUTS`] arrays of numbers; none for
-    /// a loop of effects) over the iterations `0..args[1]`, on the pool of
-    /// threads when the work pays for it ([`set_num_threads`]); returns 0
-    /// or the error kind.
+    /// *args, int64_t nslots, uint64_t *results, const int64_t *layout,
+    /// int64_t outputs, int64_t weight)`: runs the chunk function of a map
+    /// making `outputs` arrays (up to [`PMAP_MAX_OUTPUTS`]; none for a loop
+    /// of effects) of rows whose extents `layout` gives ([`PMAP_LAYOUT_WORDS`]
+    /// words per array: its first result slot, the rank of its rows, their
+    /// extents) over the iterations `0..args[1]`, on the pool of threads
+    /// when the work pays for it ([`set_num_threads`]); returns 0 or the
+    /// error kind.
     ParallelMap,
 }
 
@@ -370,7 +374,7 @@ impl Callee {
             Callee::Runtime(RuntimeFn::FailShapes) => (&[Ptr, I32, Ptr, I64, I64, Ptr, Ptr], I32),
             Callee::Runtime(RuntimeFn::Memset) => (&[Ptr, I32, I64], Ptr),
             Callee::Runtime(RuntimeFn::ArenaKeep) => (&[Ptr, Ptr, Ptr, I64, Ptr], I32),
-            Callee::Runtime(RuntimeFn::ParallelMap) => (&[Ptr, Ptr, Ptr, I64, Ptr, I64, I64, I64], I32),
+            Callee::Runtime(RuntimeFn::ParallelMap) => (&[Ptr, Ptr, Ptr, I64, Ptr, Ptr, I64, I64], I32),
             Callee::Math(m) if m.arity() == 2 => (&[F64, F64], F64),
             Callee::Math(_) => (&[F64], F64),
         }
@@ -576,6 +580,8 @@ mod tests {
         assert!(RUNTIME_C_SOURCE.contains(&define), "{define:?} is not in arrayad_runtime.c");
         let slots = "#define ARRAYAD_PMAP_RESULT_SLOTS (2 * ARRAYAD_PMAP_MAX_OUTPUTS)\n";
         assert!(RUNTIME_C_SOURCE.contains(slots), "{slots:?} is not in arrayad_runtime.c");
+        let layout = format!("#define ARRAYAD_PMAP_LAYOUT_WORDS {PMAP_LAYOUT_WORDS}\n");
+        assert!(RUNTIME_C_SOURCE.contains(&layout), "{layout:?} is not in arrayad_runtime.c");
     }
 
     #[test]

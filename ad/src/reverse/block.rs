@@ -49,6 +49,7 @@ impl Rev<'_> {
     ) -> Result<(Vec<Stmt>, Vec<Stmt>), AdError> {
         // Asked of this block only, not of the blocks nested in it.
         let yielding = std::mem::take(&mut self.yield_residuals);
+        let yield_rows = std::mem::take(&mut self.yield_rows);
         let rows_built = std::mem::take(&mut self.rows_built);
         let mut fwd: Vec<Stmt> = Vec::new();
         let mut decls: Vec<Stmt> = Vec::new();
@@ -163,6 +164,11 @@ impl Rev<'_> {
             match expr {
                 Expr::Build { n, index, body } => {
                     self.build_rule(vars, *n, *index, body, loc, !nested, &mut fwd, &mut chunk)?;
+                    // The stacked residuals of its body: primal values of
+                    // this block.
+                    for (v, _) in std::mem::take(&mut self.setup) {
+                        bound.push(v);
+                    }
                     // The primal half of the comprehension, when cheap, is
                     // recomputed rather than taped like any cheap binding.
                     if let Some(Stmt { kind: StmtKind::Let { vars: pv, expr: pe @ Expr::Build { .. } }, loc }) =
@@ -310,9 +316,21 @@ impl Rev<'_> {
         // taped (that would keep it alive): its extents are.
         let mut shapes: HashMap<VarId, Vec<Atom>> = HashMap::new();
         let mut taped_slots = Vec::new();
+        let outer = match binders.first() {
+            Some(index) if yield_rows => self.outer_extents(*index, &fwd, &taped),
+            _ => HashMap::new(),
+        };
         for v in taped {
             let ty = self.out.ty(v);
             if ty.is_array() && shape_only(&recompute, &bwd, v) {
+                // In a comprehension's body, extents that are literals or
+                // variables bound outside it are the same in every
+                // iteration: read from there, not taped (they then also
+                // tell the backward code's bounds).
+                if let Some(dims) = outer.get(&v) {
+                    shapes.insert(v, dims.clone());
+                    continue;
+                }
                 let mut dims = Vec::new();
                 for axis in 0..ty.rank {
                     let d = self.new_var(&format!("dim_{}", self.out.var(v).name), Type::I64);
@@ -340,6 +358,11 @@ impl Rev<'_> {
             self.yielded = Some(taped);
             return Ok((fwd, recompute.into_iter().chain(bwd).collect()));
         }
+        // (The backward loop's own index reads the rows.)
+        let (taped, reads) = match binders.first().and_then(|i| Some((*i, *given.get(i)?))) {
+            Some((index, twin)) if yield_rows => self.stack_residuals(index, twin, &fwd, taped),
+            _ => (taped, Vec::new()),
+        };
         for v in &taped {
             self.push(&mut fwd, StmtKind::Push(Atom::Var(*v)));
         }
@@ -348,8 +371,92 @@ impl Rev<'_> {
             .rev()
             .map(|v| Stmt { kind: StmtKind::Let { vars: vec![*v], expr: Expr::Pop }, loc: self.loc })
             .collect();
-        let prefix = pops::interleave(pops, recompute.into_iter().chain(bwd).collect());
+        let prefix = pops::interleave(pops, reads.into_iter().chain(recompute).chain(bwd).collect());
         // The backward code reads the twins: renamed once, by `unzip`.
         Ok((fwd, prefix))
+    }
+
+    /// The extents of each array of `vars`, bound in the body of a
+    /// comprehension over `index` whose forward statements are `fwd`, when
+    /// each is a literal or a variable bound outside the body
+    /// ([`arrayad_ir::shape::static_dims_in`]).
+    fn outer_extents(&self, index: VarId, fwd: &[Stmt], vars: &[VarId]) -> HashMap<VarId, Vec<Atom>> {
+        use arrayad_ir::shape::StaticDim;
+        let arrays: Vec<Atom> = vars.iter().filter(|v| self.out.ty(**v).is_array()).map(|v| Atom::Var(*v)).collect();
+        if arrays.is_empty() {
+            return HashMap::new();
+        }
+        let dims = arrayad_ir::shape::static_dims_in(&self.out, index, fwd, &arrays);
+        arrays
+            .iter()
+            .zip(dims)
+            .filter_map(|(a, dims)| {
+                let atoms = dims?
+                    .iter()
+                    .map(|d| match d {
+                        StaticDim::Lit(x) => Some(Atom::I64(*x)),
+                        StaticDim::Var(w) => Some(Atom::Var(*w)),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<Atom>>>()?;
+                Some((a.as_var()?, atoms))
+            })
+            .collect()
+    }
+
+    /// Of the residuals `taped` of a comprehension's body over `index`
+    /// (whose forward statements are `fwd`), those that stack into a
+    /// regular array: `f64` and `i64` scalars, and arrays whose extents
+    /// are the same in every iteration ([`arrayad_ir::shape::static_dims_in`]).
+    /// Each gets the array that the forward comprehension yields it into
+    /// (left in `yielded_rows` for the `build` rule) and a statement reading
+    /// its row back at `twin`, the backward loop's index; the rest stay
+    /// taped. Returns those left and the reads.
+    ///
+    /// Residuals by index rather than on the tape (Smeding's thesis,
+    /// ch. 7): the forward comprehension then touches no tape, so its
+    /// iterations stay independent (a parallel map), and its backward loop
+    /// reads them in any order.
+    fn stack_residuals(
+        &mut self,
+        index: VarId,
+        twin: VarId,
+        fwd: &[Stmt],
+        taped: Vec<VarId>,
+    ) -> (Vec<VarId>, Vec<Stmt>) {
+        let stackable = |ty: Type| matches!(ty.elem, Scalar::F64 | Scalar::I64);
+        let arrays: Vec<Atom> = taped
+            .iter()
+            .filter(|v| stackable(self.out.ty(**v)) && self.out.ty(**v).is_array())
+            .map(|v| Atom::Var(*v))
+            .collect();
+        let regular: HashSet<VarId> = if arrays.is_empty() {
+            HashSet::new()
+        } else {
+            let dims = arrayad_ir::shape::static_dims_in(&self.out, index, fwd, &arrays);
+            arrays
+                .iter()
+                .zip(dims)
+                .filter_map(|(a, d)| match (a, d) {
+                    (Atom::Var(v), Some(_)) => Some(*v),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut left = Vec::new();
+        let mut reads = Vec::new();
+        for v in taped {
+            let ty = self.out.ty(v);
+            if !stackable(ty) || (ty.is_array() && !regular.contains(&v)) {
+                left.push(v);
+                continue;
+            }
+            let name = format!("rows_{}", self.out.var(v).name);
+            let stack = self.new_var(&name, Type { elem: ty.elem, rank: ty.rank + 1 });
+            self.yielded_rows.push((v, stack));
+            let row = Expr::Index { array: stack, indices: vec![Atom::Var(twin)] };
+            reads.push(Stmt { kind: StmtKind::Let { vars: vec![v], expr: row }, loc: self.loc });
+        }
+        (left, reads)
     }
 }

@@ -132,6 +132,8 @@ fn unzip(j: &JvpOutput, name: &str, checkpoint: bool) -> Result<Unzipped, AdErro
         setup: Vec::new(),
         yield_residuals: false,
         yielded: None,
+        yield_rows: false,
+        yielded_rows: Vec::new(),
         rows_built: Vec::new(),
         loc: Loc::default(),
         twins: Subst::default(),
@@ -306,6 +308,15 @@ struct Rev<'a> {
     /// The residuals the last branch unzipped with `yield_residuals`
     /// yields, in order (`None` when it taped them).
     yielded: Option<Vec<VarId>>,
+    /// Set by the `build` rule for the body it unzips next: that block
+    /// yields its scalar residuals, and its arrays of the same extents in
+    /// every iteration, as extra results of the forward comprehension
+    /// instead of taping them, and its backward block reads row `i` of the
+    /// stacked arrays (`rules/build.rs`); it leaves them in `yielded_rows`.
+    yield_rows: bool,
+    /// Each residual the last body unzipped with `yield_rows` yields, with
+    /// the array of the forward comprehension that stacks it.
+    yielded_rows: Vec<(VarId, VarId)>,
     /// Set by the `build` rule for the body it unzips next, when the
     /// comprehension is a statement of the function's body: each scalar
     /// result of the body with the array of the forward pass's

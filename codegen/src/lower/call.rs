@@ -138,11 +138,11 @@ impl<E: Emitter> Lower<'_, E> {
         self.pack(argbuf, args, Mem::Stack)?;
         let ctx = self.ctx;
         let tape = if self.rewinds_tape { Some(self.tape_above_its_end()) } else { None };
-        let parallel = self.callees.parallel_map(func);
+        let parallel = self.callees.parallel_map(func).cloned();
         // The rows of a parallel map: its count (`args[1]`, as the
         // comprehension's), or for a parallel sum, the count of its blocks
         // (the count itself when negative: the chunk function fails on it).
-        let rows = match (parallel, args.get(1)) {
+        let rows = match (&parallel, args.get(1)) {
             (Some(map), Some(n)) => {
                 let n = self.scalar(n)?;
                 if map.blocks {
@@ -158,7 +158,7 @@ impl<E: Emitter> Lower<'_, E> {
         // The accumulators a parallel loop of effects writes first: the
         // elements from its count on, which it does not reach, are
         // zero-filled here (`first_write.rs`).
-        if let (Some(_), Some(n)) = (parallel, args.get(1)) {
+        if let (Some(_), Some(n)) = (&parallel, args.get(1)) {
             let tails: Vec<VarId> =
                 self.first_writes.written_by_call(func).iter().filter(|w| w.tail).map(|w| w.acc).collect();
             if !tails.is_empty() {
@@ -168,7 +168,10 @@ impl<E: Emitter> Lower<'_, E> {
                 }
             }
         }
-        let status = match parallel {
+        // The extents of the rows of each array of a parallel map, as the
+        // function has them at the call.
+        let mut row_dims: Vec<Vec<E::Value>> = Vec::new();
+        let status = match &parallel {
             // A comprehension split out for parallel execution: through
             // the runtime, which runs its chunk function on the pool or on
             // this thread (`crate::parallel`).
@@ -178,7 +181,7 @@ impl<E: Emitter> Lower<'_, E> {
                 // table of their entries, entry k for array k).
                 let single = self.dest_next.take();
                 let rows_dest = std::mem::take(&mut self.dest_rows);
-                let results = if map.outputs == 1 { vec![single] } else { rows_dest };
+                let results = if map.rows.len() == 1 { vec![single] } else { rows_dest };
                 let dest = match self.dest_table {
                     Some(table) if results.iter().any(Option::is_some) => {
                         self.dest_entries(table, &results)?;
@@ -188,9 +191,15 @@ impl<E: Emitter> Lower<'_, E> {
                 };
                 let chunk = self.b.function_address(func)?;
                 let nslots = self.iconst(i64::try_from(arg_slots).map_err(|_| self.malformed("too many arguments"))?);
-                let (elem, weight) = (self.iconst(map.elem), self.iconst(map.weight));
-                let outputs = self.iconst(i64::from(map.outputs));
-                let args = [ctx, chunk, argbuf, nslots, resbuf, elem, outputs, weight];
+                for dims in &map.rows {
+                    let dims = dims.iter().map(|d| self.static_dim(d)).collect::<Result<Vec<_>>>()?;
+                    row_dims.push(dims);
+                }
+                let layout = self.map_layout(&result_types, &row_dims)?;
+                let weight = self.iconst(map.weight);
+                let outputs =
+                    self.iconst(i64::try_from(map.rows.len()).map_err(|_| self.malformed("a map of too many arrays"))?);
+                let args = [ctx, chunk, argbuf, nslots, resbuf, layout, outputs, weight];
                 let status = self.b.call(Callee::Runtime(RuntimeFn::ParallelMap), &args)?;
                 if dest {
                     let null = self.b.iconst(Ty::Ptr, 0);
@@ -233,18 +242,46 @@ impl<E: Emitter> Lower<'_, E> {
         // extents of array rows are the static ones (the runtime returns
         // only the pointer and the count of each array of a map run on the
         // pool).
-        if let (Some(n), Some(map)) = (rows, parallel) {
-            for val in out.iter_mut() {
+        if let Some(n) = rows {
+            for (val, dims) in out.iter_mut().zip(row_dims) {
                 if let Val::A(a) = val {
-                    let mut dims = vec![n];
-                    for d in map.row_dims() {
-                        dims.push(self.iconst(*d));
-                    }
-                    a.dims = dims;
+                    a.dims = std::iter::once(n).chain(dims).collect();
                 }
             }
         }
         Ok(out)
+    }
+
+    /// The layout of the arrays of a parallel map for the runtime
+    /// (`arrayad_parallel_map`), on the stack: per array, of type
+    /// `types[k]` and rows of extents `row_dims[k]`,
+    /// [`arrayad_runtime::PMAP_LAYOUT_WORDS`] words: its first slot in
+    /// the chunk function's results, the rank of its rows, their extents.
+    /// A null pointer for a loop of effects.
+    fn map_layout(&mut self, types: &[arrayad_ir::Type], row_dims: &[Vec<E::Value>]) -> Result<E::Value> {
+        if row_dims.is_empty() {
+            return Ok(self.b.iconst(Ty::Ptr, 0));
+        }
+        let words = arrayad_runtime::PMAP_LAYOUT_WORDS;
+        let too_many = || "a parallel map of too many arrays";
+        let bytes = u32::try_from(8 * words * row_dims.len()).map_err(|_| self.malformed(too_many()))?;
+        let layout = self.b.stack_slot(bytes);
+        let mut slot = 0;
+        for (k, (t, dims)) in types.iter().zip(row_dims).enumerate() {
+            let at = |j: usize| i32::try_from(8 * (words * k + j)).ok();
+            if dims.len() + 2 > words || dims.len() + 1 != usize::from(t.rank) {
+                return Err(self.malformed("a parallel map's rows of another rank than its array's"));
+            }
+            let first = self.iconst(i64::try_from(slot).map_err(|_| self.malformed(too_many()))?);
+            let rank = self.iconst(dims.len() as i64);
+            self.b.store(Ty::I64, first, layout, at(0).ok_or_else(|| self.malformed(too_many()))?, Mem::Stack);
+            self.b.store(Ty::I64, rank, layout, at(1).ok_or_else(|| self.malformed(too_many()))?, Mem::Stack);
+            for (j, d) in dims.iter().enumerate() {
+                self.b.store(Ty::I64, *d, layout, at(2 + j).ok_or_else(|| self.malformed(too_many()))?, Mem::Stack);
+            }
+            slot += super::slots(*t);
+        }
+        Ok(layout)
     }
 
     /// Points the context's destination table at a new one whose entry

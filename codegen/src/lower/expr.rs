@@ -645,7 +645,7 @@ impl<E: Emitter> Lower<'_, E> {
 
     /// The value of a static extent (`shape::StaticDim`) before a
     /// comprehension; a negative value (a row cannot have one) becomes 0.
-    fn static_dim(&mut self, d: &arrayad_ir::shape::StaticDim) -> Result<E::Value> {
+    pub(super) fn static_dim(&mut self, d: &arrayad_ir::shape::StaticDim) -> Result<E::Value> {
         use arrayad_ir::shape::StaticDim;
         let v = match d {
             StaticDim::Lit(n) => self.memo_const(*n),
@@ -739,7 +739,7 @@ impl<E: Emitter> Lower<'_, E> {
                     None => vec![z; t.rank as usize],
                 };
                 // A chunk of a parallel map of array rows: the rows' shape
-                // is the static one (`crate::parallel::row_shape`), so the
+                // is the static one (`crate::parallel::rows_of`), so the
                 // chunk's rows are allocated before its first iteration, in
                 // the runtime's destination for them.
                 if range.is_some() {

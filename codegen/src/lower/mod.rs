@@ -99,7 +99,7 @@ pub(crate) fn lower_function<E: Emitter>(
     for (p, val) in f.params.iter().zip(l.unpack(args, &types, Mem::Slots)) {
         l.def(*p, val)?;
     }
-    if let Some(map) = callees.chunk(&f.name) {
+    if let Some(map) = callees.chunk(&f.name).cloned() {
         let [lo, hi, ..] = f.params.as_slice() else { return Err(l.malformed("a chunk function without its range")) };
         let range = (l.scalar(&Atom::Var(*lo))?, l.scalar(&Atom::Var(*hi))?);
         l.chunk_range = Some(range);

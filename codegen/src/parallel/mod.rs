@@ -7,11 +7,12 @@
 //! calls the chunk function once, over all rows, otherwise.
 //!
 //! A comprehension is split out when
-//! - it binds one array of `f64` or `i64` rows, scalars or arrays of a
-//!   static shape ([`row_shape`]: each iteration writes its own elements,
-//!   so the rows, and everything computed from them, are the same bits
-//!   for every number of threads), or up to [`MAX_OUTPUTS`] arrays of
-//!   scalar rows (a value and its tangents: the jvp of a map);
+//! - it binds up to [`MAX_OUTPUTS`] arrays of `f64` or `i64` rows,
+//!   numbers or arrays whose extents are the same in every iteration
+//!   ([`rows_of`]: each iteration writes its own elements, so the rows,
+//!   and everything computed from them, are the same bits for every
+//!   number of threads): a value and its tangents (the jvp of a map), a
+//!   forward pass's values and the residuals it stacks by index;
 //! - its body has no effect outside itself: no tape entry (`Push`, `Pop`,
 //!   `TapeMark`, `TapeRewind`), no accumulation (`AccAdd`, `AccZero`) but
 //!   into accumulators it makes (`zeros`), no
@@ -56,6 +57,7 @@ mod shapes;
 use crate::calls::Callees;
 use crate::lower::first_write::FirstWrites;
 use arrayad_ir::interp::ops::SUM_BLOCK;
+use arrayad_ir::shape::StaticDim;
 use arrayad_ir::visit::{block_binds, child_blocks, for_each_block, stmt_uses};
 use arrayad_ir::{
     Atom, BinOp, Block, Expr, FuncId, Function, KeptKind, Loc, MathFn, ReduceOp, Scalar, Stmt, StmtKind, Type, VarId,
@@ -67,7 +69,7 @@ use std::collections::{HashMap, HashSet};
 /// most reductions of arrays (each chunk function copies the function's
 /// variable table: the pass stays linear). Apart, so that the sums of a
 /// gradient's small arrays take no comprehension's place.
-const MAX_MAPS: usize = 8;
+const MAX_MAPS: usize = 16;
 const MAX_REDUCTIONS: usize = 8;
 
 /// The weight of one statement in a loop nested in a comprehension's body
@@ -96,34 +98,25 @@ const SUM_VECTOR_SPEEDUP: u64 = 16;
 /// The most weight counted for one iteration.
 const MAX_WEIGHT: u64 = 1 << 24;
 
-/// The most axes of an array row of a parallel map: a chunk returns its
-/// rows in the runtime's result slots ([`arrayad_runtime::PMAP_RESULT_SLOTS`]),
-/// the array's pointer and its extents.
-const MAX_ROW_RANK: usize = 6;
-const _: () = assert!(MAX_ROW_RANK + 2 <= arrayad_runtime::PMAP_RESULT_SLOTS, "a row's extents fit the slots");
+/// The most axes of an array row of a parallel map (the runtime's layout
+/// of a map's arrays has room for as many extents per array).
+const MAX_ROW_RANK: usize = arrayad_runtime::PMAP_LAYOUT_WORDS - 2;
 
-/// The most arrays of scalar rows one parallel map binds: a pointer and a
-/// count each in the runtime's result slots.
+/// The most arrays one parallel map binds: a pointer and a count each,
+/// then the extents of a row, in the runtime's result slots
+/// ([`arrayad_runtime::PMAP_RESULT_SLOTS`]).
 const MAX_OUTPUTS: usize = arrayad_runtime::PMAP_MAX_OUTPUTS;
 
-/// The most bytes of one array row of a parallel map (the runtime's
-/// bound on a map's bytes is checked against rows times this).
-const MAX_ROW_BYTES: i64 = 1 << 24;
-
 /// How a call of a chunk function runs ([`crate::Callees::parallel_map`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ParallelMap {
-    /// Bytes of one row: 8 for an `f64` or `i64` row, the product of the
-    /// extents times 8 for an array row (of a static shape, [`ParallelMap::row`]).
-    pub elem: i64,
-    /// The extents of an array row (the first `row_rank`): literals, the
-    /// same for every row (`arrayad_ir::shape::static_row_dims`).
-    pub row: [i64; MAX_ROW_RANK],
-    /// The axes of a row: 0 for scalar rows.
-    pub row_rank: u8,
-    /// The arrays the map binds: 1, up to [`MAX_OUTPUTS`] of scalar rows,
-    /// 0 for a loop of effects.
-    pub outputs: u8,
+    /// Per array the map binds, the extents of its rows (none for rows of
+    /// numbers), the same for every row (`arrayad_ir::shape::static_row_dims`),
+    /// in terms of the function's variables at the call: the caller
+    /// evaluates them for the runtime, which allocates the rows, and for
+    /// the arrays' extents, since the runtime returns only the rows'
+    /// pointer and count. Empty for a loop of effects, which binds none.
+    pub rows: Vec<Vec<StaticDim>>,
     /// The statements of one row (an iteration, or a block of
     /// [`SUM_BLOCK`] iterations), loops nested in it counted
     /// [`LOOP_WEIGHT`] times per level: the runtime runs the map on the
@@ -133,7 +126,7 @@ pub(crate) struct ParallelMap {
     /// sum): row `b` is the sum of iterations `b * SUM_BLOCK ..`, and the
     /// call's count is that of the iterations.
     pub blocks: bool,
-    /// Of a loop of effects (`elem` 0): bit `k` set when argument `k` of
+    /// Of a loop of effects: bit `k` set when argument `k` of
     /// the call is an accumulator that the loop writes first
     /// (`lower::first_write`): the caller allocates it without
     /// zero-filling, and the chunk function stores its first add into
@@ -142,16 +135,10 @@ pub(crate) struct ParallelMap {
 }
 
 impl ParallelMap {
-    /// A map of one array of scalar rows of `elem` bytes (0: a loop of
-    /// effects, which binds none).
-    fn scalar(elem: i64, weight: i64, blocks: bool, first_writes: u64) -> ParallelMap {
-        let outputs = u8::from(elem > 0);
-        ParallelMap { elem, row: [0; MAX_ROW_RANK], row_rank: 0, outputs, weight, blocks, first_writes }
-    }
-
-    /// The extents of a row (empty for scalar rows).
-    pub(crate) fn row_dims(&self) -> &[i64] {
-        &self.row[..usize::from(self.row_rank)]
+    /// A map of `outputs` arrays of numbers (0: a loop of effects, which
+    /// binds none).
+    fn numbers(outputs: usize, weight: i64, blocks: bool, first_writes: u64) -> ParallelMap {
+        ParallelMap { rows: vec![Vec::new(); outputs], weight, blocks, first_writes }
     }
 
     /// True when argument `k` of the call is an accumulator that the loop
@@ -283,7 +270,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
                 ReduceOp::Sum => SUM_BLOCK as u64 / SUM_VECTOR_SPEEDUP,
                 ReduceOp::Max | ReduceOp::Min => SUM_BLOCK as u64,
             };
-            let map = ParallelMap::scalar(8, weight as i64, false, 0);
+            let map = ParallelMap::numbers(1, weight as i64, false, 0);
             chunks.push(Chunk { id, func, map, host: h });
             reductions += 1;
             continue;
@@ -307,7 +294,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
                 arg.filter(|k| *k < 64).map_or(bits, |k| bits | 1 << k)
             });
             let weight = i64::try_from(w).unwrap_or(i64::MAX);
-            let map = ParallelMap::scalar(0, weight, false, first_writes);
+            let map = ParallelMap::numbers(0, weight, false, first_writes);
             let (func, call) = split_out(f, s, *n, &[], &free, &facts, &shapes, id, chunks.len(), before);
             host.get_or_insert_with(|| f.clone()).body.stmts[k] = call;
             chunks.push(Chunk { id, func, map, host: h });
@@ -506,52 +493,40 @@ fn let1(v: VarId, expr: Expr, loc: Loc) -> Stmt {
     Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc }
 }
 
-/// The rows of a comprehension `build index < n => body` of one `f64` or
-/// `i64` result, as a map of weight 0: a scalar, or an array whose
-/// extents are literals (`arrayad_ir::shape::static_row_dims`: every row
-/// has them), of at most [`MAX_ROW_RANK`] axes and [`MAX_ROW_BYTES`]. A
-/// chunk allocates such rows before its first iteration, in the runtime's
-/// destination (`Lower::build`).
-fn row_shape(f: &Function, index: VarId, body: &Block, callees: &Callees) -> Option<ParallelMap> {
-    let [row] = body.results.as_slice() else { return None };
-    let t = f.atom_ty(row);
-    if !matches!(t.elem, Scalar::F64 | Scalar::I64) {
-        return None;
-    }
-    let mut map = ParallelMap::scalar(8, 0, false, 0);
-    if t.is_scalar() {
-        return Some(map);
-    }
-    let dims = arrayad_ir::shape::static_row_dims(f, callees.program(), index, body, 0)?;
-    if dims.len() != usize::from(t.rank) || dims.len() > MAX_ROW_RANK {
-        return None;
-    }
-    for (k, d) in dims.iter().enumerate() {
-        let arrayad_ir::shape::StaticDim::Lit(d) = d else { return None };
-        map.row[k] = (*d).max(0);
-        map.elem = map.elem.checked_mul(map.row[k]).filter(|b| *b <= MAX_ROW_BYTES)?;
-    }
-    map.row_rank = t.rank;
-    // Rows of no element: nothing to share out.
-    (map.elem > 0).then_some(map)
-}
-
 /// The rows of a comprehension `build index < n => body` as a map of
-/// weight 0: those of its one array ([`row_shape`]), or of each of its
-/// several arrays, which must all be of `f64` or `i64` scalars (at most
-/// [`MAX_OUTPUTS`]).
+/// weight 0: up to [`MAX_OUTPUTS`] arrays of `f64` or `i64` rows, each of
+/// numbers or of arrays whose extents are the same in every iteration
+/// (`arrayad_ir::shape::static_row_dims`), of at most [`MAX_ROW_RANK`]
+/// axes, within the runtime's result slots. A chunk allocates such rows
+/// before its first iteration, in the runtime's destination
+/// (`Lower::build`).
 fn rows_of(f: &Function, index: VarId, body: &Block, callees: &Callees) -> Option<ParallelMap> {
-    if body.results.len() == 1 {
-        return row_shape(f, index, body, callees);
+    if body.results.is_empty() || body.results.len() > MAX_OUTPUTS {
+        return None;
     }
-    let k = body.results.len();
-    let scalars = body.results.iter().all(|r| {
+    let mut rows = Vec::with_capacity(body.results.len());
+    let mut slots = 0;
+    for (k, r) in body.results.iter().enumerate() {
         let t = f.atom_ty(r);
-        t.is_scalar() && matches!(t.elem, Scalar::F64 | Scalar::I64)
-    });
-    let mut map = ParallelMap::scalar(8, 0, false, 0);
-    map.outputs = u8::try_from(k).ok().filter(|_| scalars && (2..=MAX_OUTPUTS).contains(&k))?;
-    Some(map)
+        if !matches!(t.elem, Scalar::F64 | Scalar::I64) || usize::from(t.rank) > MAX_ROW_RANK {
+            return None;
+        }
+        let dims = if t.is_scalar() {
+            Vec::new()
+        } else {
+            arrayad_ir::shape::static_row_dims(f, callees.program(), index, body, k)?
+        };
+        if dims.len() != usize::from(t.rank) {
+            return None;
+        }
+        // The pointer, the count, the extents of a row.
+        slots += 2 + dims.len();
+        rows.push(dims);
+    }
+    if slots > arrayad_runtime::PMAP_RESULT_SLOTS {
+        return None;
+    }
+    Some(ParallelMap { rows, weight: 0, blocks: false, first_writes: 0 })
 }
 
 /// The arrays of `f` that only a `sum` reads (`counts`: the uses of each
@@ -783,7 +758,9 @@ impl Accumulators {
     /// of `f` is a loop of effects whose iterations may run in any order
     /// and at once: it cannot fail, its only effects outside itself are
     /// additions `a[i, ..] += v` into accumulators `a` of the top level at
-    /// the loop's index (so each iteration adds into its own rows), it
+    /// the loop's index (so each iteration adds into its own rows),
+    /// directly or through views of those rows (`let w = a[i, ..]`, their
+    /// rows and slices, bound in the body and used only to add into), it
     /// reads none of those (nor any array that may share their memory),
     /// reads the other accumulators of the top level only by element
     /// (makes no view of them to add into), uses no tape, assigns no
@@ -800,9 +777,32 @@ impl Accumulators {
         });
         let mut ok = true;
         let mut written = HashSet::new();
+        // The views of the loop's own rows of top-level accumulators, with
+        // the accumulator.
+        let mut own_rows: HashMap<VarId, VarId> = HashMap::new();
         for_each_block(body, &mut |b| {
             for s in &b.stmts {
                 ok &= match &s.kind {
+                    StmtKind::Let { vars, expr: Expr::Index { array, indices } }
+                        if vars.len() == 1 && f.ty(vars[0]).is_array() && self.top.contains(array) =>
+                    {
+                        if indices.first() == Some(&Atom::Var(index)) {
+                            own_rows.insert(vars[0], *array);
+                        }
+                        true
+                    }
+                    StmtKind::Let { vars, expr: Expr::Index { array, .. } | Expr::Slice { array, .. } }
+                        if vars.len() == 1 && f.ty(vars[0]).is_array() && own_rows.contains_key(array) =>
+                    {
+                        let root = own_rows[array];
+                        own_rows.insert(vars[0], root);
+                        true
+                    }
+                    StmtKind::AccAdd { acc, .. } if own_rows.contains_key(acc) => {
+                        written.insert(own_rows[acc]);
+                        true
+                    }
+                    StmtKind::AccZero { acc, .. } if own_rows.contains_key(acc) => false,
                     StmtKind::AccAdd { acc, indices, .. } if !bound.contains(acc) => {
                         written.insert(*acc);
                         self.top.contains(acc) && indices.first() == Some(&Atom::Var(index))
@@ -828,22 +828,35 @@ impl Accumulators {
                 let scalars = matches!(&s.kind, StmtKind::Let { vars, .. }
                     if vars.iter().all(|v| f.ty(*v).is_scalar()));
                 let mut read = |v: VarId| {
-                    ok &= bound.contains(&v)
-                        || !(written.contains(&v) || self.derived.contains(&v) || (self.top.contains(&v) && !scalars))
+                    ok &= (bound.contains(&v) && !own_rows.contains_key(&v))
+                        || !(bound.contains(&v)
+                            || written.contains(&v)
+                            || self.derived.contains(&v)
+                            || (self.top.contains(&v) && !scalars))
                 };
                 match &s.kind {
                     StmtKind::AccAdd { acc, indices, value } => {
-                        if bound.contains(acc) {
+                        if bound.contains(acc) && !own_rows.contains_key(acc) {
                             read(*acc);
                         }
                         indices.iter().chain([value]).filter_map(Atom::as_var).for_each(&mut read);
+                    }
+                    // A view of an own row: its indices are read.
+                    StmtKind::Let { vars, expr: Expr::Index { indices, .. } } if own_rows.contains_key(&vars[0]) => {
+                        indices.iter().filter_map(Atom::as_var).for_each(&mut read);
+                    }
+                    StmtKind::Let { vars, expr: Expr::Slice { lo, hi, .. } } if own_rows.contains_key(&vars[0]) => {
+                        [lo, hi].into_iter().filter_map(Atom::as_var).for_each(&mut read);
                     }
                     kind => arrayad_ir::visit::stmt_uses_shallow(kind, &mut read),
                 }
             }
             b.results.iter().filter_map(Atom::as_var).for_each(|v| {
-                ok &=
-                    bound.contains(&v) || !(written.contains(&v) || self.derived.contains(&v) || self.top.contains(&v))
+                ok &= (bound.contains(&v) && !own_rows.contains_key(&v))
+                    || !(bound.contains(&v)
+                        || written.contains(&v)
+                        || self.derived.contains(&v)
+                        || self.top.contains(&v))
             });
         });
         ok

@@ -22,7 +22,12 @@
 //! - a size is non-negative when it equals an extent, a loop index or a
 //!   non-negative literal;
 //! - the rows of a `build` are regular when each extent of the body's result
-//!   equals a size bound outside the body;
+//!   equals a size bound outside the body; the row extents of a `build` of
+//!   arrays are then those its body computes before it depends on the
+//!   index (`crate::shape::static_dims_in`), when they are sizes known to
+//!   be at least 0;
+//! - `a[0:hi]` is in range when `hi` is the extent of `a`, or a loop index
+//!   below it, and is `hi` long;
 //! - once `a[i, j]` (or `a[lo:hi]`) has been evaluated, the same indices are
 //!   in bounds for every array whose extents on those axes equal `a`'s (a
 //!   tangent or a cotangent mirroring a primal access).
@@ -281,6 +286,28 @@ impl Analysis<'_> {
         false
     }
 
+    /// True when `array[lo:hi]` is a prefix of `array` known in range:
+    /// `lo` is 0 and `hi` the extent, or a loop index below it (`0 <= hi
+    /// < n`, `n` the extent).
+    fn prefix(&mut self, array: VarId, lo: &Atom, hi: &Atom) -> bool {
+        if *lo != Atom::I64(0) {
+            return false;
+        }
+        let d = self.key(Key::Dim(array, 0));
+        let d = self.find(d);
+        let equal = |a: &mut Self, x: &Atom| a.atom_key(x).is_some_and(|k| a.find(k) == d);
+        if equal(self, hi) {
+            return true;
+        }
+        match hi {
+            Atom::Var(i) => match self.bound.get(i).copied() {
+                Some(n) => equal(self, &n),
+                None => false,
+            },
+            _ => false,
+        }
+    }
+
     /// A size that is certainly >= 0.
     fn nonneg_size(&mut self, n: &Atom) -> bool {
         match n {
@@ -396,7 +423,9 @@ impl Analysis<'_> {
                     (Atom::I64(l), Atom::I64(h), Some(d)) => 0 <= *l && l <= h && *h <= d,
                     _ => false,
                 };
-                !by_literals && !self.accessed_like(*array, 1, self.access_slice(lo, hi))
+                !by_literals
+                    && !self.prefix(*array, lo, hi)
+                    && !self.accessed_like(*array, 1, self.access_slice(lo, hi))
             }
             // (The element count of a reshape, and the indices and row
             // shape of an update, are not tracked.)
@@ -467,6 +496,44 @@ impl Analysis<'_> {
         };
         let t = branch(self, then_branch, in_then);
         branch(self, else_branch, in_else) || t
+    }
+
+    /// The extents of the array rows of `vars = build index < n => body`,
+    /// known from what the body computes before it depends on the index
+    /// (`crate::shape::static_dims_in`): each equals its row axis of the
+    /// array when it is a size known to be at least 0 (a comprehension
+    /// that runs zero times may have rows of a negative static extent,
+    /// which is then 0).
+    fn row_facts(&mut self, vars: &[VarId], index: VarId, body: &Block) {
+        let arrays: Vec<(VarId, Atom)> =
+            vars.iter().zip(&body.results).filter(|(w, _)| self.rank(**w) > 1).map(|(w, r)| (*w, *r)).collect();
+        if arrays.is_empty() {
+            return;
+        }
+        let rows: Vec<Atom> = arrays.iter().map(|(_, r)| *r).collect();
+        let shapes = crate::shape::static_dims_in(self.f, index, &body.stmts, &rows);
+        for ((w, _), dims) in arrays.iter().zip(shapes) {
+            for (axis, d) in dims.iter().flatten().enumerate() {
+                self.row_fact(*w, axis, d);
+            }
+        }
+    }
+
+    /// Row axis `axis` of `w` (its axis `axis + 1`) has the static extent
+    /// `d` ([`Self::row_facts`]).
+    fn row_fact(&mut self, w: VarId, axis: usize, d: &crate::shape::StaticDim) {
+        use crate::shape::StaticDim;
+        let key = match d {
+            StaticDim::Lit(x) if *x >= 0 => Key::Lit(*x),
+            StaticDim::Var(v) => Key::Var(*v),
+            StaticDim::DimOf(a, ax) => Key::Dim(*a, *ax),
+            _ => return,
+        };
+        let id = self.key(key);
+        let root = self.find(id);
+        if let (true, Ok(axis)) = (self.nonneg[root], u8::try_from(axis + 1)) {
+            self.union_keys(Key::Dim(w, axis), key);
+        }
     }
 
     /// Size equalities established by binding `vars` to `expr`.
@@ -541,12 +608,16 @@ impl Analysis<'_> {
                 for axis in 1..self.rank(v) {
                     self.union_keys(Key::Dim(v, axis), Key::Dim(*array, axis));
                 }
-                if let (Atom::I64(l), Atom::I64(h)) = (lo, hi) {
-                    self.union_keys(Key::Dim(v, 0), Key::Lit(h.wrapping_sub(*l)));
+                match (lo, hi) {
+                    (Atom::I64(l), Atom::I64(h)) => self.union_keys(Key::Dim(v, 0), Key::Lit(h.wrapping_sub(*l))),
+                    // `a[0:hi]` is `hi` long (when it does not fail, `hi`
+                    // is at least 0).
+                    (Atom::I64(0), Atom::Var(h)) => self.union_keys(Key::Dim(v, 0), Key::Var(*h)),
+                    _ => {}
                 }
             }
             Expr::ArrayLit { elems, .. } => self.union_keys(Key::Dim(v, 0), Key::Lit(elems.len() as i64)),
-            Expr::Build { n, .. } => {
+            Expr::Build { n, index, body } => {
                 for w in vars {
                     if self.rank(*w) > 0 {
                         if let Some(nk) = self.atom_key(n) {
@@ -555,6 +626,7 @@ impl Analysis<'_> {
                         }
                     }
                 }
+                self.row_facts(vars, *index, body);
             }
             _ => {}
         }

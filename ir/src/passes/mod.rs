@@ -16,6 +16,7 @@ pub mod fuse;
 pub mod fuse_for;
 pub mod gather;
 pub mod inline;
+pub mod interchange;
 pub mod licm;
 pub mod mutables;
 mod offsets;
@@ -99,6 +100,7 @@ fn optimize_rounds(f: &mut Function) {
             time("fuse for", || fuse_for::fuse_for_loops(f));
             time("contract", || contract::contract_accumulators(f));
             time("reductions", || reductions::sum_backward_reductions(f));
+            time("interchange", || interchange::interchange_backward_nests(f));
             time("licm", || licm::licm(f));
         }
         time("cse", || cse::cse(f));
