@@ -1,6 +1,7 @@
 /* Timing shared by the benchmark drivers (gmm_bench.c, ba_bench.c,
- * lstm_bench.c): each times three functions of one input in one run, the C
- * objective of ../shared/bench/adbench_objectives.h, arrayad's primal and
+ * lstm_bench.c, lse_bench.c): each times three functions of one input in one
+ * run, the C objective (../shared/bench/adbench_objectives.h's for the
+ * ADBench problems, lse_bench.c's own for logsumexp), arrayad's primal and
  * arrayad's derivative, and prints median times and their ratios:
  *
  *   C objective           median ...
@@ -129,7 +130,7 @@ static int bench_args(int argc, char **argv, const char *what, double *min_time,
         fprintf(stderr,
                 "usage: %s [--min-time SECONDS] FILE\n"
                 "  Times the C reference objective, arrayad's primal and its %s on an\n"
-                "  ADBench input FILE (the median of R calls taking about SECONDS in total,\n"
+                "  input FILE (the median of R calls taking about SECONDS in total,\n"
                 "  default 1, R >= %d) and prints the ratios.\n",
                 prog, what, BENCH_MIN_REPS);
         return 2;

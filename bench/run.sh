@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark of the project: for every backend built in (Cranelift, and
 # LLVM when llvm-19-dev is installed) and every ADBench input in
-# ../shared/data/adbench, our primal, our derivative and the plain C objective
+# ../shared/data/adbench (and logsumexp at n = 10^6, bench/lse_bench.c), our
+# primal, our derivative and the plain C objective
 # of ../shared/bench/adbench_objectives.h (cc -O3 -march=native), timed in one
 # run; median times and the ratios derivative/primal, primal/C and
 # derivative/C. Prints the per-run output, then a Markdown summary table.
@@ -123,6 +124,10 @@ mapfile -t gmm_inputs < <(inputs gmm gmm_d2_K5 gmm_d10_K25 gmm_d20_K50 gmm_d64_K
 mapfile -t ba_inputs < <(inputs ba ba1_n49_m7776_p31843 ba2_n21_m11315_p36455 ba3_n161_m48126_p182072 \
     ba4_n372_m47423_p204472 ba5_n257_m65132_p225911)
 mapfile -t lstm_inputs < <(inputs lstm lstm_l2_c1024 lstm_l4_c1024)
+# logsumexp of one vector at GradBench's largest size (its `lse` eval): the
+# input file holds the length; lse_bench.c makes the vector.
+echo 1000000 > "$out/lse_n1000000.txt"
+lse_inputs=("$out/lse_n1000000.txt")
 
 rows=()
 block_rows=()
@@ -183,6 +188,7 @@ for backend in $backends; do
     problem gmm gmm_packed gmm alphas,means,icf "$backend" gradient gmm "${gmm_inputs[@]}"
     problem ba ba ba_obs,ba_jacobian_blocks cam,x,w "$backend" "sparse Jacobian" ba "${ba_inputs[@]}"
     problem lstm lstm lstm main,extra "$backend" gradient lstm "${lstm_inputs[@]}"
+    problem lse logsumexp logsumexp v "$backend" gradient lse "${lse_inputs[@]}"
 done
 
 # JAX on every input of PROBLEM, at one thread and at all cores, against the

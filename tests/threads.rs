@@ -114,6 +114,7 @@ fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
     long_reductions_are_the_interpreters();
     ba_blocks_are_the_interpreters();
     jvps_run_on_the_pool();
+    row_blocks_are_the_interpreters();
     let runs = arrayad_runtime::parallel_runs() - runs_before;
     arrayad_runtime::set_num_threads(None);
     arrayad_runtime::set_parallel_grain(None);
@@ -223,6 +224,94 @@ fn long_reductions_are_the_interpreters() {
             }
         }
     }
+}
+
+/// The backward nest of a mixture over components with large rows (a
+/// 64 x 64 factor per component, 32 KiB) is interchanged and its chunks
+/// run in blocks of components with the points outer
+/// (`Lower::rows_by_blocks`: blocks of 7 of the 20 components on one
+/// thread, the last one short; smaller chunks on more): every backend's
+/// gradient is the interpreter's bits on 1, 2 and 7 threads, and runs on
+/// the pool. A triangular loop of effects (its inner count is the row)
+/// keeps its loops.
+fn row_blocks_are_the_interpreters() {
+    let src = "def blocks(l: [k][d][d]f64, w: [k]f64, x: [n][d]i64) -> f64 =\n\
+               \x20 sum(for i < n =>\n\
+               \x20   let xi = for c < d => 0.1 * f64(x[i, c])\n\
+               \x20   let terms = for j < k =>\n\
+               \x20     let q = for r < d => dot(l[j, r], xi)\n\
+               \x20     in w[j] - 0.5 * dot(q, q)\n\
+               \x20   let mx = maximum(terms)\n\
+               \x20   in mx + log(sum(for j < k => exp(terms[j] - mx))))\n";
+    let program = arrayad_frontend::compile("blocks.arr", src).expect("compiles");
+    let fid = program.find("blocks").expect("the function");
+    let vjp = common::ad::vjp(&program, fid, &[true, true, false]).expect("vjp");
+    // The nest the blocks are for: at the top level, a loop over the
+    // components whose body is a loop over the points alone, reading the
+    // stacked residuals `r[j, k, ..]`.
+    let interchanged = vjp.body.stmts.iter().any(|s| {
+        let arrayad_ir::StmtKind::For { index: k, body, .. } = &s.kind else { return false };
+        let [inner] = body.stmts.as_slice() else { return false };
+        let arrayad_ir::StmtKind::For { index: j, body: b, .. } = &inner.kind else { return false };
+        b.stmts.iter().any(|s| {
+            matches!(&s.kind, arrayad_ir::StmtKind::Let { expr: arrayad_ir::Expr::Index { indices, .. }, .. }
+                if indices.len() >= 2 && indices[0] == arrayad_ir::Atom::Var(*j) && indices[1] == arrayad_ir::Atom::Var(*k))
+        })
+    });
+    assert!(interchanged, "blocks.arr: no interchanged nest reading residuals by point and component");
+    let (k, d, n) = (20usize, 64usize, 9usize);
+    let l: Vec<Vec<Vec<f64>>> = (0..k)
+        .map(|j| {
+            (0..d)
+                .map(|r| {
+                    (0..d)
+                        .map(|c| if c <= r { ((j * 31 + r * 7 + c * 3) % 17) as f64 * 0.01 - 0.08 } else { 0.0 })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let w: Vec<f64> = (0..k).map(|j| (j as f64 * 0.3).sin()).collect();
+    let x: Vec<Vec<i64>> = (0..n).map(|i| (0..d).map(|c| ((i * 5 + c * 3) % 11) as i64 - 5).collect()).collect();
+    let args = vec![
+        json_value(&serde_json::json!(l), arrayad_ir::Type::array(Scalar::F64, 3)),
+        json_value(&serde_json::json!(w), arrayad_ir::Type::array(Scalar::F64, 1)),
+        json_value(&serde_json::json!(x), arrayad_ir::Type::array(Scalar::I64, 2)),
+        Value::F64(0.75),
+    ];
+    let single = Program { file: "blocks.arr".into(), funcs: vec![vjp.clone()] };
+    let reference = arrayad_ir::interp::run(&single, FuncId(0), &args).expect("runs");
+    for (backend, jit) in common::jits("blocks.arr", std::slice::from_ref(&vjp)) {
+        for threads in [1, 2, 7] {
+            arrayad_runtime::set_num_threads(Some(threads));
+            let before = arrayad_runtime::parallel_runs();
+            let got = jit.call(&vjp.name, &args).expect("runs");
+            common::assert_bitwise(&format!("blocks.arr {backend:?} on {threads} threads"), &reference, &got);
+            if threads > 1 {
+                assert!(arrayad_runtime::parallel_runs() > before, "blocks.arr {backend:?}: nothing ran on the pool");
+            }
+        }
+    }
+    // A loop of effects over rows whose inner loop counts to the row
+    // (`for r { for c < r { .. } }`, a triangle): not blocked, the
+    // interpreter's bits.
+    let src = "def tri(a: [n][n]f64) -> f64 = sum(for r < n => sum(for c < r => a[r, c] * a[r, c] * f64(c + 1)))\n";
+    let program = arrayad_frontend::compile("tri.arr", src).expect("compiles");
+    let fid = program.find("tri").expect("the function");
+    let vjp = common::ad::vjp(&program, fid, &[true]).expect("vjp");
+    let a: Vec<Vec<f64>> =
+        (0..40).map(|r| (0..40).map(|c| ((r * 13 + c * 7) % 23) as f64 * 0.1 - 1.1).collect()).collect();
+    let args = vec![json_value(&serde_json::json!(a), arrayad_ir::Type::array(Scalar::F64, 2)), Value::F64(1.5)];
+    let single = Program { file: "tri.arr".into(), funcs: vec![vjp.clone()] };
+    let reference = arrayad_ir::interp::run(&single, FuncId(0), &args).expect("runs");
+    for (backend, jit) in common::jits("tri.arr", std::slice::from_ref(&vjp)) {
+        for threads in [1, 2, 7] {
+            arrayad_runtime::set_num_threads(Some(threads));
+            let got = jit.call(&vjp.name, &args).expect("runs");
+            common::assert_bitwise(&format!("tri.arr {backend:?} on {threads} threads"), &reference, &got);
+        }
+    }
+    arrayad_runtime::set_num_threads(Some(1));
 }
 
 /// The jvps of maps and of sums run on the pool: the values and tangents
