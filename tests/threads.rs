@@ -229,8 +229,9 @@ fn long_reductions_are_the_interpreters() {
 /// The backward nest of a mixture over components with large rows (a
 /// 64 x 64 factor per component, 32 KiB) is interchanged and its chunks
 /// run in blocks of components with the points outer
-/// (`Lower::rows_by_blocks`: blocks of 7 of the 20 components on one
-/// thread, the last one short; smaller chunks on more): every backend's
+/// (`Lower::rows_by_blocks`: a component's rows of the factor and of its
+/// cotangent, 64 KiB, make blocks of 3 of the 20 components on one
+/// thread, the last of 2; smaller chunks on more): every backend's
 /// gradient is the interpreter's bits on 1, 2 and 7 threads, and runs on
 /// the pool. A triangular loop of effects (its inner count is the row)
 /// keeps its loops.
