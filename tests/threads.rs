@@ -280,19 +280,7 @@ fn row_blocks_are_the_interpreters() {
         json_value(&serde_json::json!(x), arrayad_ir::Type::array(Scalar::I64, 2)),
         Value::F64(0.75),
     ];
-    let single = Program { file: "blocks.arr".into(), funcs: vec![vjp.clone()] };
-    let reference = arrayad_ir::interp::run(&single, FuncId(0), &args).expect("runs");
-    for (backend, jit) in common::jits("blocks.arr", std::slice::from_ref(&vjp)) {
-        for threads in [1, 2, 7] {
-            arrayad_runtime::set_num_threads(Some(threads));
-            let before = arrayad_runtime::parallel_runs();
-            let got = jit.call(&vjp.name, &args).expect("runs");
-            common::assert_bitwise(&format!("blocks.arr {backend:?} on {threads} threads"), &reference, &got);
-            if threads > 1 {
-                assert!(arrayad_runtime::parallel_runs() > before, "blocks.arr {backend:?}: nothing ran on the pool");
-            }
-        }
-    }
+    vjp_is_the_interpreters("blocks.arr", &vjp, &args, true);
     // A loop of effects over rows whose inner loop counts to the row
     // (`for r { for c < r { .. } }`, a triangle): not blocked, the
     // interpreter's bits.
@@ -303,13 +291,24 @@ fn row_blocks_are_the_interpreters() {
     let a: Vec<Vec<f64>> =
         (0..40).map(|r| (0..40).map(|c| ((r * 13 + c * 7) % 23) as f64 * 0.1 - 1.1).collect()).collect();
     let args = vec![json_value(&serde_json::json!(a), arrayad_ir::Type::array(Scalar::F64, 2)), Value::F64(1.5)];
-    let single = Program { file: "tri.arr".into(), funcs: vec![vjp.clone()] };
-    let reference = arrayad_ir::interp::run(&single, FuncId(0), &args).expect("runs");
-    for (backend, jit) in common::jits("tri.arr", std::slice::from_ref(&vjp)) {
+    vjp_is_the_interpreters("tri.arr", &vjp, &args, false);
+}
+
+/// Every backend's `vjp` of `args` is the interpreter's bits on 1, 2 and 7
+/// threads, and, when `on_pool`, something of it ran on the pool on more
+/// than one thread. Leaves one thread set.
+fn vjp_is_the_interpreters(file: &str, vjp: &arrayad_ir::Function, args: &[Value], on_pool: bool) {
+    let single = Program { file: file.into(), funcs: vec![vjp.clone()] };
+    let reference = arrayad_ir::interp::run(&single, FuncId(0), args).expect("runs");
+    for (backend, jit) in common::jits(file, std::slice::from_ref(vjp)) {
         for threads in [1, 2, 7] {
             arrayad_runtime::set_num_threads(Some(threads));
-            let got = jit.call(&vjp.name, &args).expect("runs");
-            common::assert_bitwise(&format!("tri.arr {backend:?} on {threads} threads"), &reference, &got);
+            let before = arrayad_runtime::parallel_runs();
+            let got = jit.call(&vjp.name, args).expect("runs");
+            common::assert_bitwise(&format!("{file} {backend:?} on {threads} threads"), &reference, &got);
+            if on_pool && threads > 1 {
+                assert!(arrayad_runtime::parallel_runs() > before, "{file} {backend:?}: nothing ran on the pool");
+            }
         }
     }
     arrayad_runtime::set_num_threads(Some(1));

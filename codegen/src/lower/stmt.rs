@@ -295,9 +295,9 @@ impl<E: Emitter> Lower<'_, E> {
 
     fn for_(&mut self, n: &Atom, index: VarId, reverse: bool, body: &Block) -> Result<()> {
         let n = self.scalar(n)?;
-        if let Some((points, point, rev_points, b)) = self.row_blocked_nest(index, body) {
+        if let Some(nest) = self.row_blocked_nest(index, body) {
             if let Some((lo, hi)) = self.chunk_range.take() {
-                return self.rows_by_blocks(lo, hi, n, index, points, point, rev_points, b);
+                return self.rows_by_blocks(lo, hi, n, index, &nest);
             }
         }
         let keep = self.blocks.survivors(self.f, body).filter(|_| self.blocks.allocates(body));
@@ -343,15 +343,30 @@ impl<E: Emitter> Lower<'_, E> {
 /// AArch64 cores) while the points stream through.
 const ROW_BLOCK_BYTES: i64 = 256 << 10;
 
+/// The inner loop of a chunk of a parallel loop of effects lowered by
+/// blocks of rows ([`Lower::rows_by_blocks`]), and the rows its body
+/// indexes.
+struct RowBlockedNest<'b> {
+    /// The inner loop `for j < points do { body }`, `j` being `point`.
+    points: &'b Atom,
+    point: VarId,
+    reverse: bool,
+    body: &'b Block,
+    /// The arrays bound outside `body` that it reads or adds into at
+    /// `[k, ..]` (axis 1: a row is their extents from axis 1 on) or at
+    /// `[j, k, ..]` (axis 2), each once.
+    rows: Vec<(VarId, usize)>,
+}
+
 impl<E: Emitter> Lower<'_, E> {
-    /// The inner loop `for j < points do { b }` (count, index, direction,
-    /// body) of the loop `for k < n do body` (`k` is `index`) when that
-    /// loop is a chunk of a parallel loop of effects to lower by blocks of
-    /// rows ([`Lower::rows_by_blocks`]): its body is the inner loop alone,
-    /// whose count is not `k`, neither writes an accumulator first
-    /// (`first_write.rs`), and `b` reads an array bound outside it at
-    /// `[j, k, ..]` (the residuals an interchanged backward nest reads).
-    fn row_blocked_nest<'b>(&self, index: VarId, body: &'b Block) -> Option<(&'b Atom, VarId, bool, &'b Block)> {
+    /// The inner loop `for j < points do { b }` of the loop `for k < n do
+    /// body` (`k` is `index`) when that loop is a chunk of a parallel loop
+    /// of effects to lower by blocks of rows ([`Lower::rows_by_blocks`]):
+    /// its body is the inner loop alone, whose count is not `k`, neither
+    /// writes an accumulator first (`first_write.rs`), and `b` reads an
+    /// array bound outside it at `[j, k, ..]` (the residuals an
+    /// interchanged backward nest reads).
+    fn row_blocked_nest<'b>(&self, index: VarId, body: &'b Block) -> Option<RowBlockedNest<'b>> {
         if self.chunk_range.is_none() || !self.chunk_first_writes.is_empty() {
             return None;
         }
@@ -367,16 +382,30 @@ impl<E: Emitter> Lower<'_, E> {
         block_binds(b, &mut |v| {
             inside.insert(v);
         });
-        let mut by_point = false;
+        let mut rows: Vec<(VarId, usize)> = Vec::new();
+        let mut read_by_point = false;
         for_each_block(b, &mut |blk| {
             for st in &blk.stmts {
-                if let StmtKind::Let { expr: Expr::Index { array, indices }, .. } = &st.kind {
-                    by_point |= !inside.contains(array)
-                        && matches!(indices.as_slice(), [Atom::Var(j), Atom::Var(k), ..] if *j == *point && *k == index);
+                let (array, indices, read) = match &st.kind {
+                    StmtKind::Let { expr: Expr::Index { array, indices }, .. } => (*array, indices, true),
+                    StmtKind::AccAdd { acc, indices, .. } => (*acc, indices, false),
+                    _ => continue,
+                };
+                let axis = match indices.as_slice() {
+                    [Atom::Var(k), ..] if *k == index => 1,
+                    [Atom::Var(j), Atom::Var(k), ..] if *j == *point && *k == index => 2,
+                    _ => continue,
+                };
+                if inside.contains(&array) {
+                    continue;
+                }
+                read_by_point |= read && axis == 2;
+                if !rows.contains(&(array, axis)) {
+                    rows.push((array, axis));
                 }
             }
         });
-        by_point.then_some((points, *point, *reverse, b))
+        read_by_point.then_some(RowBlockedNest { points, point: *point, reverse: *reverse, body: b, rows })
     }
 
     /// The chunk `lo..hi` of a parallel loop of effects
@@ -405,22 +434,19 @@ impl<E: Emitter> Lower<'_, E> {
     /// element receives the same additions in the same order, the same
     /// bits. `points` is bound outside the loop (the body is the inner
     /// loop alone, whose count is not `k`): the same for every `k`.
-    #[allow(clippy::too_many_arguments)]
     fn rows_by_blocks(
         &mut self,
         lo: E::Value,
         hi: E::Value,
         n: E::Value,
         index: VarId,
-        points: &Atom,
-        point: VarId,
-        rev_points: bool,
-        b: &Block,
+        nest: &RowBlockedNest<'_>,
     ) -> Result<()> {
-        let points = self.scalar(points)?;
+        let RowBlockedNest { point, reverse: rev_points, body: b, .. } = *nest;
+        let points = self.scalar(nest.points)?;
         let zero = self.iconst(0);
         let one = self.iconst(1);
-        let row_bytes = self.row_bytes(index, point, b)?;
+        let row_bytes = self.row_bytes(&nest.rows)?;
         let budget = self.iconst(ROW_BLOCK_BYTES);
         let size = self.b.int(IntOp::SDiv, budget, row_bytes);
         let size = self.b.int(IntOp::SMax, size, one);
@@ -454,36 +480,14 @@ impl<E: Emitter> Lower<'_, E> {
         lowered
     }
 
-    /// The bytes (at least 1) of the rows `k` (`index`) of the arrays bound
-    /// outside `b` that `b` reads or adds into at `[k, ..]` or, with the
-    /// point `j` first, at `[j, k, ..]`: products of their extents (each
-    /// extent clamped to 2^20, each product to 2^40: no overflow).
-    fn row_bytes(&mut self, index: VarId, point: VarId, b: &Block) -> Result<E::Value> {
-        let mut inner = HashSet::new();
-        block_binds(b, &mut |v| {
-            inner.insert(v);
-        });
-        let mut rows: Vec<(VarId, usize)> = Vec::new();
-        for_each_block(b, &mut |blk| {
-            for st in &blk.stmts {
-                let (array, indices) = match &st.kind {
-                    StmtKind::Let { expr: Expr::Index { array, indices }, .. } => (*array, indices),
-                    StmtKind::AccAdd { acc, indices, .. } => (*acc, indices),
-                    _ => continue,
-                };
-                let axis = match indices.as_slice() {
-                    [Atom::Var(k), ..] if *k == index => 1,
-                    [Atom::Var(j), Atom::Var(k), ..] if *j == point && *k == index => 2,
-                    _ => continue,
-                };
-                if !inner.contains(&array) && !rows.contains(&(array, axis)) {
-                    rows.push((array, axis));
-                }
-            }
-        });
+    /// The bytes (at least 1) of a row of `rows` (arrays with the axis
+    /// their rows start at, [`RowBlockedNest::rows`]): products of their
+    /// extents (each extent clamped to 2^20, each product to 2^40: no
+    /// overflow).
+    fn row_bytes(&mut self, rows: &[(VarId, usize)]) -> Result<E::Value> {
         let (cap, dim_cap) = (self.iconst(1 << 40), self.iconst(1 << 20));
         let mut total = self.iconst(1);
-        for (array, axis) in rows {
+        for &(array, axis) in rows {
             let a = self.array(array)?;
             let mut bytes = self.iconst(8);
             for d in a.dims.iter().skip(axis) {
