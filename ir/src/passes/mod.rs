@@ -12,6 +12,7 @@ pub mod contract;
 pub mod cse;
 pub mod dce;
 pub mod fallible;
+pub mod forward_loops;
 pub mod fuse;
 pub mod fuse_for;
 pub mod gather;
@@ -110,6 +111,9 @@ fn optimize_rounds(f: &mut Function) {
             break;
         }
         before = after;
+    }
+    if arrays_or_loops {
+        time("forward loops", || forward_loops::run_independent_loops_forward(f));
     }
 }
 
