@@ -26,8 +26,8 @@
 //!   through a view bound in `body` whose indices include `i` (and that
 //!   view's rows and slices); all additions into one accumulator (one
 //!   `zeros`/`zeros_like`, through any views) go through one variable
-//!   bound outside the loop, so the position of `i` means the same element
-//!   in each;
+//!   bound outside the loop and have `i` at the same axis of it (`a[i, c]`
+//!   and `a[c, i]` would both reach `a[c, c]` from different iterations);
 //! - `body` reads none of those accumulators, nor any view of them, nor
 //!   any array that may share memory with an accumulator through anything
 //!   but a view (a branch's or a loop's result); it may read their extents.
@@ -156,14 +156,16 @@ fn independent(f: &Function, facts: &Facts, index: VarId, body: &Block) -> bool 
     block_binds(body, &mut |v| {
         bound.insert(v);
     });
-    let has_i = |indices: &[Atom]| indices.contains(&Atom::Var(index));
-    // Views bound in the body of rows at `i` of outer accumulators, with
-    // the outer variable they view.
-    let mut own_rows: HashMap<VarId, VarId> = HashMap::default();
-    // Accumulator written -> the one outer variable it is written through.
-    let mut written: HashMap<VarId, VarId> = HashMap::default();
+    // The axis of an access's indices that is `i` (the first, if several).
+    let axis_of_i = |indices: &[Atom]| indices.iter().position(|a| *a == Atom::Var(index));
+    // Views bound in the body of rows of outer accumulators at `i`, with
+    // the outer variable they view and the axis of it that `i` fixes.
+    let mut own_rows: HashMap<VarId, (VarId, usize)> = HashMap::default();
+    // Accumulator written -> the one outer variable it is written through,
+    // and the one axis of that variable at which every write has `i`.
+    let mut written: HashMap<VarId, (VarId, usize)> = HashMap::default();
     let mut ok = true;
-    let mut write = |root: VarId, through: VarId, ok: &mut bool| {
+    let mut write = |root: VarId, through: (VarId, usize), ok: &mut bool| {
         *ok &= *written.entry(root).or_insert(through) == through;
     };
     for_each_block(body, &mut |b| {
@@ -174,11 +176,10 @@ fn independent(f: &Function, facts: &Facts, index: VarId, body: &Block) -> bool 
                 {
                     if let Some(outer) = own_rows.get(array).copied() {
                         own_rows.insert(vars[0], outer);
-                    } else if !bound.contains(array)
-                        && facts.root.get(array).is_some_and(|r| !bound.contains(r))
-                        && has_i(indices)
+                    } else if let Some(axis) = axis_of_i(indices)
+                        .filter(|_| !bound.contains(array) && facts.root.get(array).is_some_and(|r| !bound.contains(r)))
                     {
-                        own_rows.insert(vars[0], *array);
+                        own_rows.insert(vars[0], (*array, axis));
                     }
                 }
                 StmtKind::Let { vars, expr: Expr::Slice { array, .. } | Expr::Reshape { array, .. } }
@@ -198,8 +199,8 @@ fn independent(f: &Function, facts: &Facts, index: VarId, body: &Block) -> bool 
                     Some(r) => {
                         if let Some(outer) = own_rows.get(acc) {
                             write(*r, *outer, &mut ok);
-                        } else if !bound.contains(acc) && has_i(indices) {
-                            write(*r, *acc, &mut ok);
+                        } else if let Some(axis) = axis_of_i(indices).filter(|_| !bound.contains(acc)) {
+                            write(*r, (*acc, axis), &mut ok);
                         } else {
                             ok = false;
                         }
