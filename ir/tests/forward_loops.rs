@@ -29,6 +29,9 @@ enum Twist {
     /// It adds into a mutable scalar bound outside it (a chain of
     /// additions in the order of the iterations).
     AssignsOuter,
+    /// It reads element 0 of the accumulator through the array popped
+    /// after pushing it (the tape holds arrays by reference).
+    ReadsThroughTape,
     /// Besides row `i` of `rows` (through its view), it adds into column
     /// `i` (`rows[c, i]`): `rows[a, b]` receives from iterations `a` and `b`.
     CrossesAxes,
@@ -61,6 +64,10 @@ fn program(twist: Twist) -> Program {
     let one = b.let_one("one", Expr::Atom(Atom::I64(1)));
     let head = b.let1("head", Expr::Slice { array: acc, lo: Atom::I64(0), hi: n }, F1);
     let tail = b.let1("tail", Expr::Slice { array: acc, lo: one, hi: n }, F1);
+    let popped = (twist == Twist::ReadsThroughTape).then(|| {
+        b.stmt(StmtKind::Push(v(acc)));
+        b.let1("popped", Expr::Pop, F1)
+    });
     let (i, c) = (b.var("i", Type::I64), b.var("c", Type::I64));
     b.begin_block();
     let xi = b.let_one("xi", Expr::Index { array: x, indices: vec![v(i)] });
@@ -80,6 +87,10 @@ fn program(twist: Twist) -> Program {
         Twist::AssignsOuter => {
             let t = b.binary(BinOp::Add, v(s), xi);
             b.stmt(StmtKind::Assign { var: s, value: t });
+        }
+        Twist::ReadsThroughTape => {
+            let seen = b.let_one("seen", Expr::Index { array: popped.unwrap(), indices: vec![Atom::I64(0)] });
+            b.stmt(StmtKind::AccAdd { acc, indices: vec![v(i)], value: seen });
         }
         Twist::CrossesAxes | Twist::None => {}
     }
@@ -102,8 +113,14 @@ fn program(twist: Twist) -> Program {
     Program { file: "forward.arr".into(), funcs: vec![f] }
 }
 
-const TWISTS: [Twist; 5] =
-    [Twist::ReadsWritten, Twist::AddsElsewhere, Twist::OverlappingViews, Twist::AssignsOuter, Twist::CrossesAxes];
+const TWISTS: [Twist; 6] = [
+    Twist::ReadsWritten,
+    Twist::AddsElsewhere,
+    Twist::OverlappingViews,
+    Twist::AssignsOuter,
+    Twist::CrossesAxes,
+    Twist::ReadsThroughTape,
+];
 
 /// Whether the top-level loop of `p`'s function still runs backwards.
 fn reversed(p: &Program) -> bool {

@@ -7,10 +7,9 @@
 //! cotangent of an elementwise map (`ct_x[i] += ..`), of a dot product's
 //! operands, the rows of a triangular solve's factor. Running them
 //! downwards costs a permutation of every vector the code generator loads
-//! and stores (LLVM vectorises a descending loop with reversed vectors),
-//! and hides the loop from the code generator's forward-only idioms. This
-//! pass clears `reverse` of every such loop (GMM's gradient at d64: the
-//! inner loop over a row of the factor's cotangent, 188 -> 157 ms on one
+//! and stores (LLVM vectorises a descending loop with reversed vectors).
+//! This pass clears `reverse` of every such loop (GMM's gradient at d64: the
+//! inner loop over a row of the factor's cotangent, 185 -> 161 ms on one
 //! thread).
 //!
 //! # Legality
@@ -30,7 +29,13 @@
 //!   and `a[c, i]` would both reach `a[c, c]` from different iterations);
 //! - `body` reads none of those accumulators, nor any view of them, nor
 //!   any array that may share memory with an accumulator through anything
-//!   but a view (a branch's or a loop's result); it may read their extents.
+//!   but a view, or whose memory is not known: the results of branches and
+//!   loops, the states of loops, arrays popped from the tape, mutable
+//!   arrays (it may read their extents).
+//!
+//! Additions into accumulators count as infallible (reverse mode adds
+//! only at positions of accesses that succeeded: [`super::fallible`]), so
+//! a loop of them reports no error in either direction.
 //!
 //! Then each element the loop adds into receives its additions from one
 //! iteration only, in that iteration's order, and no iteration reads what
@@ -39,13 +44,17 @@
 
 use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::program::{Atom, Block, Expr, Function, StmtKind, VarId};
-use crate::visit::{block_binds, expr_uses, for_each_block, for_each_block_mut, stmt_uses_shallow};
+use crate::visit::{block_binds, child_blocks, child_blocks_mut, expr_uses, for_each_block, stmt_uses_shallow};
 
 use super::fallible::{self, Fallible};
 
+/// Loops nested in more loops than this are left as they are: each
+/// statement is then walked by at most this many legality checks.
+const MAX_DEPTH: usize = 8;
+
 /// Clears `reverse` of the backward loops of `f` whose iterations are
-/// independent (module docs), at every depth. Returns whether it cleared
-/// any. Linear in the size of `f` times the nesting depth of its loops.
+/// independent (module docs), at every depth up to [`MAX_DEPTH`]. Returns
+/// whether it cleared any. Linear in the size of `f`.
 pub fn run_independent_loops_forward(f: &mut Function) -> bool {
     let mut any_reverse = false;
     for_each_block(&f.body, &mut |b| {
@@ -55,27 +64,38 @@ pub fn run_independent_loops_forward(f: &mut Function) -> bool {
         return false;
     }
     let facts = Facts::of(f);
-    // The loops that qualify, by index (bound once in a function).
-    let mut forward = HashSet::default();
-    for_each_block(&f.body, &mut |b| {
+    // Whether each `for rev` loop qualifies, in the order of a walk of the
+    // blocks (a block's statements, then the blocks nested in them, first
+    // to last) that the rewrite below repeats; with the number of loops
+    // around each block.
+    let mut qualifies = Vec::new();
+    let mut stack = vec![(&f.body, 0usize)];
+    while let Some((b, depth)) = stack.pop() {
+        let mut children = Vec::new();
         for s in &b.stmts {
             if let StmtKind::For { reverse: true, index, body, .. } = &s.kind {
-                if independent(f, &facts, *index, body) {
-                    forward.insert(*index);
-                }
+                qualifies.push(depth < MAX_DEPTH && independent(f, &facts, *index, body));
             }
+            let inner = depth + usize::from(matches!(s.kind, StmtKind::For { .. }));
+            children.extend(child_blocks(&s.kind).map(|c| (c, inner)));
         }
-    });
-    if forward.is_empty() {
+        stack.extend(children.into_iter().rev());
+    }
+    if !qualifies.contains(&true) {
         return false;
     }
-    for_each_block_mut(&mut f.body, &mut |b| {
+    let mut next = qualifies.into_iter();
+    let mut stack = vec![&mut f.body];
+    while let Some(b) = stack.pop() {
+        let mut children = Vec::new();
         for s in &mut b.stmts {
-            if let StmtKind::For { reverse: reverse @ true, index, .. } = &mut s.kind {
-                *reverse = !forward.contains(index);
+            if let StmtKind::For { reverse: reverse @ true, .. } = &mut s.kind {
+                *reverse = !next.next().unwrap_or(false);
             }
+            children.extend(child_blocks_mut(&mut s.kind));
         }
-    });
+        stack.extend(children.into_iter().rev());
+    }
     true
 }
 
@@ -87,8 +107,9 @@ struct Facts {
     /// `Reshape`, a copy of the atom) is the memory of.
     root: HashMap<VarId, VarId>,
     /// Arrays that may share memory with an accumulator other than as one
-    /// of those views: made by an expression that uses one (a branch's or
-    /// a loop's result may be the accumulator itself), or assigned one.
+    /// of those views: made by an expression that uses one, assigned one,
+    /// and (whatever they use) the results of branches and loops, the
+    /// states of loops, arrays popped from the tape and mutable arrays.
     tainted: HashSet<VarId>,
 }
 
@@ -112,6 +133,11 @@ impl Facts {
     }
 
     fn bind(&mut self, f: &Function, vars: &[VarId], expr: &Expr) {
+        // The array states of a loop may start as, or become, anything the
+        // loop reads.
+        if let Expr::Loop { states, .. } | Expr::While { states, .. } = expr {
+            self.tainted.extend(states.iter().copied().filter(|v| f.ty(*v).is_array()));
+        }
         if !vars.iter().any(|v| f.ty(*v).is_array()) {
             return;
         }
@@ -129,11 +155,21 @@ impl Facts {
                 let r = self.root[array];
                 self.root.insert(vars[0], r);
             }
+            // Fresh arrays (rows are copied in).
+            Expr::Build { .. } if !mutable => {}
+            // What a branch or a loop yields, and an array popped from the
+            // tape (which holds arrays by reference), may be an
+            // accumulator; a mutable array may be assigned one later.
+            Expr::If { .. } | Expr::Loop { .. } | Expr::While { .. } | Expr::Pop => {
+                self.tainted.extend(vars.iter().copied())
+            }
+            _ if mutable => self.tainted.extend(vars.iter().copied()),
+            // The rest have no nested blocks: `expr_uses` reads the
+            // statement only.
             _ => {
                 let mut from = false;
                 expr_uses(expr, &mut |u| from |= self.may_share(u));
-                // (A mutable array may be assigned anything later.)
-                if from || mutable || matches!(expr, Expr::Zeros(_) | Expr::ZerosLike(_)) {
+                if from || matches!(expr, Expr::Zeros(_) | Expr::ZerosLike(_)) {
                     self.tainted.extend(vars.iter().copied());
                 }
             }
