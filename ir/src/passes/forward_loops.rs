@@ -169,7 +169,7 @@ impl Facts {
             _ => {
                 let mut from = false;
                 expr_uses(expr, &mut |u| from |= self.may_share(u));
-                if from || matches!(expr, Expr::Zeros(_) | Expr::ZerosLike(_)) {
+                if from {
                     self.tainted.extend(vars.iter().copied());
                 }
             }
