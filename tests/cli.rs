@@ -429,6 +429,19 @@ fn emit_prints_every_stage() {
     if cfg!(feature = "llvm") {
         let llvm = emit("llvm");
         assert!(llvm.contains("define") && llvm.contains("; f_vjp"), "{llvm}");
+        // The metadata the functions refer to follows them; a loop up to an
+        // enclosing loop's index (a row of a triangle) is not interleaved.
+        assert!(llvm.lines().any(|l| l.starts_with("!0 = ")), "{llvm}");
+        let tri = "def tri(a: [n][n]f64, x: [n]f64) -> [n]f64 =\n  for r < n => sum(for c < r => a[r, c] * x[c])\n";
+        std::fs::write(dir.join("tri.arr"), tri).unwrap();
+        let out = arrayad(&dir, &["emit", "tri.arr", "--stage", "llvm", "--function", "tri"]);
+        assert_eq!(out.code, 0, "{out:#?}");
+        assert!(out.stdout.contains("!{!\"llvm.loop.interleave.count\", i32 1}"), "{}", out.stdout);
+        let square = tri.replace("c < r", "c < n");
+        std::fs::write(dir.join("square.arr"), square).unwrap();
+        let out = arrayad(&dir, &["emit", "square.arr", "--stage", "llvm", "--function", "tri"]);
+        assert_eq!(out.code, 0, "{out:#?}");
+        assert!(!out.stdout.contains("llvm.loop.interleave.count"), "{}", out.stdout);
     } else {
         fails(&dir, &["emit", "prog.arr", "--stage", "llvm"], 2, &["LLVM", "--features llvm"]);
     }

@@ -22,6 +22,13 @@
 //!   `reassoc contract nsz` to every float instruction;
 //! - large frames are probed (`"probe-stack"="inline-asm"`), so a small
 //!   caller stack is never overrun silently.
+//! - a loop up to an enclosing loop's index (`for c < r`, a row of a
+//!   triangle: GMM's factor rows) carries `llvm.loop.interleave.count 1`
+//!   ([`Emitter::mark_short_loop`]): the vectoriser's main loop then takes
+//!   one vector per iteration rather than two, so rows of 8 to 15 elements
+//!   (AVX-512) run vectorised instead of in the scalar remainder (GMM
+//!   gradient 3-9% faster at d10 to d64; interleaving turned off for
+//!   every loop made the packed GMM 50% slower).
 //!
 //! Variables are `alloca`s in the entry block; `mem2reg`/SROA turn them
 //! into SSA form.
@@ -319,12 +326,47 @@ pub(crate) fn build_module<'ctx>(
     popts.set_loop_unrolling(true);
     popts.set_loop_interleaving(true);
     module.run_passes("default<O3>", tm, popts).map_err(|e| llvm_err("(module)", format!("optimisation: {e}")))?;
+    let nodes = keep_ir.then(|| metadata_nodes(&module.print_to_string().to_string()));
     let funcs = funcs
         .iter()
         .zip(&values)
-        .map(|((sym, _), fv)| (sym.clone(), keep_ir.then(|| fv.print_to_string().to_string())))
+        .map(|((sym, _), fv)| {
+            let text = nodes.as_ref().map(|nodes| with_metadata(fv.print_to_string().to_string(), nodes));
+            (sym.clone(), text)
+        })
         .collect();
     Ok(Built { module, funcs })
+}
+
+/// The metadata nodes of a module's text (`!7 = !{...}`), by number.
+fn metadata_nodes(module: &str) -> HashMap<u64, String> {
+    module
+        .lines()
+        .filter_map(|l| {
+            let (id, _) = l.strip_prefix('!')?.split_once(" = ")?;
+            Some((id.parse().ok()?, l.to_string()))
+        })
+        .collect()
+}
+
+/// A function's text followed by the metadata nodes it refers to (`!tbaa
+/// !3`, `!llvm.loop !11`), and those they refer to: the text reads alone.
+fn with_metadata(mut text: String, nodes: &HashMap<u64, String>) -> String {
+    let refs = |line: &str| -> Vec<u64> {
+        line.split('!').skip(1).filter_map(|s| s.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()).collect()
+    };
+    let mut seen: std::collections::BTreeSet<u64> = std::collections::BTreeSet::new();
+    let mut todo = refs(&text);
+    while let Some(id) = todo.pop() {
+        if let Some(line) = nodes.get(&id).filter(|_| seen.insert(id)) {
+            todo.extend(refs(line));
+        }
+    }
+    for id in seen {
+        text.push('\n');
+        text.push_str(&nodes[&id]);
+    }
+    text
 }
 
 /// Declarations and constants shared by the functions of one module.
@@ -382,6 +424,8 @@ pub(crate) struct LlvmEmitter<'a, 'ctx> {
     name: String,
     vars: Vec<(PointerValue<'ctx>, Ty)>,
     cold: Vec<BasicBlock<'ctx>>,
+    /// The last conditional branch built ([`Emitter::mark_short_loop`]).
+    last_branch: Option<inkwell::values::InstructionValue<'ctx>>,
     /// The first error of the builder (reported by `finish`).
     error: Option<String>,
 }
@@ -413,6 +457,7 @@ impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
             name: name.to_string(),
             vars: Vec::new(),
             cold: Vec::new(),
+            last_branch: None,
             error: None,
         }
     }
@@ -933,6 +978,7 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
         let c = self.int_of(c);
         let r = self.b.build_conditional_branch(c, then_, else_);
         if let Some(inst) = self.ok(r) {
+            self.last_branch = Some(inst);
             let weights = if self.cold.contains(&else_) {
                 Some(self.shared.cold_weights)
             } else if self.cold.contains(&then_) {
@@ -952,6 +998,32 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
     }
 
     fn seal(&mut self, _b: Self::Block) {}
+
+    fn mark_short_loop(&mut self) {
+        let Some(inst) = self.last_branch.take() else { return };
+        let i32t = self.ctx.i32_type();
+        let hint = self.ctx.metadata_node(&[
+            self.ctx.metadata_string("llvm.loop.interleave.count").into(),
+            i32t.const_int(1, false).into(),
+        ]);
+        // A loop ID is a node whose first operand is itself: made from a
+        // temporary node replaced by the node that holds it (inkwell has
+        // no distinct nodes).
+        // SAFETY: every reference is of this emitter's context and module,
+        // alive for the call; the temporary is consumed by the replacement.
+        unsafe {
+            use inkwell::llvm_sys::core::{LLVMMDNodeInContext2, LLVMMetadataAsValue, LLVMValueAsMetadata};
+            use inkwell::llvm_sys::debuginfo::{LLVMMetadataReplaceAllUsesWith, LLVMTemporaryMDNode};
+            use inkwell::values::AsValueRef;
+            let c = self.ctx.raw();
+            let tmp = LLVMTemporaryMDNode(c, std::ptr::null_mut(), 0);
+            let mut ops = [tmp, LLVMValueAsMetadata(hint.as_value_ref())];
+            let id = LLVMMDNodeInContext2(c, ops.as_mut_ptr(), ops.len());
+            LLVMMetadataReplaceAllUsesWith(tmp, id);
+            let kind = self.ctx.get_kind_id("llvm.loop");
+            inkwell::llvm_sys::core::LLVMSetMetadata(inst.as_value_ref(), kind, LLVMMetadataAsValue(c, id));
+        }
+    }
 
     fn set_cold(&mut self, b: Self::Block) {
         self.cold.push(b);

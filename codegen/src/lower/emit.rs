@@ -207,6 +207,12 @@ pub(crate) trait Emitter {
     fn brif(&mut self, c: Self::Value, then_: Self::Block, else_: Self::Block);
     /// Declares that every predecessor of `b` is known.
     fn seal(&mut self, b: Self::Block);
+    /// Marks the conditional branch just built (a counted loop's back
+    /// edge) as the latch of a short loop: one whose trip count is an
+    /// enclosing loop's index (a triangular row). The LLVM backend asks its
+    /// vectoriser not to interleave it (one vector per iteration, so rows
+    /// of fewer than two vectors' lanes still run vectorised).
+    fn mark_short_loop(&mut self) {}
     /// Marks `b` as rarely executed (error paths).
     fn set_cold(&mut self, b: Self::Block);
     /// Ends the current block by returning a status (`i32`).

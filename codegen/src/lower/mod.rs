@@ -936,6 +936,9 @@ impl<E: Emitter> Lower<'_, E> {
         reverse: bool,
         body: &mut dyn FnMut(&mut Self, E::Value) -> Result<()>,
     ) -> Result<()> {
+        // A loop up to an enclosing loop's index (`for c < r`: a row of a
+        // triangle) is short for most of its runs.
+        let short = self.in_bounds.iter().any(|(i, _)| *i == n);
         let ivar = self.b.declare_var(Ty::I64);
         let body_blk = self.b.create_block();
         let exit = self.b.create_block();
@@ -965,6 +968,9 @@ impl<E: Emitter> Lower<'_, E> {
         };
         self.b.def_var(ivar, next);
         self.b.brif(again, body_blk, exit);
+        if short {
+            self.b.mark_short_loop();
+        }
         // All predecessors of the loop header and the exit are known now:
         // sealing here keeps loop-invariant variables out of block params.
         self.b.seal(body_blk);
