@@ -179,8 +179,9 @@ fn gmm_packed_matches_the_reference() {
     }
 }
 
-/// The gather of `examples/gmm_packed.arr` is hoisted, and the program
-/// still fails where it read out of bounds (`icf` one column short), with
+/// The gather of `examples/gmm_packed.arr` is hoisted, its gradient tapes
+/// nothing and interchanges, and the program still fails where it read out
+/// of bounds (`icf` one column short), with
 /// the same message on every backend, and runs with no data points.
 #[test]
 fn gmm_packed_gather_is_hoisted_and_keeps_errors() {
@@ -188,6 +189,15 @@ fn gmm_packed_gather_is_hoisted_and_keeps_errors() {
     let ir = arrayad(&root, &["emit", "--stage", "ir", "--function", "gmm", "examples/gmm_packed.arr"]);
     assert_eq!(ir.code, 0, "{ir:#?}");
     assert!(ir.stdout.contains("gathered_row"), "the packed read is not gathered:\n{}", ir.stdout);
+    // The hoisted comprehension has no branch in its body: its gradient
+    // tapes nothing (residuals stacked by index) and its backward nest is
+    // interchanged (components outer, each adding into its own rows), so
+    // that it runs on the pool of threads.
+    let vjp = ["emit", "--stage", "vjp", "--function", "gmm", "--wrt", "alphas,means,icf", "examples/gmm_packed.arr"];
+    let vjp = arrayad(&root, &vjp);
+    assert_eq!(vjp.code, 0, "{vjp:#?}");
+    assert!(!vjp.stdout.contains("pop"), "the packed gradient tapes residuals:\n{}", vjp.stdout);
+    assert!(vjp.stdout.contains("stacked_ct_terms"), "the packed backward nest is not interchanged:\n{}", vjp.stdout);
     // The corpus programs of gathers (tests/programs/hoisted_gathers.arr,
     // whose values and derivatives the differential tests check): hoisted
     // where the indices do not use the point index, not elsewhere.

@@ -115,6 +115,7 @@ fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
     ba_blocks_are_the_interpreters();
     jvps_run_on_the_pool();
     row_blocks_are_the_interpreters();
+    packed_gathers_run_on_the_pool();
     let runs = arrayad_runtime::parallel_runs() - runs_before;
     arrayad_runtime::set_num_threads(None);
     arrayad_runtime::set_parallel_grain(None);
@@ -292,6 +293,43 @@ fn row_blocks_are_the_interpreters() {
         (0..40).map(|r| (0..40).map(|c| ((r * 13 + c * 7) % 23) as f64 * 0.1 - 1.1).collect()).collect();
     let args = vec![json_value(&serde_json::json!(a), arrayad_ir::Type::array(Scalar::F64, 2)), Value::F64(1.5)];
     vjp_is_the_interpreters("tri.arr", &vjp, &args, false);
+}
+
+/// The gradient of `examples/gmm_packed.arr`, whose packed reads are
+/// gathered into two comprehensions (`arrayad_ir::passes::gather`): it
+/// tapes nothing, its backward nest is interchanged (a loop over the
+/// components whose body is the loop over the points) and runs on the
+/// pool, the interpreter's bits on 1, 2 and 7 threads.
+fn packed_gathers_run_on_the_pool() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(root.join("examples/gmm_packed.arr")).expect("the example");
+    let program = arrayad_frontend::compile("gmm_packed.arr", &src).expect("compiles");
+    let fid = program.find("gmm").expect("the function");
+    let vjp = common::ad::vjp(&program, fid, &[true, true, true, false, false, false]).expect("vjp");
+    let nested = |s: &arrayad_ir::Stmt| {
+        let arrayad_ir::StmtKind::For { body, .. } = &s.kind else { return false };
+        matches!(body.stmts.as_slice(), [inner] if matches!(inner.kind, arrayad_ir::StmtKind::For { .. }))
+    };
+    assert!(vjp.body.stmts.iter().any(nested), "gmm_packed.arr: no interchanged nest");
+    let (k, d, n) = (6usize, 9usize, 40usize);
+    let t = d * (d + 1) / 2;
+    let alphas: Vec<f64> = (0..k).map(|j| (j as f64 * 0.7).sin()).collect();
+    let means: Vec<Vec<f64>> =
+        (0..k).map(|j| (0..d).map(|c| ((j * 5 + c * 3) % 7) as f64 * 0.2 - 0.6).collect()).collect();
+    let icf: Vec<Vec<f64>> =
+        (0..k).map(|j| (0..t).map(|c| ((j * 11 + c * 5) % 13) as f64 * 0.05 - 0.3).collect()).collect();
+    let x: Vec<Vec<f64>> =
+        (0..n).map(|i| (0..d).map(|c| ((i * 7 + c * 13) % 17) as f64 * 0.1 - 0.8).collect()).collect();
+    let args = vec![
+        json_value(&serde_json::json!(alphas), arrayad_ir::Type::array(Scalar::F64, 1)),
+        json_value(&serde_json::json!(means), arrayad_ir::Type::array(Scalar::F64, 2)),
+        json_value(&serde_json::json!(icf), arrayad_ir::Type::array(Scalar::F64, 2)),
+        json_value(&serde_json::json!(x), arrayad_ir::Type::array(Scalar::F64, 2)),
+        Value::F64(1.0),
+        Value::I64(0),
+        Value::F64(1.0),
+    ];
+    vjp_is_the_interpreters("gmm_packed.arr", &vjp, &args, true);
 }
 
 /// Every backend's `vjp` of `args` is the interpreter's bits on 1, 2 and 7

@@ -19,8 +19,11 @@
 //!   assignment of a variable bound outside it, and calls only of primal
 //!   or jvp code (whose work is local to the call; the forward pass of a
 //!   kept vjp leaves its residuals on the caller's tape);
-//! - its rows are not carried out of a nested block (whose empty-loop
-//!   extents `arrayad_ir::shape` reads from the comprehension itself);
+//! - its rows, when they are arrays, are not carried out of a nested
+//!   block (whose empty-loop extents `arrayad_ir::shape` reads from the
+//!   comprehension itself); an array of numbers may be (rows of numbers
+//!   have no extents: `gather`'s two comprehensions, one picked by a
+//!   branch);
 //! - and when only a `sum` reads each of its arrays (the lowering sums
 //!   them without the arrays, `lower/sum.rs`): its body is heavy
 //!   ([`HEAVY`]: a loop inside it), and its rows are summed after the map,
@@ -543,7 +546,7 @@ fn summed_and_carried(f: &Function, counts: &[u32]) -> (HashSet<VarId>, HashSet<
                 }
             }
             for c in child_blocks(&s.kind) {
-                carried.extend(c.results.iter().filter_map(Atom::as_var));
+                carried.extend(c.results.iter().filter_map(Atom::as_var).filter(|v| f.ty(*v).rank > 1));
             }
         }
     });
@@ -725,7 +728,9 @@ struct Accumulators {
     /// Accumulators bound at the top level.
     top: HashSet<VarId>,
     /// Every variable bound by a `let` that reads an accumulator or one of
-    /// these, but the accumulators of `top`.
+    /// these, but the accumulators of `top` and the arrays a `build` makes
+    /// (new memory, whose values a loop after it cannot change: the
+    /// stacked cotangents of an interchanged nest).
     derived: HashSet<VarId>,
     /// `arrayad_ir::passes::fallible` of the function.
     fallible: arrayad_ir::passes::fallible::Fallible,
@@ -745,7 +750,8 @@ impl Accumulators {
                 if let StmtKind::Let { vars, expr } = &s.kind {
                     let mut from = false;
                     arrayad_ir::visit::expr_uses(expr, &mut |v| from |= top.contains(&v) || derived.contains(&v));
-                    if from || matches!(expr, Expr::Zeros(_) | Expr::ZerosLike(_)) {
+                    let fresh = matches!(expr, Expr::Build { .. });
+                    if (from && !fresh) || matches!(expr, Expr::Zeros(_) | Expr::ZerosLike(_)) {
                         derived.extend(vars.iter().copied().filter(|v| !top.contains(v)));
                     }
                 }

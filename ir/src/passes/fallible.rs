@@ -19,8 +19,17 @@
 //!   recurrence `if i == 0 then x[0] else x[i] * y[i - 1]`); and index 0
 //!   is in bounds of an axis whose extent equals the bound of a loop whose
 //!   body is running;
+//! - the bounds chain: in `for r < n => for c < r`, `0 <= c < r < n`, so
+//!   `a[c]` is in bounds when `n` equals `dim a 0`;
 //! - a size is non-negative when it equals an extent, a loop index or a
-//!   non-negative literal;
+//!   non-negative literal, or picks one of two such sizes (`if c then n
+//!   else 0`);
+//! - a loop over a count `c = if p then n else 0` bound at the top level
+//!   runs only when `p` holds: in its body, so does every condition `p` is
+//!   a conjunction of (`p = and q r`), and a size `e = if q then a else b`
+//!   bound at the top level equals `a` (the two comprehensions of
+//!   [`super::gather`]: the hoisted one reads the gathered array, whose
+//!   first extent is `if made then K else 0`, only when it was made);
 //! - the rows of a `build` are regular when each extent of the body's result
 //!   equals a size bound outside the body; the row extents of a `build` of
 //!   arrays are then those its body computes before it depends on the
@@ -82,6 +91,9 @@ pub fn analyse(f: &Function) -> Fallible {
         compare: HashMap::default(),
         positive: HashSet::default(),
         running: Vec::new(),
+        counts: HashMap::default(),
+        selected: HashMap::default(),
+        conjuncts: HashMap::default(),
         accessed: HashMap::default(),
         accessed_log: Vec::new(),
         out: Fallible::default(),
@@ -135,6 +147,16 @@ struct Analysis<'f> {
     /// The bounds of the loops whose bodies are being analysed, innermost
     /// last.
     running: Vec<Atom>,
+    /// Counts that pick a size when a condition holds, bound at the top
+    /// level: `c = if p then x else 0` as `c -> (p, x)` (the two
+    /// comprehensions of [`super::gather`]). A loop over `c` runs only when
+    /// `p` holds.
+    counts: HashMap<VarId, (VarId, Atom)>,
+    /// Sizes that depend on a condition, bound at the top level: `e = if
+    /// q then a else b`, as `q -> [(e, a)]`.
+    selected: HashMap<VarId, Vec<(VarId, Atom)>>,
+    /// Conjunctions bound at the top level: `p = and q r`.
+    conjuncts: HashMap<VarId, (Atom, Atom)>,
     /// The arrays accessed with each index tuple or slice bounds, in scope.
     accessed: HashMap<Access, Vec<VarId>>,
     /// The accesses recorded, in order (to forget those of a nested block).
@@ -265,11 +287,65 @@ impl Analysis<'_> {
 
     /// [`Self::block`] for the body of a loop over `0..n`: while it runs,
     /// `n >= 1`, so index 0 is in bounds of an axis of extent `n`.
+    /// When `n` is a count `if p then x else 0`, `p` holds while the body
+    /// runs, and so does every condition `p` is a conjunction of: the sizes
+    /// selected by them equal their `then` sizes there.
     fn loop_body(&mut self, n: Atom, body: &Block, depth: u32) -> (bool, Vec<bool>) {
+        let mark = self.undo.len();
+        if let Some(&(p, _)) = n.as_var().and_then(|c| self.counts.get(&c)) {
+            self.assume(p);
+        }
         self.running.push(n);
         let out = self.block(body, depth);
         self.running.pop();
+        self.rollback(mark);
         out
+    }
+
+    /// Unites each size selected by `p`, or by a condition `p` is a
+    /// conjunction of, with the size it is when the condition holds.
+    fn assume(&mut self, p: VarId) {
+        /// The most conditions followed (the walk stays linear).
+        const MAX_CONDITIONS: usize = 16;
+        let mut todo = vec![p];
+        let mut seen = 0;
+        while let Some(q) = todo.pop() {
+            seen += 1;
+            if seen > MAX_CONDITIONS {
+                break;
+            }
+            for (e, a) in self.selected.get(&q).cloned().unwrap_or_default() {
+                if let (Some(ek), Some(ak)) = (self.atom_key(&Atom::Var(e)), self.atom_key(&a)) {
+                    self.union(ek, ak);
+                }
+            }
+            if let Some(&(x, y)) = self.conjuncts.get(&q) {
+                todo.extend([x, y].iter().filter_map(Atom::as_var));
+            }
+        }
+    }
+
+    /// Whether `0 <= i < dim array axis`: `i` is bounded by a size equal
+    /// to the extent (a loop index, or `i - 1` where that index is at
+    /// least 1), or by another such bounded variable that is (`c < r` in
+    /// `for r < n => for c < r`, with `n` the extent: `c < r < n`).
+    fn below_extent(&mut self, i: VarId, array: VarId, axis: u8) -> bool {
+        /// The most bounds followed (nested triangular loops).
+        const MAX_CHAIN: usize = 4;
+        let d = self.key(Key::Dim(array, axis));
+        let mut at = i;
+        for _ in 0..MAX_CHAIN {
+            let Some(n) = self.bound.get(&at).copied() else { return false };
+            match self.atom_key(&n) {
+                Some(nk) if self.find(nk) == self.find(d) => return true,
+                _ => {}
+            }
+            match n {
+                Atom::Var(w) => at = w,
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// Whether axis `axis` of `array` has an extent that a running loop's
@@ -407,14 +483,7 @@ impl Analysis<'_> {
                             || (*k == 0 && self.nonempty_axis(*array, axis as u8));
                     }
                     let Atom::Var(i) = i else { return false };
-                    let Some(n) = self.bound.get(i).copied() else { return false };
-                    match self.atom_key(&n) {
-                        Some(nk) => {
-                            let d = self.key(Key::Dim(*array, axis as u8));
-                            self.find(nk) == self.find(d)
-                        }
-                        None => false,
-                    }
+                    self.below_extent(*i, *array, axis as u8)
                 });
                 !by_bounds && !self.accessed_like(*array, indices.len() as u8, self.access_index(indices))
             }
@@ -536,6 +605,12 @@ impl Analysis<'_> {
         }
     }
 
+    /// True when `v` is bound once, at the top level (its facts hold for
+    /// the rest of the function).
+    fn top_level(&self, v: VarId) -> bool {
+        self.depth.get(v.index()).is_some_and(|d| *d == 0) && !self.f.var(v).mutable
+    }
+
     /// Size equalities established by binding `vars` to `expr`.
     fn facts(&mut self, vars: &[VarId], expr: &Expr) {
         let Some(&v) = vars.first() else { return };
@@ -576,6 +651,26 @@ impl Analysis<'_> {
                 }
             }
             Expr::Dim { array, axis } => self.union_keys(Key::Var(v), Key::Dim(*array, *axis)),
+            Expr::Binary(BinOp::And, x, y) if self.top_level(v) => {
+                self.conjuncts.insert(v, (*x, *y));
+            }
+            Expr::If { cond: Atom::Var(q), then_branch, else_branch }
+                if self.top_level(v)
+                    && self.f.ty(v) == crate::types::Type::I64
+                    && then_branch.stmts.is_empty()
+                    && else_branch.stmts.is_empty() =>
+            {
+                let (&[a], &[b]) = (then_branch.results.as_slice(), else_branch.results.as_slice()) else { return };
+                if self.nonneg_size(&a) && self.nonneg_size(&b) {
+                    let k = self.key(Key::Var(v));
+                    let r = self.find(k);
+                    self.nonneg[r] = true;
+                }
+                self.selected.entry(*q).or_default().push((v, a));
+                if b == Atom::I64(0) {
+                    self.counts.insert(v, (*q, a));
+                }
+            }
             Expr::Atom(Atom::Var(x)) => {
                 for axis in 0..self.rank(v) {
                     self.union_keys(Key::Dim(v, axis), Key::Dim(*x, axis));
@@ -790,5 +885,75 @@ mod tests {
         assert!(!a.vars.contains(&rows));
         assert!(!a.vars.contains(&row), "a size that is a loop index is not negative");
         assert!(a.vars.contains(&tri), "rows of extents 0, 1, 2");
+    }
+
+    /// `for r < n => for c < r => x[c]`: `c < r < n = dim x 0`, in bounds;
+    /// `for r < k => for c < r => x[c]` (another size) may fail.
+    #[test]
+    fn indices_below_an_index_below_the_extent_are_safe() {
+        for (extent, safe) in [(true, true), (false, false)] {
+            let (mut f, x, k) = func();
+            let mut b = Builder::new(&mut f);
+            let n = b.let1("n", Expr::Dim { array: x, axis: 0 }, Type::I64);
+            let count = if extent { Atom::Var(n) } else { Atom::Var(k) };
+            let (r, c) = (b.var("r", Type::I64), b.var("c", Type::I64));
+            b.begin_block();
+            b.begin_block();
+            let e = b.let1("e", Expr::Index { array: x, indices: vec![Atom::Var(c)] }, Type::F64);
+            let inner = b.end_block(vec![Atom::Var(e)]);
+            let row =
+                b.let1("row", Expr::Build { n: Atom::Var(r), index: c, body: inner }, Type::array(Scalar::F64, 1));
+            let s = b.let1("s", Expr::Reduce { op: ReduceOp::Sum, array: row }, Type::F64);
+            let body = b.end_block(vec![Atom::Var(s)]);
+            b.let1("y", Expr::Build { n: count, index: r, body }, Type::array(Scalar::F64, 1));
+            f.body = b.finish(vec![Atom::F64(0.0)]);
+            let a = analyse(&f);
+            assert_eq!(!a.vars.contains(&e), safe, "x[c] for c < r < {}", if extent { "dim x 0" } else { "k" });
+        }
+    }
+
+    /// `let m = if ok then n else 0` (`ok = and p q`) and `let e = if p
+    /// then n else 1`: in a loop over `m`, `ok` and so `p` hold, `m` and `e`
+    /// equal `n = dim x 0`: `x[i]` is in bounds for `i < m` and for `j < e`
+    /// inside it; in a loop over `m2 = if q2 then n else 0` (a condition
+    /// not among them) a read of `x` below `e` may fail.
+    #[test]
+    fn a_loop_over_a_picked_count_runs_only_when_its_condition_holds() {
+        let (mut f, x, k) = func();
+        let mut b = Builder::new(&mut f);
+        let n = b.let1("n", Expr::Dim { array: x, axis: 0 }, Type::I64);
+        let p = b.let1("p", Expr::Binary(BinOp::Ge, Atom::Var(k), Atom::I64(2)), Type::BOOL);
+        let q = b.let1("q", Expr::Binary(BinOp::Le, Atom::Var(k), Atom::I64(9)), Type::BOOL);
+        let q2 = b.let1("q2", Expr::Binary(BinOp::Le, Atom::Var(k), Atom::I64(5)), Type::BOOL);
+        let ok = b.let1("ok", Expr::Binary(BinOp::And, Atom::Var(p), Atom::Var(q)), Type::BOOL);
+        let pick = |b: &mut Builder, cond: VarId, otherwise: i64, name: &str| {
+            let then_branch = Block { stmts: Vec::new(), results: vec![Atom::Var(n)] };
+            let else_branch = Block { stmts: Vec::new(), results: vec![Atom::I64(otherwise)] };
+            b.let1(name, Expr::If { cond: Atom::Var(cond), then_branch, else_branch }, Type::I64)
+        };
+        let m = pick(&mut b, ok, 0, "m");
+        let e = pick(&mut b, p, 1, "e");
+        let m2 = pick(&mut b, q2, 0, "m2");
+        let mut reads = Vec::new();
+        for count in [m, m2] {
+            let (i, j) = (b.var("i", Type::I64), b.var("j", Type::I64));
+            b.begin_block();
+            let direct = b.let1("a", Expr::Index { array: x, indices: vec![Atom::Var(i)] }, Type::F64);
+            b.begin_block();
+            let below = b.let1("c", Expr::Index { array: x, indices: vec![Atom::Var(j)] }, Type::F64);
+            let inner = b.end_block(vec![Atom::Var(below)]);
+            b.let1("row", Expr::Build { n: Atom::Var(e), index: j, body: inner }, Type::array(Scalar::F64, 1));
+            let body = b.end_block(vec![Atom::Var(direct)]);
+            let y = b.let1("y", Expr::Build { n: Atom::Var(count), index: i, body }, Type::array(Scalar::F64, 1));
+            reads.push((direct, below, y));
+        }
+        f.body = b.finish(vec![Atom::F64(0.0)]);
+        let a = analyse(&f);
+        let fails = |v: VarId| a.vars.contains(&v);
+        let (direct, below, y) = reads[0];
+        assert!(!fails(direct) && !fails(below) && !fails(y), "in the loop over m, ok and p hold");
+        let (direct, below, _) = reads[1];
+        assert!(!fails(direct), "in the loop over m2, q2 holds: m2 == n");
+        assert!(fails(below), "p is not known in the loop over m2");
     }
 }

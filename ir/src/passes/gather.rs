@@ -23,9 +23,18 @@
 //! (`licm::accumulated`): the loop could add into it. Errors are kept by
 //! versioning: building `g` does not fail (a read whose indices are out of
 //! bounds is replaced by 0 and counted, and the extents are clamped at 0),
-//! and each iteration runs the body that reads `g` only when no read was
-//! out of bounds; otherwise it runs the original body, which fails where it
-//! did, with its message. When every read is in bounds both bodies run the
+//! and the comprehension is two, both at the top level:
+//!
+//! ```text
+//! let r0 = for i < (if ok then 0 else n) => body      // fails where it did
+//! let r1 = for i' < (if ok then n else 0) => body'    // reads g
+//! let r = if ok then r1 else r0
+//! ```
+//!
+//! where `ok` holds when `g` was made and no read was out of bounds: the
+//! hoisted body runs only then, and otherwise the original body, which
+//! fails where it did, with its message (a negative `n` fails in the
+//! original's comprehension, as `ok` needs `n >= 2`). When every read is in bounds both bodies run the
 //! same statements in the same order, except reads of `a` that cannot
 //! fail. Index arithmetic is wrapping `i64` (`add`, `sub`, `mul`, `min`,
 //! `max`, and `div`/`rem` by a literal other than 0 and -1), which cannot
@@ -34,8 +43,13 @@
 //! only when the comprehension runs at least twice and they have together
 //! at most [`GROWTH`] times the elements of the arrays they read (plus
 //! [`SLACK`]), so that a call that fits in memory without them fits with
-//! them, up to that factor of arrays it holds already. The comprehension itself stays in place (code generation runs
-//! the comprehensions of the top level on the thread pool).
+//! them, up to that factor of arrays it holds already. Each comprehension's
+//! body has no branch and both stay at the top level: reverse mode stacks
+//! the residuals of the one that runs by index, [`super::interchange`]
+//! interchanges its backward nest, and code generation runs both on the
+//! thread pool (a branch on `ok` in one comprehension's body, the first
+//! form of this pass, taped every iteration's residuals and kept the
+//! backward pass on one thread).
 //!
 //! Reverse mode differentiates the program after this pass: the cotangent
 //! of `g` is accumulated over the iterations of `i` and added into `a`'s
@@ -377,25 +391,49 @@ fn hoist(f: &mut Function, stmt: Stmt, found: &[Gather], nonnegative: &FxHashSet
         reads.replace.insert(g.result, (slice, vec![last]));
     }
     replace_reads(&mut hoisted, &reads, loc, 0);
-    let mut hoisted = freshen_block(b.func, &hoisted, &[], &mut Subst::default());
-    // In an iteration of the hoisted body, the first axis of a gathered
-    // array is as long as its comprehension's count: checked (a check that
-    // cannot fail there), the lowering knows the reads of that axis in
-    // bounds.
-    let checks = gathered.iter().filter_map(|g| g.first).map(|(a, count)| Stmt {
-        kind: StmtKind::CheckSize { a, b: count, what: "the first axis of a gathered array".into() },
-        loc,
-    });
+    // The hoisted comprehension has an index of its own.
+    let mut fresh = Subst::default();
+    let mut hoisted = freshen_block(b.func, &hoisted, &[index], &mut fresh);
+    let Some(Atom::Var(hoisted_index)) = fresh.map.get(&index).copied() else {
+        unreachable!("freshen_block maps the extra binders to fresh variables")
+    };
+    // Two comprehensions at the top level, each counting `n` when its body
+    // is the one to run and 0 otherwise, and a branch that picks the rows
+    // of the one that ran: each is a comprehension of the top level whose
+    // body has no branch (reverse mode stacks its residuals by index, its
+    // backward loop nest interchanges, and both run on the pool), where
+    // one comprehension with a branch in its body would tape each
+    // iteration's residuals.
+    let count = |b: &mut Builder, then_count: Atom, else_count: Atom| {
+        let then_branch = Block { stmts: Vec::new(), results: vec![then_count] };
+        let else_branch = Block { stmts: Vec::new(), results: vec![else_count] };
+        b.let_one("count", Expr::If { cond: use_them, then_branch, else_branch })
+    };
+    let hoisted_count = count(&mut b, n, Atom::I64(0));
+    let original_count = count(&mut b, Atom::I64(0), n);
+    // In an iteration of either body, its count is `n` and the first axis
+    // of a gathered array is as long as its comprehension's count: checks
+    // that cannot fail there, from which the lowering knows the reads of
+    // those axes in bounds.
+    let check = |a: Atom, b: Atom, what: &str| Stmt { kind: StmtKind::CheckSize { a, b, what: what.into() }, loc };
+    let counted = "the count of a comprehension";
+    let checks = [check(hoisted_count, n, counted)].into_iter().chain(
+        gathered.iter().filter_map(|g| g.first).map(|(a, count)| check(a, count, "the first axis of a gathered array")),
+    );
     hoisted.stmts.splice(0..0, checks);
-    // The comprehension stays where it was (the parallel maps of code
-    // generation split the comprehensions of the top level), its body a
-    // branch on the same condition in every iteration.
-    let types: Vec<Type> = body.results.iter().map(|r| b.func.atom_ty(r)).collect();
-    let results: Vec<VarId> = types.into_iter().map(|t| b.var("row", t)).collect();
-    let branch = Expr::If { cond: use_them, then_branch: hoisted, else_branch: body };
-    let stmts = vec![Stmt { kind: StmtKind::Let { vars: results.clone(), expr: branch }, loc }];
-    let body = Block { stmts, results: results.into_iter().map(Atom::Var).collect() };
-    b.stmt(StmtKind::Let { vars, expr: Expr::Build { n, index, body } });
+    let mut body = body;
+    body.stmts.insert(0, check(original_count, n, counted));
+    let types: Vec<Type> = vars.iter().map(|v| b.func.ty(*v)).collect();
+    let hoisted_rows: Vec<VarId> = types.iter().map(|t| b.var("rows", *t)).collect();
+    let original_rows: Vec<VarId> = types.iter().map(|t| b.var("rows", *t)).collect();
+    b.stmt(StmtKind::Let { vars: original_rows.clone(), expr: Expr::Build { n: original_count, index, body } });
+    b.stmt(StmtKind::Let {
+        vars: hoisted_rows.clone(),
+        expr: Expr::Build { n: hoisted_count, index: hoisted_index, body: hoisted },
+    });
+    let then_branch = Block { stmts: Vec::new(), results: hoisted_rows.into_iter().map(Atom::Var).collect() };
+    let else_branch = Block { stmts: Vec::new(), results: original_rows.into_iter().map(Atom::Var).collect() };
+    b.stmt(StmtKind::Let { vars, expr: Expr::If { cond: use_them, then_branch, else_branch } });
     out.extend(b.finish(Vec::new()).stmts);
 }
 

@@ -92,7 +92,9 @@ struct Facts {
     /// Arrays bound or assigned at the top level from an accumulator
     /// (views, copies): they may share its memory.
     derived: HashSet<VarId>,
-    /// Extents bound at the top level (`let n = dim a k`): at least 0.
+    /// Extents bound at the top level (`let n = dim a k`), and counts
+    /// that pick one of them or a literal at least 0 (`let n = if c then
+    /// m else 0`, the counts of `gather`'s two comprehensions): at least 0.
     extents: HashSet<VarId>,
 }
 
@@ -118,6 +120,20 @@ impl Facts {
                     accumulators.extend(vars.iter().copied())
                 }
                 Expr::Dim { .. } if !vars.iter().any(|v| f.var(*v).mutable) => extents.extend(vars.iter().copied()),
+                Expr::If { then_branch, else_branch, .. }
+                    if vars.len() == 1
+                        && !f.var(vars[0]).mutable
+                        && [then_branch, else_branch].iter().all(|b| {
+                            b.stmts.is_empty()
+                                && match b.results.as_slice() {
+                                    [Atom::I64(x)] => *x >= 0,
+                                    [Atom::Var(v)] => extents.contains(v),
+                                    _ => false,
+                                }
+                        }) =>
+                {
+                    extents.insert(vars[0]);
+                }
                 _ if vars.iter().any(|v| f.ty(*v).is_array()) => {
                     let mut from = false;
                     expr_uses(expr, &mut |u| from |= accumulators.contains(&u) || derived.contains(&u));
