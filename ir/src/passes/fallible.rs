@@ -611,6 +611,12 @@ impl Analysis<'_> {
         self.depth.get(v.index()).is_some_and(|d| *d == 0) && !self.f.var(v).mutable
     }
 
+    /// A literal, or a variable that keeps its value (not mutable): facts
+    /// about it hold wherever it is in scope.
+    fn fixed(&self, a: &Atom) -> bool {
+        a.as_var().is_none_or(|v| !self.f.var(v).mutable)
+    }
+
     /// Size equalities established by binding `vars` to `expr`.
     fn facts(&mut self, vars: &[VarId], expr: &Expr) {
         let Some(&v) = vars.first() else { return };
@@ -651,11 +657,12 @@ impl Analysis<'_> {
                 }
             }
             Expr::Dim { array, axis } => self.union_keys(Key::Var(v), Key::Dim(*array, *axis)),
-            Expr::Binary(BinOp::And, x, y) if self.top_level(v) => {
+            Expr::Binary(BinOp::And, x, y) if self.top_level(v) && self.fixed(x) && self.fixed(y) => {
                 self.conjuncts.insert(v, (*x, *y));
             }
             Expr::If { cond: Atom::Var(q), then_branch, else_branch }
                 if self.top_level(v)
+                    && !self.f.var(*q).mutable
                     && self.f.ty(v) == crate::types::Type::I64
                     && then_branch.stmts.is_empty()
                     && else_branch.stmts.is_empty() =>
@@ -665,6 +672,9 @@ impl Analysis<'_> {
                     let k = self.key(Key::Var(v));
                     let r = self.find(k);
                     self.nonneg[r] = true;
+                }
+                if !self.fixed(&a) {
+                    return;
                 }
                 self.selected.entry(*q).or_default().push((v, a));
                 if b == Atom::I64(0) {
