@@ -34,9 +34,10 @@
 //! where `ok` holds when `g` was made and no read was out of bounds: the
 //! hoisted body runs only then, and otherwise the original body, which
 //! fails where it did, with its message (a negative `n` fails in the
-//! original's comprehension, as `ok` needs `n >= 2`). When every read is in bounds both bodies run the
-//! same statements in the same order, except reads of `a` that cannot
-//! fail. Index arithmetic is wrapping `i64` (`add`, `sub`, `mul`, `min`,
+//! original's comprehension, as `ok` needs `n >= 2`). Each body starts
+//! with a check that its count is `n`, which cannot fail where it runs.
+//! When every read is in bounds both bodies run the same statements in
+//! the same order, except reads of `a` that cannot fail. Index arithmetic is wrapping `i64` (`add`, `sub`, `mul`, `min`,
 //! `max`, and `div`/`rem` by a literal other than 0 and -1), which cannot
 //! fail either. The memory the gathered arrays take is bounded: they are
 //! made (their first axes are empty otherwise, and the original body runs)

@@ -28,8 +28,9 @@
 //!
 //! - Neither `A` nor `B` may fail ([`super::fallible`]), so running all of
 //!   `A` first changes no error; neither touches the tape or calls. The
-//!   count `n` is a literal or an extent, never negative (a comprehension
-//!   over a negative count fails where the loop runs zero times).
+//!   count `n` is a literal or an extent, or picks one of those (`if c
+//!   then n else 0`), never negative (a comprehension over a negative
+//!   count fails where the loop runs zero times).
 //! - `A` has no effect outside itself (accumulations into accumulators it
 //!   makes, assignments of its own scalars; no array is assigned, which
 //!   could make a variable of its own a view of anything): its iterations
