@@ -148,10 +148,10 @@ struct Analysis<'f> {
     /// last.
     running: Vec<Atom>,
     /// Counts that pick a size when a condition holds, bound at the top
-    /// level: `c = if p then x else 0` as `c -> (p, x)` (the two
+    /// level: `c = if p then x else 0` as `c -> p` (the two
     /// comprehensions of [`super::gather`]). A loop over `c` runs only when
     /// `p` holds.
-    counts: HashMap<VarId, (VarId, Atom)>,
+    counts: HashMap<VarId, VarId>,
     /// Sizes that depend on a condition, bound at the top level: `e = if
     /// q then a else b`, as `q -> [(e, a)]`.
     selected: HashMap<VarId, Vec<(VarId, Atom)>>,
@@ -292,7 +292,7 @@ impl Analysis<'_> {
     /// selected by them equal their `then` sizes there.
     fn loop_body(&mut self, n: Atom, body: &Block, depth: u32) -> (bool, Vec<bool>) {
         let mark = self.undo.len();
-        if let Some(&(p, _)) = n.as_var().and_then(|c| self.counts.get(&c)) {
+        if let Some(&p) = n.as_var().and_then(|c| self.counts.get(&c)) {
             self.assume(p);
         }
         self.running.push(n);
@@ -678,7 +678,7 @@ impl Analysis<'_> {
                 }
                 self.selected.entry(*q).or_default().push((v, a));
                 if b == Atom::I64(0) {
-                    self.counts.insert(v, (*q, a));
+                    self.counts.insert(v, *q);
                 }
             }
             Expr::Atom(Atom::Var(x)) => {
