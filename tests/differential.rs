@@ -515,3 +515,57 @@ def pairs(x: [n]f64) -> f64 =
         });
     }
 }
+
+/// A backward loop adding into rows of one accumulator one and two
+/// elements apart (`acc[0:n]`, `acc[1:n + 1]`, `acc[2:n + 2]`), run
+/// forward: every backend gives the interpreter's bits. Cranelift runs
+/// such loops on pairs of iterations only when no two rows are one
+/// element apart (`codegen/src/lower/pairs.rs`); pairs here would add the
+/// three terms of an element in another order.
+#[test]
+fn backward_rows_one_element_apart_keep_their_order() {
+    use arrayad_ir::builder::Builder;
+    use arrayad_ir::{ArrayValue, Atom, BinOp, Expr, FuncId, Function, Program, StmtKind, Type, Value};
+    let f1 = Type { elem: arrayad_ir::Scalar::F64, rank: 1 };
+    let (mut f, ps) = Function::with_params("shifted", &[f1, f1], &[f1]);
+    let (x, y) = (ps[0], ps[1]);
+    let mut b = Builder::new(&mut f);
+    let n = b.let_one("n", Expr::Dim { array: y, axis: 0 });
+    let n1 = b.binary(BinOp::Add, n, Atom::I64(1));
+    let n2 = b.binary(BinOp::Add, n, Atom::I64(2));
+    let acc = b.let1("acc", Expr::ZerosLike(x), f1);
+    let mut rows = Vec::new();
+    for (lo, hi) in [(Atom::I64(0), n), (Atom::I64(1), n1), (Atom::I64(2), n2)] {
+        let row = b.let1("row", Expr::Slice { array: acc, lo, hi }, f1);
+        // (What the lowering needs to know every row holds `n` elements.)
+        let d = b.let_one("d", Expr::Dim { array: row, axis: 0 });
+        b.stmt(StmtKind::CheckSize { a: d, b: n, what: "the row's length".into() });
+        rows.push(row);
+    }
+    let i = b.var("i", Type::scalar(arrayad_ir::Scalar::I64));
+    b.begin_block();
+    let e = b.let_one("e", Expr::Index { array: y, indices: vec![Atom::Var(i)] });
+    for (k, row) in rows.iter().enumerate() {
+        let v = b.binary(BinOp::Mul, e, Atom::F64(k as f64 + 1.0));
+        b.stmt(StmtKind::AccAdd { acc: *row, indices: vec![Atom::Var(i)], value: v });
+    }
+    let body = b.end_block(vec![]);
+    b.stmt(StmtKind::For { n, index: i, reverse: false, body });
+    f.body = b.finish(vec![Atom::Var(acc)]);
+    arrayad_ir::verify::verify_function(&f, None).unwrap_or_else(|e| panic!("{e}"));
+    let program = Program { file: "shifted".into(), funcs: vec![f.clone()] };
+    for n in [2usize, 3, 8, 9] {
+        // Magnitudes far apart, so that the order of the additions shows.
+        let ys: Vec<f64> = (0..n).map(|k| [1e16, 1.0, -1e16, 3.0, 0.5][k % 5] * (1.0 + k as f64 / 7.0)).collect();
+        let args = [
+            Value::Array(ArrayValue::f64(vec![n + 2], vec![0.0; n + 2]).unwrap()),
+            Value::Array(ArrayValue::f64(vec![n], ys).unwrap()),
+        ];
+        let want = arrayad_ir::interp::run(&program, FuncId(0), &args).unwrap();
+        for (backend, jit) in common::jits("shifted", std::slice::from_ref(&f)) {
+            let got = jit.call("shifted", &args).unwrap();
+            let bits = |v: &[Value]| v[0].f64_elements().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{backend:?}, n = {n}");
+        }
+    }
+}

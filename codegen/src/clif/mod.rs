@@ -851,6 +851,10 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
         self.b.ins().load(types::F64X2, MemFlagsData::new().with_notrap(), addr, 0)
     }
 
+    fn store_pair(&mut self, v: Value, addr: Value) {
+        self.b.ins().store(MemFlagsData::new().with_notrap(), v, addr, 0);
+    }
+
     fn splat_pair(&mut self, x: Value) -> Value {
         self.b.ins().splat(types::F64X2, x)
     }

@@ -256,6 +256,11 @@ pub(crate) trait Emitter {
     fn load_pair(&mut self, _addr: Self::Value) -> Self::Value {
         unreachable!("pairs are used only when f64_pairs() is true")
     }
+    /// Stores the pair `v` at `addr` as two array elements ([`Mem::Data`]),
+    /// aligned to 8 bytes only ([`Self::f64_pairs`]).
+    fn store_pair(&mut self, _v: Self::Value, _addr: Self::Value) {
+        unreachable!("pairs are used only when f64_pairs() is true")
+    }
     /// The pair `(x, x)` ([`Self::f64_pairs`]).
     fn splat_pair(&mut self, _x: Self::Value) -> Self::Value {
         unreachable!("pairs are used only when f64_pairs() is true")

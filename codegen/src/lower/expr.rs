@@ -788,6 +788,26 @@ impl<E: Emitter> Lower<'_, E> {
             None
         };
         let end = range.map_or(n, |(_, hi)| hi);
+        // A body of loads along the index and arithmetic, of `f64`
+        // results, runs on pairs of iterations where the backend has no
+        // vectoriser (`pairs.rs`).
+        let pair_outs: Option<Vec<E::Value>> = outs
+            .iter()
+            .map(|o| match o {
+                BuildOut::Scalar { ptr, elem: Scalar::F64 } => Some(*ptr),
+                _ => None,
+            })
+            .collect();
+        let plan = match pair_outs {
+            Some(_) if self.b.f64_pairs() && keep.is_none() && body.stmts.len() <= super::pairs::PAIRED_MAX_STMTS => {
+                self.pair_plan(n, index, body, false)?
+            }
+            _ => None,
+        };
+        let start = match (plan, pair_outs) {
+            (Some(plan), Some(ptrs)) => self.paired_build((start, end), range.map(|(lo, _)| lo), &ptrs, body, &plan)?,
+            _ => start,
+        };
         let releasing = u32::from(keep.is_some());
         self.releasing += releasing;
         self.counted_loop_within(start, end, n, false, &mut |l, i| {

@@ -18,6 +18,7 @@ pub(crate) mod emit;
 mod expr;
 pub(crate) mod first_write;
 mod memory;
+mod pairs;
 mod stmt;
 mod sum;
 
@@ -74,6 +75,7 @@ pub(crate) fn lower_function<E: Emitter>(
             first_write::FirstWrites::new(f, callees)
         },
         writing_first: Vec::new(),
+        array_roots: None,
         in_bounds: Vec::new(),
         successors: Default::default(),
         known: Known::new(),
@@ -317,6 +319,8 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// their first write: stored, not added (`None` once that add is
     /// lowered).
     writing_first: Vec<Option<VarId>>,
+    /// Where `f`'s arrays live (`pairs.rs`), found on first use.
+    array_roots: Option<pairs::ArrayRoots>,
     /// `(i, n)`: `0 <= i < n` holds here (counted-loop indices).
     in_bounds: Vec<(E::Value, E::Value)>,
     /// `v -> x` for every `v = x + 1` (`i64`) lowered: the bound `r + 1`

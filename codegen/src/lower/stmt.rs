@@ -322,6 +322,22 @@ impl<E: Emitter> Lower<'_, E> {
             self.writing_first.extend(first.into_iter().map(Some));
         }
         let (start, end) = range.unwrap_or((zero, n));
+        // A body that only loads, computes and adds along the index runs
+        // on pairs of iterations where the backend has no vectoriser
+        // (`pairs.rs`).
+        let plan =
+            if self.b.f64_pairs() && !reverse && keep.is_none() && body.stmts.len() <= super::pairs::PAIRED_MAX_STMTS {
+                self.pair_plan(n, index, body, true)?
+            } else {
+                None
+            };
+        if let Some(plan) = plan {
+            let lowered = self.paired_effects((start, end), n, index, body, &plan);
+            self.writing_first.truncate(outer);
+            lowered?;
+            self.releasing -= releasing;
+            return Ok(());
+        }
         let lowered = self.counted_loop_within(start, end, n, reverse, &mut |l, i| {
             l.def(index, Val::S(i))?;
             l.stmts(&body.stmts)?;

@@ -17,7 +17,7 @@
 //! consecutive elements `8j + 2k` and `8j + 2k + 1`, so every partial
 //! still receives the same additions in the same order, bitwise equal to
 //! the scalar code. Bodies made only of loads along the summed index,
-//! values from outside and `+ - * /` are computed on pairs (`PairStmt`);
+//! values from outside and `+ - * /` are computed on pairs (`pairs.rs`);
 //! any other body stays scalar.
 //!
 //! A `sum` of an array reads it; a `sum` of a comprehension used only there
@@ -28,8 +28,7 @@
 use super::emit::{Emitter, FloatOp, IntCC, IntOp, Ty};
 use super::{Lower, Result, Val};
 use arrayad_ir::interp::ops::{SUM_BLOCK, SUM_LANES};
-use arrayad_ir::{Atom, BinOp, Block, Expr, Scalar, StmtKind, Type, VarId};
-use std::collections::{HashMap, HashSet};
+use arrayad_ir::{Atom, Block, Expr, Scalar, StmtKind, VarId};
 
 /// The values of element `i` of one or more sums (one per sum), lowered
 /// at the current point; or, for a pair ([`Emitter::f64_pairs`]), the
@@ -51,26 +50,6 @@ const ROUNDS_PER_BLOCK: i64 = (SUM_BLOCK / SUM_LANES) as i64;
 /// Pairs of partial sums per sum.
 const PAIRS: usize = SUM_LANES / 2;
 const _: () = assert!(SUM_LANES.is_multiple_of(2), "partial sums go in pairs");
-
-/// One statement of a summed body computed on a pair of consecutive
-/// elements `i`, `i + 1` (`fused_sums`).
-enum PairStmt<V> {
-    /// `var = a[p.., i]`: the pair at `row + 8 i`, `row` the address of
-    /// the row `a[p..]` (its indices known in bounds, and `i + 1` too).
-    Load { var: VarId, row: V },
-    /// `var = x op y` (`+ - * /` of `f64`s).
-    Binary { var: VarId, op: FloatOp, x: Atom, y: Atom },
-    /// `var = x`.
-    Copy { var: VarId, x: Atom },
-}
-
-/// A value of a pair evaluation: a pair, or one `f64` the same for both
-/// elements (a value from outside the body, a literal).
-#[derive(Clone, Copy)]
-enum PairVal<V> {
-    Pair(V),
-    Both(V),
-}
 
 /// At most this many statements per sum, none with a block, make a body
 /// that is lowered once per partial sum (unrolled); larger bodies are
@@ -154,7 +133,7 @@ impl<E: Emitter> Lower<'_, E> {
         // before the next.
         let mut bound = vec![index];
         arrayad_ir::visit::block_binds(body, &mut |v| bound.push(v));
-        let plan = if unroll && self.b.f64_pairs() { self.pair_plan(n, index, body)? } else { None };
+        let plan = if unroll && self.b.f64_pairs() { self.pair_plan(n, index, body, false)? } else { None };
         let mut pair_element;
         let pairs: Option<&mut Elements<'_, Self, E::Value>> = match &plan {
             Some(plan) => {
@@ -176,154 +155,6 @@ impl<E: Emitter> Lower<'_, E> {
             &bound,
             blocks,
         )
-    }
-
-    /// How `body` (of a sum over `index < n`) computes each statement on a
-    /// pair of consecutive elements, or `None` when it cannot: a body of
-    /// `f64` lets, each a load `a[p.., index]` of an array from outside
-    /// whose indices are known in bounds (`p..` values from outside, and
-    /// `index` below `n`, which bounds the last axis), a copy, or `+ - *
-    /// /` of such values, values from outside and literals. The rows'
-    /// addresses are computed here, once.
-    fn pair_plan(&mut self, n: E::Value, index: VarId, body: &Block) -> Result<Option<Vec<PairStmt<E::Value>>>> {
-        let mut inside = HashSet::new();
-        inside.insert(index);
-        let mut plan = Vec::with_capacity(body.stmts.len());
-        for s in &body.stmts {
-            let StmtKind::Let { vars, expr } = &s.kind else { return Ok(None) };
-            let [var] = vars[..] else { return Ok(None) };
-            if self.var_ty(var)? != Type::F64 {
-                return Ok(None);
-            }
-            let stmt = match expr {
-                Expr::Index { array, indices } => {
-                    let Some((last, prefix)) = indices.split_last() else { return Ok(None) };
-                    let t = self.var_ty(*array)?;
-                    let outside = |a: &Atom| match a {
-                        Atom::I64(_) => true,
-                        Atom::Var(v) => !inside.contains(v),
-                        _ => false,
-                    };
-                    if inside.contains(array)
-                        || t.elem != Scalar::F64
-                        || t.rank as usize != indices.len()
-                        || *last != Atom::Var(index)
-                        || !prefix.iter().all(outside)
-                    {
-                        return Ok(None);
-                    }
-                    let a = self.array(*array)?;
-                    let d_last = self.known.canon(a.dims[prefix.len()]);
-                    if !self.bound_within(n, d_last) {
-                        return Ok(None);
-                    }
-                    for (axis, p) in prefix.iter().enumerate() {
-                        let i = self.scalar(p)?;
-                        if !self.known_in_bounds(i, self.known.canon(a.dims[axis])) {
-                            return Ok(None);
-                        }
-                    }
-                    // Known in bounds, so `checked_offset` emits no check.
-                    let row = if prefix.is_empty() {
-                        a.ptr
-                    } else {
-                        let off = self.checked_offset(&a, prefix, &self.var_name(*array))?;
-                        let e = self.b.int(IntOp::Mul, off, a.dims[prefix.len()]);
-                        self.b.elem_addr(a.ptr, e, Scalar::F64)
-                    };
-                    PairStmt::Load { var, row }
-                }
-                Expr::Binary(op, x, y) => {
-                    let op = match op {
-                        BinOp::Add => FloatOp::Add,
-                        BinOp::Sub => FloatOp::Sub,
-                        BinOp::Mul => FloatOp::Mul,
-                        BinOp::Div => FloatOp::Div,
-                        _ => return Ok(None),
-                    };
-                    if !self.pair_operand(x, index)? || !self.pair_operand(y, index)? {
-                        return Ok(None);
-                    }
-                    PairStmt::Binary { var, op, x: *x, y: *y }
-                }
-                Expr::Atom(x) if self.pair_operand(x, index)? => PairStmt::Copy { var, x: *x },
-                _ => return Ok(None),
-            };
-            plan.push(stmt);
-            inside.insert(var);
-        }
-        for r in &body.results {
-            if !self.pair_operand(r, index)? {
-                return Ok(None);
-            }
-        }
-        Ok(Some(plan))
-    }
-
-    /// True when `x` can be an operand of a pair evaluation: an `f64`
-    /// literal or variable other than the summed index.
-    fn pair_operand(&self, x: &Atom, index: VarId) -> Result<bool> {
-        Ok(match x {
-            Atom::F64(_) => true,
-            Atom::Var(v) => *v != index && self.var_ty(*v)? == Type::F64,
-            _ => false,
-        })
-    }
-
-    /// The pairs of the `results` of a body planned by `pair_plan`, at the
-    /// elements `i` and `i + 1`.
-    fn pair_element(&mut self, plan: &[PairStmt<E::Value>], results: &[Atom], i: E::Value) -> Result<Vec<E::Value>> {
-        let mut vals: HashMap<VarId, PairVal<E::Value>> = HashMap::with_capacity(plan.len());
-        for s in plan {
-            let (var, v) = match s {
-                PairStmt::Load { var, row } => {
-                    let addr = self.b.elem_addr(*row, i, Scalar::F64);
-                    (*var, PairVal::Pair(self.b.load_pair(addr)))
-                }
-                PairStmt::Binary { var, op, x, y } => {
-                    let x = self.pair_value(&vals, x)?;
-                    let y = self.pair_value(&vals, y)?;
-                    let v = match (x, y) {
-                        (PairVal::Both(x), PairVal::Both(y)) => PairVal::Both(self.b.float(*op, x, y)),
-                        (x, y) => {
-                            let x = self.as_pair(x);
-                            let y = self.as_pair(y);
-                            PairVal::Pair(self.b.float(*op, x, y))
-                        }
-                    };
-                    (*var, v)
-                }
-                PairStmt::Copy { var, x } => (*var, self.pair_value(&vals, x)?),
-            };
-            vals.insert(var, v);
-        }
-        results
-            .iter()
-            .map(|r| {
-                let v = self.pair_value(&vals, r)?;
-                Ok(self.as_pair(v))
-            })
-            .collect()
-    }
-
-    /// The value of operand `x` in a pair evaluation (`vals`: the body's
-    /// values so far).
-    fn pair_value(&mut self, vals: &HashMap<VarId, PairVal<E::Value>>, x: &Atom) -> Result<PairVal<E::Value>> {
-        match x {
-            Atom::Var(v) => match vals.get(v) {
-                Some(p) => Ok(*p),
-                None => Ok(PairVal::Both(self.scalar(x)?)),
-            },
-            _ => Ok(PairVal::Both(self.scalar(x)?)),
-        }
-    }
-
-    /// `v` as a pair.
-    fn as_pair(&mut self, v: PairVal<E::Value>) -> E::Value {
-        match v {
-            PairVal::Pair(p) => p,
-            PairVal::Both(x) => self.b.splat_pair(x),
-        }
     }
 
     /// The `width` sums of the values `elem(i)` for `0 <= i < n` (`n >=

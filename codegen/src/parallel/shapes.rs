@@ -1,4 +1,5 @@
-//! The extents of the arrays a function's comprehensions built, handed to
+//! The extents of the arrays a function's comprehensions built (and of the
+//! accumulators of their cotangents, `zeros_like` them), handed to
 //! the chunk functions that read them as checked facts.
 //!
 //! A function knows the extents of the arrays its comprehensions build
@@ -42,9 +43,9 @@ fn rows_unsure(f: &Function, body: &Block) -> bool {
 /// extents ([`BuiltShapes::record`], statement by statement).
 #[derive(Default)]
 pub(super) struct BuiltShapes {
-    /// Each immutable array bound by a comprehension at the top level: the
-    /// extent of each axis, where it is known as a literal or an immutable
-    /// `i64` variable.
+    /// Each immutable array bound by a comprehension or `zeros_like` at the
+    /// top level: the extent of each axis, where it is known as a literal
+    /// or an immutable `i64` variable.
     shapes: HashMap<VarId, Vec<Option<Atom>>>,
     /// `let v = dim a axis` at the top level: `(a, axis)` to `v`, the
     /// first such binding.
@@ -95,6 +96,21 @@ impl BuiltShapes {
                     if axes.len() == rank && axes.iter().any(Option::is_some) {
                         self.shapes.insert(*r, axes);
                     }
+                }
+            }
+            // An accumulator has the shape of the array it is the
+            // cotangent of.
+            Expr::ZerosLike(a) => {
+                let ([r], false, false) = (vars.as_slice(), f.var(*a).mutable, vars.iter().any(|v| f.var(*v).mutable))
+                else {
+                    return;
+                };
+                let axes = match self.shapes.get(a) {
+                    Some(axes) => axes.clone(),
+                    None => (0..f.ty(*a).rank).map(|axis| self.dims.get(&(*a, axis)).map(|v| Atom::Var(*v))).collect(),
+                };
+                if axes.iter().any(Option::is_some) {
+                    self.shapes.insert(*r, axes);
                 }
             }
             _ => {}

@@ -1,0 +1,500 @@
+//! Loop bodies computed on pairs of consecutive elements, two `f64`s per
+//! instruction, on a backend without a vectoriser of its own
+//! ([`Emitter::f64_pairs`]: Cranelift). Two loops use them:
+//!
+//! - the unrolled rounds of a `sum` (`sum.rs`): partial sums `2k` and
+//!   `2k + 1` are one pair;
+//! - a `for` loop of effects whose body only loads along its index,
+//!   computes `+ - * /` and adds into accumulators along its index
+//!   (`acc[p.., i] += v`): the backward pass of a map, such as the rows of
+//!   `dot`'s cotangents. Iterations `i` and `i + 1` run together, every
+//!   statement on both, in the body's order ([`Lower::paired_effects`]).
+//!
+//! Running iterations `i` and `i + 1` together moves statement `t` of
+//! iteration `i` after statement `s` of iteration `i + 1` (`s` before
+//! `t`), and nothing else: each element still sees its operations in
+//! their order, so the results are bitwise those of the scalar loop,
+//! unless `s` and `t` touch one element (one of them writing it) through
+//! rows `p` and `q` with `p + 8 (i + 1) = q + 8 i`: rows one element
+//! apart, as in the backward pass of `dot(v[0:n-1], v[1:n])`. A test
+//! before the loop runs it on pairs only when every row added into is
+//! the same row as every other row the body touches or at least two
+//! elements away from it; otherwise every iteration runs alone. Rows that
+//! cannot share memory are not tested ([`ArrayRoots`]): views of two
+//! arrays that are new memory (an accumulator, a comprehension's result),
+//! or of one such array and a parameter.
+
+use super::emit::{Emitter, FloatOp, FloatUnary, IntCC, IntOp};
+use super::{Lower, Result, Val};
+use arrayad_ir::visit::for_each_block;
+use arrayad_ir::{Atom, BinOp, Block, Expr, Function, Scalar, StmtKind, Type, UnOp, VarId};
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+/// At most this many statements make a loop body that may run on pairs
+/// of iterations: its test of rows one element apart is quadratic in
+/// them.
+pub(super) const PAIRED_MAX_STMTS: usize = 16;
+
+/// One statement of a loop body computed on a pair of consecutive
+/// elements `i`, `i + 1` ([`Lower::pair_plan`]).
+pub(super) enum PairStmt<V> {
+    /// `var = a[p.., i]`: the pair at `row + 8 i`, `row` the address of
+    /// the row `a[p..]` (its indices known in bounds, and `i + 1` too).
+    Load { var: VarId, array: VarId, row: V },
+    /// `var = x op y` (`+ - * /` of `f64`s).
+    Binary { var: VarId, op: FloatOp, x: Atom, y: Atom },
+    /// `var = op x` (`-`, `abs`, `sqrt` of an `f64`).
+    Unary { var: VarId, op: FloatUnary, x: Atom },
+    /// `var = x`.
+    Copy { var: VarId, x: Atom },
+    /// `acc[p.., i] += value`: the pair at `row + 8 i` (`row` as for
+    /// [`Self::Load`]); `acc` is the accumulator's variable.
+    AccAdd { acc: VarId, row: V, value: Atom },
+}
+
+/// A value of a pair evaluation: a pair, or one `f64` the same for both
+/// elements (a value from outside the body, a literal).
+#[derive(Clone, Copy)]
+enum PairVal<V> {
+    Pair(V),
+    Both(V),
+}
+
+impl<E: Emitter> Lower<'_, E> {
+    /// How `body` (of a sum over `index < n`) computes each statement on a
+    /// pair of consecutive elements, or `None` when it cannot: a body of
+    /// `f64` lets, each a load `a[p.., index]` of an array from outside
+    /// whose indices are known in bounds (`p..` values from outside, and
+    /// `index` below `n`, which bounds the last axis), a copy, `+ - * /`
+    /// of such values, values from outside and literals, or `-`, `abs`,
+    /// `sqrt` of one (each rounds as its scalar form does); with
+    /// `effects` (the body of a `for` loop, without results), also adds
+    /// `acc[p.., index] += x` of such values into accumulators indexed as
+    /// the loads are. The rows' addresses are computed here, once.
+    pub(super) fn pair_plan(
+        &mut self,
+        n: E::Value,
+        index: VarId,
+        body: &Block,
+        effects: bool,
+    ) -> Result<Option<Vec<PairStmt<E::Value>>>> {
+        let mut inside = HashSet::new();
+        inside.insert(index);
+        let mut plan = Vec::with_capacity(body.stmts.len());
+        for s in &body.stmts {
+            let (vars, expr) = match &s.kind {
+                StmtKind::Let { vars, expr } => (vars, expr),
+                StmtKind::AccAdd { acc, indices, value } if effects => {
+                    if !self.pair_operand(value, index)? {
+                        return Ok(None);
+                    }
+                    let Some(row) = self.pair_row(*acc, indices, n, index, &inside)? else { return Ok(None) };
+                    plan.push(PairStmt::AccAdd { acc: *acc, row, value: *value });
+                    continue;
+                }
+                _ => return Ok(None),
+            };
+            let [var] = vars[..] else { return Ok(None) };
+            if self.var_ty(var)? != Type::F64 {
+                return Ok(None);
+            }
+            let stmt = match expr {
+                Expr::Index { array, indices } => {
+                    let Some(row) = self.pair_row(*array, indices, n, index, &inside)? else { return Ok(None) };
+                    PairStmt::Load { var, array: *array, row }
+                }
+                Expr::Binary(op, x, y) => {
+                    let op = match op {
+                        BinOp::Add => FloatOp::Add,
+                        BinOp::Sub => FloatOp::Sub,
+                        BinOp::Mul => FloatOp::Mul,
+                        BinOp::Div => FloatOp::Div,
+                        _ => return Ok(None),
+                    };
+                    if !self.pair_operand(x, index)? || !self.pair_operand(y, index)? {
+                        return Ok(None);
+                    }
+                    PairStmt::Binary { var, op, x: *x, y: *y }
+                }
+                Expr::Unary(op, x) => {
+                    let op = match op {
+                        UnOp::Neg => FloatUnary::Neg,
+                        UnOp::Abs => FloatUnary::Abs,
+                        UnOp::Sqrt => FloatUnary::Sqrt,
+                        _ => return Ok(None),
+                    };
+                    if !self.pair_operand(x, index)? {
+                        return Ok(None);
+                    }
+                    PairStmt::Unary { var, op, x: *x }
+                }
+                Expr::Atom(x) if self.pair_operand(x, index)? => PairStmt::Copy { var, x: *x },
+                _ => return Ok(None),
+            };
+            plan.push(stmt);
+            inside.insert(var);
+        }
+        if effects && !body.results.is_empty() {
+            return Ok(None);
+        }
+        for r in &body.results {
+            if !self.pair_operand(r, index)? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(plan))
+    }
+
+    /// The address of the row `array[p..]` of a load or add
+    /// `array[p.., index]` in a body planned by [`Self::pair_plan`], or
+    /// `None` unless `array` holds `f64`s, comes from outside the body
+    /// (`inside` holds what the body binds) and is indexed in full, `p..`
+    /// are values from outside known in bounds, and `index < n` is within
+    /// the last axis.
+    fn pair_row(
+        &mut self,
+        array: VarId,
+        indices: &[Atom],
+        n: E::Value,
+        index: VarId,
+        inside: &HashSet<VarId>,
+    ) -> Result<Option<E::Value>> {
+        let Some((last, prefix)) = indices.split_last() else { return Ok(None) };
+        let t = self.var_ty(array)?;
+        let outside = |a: &Atom| match a {
+            Atom::I64(_) => true,
+            Atom::Var(v) => !inside.contains(v),
+            _ => false,
+        };
+        if inside.contains(&array)
+            || t.elem != Scalar::F64
+            || t.rank as usize != indices.len()
+            || *last != Atom::Var(index)
+            || !prefix.iter().all(outside)
+        {
+            return Ok(None);
+        }
+        let a = self.array(array)?;
+        let d_last = self.known.canon(a.dims[prefix.len()]);
+        if !self.bound_within(n, d_last) {
+            return Ok(None);
+        }
+        for (axis, p) in prefix.iter().enumerate() {
+            let i = self.scalar(p)?;
+            if !self.known_in_bounds(i, self.known.canon(a.dims[axis])) {
+                return Ok(None);
+            }
+        }
+        // Known in bounds, so `checked_offset` emits no check.
+        let row = if prefix.is_empty() {
+            a.ptr
+        } else {
+            let off = self.checked_offset(&a, prefix, &self.var_name(array))?;
+            let e = self.b.int(IntOp::Mul, off, a.dims[prefix.len()]);
+            self.b.elem_addr(a.ptr, e, Scalar::F64)
+        };
+        Ok(Some(row))
+    }
+
+    /// True when `x` can be an operand of a pair evaluation: an `f64`
+    /// literal or variable other than the summed index.
+    fn pair_operand(&self, x: &Atom, index: VarId) -> Result<bool> {
+        Ok(match x {
+            Atom::F64(_) => true,
+            Atom::Var(v) => *v != index && self.var_ty(*v)? == Type::F64,
+            _ => false,
+        })
+    }
+
+    /// The pairs of the `results` of a body planned by `pair_plan`, at the
+    /// elements `i` and `i + 1`.
+    pub(super) fn pair_element(
+        &mut self,
+        plan: &[PairStmt<E::Value>],
+        results: &[Atom],
+        i: E::Value,
+    ) -> Result<Vec<E::Value>> {
+        let vals = self.pair_stmts(plan, i)?;
+        results
+            .iter()
+            .map(|r| {
+                let v = self.pair_value(&vals, r)?;
+                Ok(self.as_pair(v))
+            })
+            .collect()
+    }
+
+    /// The statements of a body planned by `pair_plan` at the elements `i`
+    /// and `i + 1`; returns the values the body binds.
+    fn pair_stmts(&mut self, plan: &[PairStmt<E::Value>], i: E::Value) -> Result<HashMap<VarId, PairVal<E::Value>>> {
+        let mut vals: HashMap<VarId, PairVal<E::Value>> = HashMap::with_capacity(plan.len());
+        for s in plan {
+            let (var, v) = match s {
+                PairStmt::Load { var, row, .. } => {
+                    let addr = self.b.elem_addr(*row, i, Scalar::F64);
+                    (*var, PairVal::Pair(self.b.load_pair(addr)))
+                }
+                PairStmt::Binary { var, op, x, y } => {
+                    let x = self.pair_value(&vals, x)?;
+                    let y = self.pair_value(&vals, y)?;
+                    let v = match (x, y) {
+                        (PairVal::Both(x), PairVal::Both(y)) => PairVal::Both(self.b.float(*op, x, y)),
+                        (x, y) => {
+                            let x = self.as_pair(x);
+                            let y = self.as_pair(y);
+                            PairVal::Pair(self.b.float(*op, x, y))
+                        }
+                    };
+                    (*var, v)
+                }
+                PairStmt::Unary { var, op, x } => {
+                    let v = match self.pair_value(&vals, x)? {
+                        PairVal::Both(x) => PairVal::Both(self.b.float_unary(*op, x)),
+                        PairVal::Pair(x) => PairVal::Pair(self.b.float_unary(*op, x)),
+                    };
+                    (*var, v)
+                }
+                PairStmt::Copy { var, x } => (*var, self.pair_value(&vals, x)?),
+                PairStmt::AccAdd { acc, row, value } => {
+                    let v = self.pair_value(&vals, value)?;
+                    let v = self.as_pair(v);
+                    let addr = self.b.elem_addr(*row, i, Scalar::F64);
+                    // The first write of an accumulator that was not
+                    // zero-filled adds into a zero (`Lower::acc_add`).
+                    let first = self.writing_first.iter().position(|a| *a == Some(*acc));
+                    let old = if let Some(p) = first {
+                        self.writing_first[p] = None;
+                        let zero = self.b.fconst(0.0);
+                        self.b.splat_pair(zero)
+                    } else {
+                        self.b.load_pair(addr)
+                    };
+                    let new = self.b.float(FloatOp::Add, old, v);
+                    self.b.store_pair(new, addr);
+                    continue;
+                }
+            };
+            vals.insert(var, v);
+        }
+        Ok(vals)
+    }
+
+    /// `for index < n do body` over the iterations `start..end` (`0 <=
+    /// start`, `end <= n`; none when `end <= start`), `body` planned by
+    /// [`Self::pair_plan`] with effects: iterations `i` and `i + 1`
+    /// together, from `start` on, while two are left, when the rows the
+    /// body adds into are the same as, or at least two elements away from,
+    /// every other row it touches (the module's doc); the rest one by one.
+    pub(super) fn paired_effects(
+        &mut self,
+        (start, end): (E::Value, E::Value),
+        n: E::Value,
+        index: VarId,
+        body: &Block,
+        plan: &[PairStmt<E::Value>],
+    ) -> Result<()> {
+        let row = |s: &PairStmt<E::Value>| match s {
+            PairStmt::Load { array, row, .. } | PairStmt::AccAdd { acc: array, row, .. } => Some((*array, *row)),
+            _ => None,
+        };
+        let rows: Vec<(VarId, E::Value)> = plan.iter().filter_map(row).collect();
+        let written: Vec<(VarId, E::Value)> =
+            plan.iter().filter(|s| matches!(s, PairStmt::AccAdd { .. })).filter_map(row).collect();
+        let roots = self.array_roots.get_or_insert_with(|| ArrayRoots::of(self.f)).clone();
+        let mut tests = Vec::new();
+        for &(a, w) in &written {
+            for &(b, x) in &rows {
+                if x != w && !roots.apart(a, b) {
+                    tests.push((w, x));
+                }
+            }
+        }
+        let rounds = self.pair_rounds(start, end, &tests);
+        let zero = self.iconst(0);
+        let firsts = self.writing_first.clone();
+        self.counted_loop(zero, rounds, false, &mut |l, j| {
+            let two_j = l.b.int(IntOp::Add, j, j);
+            let i = l.b.int(IntOp::Add, start, two_j);
+            l.pair_stmts(plan, i).map(drop)
+        })?;
+        // The iterations left each write first what the pairs did not.
+        self.writing_first = firsts;
+        let paired = self.b.int(IntOp::Add, rounds, rounds);
+        let rest = self.b.int(IntOp::Add, start, paired);
+        self.counted_loop_within(rest, end, n, false, &mut |l, i| {
+            l.def(index, Val::S(i))?;
+            l.stmts(&body.stmts)
+        })
+    }
+
+    /// The pairs of iterations of a loop over `start..end` (none when `end
+    /// <= start`) that run together: half the iterations, or none unless
+    /// the rows `w` and `x` of every test `(w, x)` are the same row or at
+    /// least 16 bytes apart (the module's doc).
+    fn pair_rounds(&mut self, start: E::Value, end: E::Value, tests: &[(E::Value, E::Value)]) -> E::Value {
+        let zero = self.iconst(0);
+        let len = self.b.int(IntOp::Sub, end, start);
+        let len = self.b.int(IntOp::SMax, len, zero);
+        let one = self.iconst(1);
+        let rounds = self.b.int(IntOp::SShr, len, one);
+        let mut apart = None;
+        for &(w, x) in tests {
+            // `w - x` is 0, or at least 16 bytes either way.
+            let d = self.b.ptr_diff(w, x);
+            let same = self.b.icmp(IntCC::Eq, d, zero);
+            let off = self.add_imm(d, 15);
+            let thirty = self.iconst(30);
+            let far = self.b.icmp(IntCC::Ult, thirty, off);
+            let ok = self.b.int(IntOp::Or, same, far);
+            apart = Some(match apart {
+                Some(a) => self.b.int(IntOp::And, a, ok),
+                None => ok,
+            });
+        }
+        match apart {
+            Some(apart) => self.b.select(apart, rounds, zero),
+            None => rounds,
+        }
+    }
+
+    /// The first iterations of `build index < n => body` over `start..end`
+    /// (`0 <= start`, `end <= n`), `body` planned by [`Self::pair_plan`]
+    /// (no effects), two at a time: the pairs of its results stored in
+    /// the `f64` arrays `outs` at `i - lo` (`lo`: the first row of a
+    /// parallel map's chunk, else 0). Returns where the iterations left
+    /// (one, or all when the test of the module's doc fails) start. The
+    /// results are new memory, tested against the rows the body loads
+    /// that may share memory with them ([`ArrayRoots::new_or_parameter`]).
+    pub(super) fn paired_build(
+        &mut self,
+        (start, end): (E::Value, E::Value),
+        lo: Option<E::Value>,
+        outs: &[E::Value],
+        body: &Block,
+        plan: &[PairStmt<E::Value>],
+    ) -> Result<E::Value> {
+        let roots = self.array_roots.get_or_insert_with(|| ArrayRoots::of(self.f)).clone();
+        let mut tests = Vec::new();
+        for s in plan {
+            if let PairStmt::Load { array, row, .. } = s {
+                if !roots.new_or_parameter(*array) {
+                    tests.extend(outs.iter().map(|o| (*o, *row)));
+                }
+            }
+        }
+        let rounds = self.pair_rounds(start, end, &tests);
+        let zero = self.iconst(0);
+        self.counted_loop(zero, rounds, false, &mut |l, j| {
+            let two_j = l.b.int(IntOp::Add, j, j);
+            let i = l.b.int(IntOp::Add, start, two_j);
+            let at = match lo {
+                Some(lo) => l.b.int(IntOp::Sub, i, lo),
+                None => i,
+            };
+            let pairs = l.pair_element(plan, &body.results, i)?;
+            for (out, v) in outs.iter().zip(pairs) {
+                let addr = l.b.elem_addr(*out, at, Scalar::F64);
+                l.b.store_pair(v, addr);
+            }
+            Ok(())
+        })?;
+        let paired = self.b.int(IntOp::Add, rounds, rounds);
+        Ok(self.b.int(IntOp::Add, start, paired))
+    }
+
+    /// The value of operand `x` in a pair evaluation (`vals`: the body's
+    /// values so far).
+    fn pair_value(&mut self, vals: &HashMap<VarId, PairVal<E::Value>>, x: &Atom) -> Result<PairVal<E::Value>> {
+        match x {
+            Atom::Var(v) => match vals.get(v) {
+                Some(p) => Ok(*p),
+                None => Ok(PairVal::Both(self.scalar(x)?)),
+            },
+            _ => Ok(PairVal::Both(self.scalar(x)?)),
+        }
+    }
+
+    /// `v` as a pair.
+    fn as_pair(&mut self, v: PairVal<E::Value>) -> E::Value {
+        match v {
+            PairVal::Pair(p) => p,
+            PairVal::Both(x) => self.b.splat_pair(x),
+        }
+    }
+}
+
+/// Where the arrays of a function live, as far as telling two rows that
+/// cannot share memory goes ([`ArrayRoots::apart`]).
+#[derive(Clone)]
+pub(super) struct ArrayRoots {
+    /// `v -> a` for every immutable `v` bound to a view of the array `a`:
+    /// a slice, a row `a[i..]`, a reshape or the array itself.
+    view_of: Rc<HashMap<VarId, VarId>>,
+    /// The immutable arrays bound to new memory: `zeros`, `zeros_like`
+    /// and comprehensions (whose memory is new, or an output buffer that
+    /// overlaps no input: `docs/src/c-abi.md`).
+    fresh: Rc<HashSet<VarId>>,
+    /// The function's parameters.
+    params: Rc<HashSet<VarId>>,
+}
+
+impl ArrayRoots {
+    /// The roots of `f`'s arrays (one pass over its statements).
+    pub(super) fn of(f: &Function) -> ArrayRoots {
+        let mut view_of = HashMap::new();
+        let mut fresh = HashSet::new();
+        for_each_block(&f.body, &mut |b| {
+            for s in &b.stmts {
+                let StmtKind::Let { vars, expr } = &s.kind else { continue };
+                if vars.iter().any(|v| f.var(*v).mutable) {
+                    continue;
+                }
+                match (vars.as_slice(), expr) {
+                    (_, Expr::ZerosLike(_) | Expr::Zeros(_) | Expr::Build { .. }) => fresh.extend(vars.iter().copied()),
+                    ([v], Expr::Slice { array, .. } | Expr::Reshape { array, .. }) => {
+                        view_of.insert(*v, *array);
+                    }
+                    ([v], Expr::Index { array, indices }) if indices.len() < usize::from(f.ty(*array).rank) => {
+                        view_of.insert(*v, *array);
+                    }
+                    ([v], Expr::Atom(Atom::Var(a))) if f.ty(*a).is_array() => {
+                        view_of.insert(*v, *a);
+                    }
+                    _ => {}
+                }
+            }
+        });
+        let params = f.params.iter().copied().collect();
+        ArrayRoots { view_of: Rc::new(view_of), fresh: Rc::new(fresh), params: Rc::new(params) }
+    }
+
+    /// The array `v` is a view of, through views of views.
+    fn root(&self, mut v: VarId) -> VarId {
+        // (At most one step per view: each variable is bound once.)
+        for _ in 0..=self.view_of.len() {
+            match self.view_of.get(&v) {
+                Some(a) => v = *a,
+                None => break,
+            }
+        }
+        v
+    }
+
+    /// True when the array `v` is a view of new memory or of a parameter.
+    pub(super) fn new_or_parameter(&self, v: VarId) -> bool {
+        let r = self.root(v);
+        self.fresh.contains(&r) || self.params.contains(&r)
+    }
+
+    /// True when rows of the arrays `a` and `b` never share memory: they
+    /// are views of two different arrays, one of them new memory, the
+    /// other new memory too or a parameter (which existed before it).
+    pub(super) fn apart(&self, a: VarId, b: VarId) -> bool {
+        let (ra, rb) = (self.root(a), self.root(b));
+        ra != rb
+            && self.new_or_parameter(a)
+            && self.new_or_parameter(b)
+            && (self.fresh.contains(&ra) || self.fresh.contains(&rb))
+    }
+}
