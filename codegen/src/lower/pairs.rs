@@ -1,14 +1,19 @@
 //! Loop bodies computed on pairs of consecutive elements, two `f64`s per
 //! instruction, on a backend without a vectoriser of its own
-//! ([`Emitter::f64_pairs`]: Cranelift). Two loops use them:
+//! ([`Emitter::f64_pairs`]: Cranelift), when the body only loads along
+//! its index, from rows known in bounds, and computes `+ - * /`, `-`,
+//! `abs` and `sqrt` of `f64`s ([`Lower::pair_plan`]). Three loops use
+//! them:
 //!
 //! - the unrolled rounds of a `sum` (`sum.rs`): partial sums `2k` and
 //!   `2k + 1` are one pair;
-//! - a `for` loop of effects whose body only loads along its index,
-//!   computes `+ - * /` and adds into accumulators along its index
-//!   (`acc[p.., i] += v`): the backward pass of a map, such as the rows of
-//!   `dot`'s cotangents. Iterations `i` and `i + 1` run together, every
-//!   statement on both, in the body's order ([`Lower::paired_effects`]).
+//! - a comprehension of `f64`s ([`Lower::paired_build`]);
+//! - a `for` loop of effects whose body also adds into accumulators
+//!   along its index (`acc[p.., i] += v`): the backward pass of a map,
+//!   such as the rows of `dot`'s cotangents ([`Lower::paired_effects`]).
+//!
+//! In the last two, iterations `i` and `i + 1` run together, every
+//! statement on both, in the body's order.
 //!
 //! Running iterations `i` and `i + 1` together moves statement `t` of
 //! iteration `i` after statement `s` of iteration `i + 1` (`s` before
@@ -62,8 +67,9 @@ enum PairVal<V> {
 }
 
 impl<E: Emitter> Lower<'_, E> {
-    /// How `body` (of a sum over `index < n`) computes each statement on a
-    /// pair of consecutive elements, or `None` when it cannot: a body of
+    /// How `body` (of a sum, comprehension or loop over `index < n`)
+    /// computes each statement on a pair of consecutive elements, or
+    /// `None` when it cannot: a body of
     /// `f64` lets, each a load `a[p.., index]` of an array from outside
     /// whose indices are known in bounds (`p..` values from outside, and
     /// `index` below `n`, which bounds the last axis), a copy, `+ - * /`
@@ -363,9 +369,10 @@ impl<E: Emitter> Lower<'_, E> {
     /// (no effects), two at a time: the pairs of its results stored in
     /// the `f64` arrays `outs` at `i - lo` (`lo`: the first row of a
     /// parallel map's chunk, else 0). Returns where the iterations left
-    /// (one, or all when the test of the module's doc fails) start. The
-    /// results are new memory, tested against the rows the body loads
-    /// that may share memory with them ([`ArrayRoots::new_or_parameter`]).
+    /// (one at most) start. The results go to memory allocated for them
+    /// just before the loop (or an output buffer, which overlaps no
+    /// input: `docs/src/c-abi.md`), which no row the body loads can
+    /// reach: the loop needs no test of the module's doc.
     pub(super) fn paired_build(
         &mut self,
         (start, end): (E::Value, E::Value),
@@ -374,16 +381,7 @@ impl<E: Emitter> Lower<'_, E> {
         body: &Block,
         plan: &[PairStmt<E::Value>],
     ) -> Result<E::Value> {
-        let roots = self.array_roots.get_or_insert_with(|| ArrayRoots::of(self.f)).clone();
-        let mut tests = Vec::new();
-        for s in plan {
-            if let PairStmt::Load { array, row, .. } = s {
-                if !roots.new_or_parameter(*array) {
-                    tests.extend(outs.iter().map(|o| (*o, *row)));
-                }
-            }
-        }
-        let rounds = self.pair_rounds(start, end, &tests);
+        let rounds = self.pair_rounds(start, end, &[]);
         let zero = self.iconst(0);
         self.counted_loop(zero, rounds, false, &mut |l, j| {
             let two_j = l.b.int(IntOp::Add, j, j);
@@ -428,14 +426,15 @@ impl<E: Emitter> Lower<'_, E> {
 /// cannot share memory goes ([`ArrayRoots::apart`]).
 #[derive(Clone)]
 pub(super) struct ArrayRoots {
-    /// `v -> a` for every immutable `v` bound to a view of the array `a`:
-    /// a slice, a row `a[i..]`, a reshape or the array itself.
+    /// `v -> a` for every immutable `v` bound to a view of the array `a`
+    /// (a slice, a row `a[i..]`, a reshape or the array itself), or to a
+    /// view of a view of `a`, and so on; `a` is not a view.
     view_of: Rc<HashMap<VarId, VarId>>,
     /// The immutable arrays bound to new memory: `zeros`, `zeros_like`
     /// and comprehensions (whose memory is new, or an output buffer that
     /// overlaps no input: `docs/src/c-abi.md`).
     fresh: Rc<HashSet<VarId>>,
-    /// The function's parameters.
+    /// The function's immutable parameters.
     params: Rc<HashSet<VarId>>,
 }
 
@@ -450,35 +449,33 @@ impl ArrayRoots {
                 if vars.iter().any(|v| f.var(*v).mutable) {
                     continue;
                 }
-                match (vars.as_slice(), expr) {
-                    (_, Expr::ZerosLike(_) | Expr::Zeros(_) | Expr::Build { .. }) => fresh.extend(vars.iter().copied()),
-                    ([v], Expr::Slice { array, .. } | Expr::Reshape { array, .. }) => {
-                        view_of.insert(*v, *array);
+                let source = match (vars.as_slice(), expr) {
+                    (_, Expr::ZerosLike(_) | Expr::Zeros(_) | Expr::Build { .. }) => {
+                        fresh.extend(vars.iter().copied());
+                        continue;
                     }
+                    ([v], Expr::Slice { array, .. } | Expr::Reshape { array, .. }) => (*v, *array),
                     ([v], Expr::Index { array, indices }) if indices.len() < usize::from(f.ty(*array).rank) => {
-                        view_of.insert(*v, *array);
+                        (*v, *array)
                     }
-                    ([v], Expr::Atom(Atom::Var(a))) if f.ty(*a).is_array() => {
-                        view_of.insert(*v, *a);
-                    }
-                    _ => {}
-                }
+                    ([v], Expr::Atom(Atom::Var(a))) if f.ty(*a).is_array() => (*v, *a),
+                    _ => continue,
+                };
+                // A view's source is bound before it, in an enclosing
+                // block or earlier in this one (visited first): its root
+                // is known.
+                let (v, a) = source;
+                let root = view_of.get(&a).copied().unwrap_or(a);
+                view_of.insert(v, root);
             }
         });
-        let params = f.params.iter().copied().collect();
+        let params = f.params.iter().copied().filter(|p| !f.var(*p).mutable).collect();
         ArrayRoots { view_of: Rc::new(view_of), fresh: Rc::new(fresh), params: Rc::new(params) }
     }
 
     /// The array `v` is a view of, through views of views.
-    fn root(&self, mut v: VarId) -> VarId {
-        // (At most one step per view: each variable is bound once.)
-        for _ in 0..=self.view_of.len() {
-            match self.view_of.get(&v) {
-                Some(a) => v = *a,
-                None => break,
-            }
-        }
-        v
+    fn root(&self, v: VarId) -> VarId {
+        self.view_of.get(&v).copied().unwrap_or(v)
     }
 
     /// True when the array `v` is a view of new memory or of a parameter.

@@ -56,8 +56,8 @@ pub(super) struct BuiltShapes {
 
 impl BuiltShapes {
     /// Records what the statement `s` of `f`'s top level tells: the
-    /// extents of the arrays a comprehension binds, or a variable bound to
-    /// an extent. `program`, where given, lets [`static_row_dims`] see
+    /// extents of the arrays a comprehension or `zeros_like` binds, or a
+    /// variable bound to an extent. `program`, where given, lets [`static_row_dims`] see
     /// through calls.
     pub(super) fn record(&mut self, f: &Function, program: Option<&Program>, s: &Stmt) {
         let StmtKind::Let { vars, expr } = &s.kind else { return };
@@ -164,7 +164,7 @@ impl BuiltShapes {
                     },
                     e => *e,
                 };
-                let what = format!("axis {axis} of `{name}` and the extent its comprehension made");
+                let what = format!("axis {axis} of `{name}` and the extent the function gave it");
                 out.push(Stmt { kind: StmtKind::CheckSize { a: Atom::Var(t), b: against, what }, loc: Loc::default() });
             }
         }
