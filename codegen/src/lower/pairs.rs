@@ -1,7 +1,7 @@
 //! Loop bodies computed on pairs of consecutive elements, two `f64`s per
 //! instruction, on a backend without a vectoriser of its own
 //! ([`Emitter::f64_pairs`]: Cranelift), when the body only loads along
-//! its index, from rows known in bounds, and computes `+ - * /`, `-`,
+//! its index, from rows known in bounds, and computes `+ - * /`, negation,
 //! `abs` and `sqrt` of `f64`s ([`Lower::pair_plan`]). Three loops use
 //! them:
 //!

@@ -17,7 +17,7 @@
 //! consecutive elements `8j + 2k` and `8j + 2k + 1`, so every partial
 //! still receives the same additions in the same order, bitwise equal to
 //! the scalar code. Bodies made only of loads along the summed index,
-//! values from outside, `+ - * /`, `-`, `abs` and `sqrt` are computed on
+//! values from outside, `+ - * /`, negation, `abs` and `sqrt` are computed on
 //! pairs (`pairs.rs`); any other body stays scalar.
 //!
 //! A `sum` of an array reads it; a `sum` of a comprehension used only there
