@@ -34,7 +34,6 @@ use super::{Lower, Result, Val};
 use arrayad_ir::visit::for_each_block;
 use arrayad_ir::{Atom, BinOp, Block, Expr, Function, Scalar, StmtKind, Type, UnOp, VarId};
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
 
 /// At most this many statements make a loop body that may run on pairs
 /// of iterations: its test of rows one element apart is quadratic in
@@ -268,9 +267,7 @@ impl<E: Emitter> Lower<'_, E> {
                     let addr = self.b.elem_addr(*row, i, Scalar::F64);
                     // The first write of an accumulator that was not
                     // zero-filled adds into a zero (`Lower::acc_add`).
-                    let first = self.writing_first.iter().position(|a| *a == Some(*acc));
-                    let old = if let Some(p) = first {
-                        self.writing_first[p] = None;
+                    let old = if self.take_first_write(*acc) {
                         let zero = self.b.fconst(0.0);
                         self.b.splat_pair(zero)
                     } else {
@@ -307,7 +304,7 @@ impl<E: Emitter> Lower<'_, E> {
         let rows: Vec<(VarId, E::Value)> = plan.iter().filter_map(row).collect();
         let written: Vec<(VarId, E::Value)> =
             plan.iter().filter(|s| matches!(s, PairStmt::AccAdd { .. })).filter_map(row).collect();
-        let roots = self.array_roots.get_or_insert_with(|| ArrayRoots::of(self.f)).clone();
+        let roots = self.array_roots.get_or_insert_with(|| ArrayRoots::of(self.f));
         let mut tests = Vec::new();
         for &(a, w) in &written {
             for &(b, x) in &rows {
@@ -316,22 +313,34 @@ impl<E: Emitter> Lower<'_, E> {
                 }
             }
         }
-        let rounds = self.pair_rounds(start, end, &tests);
-        let zero = self.iconst(0);
         let firsts = self.writing_first.clone();
-        self.counted_loop(zero, rounds, false, &mut |l, j| {
-            let two_j = l.b.int(IntOp::Add, j, j);
-            let i = l.b.int(IntOp::Add, start, two_j);
-            l.pair_stmts(plan, i).map(drop)
-        })?;
+        let rest = self.pair_loop((start, end), &tests, &mut |l, i| l.pair_stmts(plan, i).map(drop))?;
         // The iterations left each write first what the pairs did not.
         self.writing_first = firsts;
-        let paired = self.b.int(IntOp::Add, rounds, rounds);
-        let rest = self.b.int(IntOp::Add, start, paired);
         self.counted_loop_within(rest, end, n, false, &mut |l, i| {
             l.def(index, Val::S(i))?;
             l.stmts(&body.stmts)
         })
+    }
+
+    /// `pair(i)` for `i = start, start + 2, ..` while `i + 1 < end`, unless
+    /// a test fails ([`Self::pair_rounds`]); returns where the iterations
+    /// left start.
+    fn pair_loop(
+        &mut self,
+        (start, end): (E::Value, E::Value),
+        tests: &[(E::Value, E::Value)],
+        pair: &mut dyn FnMut(&mut Self, E::Value) -> Result<()>,
+    ) -> Result<E::Value> {
+        let rounds = self.pair_rounds(start, end, tests);
+        let zero = self.iconst(0);
+        self.counted_loop(zero, rounds, false, &mut |l, j| {
+            let two_j = l.b.int(IntOp::Add, j, j);
+            let i = l.b.int(IntOp::Add, start, two_j);
+            pair(l, i)
+        })?;
+        let paired = self.b.int(IntOp::Add, rounds, rounds);
+        Ok(self.b.int(IntOp::Add, start, paired))
     }
 
     /// The pairs of iterations of a loop over `start..end` (none when `end
@@ -381,11 +390,7 @@ impl<E: Emitter> Lower<'_, E> {
         body: &Block,
         plan: &[PairStmt<E::Value>],
     ) -> Result<E::Value> {
-        let rounds = self.pair_rounds(start, end, &[]);
-        let zero = self.iconst(0);
-        self.counted_loop(zero, rounds, false, &mut |l, j| {
-            let two_j = l.b.int(IntOp::Add, j, j);
-            let i = l.b.int(IntOp::Add, start, two_j);
+        self.pair_loop((start, end), &[], &mut |l, i| {
             let at = match lo {
                 Some(lo) => l.b.int(IntOp::Sub, i, lo),
                 None => i,
@@ -396,9 +401,7 @@ impl<E: Emitter> Lower<'_, E> {
                 l.b.store_pair(v, addr);
             }
             Ok(())
-        })?;
-        let paired = self.b.int(IntOp::Add, rounds, rounds);
-        Ok(self.b.int(IntOp::Add, start, paired))
+        })
     }
 
     /// The value of operand `x` in a pair evaluation (`vals`: the body's
@@ -424,18 +427,17 @@ impl<E: Emitter> Lower<'_, E> {
 
 /// Where the arrays of a function live, as far as telling two rows that
 /// cannot share memory goes ([`ArrayRoots::apart`]).
-#[derive(Clone)]
 pub(super) struct ArrayRoots {
     /// `v -> a` for every immutable `v` bound to a view of the array `a`
     /// (a slice, a row `a[i..]`, a reshape or the array itself), or to a
     /// view of a view of `a`, and so on; `a` is not a view.
-    view_of: Rc<HashMap<VarId, VarId>>,
+    view_of: HashMap<VarId, VarId>,
     /// The immutable arrays bound to new memory: `zeros`, `zeros_like`
     /// and comprehensions (whose memory is new, or an output buffer that
     /// overlaps no input: `docs/src/c-abi.md`).
-    fresh: Rc<HashSet<VarId>>,
+    fresh: HashSet<VarId>,
     /// The function's immutable parameters.
-    params: Rc<HashSet<VarId>>,
+    params: HashSet<VarId>,
 }
 
 impl ArrayRoots {
@@ -470,7 +472,7 @@ impl ArrayRoots {
             }
         });
         let params = f.params.iter().copied().filter(|p| !f.var(*p).mutable).collect();
-        ArrayRoots { view_of: Rc::new(view_of), fresh: Rc::new(fresh), params: Rc::new(params) }
+        ArrayRoots { view_of, fresh, params }
     }
 
     /// The array `v` is a view of, through views of views.
@@ -479,7 +481,7 @@ impl ArrayRoots {
     }
 
     /// True when the array `v` is a view of new memory or of a parameter.
-    pub(super) fn new_or_parameter(&self, v: VarId) -> bool {
+    fn new_or_parameter(&self, v: VarId) -> bool {
         let r = self.root(v);
         self.fresh.contains(&r) || self.params.contains(&r)
     }

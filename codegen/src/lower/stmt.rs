@@ -231,13 +231,8 @@ impl<E: Emitter> Lower<'_, E> {
             // The first write of an accumulator that was not zero-filled:
             // `0.0 + v`, the bits of adding into a zero (the adds after it
             // in the iteration add to what it stored).
-            let first = self.writing_first.iter().position(|a| *a == Some(acc));
-            let old = if let Some(p) = first {
-                self.writing_first[p] = None;
-                self.b.fconst(0.0)
-            } else {
-                self.b.load(Ty::F64, addr, 0, Mem::Data)
-            };
+            let old =
+                if self.take_first_write(acc) { self.b.fconst(0.0) } else { self.b.load(Ty::F64, addr, 0, Mem::Data) };
             let new = self.b.float(FloatOp::Add, old, v);
             self.b.store(Ty::F64, new, addr, 0, Mem::Data);
             Ok(())
@@ -247,6 +242,19 @@ impl<E: Emitter> Lower<'_, E> {
             let eoff = self.b.int(IntOp::Mul, off, stride);
             let base = self.b.elem_addr(a.ptr, eoff, Scalar::F64);
             self.acc_add_rows(base, &rest, value, &name)
+        }
+    }
+
+    /// True when this add into `acc` is its first write in the loop body
+    /// being lowered (`writing_first`): it stores `0.0 + v`, and
+    /// the adds after it in the iteration add to what it stored.
+    pub(super) fn take_first_write(&mut self, acc: VarId) -> bool {
+        match self.writing_first.iter().position(|a| *a == Some(acc)) {
+            Some(p) => {
+                self.writing_first[p] = None;
+                true
+            }
+            None => false,
         }
     }
 
@@ -331,21 +339,17 @@ impl<E: Emitter> Lower<'_, E> {
             } else {
                 None
             };
-        if let Some(plan) = plan {
-            let lowered = self.paired_effects((start, end), n, index, body, &plan);
-            self.writing_first.truncate(outer);
-            lowered?;
-            self.releasing -= releasing;
-            return Ok(());
-        }
-        let lowered = self.counted_loop_within(start, end, n, reverse, &mut |l, i| {
-            l.def(index, Val::S(i))?;
-            l.stmts(&body.stmts)?;
-            if let (Some(m), Some(keep)) = (&mark, &keep) {
-                l.arena_release_keeping(m, keep)?;
-            }
-            Ok(())
-        });
+        let lowered = match plan {
+            Some(plan) => self.paired_effects((start, end), n, index, body, &plan),
+            None => self.counted_loop_within(start, end, n, reverse, &mut |l, i| {
+                l.def(index, Val::S(i))?;
+                l.stmts(&body.stmts)?;
+                if let (Some(m), Some(keep)) = (&mark, &keep) {
+                    l.arena_release_keeping(m, keep)?;
+                }
+                Ok(())
+            }),
+        };
         self.writing_first.truncate(outer);
         lowered?;
         self.releasing -= releasing;
