@@ -249,15 +249,24 @@ fn row_blocks_are_the_interpreters() {
     let fid = program.find("blocks").expect("the function");
     let vjp = common::ad::vjp(&program, fid, &[true, true, false]).expect("vjp");
     // The nest the blocks are for: at the top level, a loop over the
-    // components whose body is a loop over the points alone, reading the
-    // stacked residuals `r[j, k, ..]`.
+    // components whose body is a loop over the points, two at a time
+    // (`ir::passes::jam`: the pairs' counts before it, the last point of
+    // an odd count after it), reading the stacked residuals `r[j, k, ..]`
+    // (`j` a point of the pair).
     let interchanged = vjp.body.stmts.iter().any(|s| {
         let arrayad_ir::StmtKind::For { index: k, body, .. } = &s.kind else { return false };
-        let [inner] = body.stmts.as_slice() else { return false };
-        let arrayad_ir::StmtKind::For { index: j, body: b, .. } = &inner.kind else { return false };
+        let loops: Vec<_> = body.stmts.iter().filter(|s| matches!(s.kind, arrayad_ir::StmtKind::For { .. })).collect();
+        let [inner] = loops.as_slice() else { return false };
+        let arrayad_ir::StmtKind::For { body: b, .. } = &inner.kind else { return false };
+        let mut points = std::collections::HashSet::new();
+        arrayad_ir::visit::block_binds(b, &mut |v| {
+            points.insert(v);
+        });
         b.stmts.iter().any(|s| {
             matches!(&s.kind, arrayad_ir::StmtKind::Let { expr: arrayad_ir::Expr::Index { indices, .. }, .. }
-                if indices.len() >= 2 && indices[0] == arrayad_ir::Atom::Var(*j) && indices[1] == arrayad_ir::Atom::Var(*k))
+                if indices.len() >= 2
+                    && indices[0].as_var().is_some_and(|j| points.contains(&j))
+                    && indices[1] == arrayad_ir::Atom::Var(*k))
         })
     });
     assert!(interchanged, "blocks.arr: no interchanged nest reading residuals by point and component");
@@ -298,7 +307,7 @@ fn row_blocks_are_the_interpreters() {
 /// The gradient of `examples/gmm_packed.arr`, whose packed reads are
 /// gathered into two comprehensions (`arrayad_ir::passes::gather`): it
 /// tapes nothing, its backward nest is interchanged (a loop over the
-/// components whose body is the loop over the points) and runs on the
+/// components whose body is the loop over the points, two at a time) and runs on the
 /// pool, the interpreter's bits on 1, 2 and 7 threads.
 fn packed_gathers_run_on_the_pool() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -306,9 +315,14 @@ fn packed_gathers_run_on_the_pool() {
     let program = arrayad_frontend::compile("gmm_packed.arr", &src).expect("compiles");
     let fid = program.find("gmm").expect("the function");
     let vjp = common::ad::vjp(&program, fid, &[true, true, true, false, false, false]).expect("vjp");
+    // The loop over the points runs two points per iteration
+    // (`arrayad_ir::passes::jam`): the component's body is the pairs'
+    // count, their loop and the remainder's branch.
     let nested = |s: &arrayad_ir::Stmt| {
-        let arrayad_ir::StmtKind::For { body, .. } = &s.kind else { return false };
-        matches!(body.stmts.as_slice(), [inner] if matches!(inner.kind, arrayad_ir::StmtKind::For { .. }))
+        use arrayad_ir::StmtKind::{For, If, Let};
+        let For { body, .. } = &s.kind else { return false };
+        let loops = body.stmts.iter().filter(|s| matches!(s.kind, For { .. })).count();
+        loops == 1 && body.stmts.iter().all(|s| matches!(s.kind, Let { .. } | For { .. } | If { .. }))
     };
     assert!(vjp.body.stmts.iter().any(nested), "gmm_packed.arr: no interchanged nest");
     let (k, d, n) = (6usize, 9usize, 40usize);

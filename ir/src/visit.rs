@@ -250,41 +250,47 @@ pub fn called_functions(block: &Block) -> Vec<crate::program::FuncId> {
 /// loop indices and states).
 pub fn block_binds(block: &Block, f: &mut dyn FnMut(VarId)) {
     for s in &block.stmts {
-        match &s.kind {
-            StmtKind::Let { vars, expr } => {
-                vars.iter().for_each(|v| f(*v));
-                match expr {
-                    Expr::Build { index, body, .. } => {
-                        f(*index);
-                        block_binds(body, f);
-                    }
-                    Expr::Loop { index, states, body, .. } => {
-                        f(*index);
-                        states.iter().for_each(|v| f(*v));
-                        block_binds(body, f);
-                    }
-                    Expr::While { states, cond, body, .. } => {
-                        states.iter().for_each(|v| f(*v));
-                        block_binds(cond, f);
-                        block_binds(body, f);
-                    }
-                    Expr::If { then_branch, else_branch, .. } => {
-                        block_binds(then_branch, f);
-                        block_binds(else_branch, f);
-                    }
-                    _ => {}
+        stmt_binds(&s.kind, f);
+    }
+}
+
+/// Calls `f` on every variable bound by `stmt`, including in its nested
+/// blocks (see [`block_binds`]).
+pub fn stmt_binds(stmt: &StmtKind, f: &mut dyn FnMut(VarId)) {
+    match stmt {
+        StmtKind::Let { vars, expr } => {
+            vars.iter().for_each(|v| f(*v));
+            match expr {
+                Expr::Build { index, body, .. } => {
+                    f(*index);
+                    block_binds(body, f);
                 }
+                Expr::Loop { index, states, body, .. } => {
+                    f(*index);
+                    states.iter().for_each(|v| f(*v));
+                    block_binds(body, f);
+                }
+                Expr::While { states, cond, body, .. } => {
+                    states.iter().for_each(|v| f(*v));
+                    block_binds(cond, f);
+                    block_binds(body, f);
+                }
+                Expr::If { then_branch, else_branch, .. } => {
+                    block_binds(then_branch, f);
+                    block_binds(else_branch, f);
+                }
+                _ => {}
             }
-            StmtKind::For { index, body, .. } => {
-                f(*index);
-                block_binds(body, f);
-            }
-            StmtKind::If { then_branch, else_branch, .. } => {
-                block_binds(then_branch, f);
-                block_binds(else_branch, f);
-            }
-            _ => {}
         }
+        StmtKind::For { index, body, .. } => {
+            f(*index);
+            block_binds(body, f);
+        }
+        StmtKind::If { then_branch, else_branch, .. } => {
+            block_binds(then_branch, f);
+            block_binds(else_branch, f);
+        }
+        _ => {}
     }
 }
 

@@ -13,6 +13,13 @@
 //!   the argument slots `readonly`; their loads are `!invariant.load`;
 //! - every memory access carries a TBAA tag of its [`Mem`] kind (array
 //!   data, context fields, slots, tape and stack are disjoint objects);
+//! - element loads and additions into accumulators carry the alias scope
+//!   of the array they reach (`!alias.scope`, `!noalias` with the
+//!   function's other scopes: arrays it makes, parameters it does not
+//!   write; `lower/roots.rs`), declared where an array is made
+//!   (`llvm.experimental.noalias.scope.decl`), so that a loop adding into
+//!   one array while reading others is vectorised without run-time
+//!   overlap checks;
 //! - math functions are LLVM intrinsics where LLVM has one that lowers to
 //!   the same libm call (`llvm.exp.f64`, ...), other libm functions are
 //!   declared `memory(none) nounwind willreturn`, so calls are hoisted and
@@ -426,6 +433,15 @@ pub(crate) struct LlvmEmitter<'a, 'ctx> {
     cold: Vec<BasicBlock<'ctx>>,
     /// The last conditional branch built ([`Emitter::mark_short_loop`]).
     last_branch: Option<inkwell::values::InstructionValue<'ctx>>,
+    /// The alias scope of the array elements accessed next, and the
+    /// number of scopes ([`Emitter::set_data_scope`]).
+    data_scope: Option<(u32, u32)>,
+    /// The function's alias scopes: one self-referential node per scope,
+    /// in one domain.
+    scope_nodes: Vec<inkwell::llvm_sys::prelude::LLVMMetadataRef>,
+    /// Per scope, once made: its `!alias.scope` list (the scope) and its
+    /// `!noalias` list (every other scope).
+    scope_lists: Vec<Option<(MetadataValue<'ctx>, MetadataValue<'ctx>)>>,
     /// The first error of the builder (reported by `finish`).
     error: Option<String>,
 }
@@ -458,6 +474,9 @@ impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
             vars: Vec::new(),
             cold: Vec::new(),
             last_branch: None,
+            data_scope: None,
+            scope_nodes: Vec::new(),
+            scope_lists: Vec::new(),
             error: None,
         }
     }
@@ -597,6 +616,53 @@ impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
         if load && mem == Mem::Slots {
             let _ = inst.set_metadata(self.shared.invariant, self.ctx.get_kind_id("invariant.load"));
         }
+        if let (Mem::Data, Some((r, n))) = (mem, self.data_scope) {
+            let (scope, noalias) = self.scope_lists(r, n);
+            let _ = inst.set_metadata(scope, self.ctx.get_kind_id("alias.scope"));
+            let _ = inst.set_metadata(noalias, self.ctx.get_kind_id("noalias"));
+        }
+    }
+
+    /// The `!alias.scope` and `!noalias` lists of scope `r` of `n`
+    /// (the function's scopes made on the first call).
+    fn scope_lists(&mut self, r: u32, n: u32) -> (MetadataValue<'ctx>, MetadataValue<'ctx>) {
+        use inkwell::llvm_sys::core::{LLVMMDNodeInContext2, LLVMMetadataAsValue};
+        use inkwell::llvm_sys::debuginfo::{LLVMMetadataReplaceAllUsesWith, LLVMTemporaryMDNode};
+        use inkwell::llvm_sys::prelude::LLVMMetadataRef;
+        let c = self.ctx.raw();
+        // A node whose first operand is itself, then `rest`: made from a
+        // temporary node replaced by the node that holds it (as a loop ID).
+        // SAFETY: nodes of this emitter's context; the temporary is
+        // consumed by the replacement.
+        let distinct = |rest: &[LLVMMetadataRef]| unsafe {
+            let tmp = LLVMTemporaryMDNode(c, std::ptr::null_mut(), 0);
+            let mut ops = vec![tmp];
+            ops.extend_from_slice(rest);
+            let node = LLVMMDNodeInContext2(c, ops.as_mut_ptr(), ops.len());
+            LLVMMetadataReplaceAllUsesWith(tmp, node);
+            node
+        };
+        if self.scope_nodes.len() != n as usize {
+            let domain = distinct(&[]);
+            self.scope_nodes = (0..n).map(|_| distinct(&[domain])).collect();
+            self.scope_lists = vec![None; n as usize];
+        }
+        if let Some(lists) = self.scope_lists[r as usize] {
+            return lists;
+        }
+        let mut own = vec![self.scope_nodes[r as usize]];
+        let mut others: Vec<LLVMMetadataRef> =
+            (0..n).filter(|i| *i != r).map(|i| self.scope_nodes[i as usize]).collect();
+        // SAFETY: lists of this context's nodes, wrapped as the metadata
+        // values they are.
+        let lists = unsafe {
+            let list = |ops: &mut Vec<LLVMMetadataRef>| {
+                MetadataValue::new(LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, ops.as_mut_ptr(), ops.len())))
+            };
+            (list(&mut own), list(&mut others))
+        };
+        self.scope_lists[r as usize] = Some(lists);
+        lists
     }
 
     fn intrinsic(&mut self, name: &str, tys: &[BasicTypeEnum<'ctx>]) -> Option<FunctionValue<'ctx>> {
@@ -998,6 +1064,17 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
     }
 
     fn seal(&mut self, _b: Self::Block) {}
+
+    fn set_data_scope(&mut self, scope: Option<(u32, u32)>) {
+        self.data_scope = scope;
+    }
+
+    fn declare_data_scope(&mut self, (r, n): (u32, u32)) {
+        let (scope, _) = self.scope_lists(r, n);
+        let Some(decl) = self.intrinsic("llvm.experimental.noalias.scope.decl", &[]) else { return };
+        let r = self.b.build_call(decl, &[scope.into()], "");
+        self.ok(r);
+    }
 
     fn mark_short_loop(&mut self) {
         let Some(inst) = self.last_branch.take() else { return };

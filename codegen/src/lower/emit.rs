@@ -213,6 +213,16 @@ pub(crate) trait Emitter {
     /// vectoriser not to interleave it (one vector per iteration, so rows
     /// of fewer than two vectors' lanes still run vectorised).
     fn mark_short_loop(&mut self) {}
+    /// The array elements loaded and stored next belong to the arrays of
+    /// alias scope `r` of the function's `n` (`Some((r, n))`: accesses of
+    /// different scopes never overlap, `roots.rs`), or to any array
+    /// (`None`). Backends with alias analysis may use it (LLVM: `!alias.scope`
+    /// and `!noalias`).
+    fn set_data_scope(&mut self, _scope: Option<(u32, u32)>) {}
+    /// Declares alias scope `r` of `n` here: where an array of that scope
+    /// is made, so that copies of a loop body that makes one get their own
+    /// scopes (LLVM: `llvm.experimental.noalias.scope.decl`).
+    fn declare_data_scope(&mut self, _scope: (u32, u32)) {}
     /// Marks `b` as rarely executed (error paths).
     fn set_cold(&mut self, b: Self::Block);
     /// Ends the current block by returning a status (`i32`).

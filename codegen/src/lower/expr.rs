@@ -446,7 +446,11 @@ impl<E: Emitter> Lower<'_, E> {
         let off = self.checked_offset(&a, indices, &name)?;
         let k = indices.len();
         if k == a.dims.len() {
-            Ok(Val::S(self.load_elem(a.ptr, off, t.elem)))
+            let scope = self.data_scope(array);
+            self.b.set_data_scope(scope);
+            let x = self.load_elem(a.ptr, off, t.elem);
+            self.b.set_data_scope(None);
+            Ok(Val::S(x))
         } else {
             let rest = a.dims[k..].to_vec();
             let stride = self.product(&rest);

@@ -19,6 +19,7 @@ mod expr;
 pub(crate) mod first_write;
 mod memory;
 mod pairs;
+mod roots;
 mod stmt;
 mod sum;
 
@@ -87,6 +88,7 @@ pub(crate) fn lower_function<E: Emitter>(
         chunk_range: None,
         chunk_blocks: false,
         chunk_first_writes: Vec::new(),
+        effects_chunk: false,
     };
     if let Some((args, results)) = call::call_buffer_slots(f) {
         let bytes = |n: usize| u32::try_from(8 * n.max(1)).map_err(|_| l.malformed("a call with too many values"));
@@ -108,6 +110,7 @@ pub(crate) fn lower_function<E: Emitter>(
         l.chunk_blocks = map.blocks;
         l.chunk_first_writes =
             f.params.iter().enumerate().filter(|(k, _)| map.writes_first(*k)).map(|(_, p)| *p).collect();
+        l.effects_chunk = map.rows.is_empty();
     }
     l.stmts(&f.body.stmts)?;
     if l.chunk_range.is_some() {
@@ -319,8 +322,8 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// their first write: stored, not added (`None` once that add is
     /// lowered).
     writing_first: Vec<Option<VarId>>,
-    /// Where `f`'s arrays live (`pairs.rs`), found on first use.
-    array_roots: Option<pairs::ArrayRoots>,
+    /// Where `f`'s arrays live (`roots.rs`), found on first use.
+    array_roots: Option<roots::ArrayRoots>,
     /// `(i, n)`: `0 <= i < n` holds here (counted-loop indices).
     in_bounds: Vec<(E::Value, E::Value)>,
     /// `v -> x` for every `v = x + 1` (`i64`) lowered: the bound `r + 1`
@@ -365,6 +368,9 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// parameters) that the loop writes first (`ParallelMap::first_writes`):
     /// its caller did not zero-fill them.
     chunk_first_writes: Vec<VarId>,
+    /// A chunk function of a loop of effects: the parameters it adds into
+    /// are distinct accumulators of its caller (`roots.rs`).
+    effects_chunk: bool,
 }
 
 /// Destination passing: the array results of `f` that a statement at the

@@ -25,14 +25,13 @@
 //! before the loop runs it on pairs only when every row added into is
 //! the same row as every other row the body touches or at least two
 //! elements away from it; otherwise every iteration runs alone. Rows that
-//! cannot share memory are not tested ([`ArrayRoots`]): views of two
+//! cannot share memory are not tested ([`super::roots::ArrayRoots`]): views of two
 //! arrays that are new memory (an accumulator, a comprehension's result),
 //! or of one such array and a parameter.
 
 use super::emit::{Emitter, FloatOp, FloatUnary, IntCC, IntOp};
 use super::{Lower, Result, Val};
-use arrayad_ir::visit::for_each_block;
-use arrayad_ir::{Atom, BinOp, Block, Expr, Function, Scalar, StmtKind, Type, UnOp, VarId};
+use arrayad_ir::{Atom, BinOp, Block, Expr, Scalar, StmtKind, Type, UnOp, VarId};
 use std::collections::{HashMap, HashSet};
 
 /// At most this many statements make a loop body that may run on pairs
@@ -304,7 +303,7 @@ impl<E: Emitter> Lower<'_, E> {
         let rows: Vec<(VarId, E::Value)> = plan.iter().filter_map(row).collect();
         let written: Vec<(VarId, E::Value)> =
             plan.iter().filter(|s| matches!(s, PairStmt::AccAdd { .. })).filter_map(row).collect();
-        let roots = self.array_roots.get_or_insert_with(|| ArrayRoots::of(self.f));
+        let roots = self.array_roots();
         let mut tests = Vec::new();
         for &(a, w) in &written {
             for &(b, x) in &rows {
@@ -422,78 +421,5 @@ impl<E: Emitter> Lower<'_, E> {
             PairVal::Pair(p) => p,
             PairVal::Both(x) => self.b.splat_pair(x),
         }
-    }
-}
-
-/// Where the arrays of a function live, as far as telling two rows that
-/// cannot share memory goes ([`ArrayRoots::apart`]).
-pub(super) struct ArrayRoots {
-    /// `v -> a` for every immutable `v` bound to a view of the array `a`
-    /// (a slice, a row `a[i..]`, a reshape or the array itself), or to a
-    /// view of a view of `a`, and so on; `a` is not a view.
-    view_of: HashMap<VarId, VarId>,
-    /// The immutable arrays bound to new memory: `zeros`, `zeros_like`
-    /// and comprehensions (whose memory is new, or an output buffer that
-    /// overlaps no input: `docs/src/c-abi.md`).
-    fresh: HashSet<VarId>,
-    /// The function's immutable parameters.
-    params: HashSet<VarId>,
-}
-
-impl ArrayRoots {
-    /// The roots of `f`'s arrays (one pass over its statements).
-    pub(super) fn of(f: &Function) -> ArrayRoots {
-        let mut view_of = HashMap::new();
-        let mut fresh = HashSet::new();
-        for_each_block(&f.body, &mut |b| {
-            for s in &b.stmts {
-                let StmtKind::Let { vars, expr } = &s.kind else { continue };
-                if vars.iter().any(|v| f.var(*v).mutable) {
-                    continue;
-                }
-                let source = match (vars.as_slice(), expr) {
-                    (_, Expr::ZerosLike(_) | Expr::Zeros(_) | Expr::Build { .. }) => {
-                        fresh.extend(vars.iter().copied());
-                        continue;
-                    }
-                    ([v], Expr::Slice { array, .. } | Expr::Reshape { array, .. }) => (*v, *array),
-                    ([v], Expr::Index { array, indices }) if indices.len() < usize::from(f.ty(*array).rank) => {
-                        (*v, *array)
-                    }
-                    ([v], Expr::Atom(Atom::Var(a))) if f.ty(*a).is_array() => (*v, *a),
-                    _ => continue,
-                };
-                // A view's source is bound before it, in an enclosing
-                // block or earlier in this one (visited first): its root
-                // is known.
-                let (v, a) = source;
-                let root = view_of.get(&a).copied().unwrap_or(a);
-                view_of.insert(v, root);
-            }
-        });
-        let params = f.params.iter().copied().filter(|p| !f.var(*p).mutable).collect();
-        ArrayRoots { view_of, fresh, params }
-    }
-
-    /// The array `v` is a view of, through views of views.
-    fn root(&self, v: VarId) -> VarId {
-        self.view_of.get(&v).copied().unwrap_or(v)
-    }
-
-    /// True when the array `v` is a view of new memory or of a parameter.
-    fn new_or_parameter(&self, v: VarId) -> bool {
-        let r = self.root(v);
-        self.fresh.contains(&r) || self.params.contains(&r)
-    }
-
-    /// True when rows of the arrays `a` and `b` never share memory: they
-    /// are views of two different arrays, one of them new memory, the
-    /// other new memory too or a parameter (which existed before it).
-    pub(super) fn apart(&self, a: VarId, b: VarId) -> bool {
-        let (ra, rb) = (self.root(a), self.root(b));
-        ra != rb
-            && self.new_or_parameter(a)
-            && self.new_or_parameter(b)
-            && (self.fresh.contains(&ra) || self.fresh.contains(&rb))
     }
 }

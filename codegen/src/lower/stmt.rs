@@ -163,6 +163,13 @@ impl<E: Emitter> Lower<'_, E> {
             }
             StmtKind::Let { expr: Expr::Reduce { array, .. }, .. } if self.blocks.fused_sum(*array).is_some() => {}
             StmtKind::Let { vars, expr } => {
+                if let Expr::Zeros(_) | Expr::ZerosLike(_) | Expr::Build { .. } = expr {
+                    for v in vars {
+                        if let Some(scope) = self.data_scope(*v) {
+                            self.b.declare_data_scope(scope);
+                        }
+                    }
+                }
                 self.dest_next = match vars.as_slice() {
                     [v] => self.destinations.get(v).copied(),
                     _ => None,
@@ -231,10 +238,13 @@ impl<E: Emitter> Lower<'_, E> {
             // The first write of an accumulator that was not zero-filled:
             // `0.0 + v`, the bits of adding into a zero (the adds after it
             // in the iteration add to what it stored).
+            let scope = self.data_scope(acc);
+            self.b.set_data_scope(scope);
             let old =
                 if self.take_first_write(acc) { self.b.fconst(0.0) } else { self.b.load(Ty::F64, addr, 0, Mem::Data) };
             let new = self.b.float(FloatOp::Add, old, v);
             self.b.store(Ty::F64, new, addr, 0, Mem::Data);
+            self.b.set_data_scope(None);
             Ok(())
         } else {
             let rest = a.dims[indices.len()..].to_vec();
@@ -367,6 +377,10 @@ const ROW_BLOCK_BYTES: i64 = 256 << 10;
 /// blocks of rows ([`Lower::rows_by_blocks`]), and the rows its body
 /// indexes.
 struct RowBlockedNest<'b> {
+    /// Bindings of numbers before the inner loop that do not depend on
+    /// `k` (the counts of a loop run two iterations at a time:
+    /// `arrayad_ir::passes::jam`), lowered once before the blocks.
+    before: &'b [Stmt],
     /// The inner loop `for j < points do { body }`, `j` being `point`.
     points: &'b Atom,
     point: VarId,
@@ -376,6 +390,13 @@ struct RowBlockedNest<'b> {
     /// `[k, ..]` (axis 1: a row is their extents from axis 1 on) or at
     /// `[j, k, ..]` (axis 2), each once.
     rows: Vec<(VarId, usize)>,
+    /// Bindings as `before` after the inner loop (of numbers it does not
+    /// change), lowered with them.
+    after: &'b [Stmt],
+    /// Then at most one branch on a number they bind (the last iteration
+    /// of a jammed loop of an odd count), whose branches run for each `k`
+    /// of the block.
+    last: Option<(&'b Atom, &'b Block, &'b Block)>,
 }
 
 impl<E: Emitter> Lower<'_, E> {
@@ -390,7 +411,31 @@ impl<E: Emitter> Lower<'_, E> {
         if self.chunk_range.is_none() || !self.chunk_first_writes.is_empty() {
             return None;
         }
-        let [inner] = body.stmts.as_slice() else { return None };
+        let at = body.stmts.iter().position(|s| matches!(s.kind, StmtKind::For { .. }))?;
+        let (before, rest) = body.stmts.split_at(at);
+        let (inner, after) = rest.split_first()?;
+        let (after, last) = match after.split_last() {
+            Some((Stmt { kind: StmtKind::If { cond, then_branch, else_branch }, .. }, lets)) => {
+                (lets, Some((cond, then_branch, else_branch)))
+            }
+            _ => (after, None),
+        };
+        // Numbers computed from what neither `k` nor the inner loop
+        // changes (no mutable variable).
+        let invariant = |s: &Stmt| match &s.kind {
+            StmtKind::Let {
+                vars,
+                expr: expr @ (Expr::Atom(_) | Expr::Unary(..) | Expr::Binary(..) | Expr::Dim { .. }),
+            } => {
+                let mut fixed = true;
+                arrayad_ir::visit::expr_uses(expr, &mut |u| fixed &= u != index && !self.f.var(u).mutable);
+                fixed && vars.iter().all(|v| self.f.ty(*v).is_scalar() && !self.f.var(*v).mutable)
+            }
+            _ => false,
+        };
+        if !before.iter().chain(after).all(invariant) || last.is_some_and(|(c, ..)| *c == Atom::Var(index)) {
+            return None;
+        }
         let StmtKind::For { n: points, index: point, reverse, body: b } = &inner.kind else { return None };
         if *points == Atom::Var(index)
             || !self.first_writes.written_in(body).is_empty()
@@ -413,7 +458,9 @@ impl<E: Emitter> Lower<'_, E> {
                 };
                 let axis = match indices.as_slice() {
                     [Atom::Var(k), ..] if *k == index => 1,
-                    [Atom::Var(j), Atom::Var(k), ..] if *j == *point && *k == index => 2,
+                    // (A point of a jammed loop is a number computed from
+                    // its index.)
+                    [Atom::Var(j), Atom::Var(k), ..] if (*j == *point || inside.contains(j)) && *k == index => 2,
                     _ => continue,
                 };
                 if inside.contains(&array) {
@@ -425,7 +472,16 @@ impl<E: Emitter> Lower<'_, E> {
                 }
             }
         });
-        read_by_point.then_some(RowBlockedNest { points, point: *point, reverse: *reverse, body: b, rows })
+        read_by_point.then_some(RowBlockedNest {
+            before,
+            points,
+            point: *point,
+            reverse: *reverse,
+            body: b,
+            rows,
+            after,
+            last,
+        })
     }
 
     /// The chunk `lo..hi` of a parallel loop of effects
@@ -463,7 +519,6 @@ impl<E: Emitter> Lower<'_, E> {
         nest: &RowBlockedNest<'_>,
     ) -> Result<()> {
         let RowBlockedNest { point, reverse: rev_points, body: b, .. } = *nest;
-        let points = self.scalar(nest.points)?;
         let zero = self.iconst(0);
         let one = self.iconst(1);
         let row_bytes = self.row_bytes(&nest.rows)?;
@@ -475,25 +530,58 @@ impl<E: Emitter> Lower<'_, E> {
         let rows = self.b.int(IntOp::Add, rows, size);
         let rows = self.add_imm(rows, -1);
         let blocks = self.b.int(IntOp::SDiv, rows, size);
-        let keep = self.blocks.survivors(self.f, b).filter(|_| self.blocks.allocates(b));
-        let mark = if keep.is_some() { Some(self.arena_mark()) } else { None };
-        let releasing = u32::from(keep.is_some());
+        // Each block of a body that allocates releases what it made, as
+        // the loop over `k` would.
+        let empty = Block::default();
+        let (then_b, else_b) = nest.last.map_or((&empty, &empty), |(_, t, e)| (t, e));
+        let keeps: Vec<Option<Vec<VarId>>> = [b, then_b, else_b]
+            .iter()
+            .map(|blk| self.blocks.survivors(self.f, blk).filter(|_| self.blocks.allocates(blk)))
+            .collect();
+        let mark = if keeps.iter().any(Option::is_some) { Some(self.arena_mark()) } else { None };
+        let releasing = u32::from(mark.is_some());
         self.releasing += releasing;
-        let lowered = self.counted_loop_within(zero, blocks, blocks, false, &mut |l, block| {
-            let first = l.b.int(IntOp::Mul, block, size);
-            let first = l.b.int(IntOp::Add, lo, first);
-            let end = l.b.int(IntOp::Add, first, size);
-            let end = l.b.int(IntOp::SMin, end, hi);
-            l.counted_loop_within(zero, points, points, rev_points, &mut |l, j| {
-                l.def(point, Val::S(j))?;
-                l.counted_loop_within(first, end, n, false, &mut |l, k| {
-                    l.def(index, Val::S(k))?;
-                    l.stmts(&b.stmts)?;
-                    if let (Some(m), Some(keep)) = (&mark, &keep) {
-                        l.arena_release_keeping(m, keep)?;
-                    }
-                    Ok(())
-                })
+        // `for k in first..end do { blk }` (`k` bound anew by each such
+        // loop: it is the index of up to three).
+        let each_k = |l: &mut Self, first: E::Value, end: E::Value, blk: &Block, keep: &Option<Vec<VarId>>| {
+            let lowered = l.counted_loop_within(first, end, n, false, &mut |l, k| {
+                l.def(index, Val::S(k))?;
+                l.stmts(&blk.stmts)?;
+                if let (Some(m), Some(keep)) = (&mark, keep) {
+                    l.arena_release_keeping(m, keep)?;
+                }
+                Ok(())
+            });
+            if let Some(slot) = l.vars.get_mut(index.index()) {
+                *slot = None;
+            }
+            lowered
+        };
+        // The numbers bound before and after the inner loop, which do not
+        // depend on `k` (nor on the loop between them), once.
+        let counts = self.stmts(nest.before).and_then(|()| self.stmts(nest.after));
+        let points = counts.and_then(|()| self.scalar(nest.points));
+        let last = match (points.is_ok(), nest.last) {
+            (true, Some((cond, ..))) => Some(self.scalar(cond)),
+            _ => None,
+        };
+        let lowered = points.and_then(|points| {
+            let last = last.transpose()?;
+            self.counted_loop_within(zero, blocks, blocks, false, &mut |l, block| {
+                let first = l.b.int(IntOp::Mul, block, size);
+                let first = l.b.int(IntOp::Add, lo, first);
+                let end = l.b.int(IntOp::Add, first, size);
+                let end = l.b.int(IntOp::SMin, end, hi);
+                l.counted_loop_within(zero, points, points, rev_points, &mut |l, j| {
+                    l.def(point, Val::S(j))?;
+                    each_k(l, first, end, b, &keeps[0])
+                })?;
+                if let Some(c) = last {
+                    l.if_else(c, &mut |l| each_k(l, first, end, then_b, &keeps[1]), &mut |l| {
+                        each_k(l, first, end, else_b, &keeps[2])
+                    })?;
+                }
+                Ok(())
             })
         });
         self.releasing -= releasing;

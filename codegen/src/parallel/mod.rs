@@ -728,7 +728,7 @@ struct Accumulators {
     /// Accumulators bound at the top level.
     top: HashSet<VarId>,
     /// Every variable bound by a `let` that reads an accumulator or one of
-    /// these, but the accumulators of `top` and the arrays a `build` makes
+    /// these, or assigned one of them, but the accumulators of `top` and the arrays a `build` makes
     /// (new memory, whose values a loop after it cannot change: the
     /// stacked cotangents of an interchanged nest).
     derived: HashSet<VarId>,
@@ -747,13 +747,21 @@ impl Accumulators {
         let mut derived = HashSet::new();
         for_each_block(&f.body, &mut |b| {
             for s in &b.stmts {
-                if let StmtKind::Let { vars, expr } = &s.kind {
-                    let mut from = false;
-                    arrayad_ir::visit::expr_uses(expr, &mut |v| from |= top.contains(&v) || derived.contains(&v));
-                    let fresh = matches!(expr, Expr::Build { .. });
-                    if (from && !fresh) || matches!(expr, Expr::Zeros(_) | Expr::ZerosLike(_)) {
-                        derived.extend(vars.iter().copied().filter(|v| !top.contains(v)));
+                match &s.kind {
+                    StmtKind::Let { vars, expr } => {
+                        let mut from = false;
+                        arrayad_ir::visit::expr_uses(expr, &mut |v| from |= top.contains(&v) || derived.contains(&v));
+                        let fresh = matches!(expr, Expr::Build { .. });
+                        if (from && !fresh) || matches!(expr, Expr::Zeros(_) | Expr::ZerosLike(_)) {
+                            derived.extend(vars.iter().copied().filter(|v| !top.contains(v)));
+                        }
                     }
+                    // A mutable array given an accumulator (an owned
+                    // cotangent) shares its memory from then on.
+                    StmtKind::Assign { var, value: Atom::Var(a) } if top.contains(a) || derived.contains(a) => {
+                        derived.insert(*var);
+                    }
+                    _ => {}
                 }
             }
         });

@@ -21,6 +21,12 @@
 //!   body is running;
 //! - the bounds chain: in `for r < n => for c < r`, `0 <= c < r < n`, so
 //!   `a[c]` is in bounds when `n` equals `dim a 0`;
+//! - the iterations of a loop over `0..n` run `d` at a time
+//!   ([`super::jam`]): with `h = n / d`, `e = h * d` and `r = n - e`
+//!   (`0 <= r < d` when `n >= 0`), in the body of a loop over `p < h`,
+//!   `t = p * d` and `s = t + r` are at least 0 and at most `n - d`, so
+//!   `t + k` and `s + k` for a literal `0 <= k < d` are in `0..n`; in the
+//!   `then` branch of `r > 0`, so are `r - 1` and `n - 1`;
 //! - a size is non-negative when it equals an extent, a loop index or a
 //!   non-negative literal, or picks one of two such sizes (`if c then n
 //!   else 0`);
@@ -92,6 +98,11 @@ pub fn analyse(f: &Function) -> Fallible {
         positive: HashSet::default(),
         running: Vec::new(),
         counts: HashMap::default(),
+        quotients: HashMap::default(),
+        multiples: HashMap::default(),
+        remainders: HashMap::default(),
+        strides: HashMap::default(),
+        positive_remainders: Vec::new(),
         selected: HashMap::default(),
         conjuncts: HashMap::default(),
         accessed: HashMap::default(),
@@ -157,6 +168,19 @@ struct Analysis<'f> {
     selected: HashMap<VarId, Vec<(VarId, Atom)>>,
     /// Conjunctions bound at the top level: `p = and q r`.
     conjuncts: HashMap<VarId, (Atom, Atom)>,
+    /// Quotients, their multiples and remainders by a literal `d >= 1`:
+    /// `h = n / d`, `e = h * d`, `r = n - e`, each as `(n, d)`.
+    quotients: HashMap<VarId, (Atom, i64)>,
+    multiples: HashMap<VarId, (Atom, i64)>,
+    remainders: HashMap<VarId, (Atom, i64)>,
+    /// Starts of runs of `d` iterations of a loop over `0..n`, as `(n,
+    /// d)`: `0 <= t <= n - d` (`t = p * d`, `p` below a quotient `n / d`,
+    /// or such a `t` plus the remainder of `n` by `d`, once: the flag
+    /// says the remainder is added, and a second one is not).
+    strides: HashMap<VarId, (Atom, i64, bool)>,
+    /// Remainders known to be at least 1 here (the `then` branch of `r >
+    /// 0`).
+    positive_remainders: Vec<VarId>,
     /// The arrays accessed with each index tuple or slice bounds, in scope.
     accessed: HashMap<Access, Vec<VarId>>,
     /// The accesses recorded, in order (to forget those of a nested block).
@@ -563,6 +587,21 @@ impl Analysis<'_> {
             }
             fails
         };
+        // A remainder `r > 0` (the last iteration of a loop run `d` at a
+        // time).
+        let remainder = match cond {
+            Atom::Var(c) => match self.compare.get(c) {
+                Some(&(r, BinOp::Gt, 0) | &(r, BinOp::Ge, 1)) if self.remainders.contains_key(&r) => Some(r),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(r) = remainder {
+            self.positive_remainders.push(r);
+            let t = branch(self, then_branch, None);
+            self.positive_remainders.pop();
+            return branch(self, else_branch, None) || t;
+        }
         let t = branch(self, then_branch, in_then);
         branch(self, else_branch, in_else) || t
     }
@@ -617,6 +656,73 @@ impl Analysis<'_> {
         a.as_var().is_none_or(|v| !self.f.var(v).mutable)
     }
 
+    /// The facts of [`Analysis::quotients`] and the maps after it about
+    /// `v = a op b`, an `i64` binding.
+    fn runs(&mut self, v: VarId, op: BinOp, a: Atom, b: Atom) {
+        if self.f.var(v).mutable {
+            return;
+        }
+        let lit = |x: Atom| if let Atom::I64(k) = x { Some(k) } else { None };
+        // `v` is in `0..n`.
+        let below = |s: &mut Self, n: Atom| {
+            s.bound.insert(v, n);
+            let k = s.key(Key::Var(v));
+            s.nonneg[k] = true;
+        };
+        match op {
+            BinOp::Div => {
+                if let Some(d) = lit(b).filter(|d| *d >= 1 && self.fixed(&a)) {
+                    self.quotients.insert(v, (a, d));
+                }
+            }
+            BinOp::Mul => {
+                for (x, y) in [(a, b), (b, a)] {
+                    let (Some(x), Some(d)) = (x.as_var(), lit(y)) else { continue };
+                    if let Some(&q) = self.quotients.get(&x).filter(|q| q.1 == d) {
+                        self.multiples.insert(v, q);
+                        return;
+                    }
+                    // `x` below a quotient `h = n / d`: `0 <= x * d <= n - d`.
+                    let h = self.bound.get(&x).and_then(Atom::as_var);
+                    if let Some(&q) = h.and_then(|h| self.quotients.get(&h)).filter(|q| q.1 == d) {
+                        self.strides.insert(v, (q.0, q.1, false));
+                        below(self, q.0);
+                        return;
+                    }
+                }
+            }
+            BinOp::Sub if lit(b) == Some(1) => {
+                let n = self.positive_remainders.iter().rev().find_map(|r| {
+                    let (n, _) = self.remainders[r];
+                    (a == Atom::Var(*r) || a == n).then_some(n)
+                });
+                if let Some(n) = n {
+                    below(self, n);
+                }
+            }
+            BinOp::Sub => {
+                if let Some(&m) = b.as_var().and_then(|e| self.multiples.get(&e)).filter(|m| m.0 == a) {
+                    self.remainders.insert(v, m);
+                }
+            }
+            BinOp::Add => {
+                for (x, y) in [(a, b), (b, a)] {
+                    let Some(&(n, d, shifted)) = x.as_var().and_then(|t| self.strides.get(&t)) else { continue };
+                    match y {
+                        Atom::I64(k) if (0..d).contains(&k) => below(self, n),
+                        Atom::Var(r) if !shifted && self.remainders.get(&r) == Some(&(n, d)) => {
+                            self.strides.insert(v, (n, d, true));
+                            below(self, n);
+                        }
+                        _ => continue,
+                    }
+                    return;
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Size equalities established by binding `vars` to `expr`.
     fn facts(&mut self, vars: &[VarId], expr: &Expr) {
         let Some(&v) = vars.first() else { return };
@@ -628,6 +734,11 @@ impl Analysis<'_> {
         if let Some((a, array)) = access {
             self.accessed.entry(a.clone()).or_default().push(array);
             self.accessed_log.push(a);
+        }
+        if let Expr::Binary(op, a, b) = expr {
+            if self.f.ty(v) == crate::types::Type::I64 {
+                self.runs(v, *op, *a, *b);
+            }
         }
         match expr {
             Expr::Binary(op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), a, b) => {

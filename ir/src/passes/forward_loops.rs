@@ -99,22 +99,23 @@ pub fn run_independent_loops_forward(f: &mut Function) -> bool {
     true
 }
 
-/// What the legality checks need of the whole function.
-struct Facts {
-    fallible: Fallible,
+/// What the legality checks need of the whole function (here and in
+/// [`super::jam`]).
+pub(super) struct Facts {
+    pub(super) fallible: Fallible,
     /// The accumulator (an immutable variable bound to `zeros` or
     /// `zeros_like`) each accumulator and view of one (`Index`, `Slice`,
     /// `Reshape`, a copy of the atom) is the memory of.
-    root: HashMap<VarId, VarId>,
+    pub(super) root: HashMap<VarId, VarId>,
     /// Arrays that may share memory with an accumulator other than as one
     /// of those views: made by an expression that uses one, assigned one,
     /// and (whatever they use) the results of branches and loops, the
     /// states of loops, arrays popped from the tape and mutable arrays.
-    tainted: HashSet<VarId>,
+    pub(super) tainted: HashSet<VarId>,
 }
 
 impl Facts {
-    fn of(f: &Function) -> Facts {
+    pub(super) fn of(f: &Function) -> Facts {
         let mut facts = Facts { fallible: fallible::analyse(f), root: HashMap::default(), tainted: HashSet::default() };
         // Blocks in pre-order: a variable is bound before the blocks nested
         // after its binding can use it.
@@ -257,6 +258,17 @@ fn independent(f: &Function, facts: &Facts, index: VarId, body: &Block) -> bool 
             || facts.tainted.contains(&v)
             || facts.root.get(&v).is_some_and(|r| written.contains_key(r))
     };
+    reads_only_to_add(body, &|v| own_rows.contains_key(&v), &forbidden)
+}
+
+/// Whether `body` uses no variable for which `forbidden` holds but to add
+/// into it (the accumulator of an `AccAdd`) or to view it (the array of an
+/// `Index`, `Slice` or `Reshape` binding a variable for which `view`
+/// holds), or to read its extents. Used by the legality checks of loops
+/// that reorder additions into accumulators: [`independent`] and
+/// [`super::jam`].
+pub(super) fn reads_only_to_add(body: &Block, view: &dyn Fn(VarId) -> bool, forbidden: &dyn Fn(VarId) -> bool) -> bool {
+    let mut ok = true;
     for_each_block(body, &mut |b| {
         for s in &b.stmts {
             match &s.kind {
@@ -264,11 +276,11 @@ fn independent(f: &Function, facts: &Facts, index: VarId, body: &Block) -> bool 
                     ok &= !indices.iter().chain([value]).filter_map(Atom::as_var).any(forbidden);
                 }
                 StmtKind::Let { vars, expr: Expr::Index { indices, .. } | Expr::Reshape { dims: indices, .. } }
-                    if own_rows.contains_key(&vars[0]) =>
+                    if view(vars[0]) =>
                 {
                     ok &= !indices.iter().filter_map(Atom::as_var).any(forbidden);
                 }
-                StmtKind::Let { vars, expr: Expr::Slice { lo, hi, .. } } if own_rows.contains_key(&vars[0]) => {
+                StmtKind::Let { vars, expr: Expr::Slice { lo, hi, .. } } if view(vars[0]) => {
                     ok &= !lo.as_var().into_iter().chain(hi.as_var()).any(forbidden);
                 }
                 // An extent reads no element.

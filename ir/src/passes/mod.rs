@@ -18,6 +18,7 @@ pub mod fuse_for;
 pub mod gather;
 pub mod inline;
 pub mod interchange;
+pub mod jam;
 pub mod licm;
 pub mod mutables;
 mod offsets;
@@ -114,6 +115,7 @@ fn optimize_rounds(f: &mut Function) {
     }
     if arrays_or_loops {
         time("forward loops", || forward_loops::run_independent_loops_forward(f));
+        time("jam", || jam::jam_backward_nests(f));
     }
 }
 

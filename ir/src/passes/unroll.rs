@@ -34,7 +34,7 @@ pub fn unroll(f: &mut Function) {
 /// The number of statements of `b` at every depth, or any number above
 /// `cap` once it exceeds `cap` (so that deciding costs O(cap), not the size
 /// of a large body, at every level of a nest of loops).
-fn size_up_to(b: &Block, cap: usize) -> usize {
+pub(super) fn size_up_to(b: &Block, cap: usize) -> usize {
     let mut n = 0;
     let mut stack = vec![b];
     while let Some(blk) = stack.pop() {

@@ -1,0 +1,494 @@
+//! Unroll-and-jam of backward loop nests: two iterations of a backward
+//! loop over points run together, so that each element of a cotangent the
+//! inner loops add into is loaded and stored once for both.
+//!
+//! After [`super::interchange`], GMM's backward pass is
+//!
+//! ```text
+//! for k < K do
+//!   for rev j < N do {                      // the points
+//!     let xc = x[j] - means[k]; ..
+//!     for rev r < D do {                    // the rows of the factor
+//!       let lrow = lower_qs[k, r]; let ct_lrow = ct_lower_qs[k, r]; ..
+//!       for c < r do {
+//!         ct_xc[c] += lrow[c] * ct_qx[r]
+//!         ct_lrow[c] += xc[c] * ct_qx[r]    // once per point and element
+//!       } } }
+//! ```
+//!
+//! Every element of `ct_lower_qs[k]` is loaded, added to and stored once per
+//! point, and every row of the factor read once per point, in loops of at
+//! most `D` iterations. This pass runs iterations `j` and `j - 1` (`j` and
+//! `j + 1` in a forward loop) in one iteration, their statements
+//! interleaved: the statements that do not depend on `j` (views of the
+//! factor and of its cotangent, extents) run once for both; the inner
+//! loops whose counts do not depend on `j` become one loop running both
+//! iterations' bodies; each other statement runs for the earlier iteration,
+//! then for the later one. The two additions into an element of
+//! `ct_lrow` follow each other, so the code generator keeps the element in
+//! a register between them (and loads `lrow[c]` once). A loop of an odd
+//! count runs its last iteration alone, after the pairs.
+//!
+//! # Legality
+//!
+//! A loop `for [rev] j < n do body` is jammed when
+//!
+//! - `body` may not fail ([`super::fallible`]), uses no tape, calls
+//!   nothing, updates no array (`Update`), assigns only scalars it binds
+//!   and clears (`AccZero`) only accumulators it makes;
+//! - every accumulator not made by `body` that `body` adds into is added
+//!   into by one statement of `body` only (through any views), and that
+//!   statement's element (its indices composed with those of the views it
+//!   adds through, the starts of slices added) either has `j` at some axis
+//!   (two iterations add into different elements), or does not depend on
+//!   `j` and has, for each loop of `body` around the statement, that loop's
+//!   index at some axis with a start bound outside that loop (an iteration
+//!   adds into each element at most once, at the same iterations of the
+//!   inner loops as every other iteration);
+//! - `body` reads none of those accumulators, nor any array that may share
+//!   memory with one ([`super::forward_loops::reads_only_to_add`]).
+//!
+//! Then each element an accumulator of the loop receives its additions in
+//! the loop's order: at most one from each iteration, all at the same
+//! iterations of the inner loops, where the jammed body runs the earlier
+//! iteration's statement first. Every other statement reads only what its
+//! own iteration wrote or what the loop does not write. The results are
+//! those of the loop as it was, bit for bit, and no error is reported that
+//! the loop would not report. Not applied: when no such addition inside an
+//! inner loop of a count independent of `j` exists (nothing would be
+//! shared), and to bodies of more than [`MAX_STMTS`] statements.
+
+use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::program::{Atom, BinOp, Block, Expr, Function, Loc, Stmt, StmtKind, VarId};
+use crate::types::Type;
+use crate::visit::{expr_uses, freshen_block, stmt_binds, Subst};
+
+use super::forward_loops::{reads_only_to_add, Facts};
+
+/// Bodies with more statements than this (at every depth) are not jammed:
+/// the jammed loop holds two copies of most of them.
+pub const MAX_STMTS: usize = 400;
+
+/// Loops nested in more loops and comprehensions than this are not looked
+/// at.
+const MAX_DEPTH: usize = 8;
+
+/// Jams the backward loops of `f` that qualify (module docs); returns
+/// whether it jammed any. Linear in the size of `f` (each statement is
+/// looked at by at most [`MAX_DEPTH`] legality checks, each of at most
+/// [`MAX_STMTS`] statements).
+pub fn jam_backward_nests(f: &mut Function) -> bool {
+    let mut candidate = false;
+    crate::visit::for_each_block(&f.body, &mut |b| {
+        candidate |= b.stmts.iter().any(|s| matches!(&s.kind, StmtKind::For { body, .. } if has_inner_for(body)));
+    });
+    if !candidate {
+        return false;
+    }
+    let facts = Facts::of(f);
+    let body = std::mem::take(&mut f.body);
+    let mut jammed = false;
+    f.body = block(f, &facts, body, 0, &mut jammed);
+    jammed
+}
+
+/// Whether `b` has a loop at its top level (a nest whose inner loops the
+/// two iterations can share).
+fn has_inner_for(b: &Block) -> bool {
+    b.stmts.iter().any(|s| matches!(s.kind, StmtKind::For { .. }))
+}
+
+/// `b` with its qualifying loops jammed, and those of the blocks nested in
+/// it up to [`MAX_DEPTH`] (not inside a jammed loop).
+fn block(f: &mut Function, facts: &Facts, b: Block, depth: usize, jammed: &mut bool) -> Block {
+    let mut out = Vec::with_capacity(b.stmts.len());
+    for s in b.stmts {
+        let loc = s.loc;
+        let variant = match &s.kind {
+            StmtKind::For { index, body, .. } => jammable(f, facts, *index, body),
+            _ => None,
+        };
+        match s.kind {
+            StmtKind::For { n, index, reverse, body } if variant.is_some() => {
+                *jammed = true;
+                jam(f, n, index, reverse, body, &variant.unwrap_or_default(), loc, &mut out);
+            }
+            kind if depth < MAX_DEPTH => {
+                let inner = depth + usize::from(matches!(kind, StmtKind::For { .. } | StmtKind::Let { .. }));
+                let kind = super::inline::map_nested(kind, &mut |nb| block(f, facts, nb, inner, jammed));
+                out.push(Stmt { kind, loc });
+            }
+            kind => out.push(Stmt { kind, loc }),
+        }
+    }
+    Block { stmts: out, results: b.results }
+}
+
+/// One component of the element an addition reaches: `index` plus the
+/// sum of `starts` (the starts of slices taken along that axis).
+#[derive(Clone, Debug)]
+struct Component {
+    index: Atom,
+    starts: Vec<Atom>,
+}
+
+/// An accumulator seen through views bound in the loop's body: the
+/// variable bound outside the body it views, the components fixed so far,
+/// and the starts of the slices along the view's first axis.
+#[derive(Clone, Debug)]
+struct View {
+    outer: VarId,
+    fixed: Vec<Component>,
+    lead: Vec<Atom>,
+}
+
+impl View {
+    fn index(&self, indices: &[Atom]) -> View {
+        let mut fixed = self.fixed.clone();
+        for (t, a) in indices.iter().enumerate() {
+            fixed.push(Component { index: *a, starts: if t == 0 { self.lead.clone() } else { Vec::new() } });
+        }
+        View { outer: self.outer, fixed, lead: Vec::new() }
+    }
+}
+
+/// The legality walk's state (module docs).
+struct Check<'a> {
+    f: &'a Function,
+    facts: &'a Facts,
+    index: VarId,
+    /// Variables bound in the body, with the number of the body's loops
+    /// around their binding (a loop's index: that loop's own number).
+    level: HashMap<VarId, usize>,
+    /// Variables whose value may differ between iterations of the loop.
+    variant: HashSet<VarId>,
+    /// Views of accumulators bound in the body (`None`: not followed).
+    views: HashMap<VarId, Option<View>>,
+    /// The loops of the body around the statement looked at: index, and
+    /// whether the count is the same in every iteration.
+    around: Vec<(VarId, bool)>,
+    /// The number of statements adding into each accumulator made outside.
+    written: HashMap<VarId, usize>,
+    /// Whether some addition inside a shared inner loop would be jammed.
+    pays: bool,
+    ok: bool,
+}
+
+/// Whether `for [rev] index < n do body` qualifies (module docs): if so,
+/// the variables of `body` whose values may differ between iterations.
+fn jammable(f: &Function, facts: &Facts, index: VarId, body: &Block) -> Option<HashSet<VarId>> {
+    if !has_inner_for(body) || super::unroll::size_up_to(body, MAX_STMTS) > MAX_STMTS || facts.fallible.block(body) {
+        return None;
+    }
+    let mut c = Check {
+        f,
+        facts,
+        index,
+        level: HashMap::default(),
+        variant: HashSet::default(),
+        views: HashMap::default(),
+        around: Vec::new(),
+        written: HashMap::default(),
+        pays: false,
+        ok: true,
+    };
+    c.variant.insert(index);
+    c.block(body);
+    if !c.ok || !c.pays {
+        return None;
+    }
+    let written = c.written;
+    let forbidden =
+        |v: VarId| facts.tainted.contains(&v) || facts.root.get(&v).is_some_and(|r| written.contains_key(r));
+    let views = c.views;
+    reads_only_to_add(body, &|v| views.contains_key(&v), &forbidden).then_some(c.variant)
+}
+
+impl Check<'_> {
+    fn bound_here(&self, v: VarId) -> bool {
+        self.level.contains_key(&v)
+    }
+
+    fn invariant(&self, a: &Atom) -> bool {
+        a.as_var().is_none_or(|v| !self.variant.contains(&v))
+    }
+
+    fn bind(&mut self, v: VarId, variant: bool) {
+        self.level.insert(v, self.around.len());
+        if variant || self.f.var(v).mutable {
+            self.variant.insert(v);
+        }
+    }
+
+    fn block(&mut self, b: &Block) {
+        for s in &b.stmts {
+            if !self.ok {
+                return;
+            }
+            self.stmt(&s.kind);
+        }
+    }
+
+    fn stmt(&mut self, kind: &StmtKind) {
+        match kind {
+            StmtKind::Let { vars, expr } => self.let_(kind, vars, expr),
+            StmtKind::Assign { var, .. } => {
+                self.ok &= self.bound_here(*var) && self.f.ty(*var).is_scalar();
+            }
+            StmtKind::AccZero { acc, .. } => {
+                self.ok &= self.facts.root.get(acc).is_some_and(|r| self.bound_here(*r));
+            }
+            StmtKind::AccAdd { acc, indices, .. } => self.add(*acc, indices),
+            StmtKind::CheckSize { .. } => {}
+            StmtKind::Push(_) | StmtKind::TapeRewind(_) => self.ok = false,
+            StmtKind::For { n, index, body, .. } => {
+                let same = self.invariant(n);
+                self.around.push((*index, same));
+                self.bind(*index, !same);
+                self.block(body);
+                self.around.pop();
+            }
+            StmtKind::If { then_branch, else_branch, .. } => {
+                self.block(then_branch);
+                self.block(else_branch);
+            }
+        }
+    }
+
+    fn let_(&mut self, kind: &StmtKind, vars: &[VarId], expr: &Expr) {
+        // Nothing nested in an expression may have effects on the loop's
+        // accumulators, nor use the tape or call.
+        let mut effects = false;
+        if let Expr::Build { body, .. } | Expr::Loop { body, .. } = expr {
+            effects |= has_effects(body);
+        }
+        if let Expr::While { cond, body, .. } = expr {
+            effects |= has_effects(cond) || has_effects(body);
+        }
+        if let Expr::If { then_branch, else_branch, .. } = expr {
+            effects |= has_effects(then_branch) || has_effects(else_branch);
+        }
+        if effects || matches!(expr, Expr::Pop | Expr::TapeMark | Expr::Call { .. } | Expr::Update { .. }) {
+            self.ok = false;
+            return;
+        }
+        let mut variant = matches!(expr, Expr::Zeros(_) | Expr::ZerosLike(_));
+        expr_uses(expr, &mut |u| variant |= self.variant.contains(&u));
+        let mut binders = Vec::new();
+        stmt_binds(kind, &mut |v| binders.push(v));
+        for v in binders {
+            self.bind(v, variant);
+        }
+        // Views of accumulators.
+        if vars.len() != 1 || !self.facts.root.contains_key(&vars[0]) {
+            return;
+        }
+        let base = |c: &Self, array: VarId| -> Option<View> {
+            if c.bound_here(array) {
+                c.views.get(&array).cloned().flatten()
+            } else {
+                Some(View { outer: array, fixed: Vec::new(), lead: Vec::new() })
+            }
+        };
+        let view = match expr {
+            Expr::Index { array, indices } => base(self, *array).map(|v| v.index(indices)),
+            Expr::Slice { array, lo, .. } => base(self, *array).map(|mut v| {
+                v.lead.push(*lo);
+                v
+            }),
+            Expr::Atom(Atom::Var(array)) => base(self, *array),
+            _ => None,
+        };
+        self.views.insert(vars[0], view);
+    }
+
+    /// An addition into `acc[indices]`.
+    fn add(&mut self, acc: VarId, indices: &[Atom]) {
+        let Some(root) = self.facts.root.get(&acc).copied() else {
+            self.ok = false;
+            return;
+        };
+        if self.bound_here(root) {
+            return;
+        }
+        let count = self.written.entry(root).or_insert(0);
+        *count += 1;
+        if *count > 1 {
+            self.ok = false;
+            return;
+        }
+        let view = if self.bound_here(acc) {
+            self.views.get(&acc).cloned().flatten()
+        } else {
+            Some(View { outer: acc, fixed: Vec::new(), lead: Vec::new() })
+        };
+        let Some(view) = view.map(|v| v.index(indices)) else {
+            self.ok = false;
+            return;
+        };
+        let invariant = |c: &Component| self.invariant(&c.index) && c.starts.iter().all(|a| self.invariant(a));
+        let own =
+            view.fixed.iter().any(|c| c.index == Atom::Var(self.index) && c.starts.iter().all(|a| self.invariant(a)));
+        if own {
+            return;
+        }
+        if !view.fixed.iter().all(invariant) {
+            self.ok = false;
+            return;
+        }
+        // Each loop around the addition fixes a component, with a start
+        // bound outside it: one addition per element and iteration.
+        let level = |a: &Atom| a.as_var().map_or(0, |v| self.level.get(&v).copied().unwrap_or(0));
+        let injective = self.around.iter().enumerate().all(|(l, (i, _))| {
+            view.fixed.iter().any(|c| c.index == Atom::Var(*i) && c.starts.iter().all(|a| level(a) <= l))
+        });
+        if !injective {
+            self.ok = false;
+            return;
+        }
+        self.pays |= !self.around.is_empty() && self.around.iter().all(|(_, same)| *same);
+    }
+}
+
+/// Whether `b` adds into, clears or assigns anything, uses the tape or
+/// calls, at any depth.
+fn has_effects(b: &Block) -> bool {
+    let mut found = false;
+    crate::visit::for_each_block(b, &mut |blk| {
+        found |= blk.stmts.iter().any(|s| {
+            matches!(
+                s.kind,
+                StmtKind::AccAdd { .. }
+                    | StmtKind::AccZero { .. }
+                    | StmtKind::Assign { .. }
+                    | StmtKind::Push(_)
+                    | StmtKind::TapeRewind(_)
+                    | StmtKind::Let { expr: Expr::Pop | Expr::TapeMark | Expr::Call { .. } | Expr::Update { .. }, .. }
+            )
+        })
+    });
+    found
+}
+
+/// Appends to `out` the jammed form of `for [rev] index < n do body`:
+///
+/// ```text
+/// let h = n / 2; let e = h * 2; let odd = n - e
+/// for rev p < h do {                  for p < h do {
+///   let b = p * 2 + odd; let a = b + 1  let a = p * 2 + 0; let b = p * 2 + 1
+///   body[a] jammed with body[b]         body[a] jammed with body[b]
+/// }                                   }
+/// if odd > 0 then {                  if odd > 0 then {
+///   let j = odd - 1; body               let j = n - 1; body
+/// }                                   }
+/// ```
+#[allow(clippy::too_many_arguments)]
+fn jam(
+    f: &mut Function,
+    n: Atom,
+    index: VarId,
+    reverse: bool,
+    body: Block,
+    variant: &HashSet<VarId>,
+    loc: Loc,
+    out: &mut Vec<Stmt>,
+) {
+    let i64_var = |f: &mut Function, name: &str| f.new_var(name, Type::I64);
+    let let_ = |v: VarId, expr: Expr| Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc };
+    let bin = |op: BinOp, a: Atom, b: Atom| Expr::Binary(op, a, b);
+    let (h, e, odd) = (i64_var(f, "pairs"), i64_var(f, "paired"), i64_var(f, "odd"));
+    out.push(let_(h, bin(BinOp::Div, n, Atom::I64(2))));
+    out.push(let_(e, bin(BinOp::Mul, Atom::Var(h), Atom::I64(2))));
+    out.push(let_(odd, bin(BinOp::Sub, n, Atom::Var(e))));
+    let p = i64_var(f, "pair");
+    let (first, second) =
+        (f.new_var(f.var(index).name.clone(), Type::I64), f.new_var(f.var(index).name.clone(), Type::I64));
+    let twice = i64_var(f, "twice");
+    let mut stmts = vec![let_(twice, bin(BinOp::Mul, Atom::Var(p), Atom::I64(2)))];
+    if reverse {
+        stmts.push(let_(second, bin(BinOp::Add, Atom::Var(twice), Atom::Var(odd))));
+        stmts.push(let_(first, bin(BinOp::Add, Atom::Var(second), Atom::I64(1))));
+    } else {
+        stmts.push(let_(first, bin(BinOp::Add, Atom::Var(twice), Atom::I64(0))));
+        stmts.push(let_(second, bin(BinOp::Add, Atom::Var(twice), Atom::I64(1))));
+    }
+    let mut copies = [Subst::default(), Subst::default()];
+    copies[0].map.insert(index, Atom::Var(first));
+    copies[1].map.insert(index, Atom::Var(second));
+    interleave(f, &body, variant, &mut copies, &mut stmts);
+    out.push(Stmt {
+        kind: StmtKind::For { n: Atom::Var(h), index: p, reverse, body: Block { stmts, results: Vec::new() } },
+        loc,
+    });
+    // The last iteration of an odd count: the original body, its index bound
+    // to the iteration left.
+    let has_odd = f.new_var("has_odd", Type::BOOL);
+    out.push(let_(has_odd, bin(BinOp::Gt, Atom::Var(odd), Atom::I64(0))));
+    // (The fallible analysis knows both in `0..n` when `odd > 0`.)
+    let last = if reverse { bin(BinOp::Sub, Atom::Var(odd), Atom::I64(1)) } else { bin(BinOp::Sub, n, Atom::I64(1)) };
+    let mut rest = vec![let_(index, last)];
+    rest.extend(body.stmts);
+    out.push(Stmt {
+        kind: StmtKind::If {
+            cond: Atom::Var(has_odd),
+            then_branch: Block { stmts: rest, results: Vec::new() },
+            else_branch: Block::default(),
+        },
+        loc,
+    });
+}
+
+/// Appends to `out` the statements of `b` for both iterations (module
+/// docs): a statement that does not depend on the iteration once, with
+/// fresh binders (recorded in both substitutions); a loop or branch whose
+/// count or condition does not depend on it once, its body interleaved;
+/// any other statement for the first iteration, then for the second.
+fn interleave(f: &mut Function, b: &Block, variant: &HashSet<VarId>, copies: &mut [Subst; 2], out: &mut Vec<Stmt>) {
+    let shared = |a: &Atom| a.as_var().is_none_or(|v| !variant.contains(&v));
+    for s in &b.stmts {
+        match &s.kind {
+            StmtKind::Let { vars, .. } if !vars.iter().any(|v| variant.contains(v)) => {
+                let one = Block { stmts: vec![s.clone()], results: Vec::new() };
+                let copy = freshen_block(f, &one, &[], &mut copies[0]);
+                stmt_binds(&s.kind, &mut |v| {
+                    let nv = copies[0].map[&v];
+                    copies[1].map.insert(v, nv);
+                });
+                out.extend(copy.stmts);
+            }
+            StmtKind::For { n, index, reverse, body } if shared(n) => {
+                let info = f.var(*index).clone();
+                let i = f.new_var(info.name, info.ty);
+                for c in copies.iter_mut() {
+                    c.map.insert(*index, Atom::Var(i));
+                }
+                let mut stmts = Vec::new();
+                interleave(f, body, variant, copies, &mut stmts);
+                let n = copies[0].atom(n);
+                out.push(Stmt {
+                    kind: StmtKind::For { n, index: i, reverse: *reverse, body: Block { stmts, results: Vec::new() } },
+                    loc: s.loc,
+                });
+            }
+            StmtKind::If { cond, then_branch, else_branch } if shared(cond) => {
+                let (mut t, mut e) = (Vec::new(), Vec::new());
+                interleave(f, then_branch, variant, copies, &mut t);
+                interleave(f, else_branch, variant, copies, &mut e);
+                out.push(Stmt {
+                    kind: StmtKind::If {
+                        cond: copies[0].atom(cond),
+                        then_branch: Block { stmts: t, results: Vec::new() },
+                        else_branch: Block { stmts: e, results: Vec::new() },
+                    },
+                    loc: s.loc,
+                });
+            }
+            _ => {
+                let one = Block { stmts: vec![s.clone()], results: Vec::new() };
+                for c in copies.iter_mut() {
+                    out.extend(freshen_block(f, &one, &[], c).stmts);
+                }
+            }
+        }
+    }
+}
