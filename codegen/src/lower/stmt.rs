@@ -519,6 +519,12 @@ impl<E: Emitter> Lower<'_, E> {
         nest: &RowBlockedNest<'_>,
     ) -> Result<()> {
         let RowBlockedNest { point, reverse: rev_points, body: b, .. } = *nest;
+        // The numbers bound before and after the inner loop, which do not
+        // depend on `k` (nor on the loop between them), once.
+        self.stmts(nest.before)?;
+        self.stmts(nest.after)?;
+        let points = self.scalar(nest.points)?;
+        let last = nest.last.map(|(cond, ..)| self.scalar(cond)).transpose()?;
         let zero = self.iconst(0);
         let one = self.iconst(1);
         let row_bytes = self.row_bytes(&nest.rows)?;
@@ -557,32 +563,21 @@ impl<E: Emitter> Lower<'_, E> {
             }
             lowered
         };
-        // The numbers bound before and after the inner loop, which do not
-        // depend on `k` (nor on the loop between them), once.
-        let counts = self.stmts(nest.before).and_then(|()| self.stmts(nest.after));
-        let points = counts.and_then(|()| self.scalar(nest.points));
-        let last = match (points.is_ok(), nest.last) {
-            (true, Some((cond, ..))) => Some(self.scalar(cond)),
-            _ => None,
-        };
-        let lowered = points.and_then(|points| {
-            let last = last.transpose()?;
-            self.counted_loop_within(zero, blocks, blocks, false, &mut |l, block| {
-                let first = l.b.int(IntOp::Mul, block, size);
-                let first = l.b.int(IntOp::Add, lo, first);
-                let end = l.b.int(IntOp::Add, first, size);
-                let end = l.b.int(IntOp::SMin, end, hi);
-                l.counted_loop_within(zero, points, points, rev_points, &mut |l, j| {
-                    l.def(point, Val::S(j))?;
-                    each_k(l, first, end, b, &keeps[0])
+        let lowered = self.counted_loop_within(zero, blocks, blocks, false, &mut |l, block| {
+            let first = l.b.int(IntOp::Mul, block, size);
+            let first = l.b.int(IntOp::Add, lo, first);
+            let end = l.b.int(IntOp::Add, first, size);
+            let end = l.b.int(IntOp::SMin, end, hi);
+            l.counted_loop_within(zero, points, points, rev_points, &mut |l, j| {
+                l.def(point, Val::S(j))?;
+                each_k(l, first, end, b, &keeps[0])
+            })?;
+            if let Some(c) = last {
+                l.if_else(c, &mut |l| each_k(l, first, end, then_b, &keeps[1]), &mut |l| {
+                    each_k(l, first, end, else_b, &keeps[2])
                 })?;
-                if let Some(c) = last {
-                    l.if_else(c, &mut |l| each_k(l, first, end, then_b, &keeps[1]), &mut |l| {
-                        each_k(l, first, end, else_b, &keeps[2])
-                    })?;
-                }
-                Ok(())
-            })
+            }
+            Ok(())
         });
         self.releasing -= releasing;
         lowered

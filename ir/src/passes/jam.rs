@@ -108,17 +108,17 @@ fn block(f: &mut Function, facts: &Facts, b: Block, depth: usize, jammed: &mut b
             StmtKind::For { index, body, .. } => jammable(f, facts, *index, body),
             _ => None,
         };
-        match s.kind {
-            StmtKind::For { n, index, reverse, body } if variant.is_some() => {
+        match (s.kind, variant) {
+            (StmtKind::For { n, index, reverse, body }, Some(variant)) => {
                 *jammed = true;
-                jam(f, n, index, reverse, body, &variant.unwrap_or_default(), loc, &mut out);
+                jam(f, n, index, reverse, body, &variant, loc, &mut out);
             }
-            kind if depth < MAX_DEPTH => {
+            (kind, _) if depth < MAX_DEPTH => {
                 let inner = depth + usize::from(matches!(kind, StmtKind::For { .. } | StmtKind::Let { .. }));
                 let kind = super::inline::map_nested(kind, &mut |nb| block(f, facts, nb, inner, jammed));
                 out.push(Stmt { kind, loc });
             }
-            kind => out.push(Stmt { kind, loc }),
+            (kind, _) => out.push(Stmt { kind, loc }),
         }
     }
     Block { stmts: out, results: b.results }
@@ -213,6 +213,16 @@ impl Check<'_> {
         a.as_var().is_none_or(|v| !self.variant.contains(&v))
     }
 
+    /// The accumulator `array` seen through the views bound in the body
+    /// (`None`: not followed), or itself when bound outside the body.
+    fn view_of(&self, array: VarId) -> Option<View> {
+        if self.bound_here(array) {
+            self.views.get(&array).cloned().flatten()
+        } else {
+            Some(View { outer: array, fixed: Vec::new(), lead: Vec::new() })
+        }
+    }
+
     fn bind(&mut self, v: VarId, variant: bool) {
         self.level.insert(v, self.around.len());
         if variant || self.f.var(v).mutable {
@@ -258,17 +268,9 @@ impl Check<'_> {
     fn let_(&mut self, kind: &StmtKind, vars: &[VarId], expr: &Expr) {
         // Nothing nested in an expression may have effects on the loop's
         // accumulators, nor use the tape or call.
-        let mut effects = false;
-        if let Expr::Build { body, .. } | Expr::Loop { body, .. } = expr {
-            effects |= has_effects(body);
-        }
-        if let Expr::While { cond, body, .. } = expr {
-            effects |= has_effects(cond) || has_effects(body);
-        }
-        if let Expr::If { then_branch, else_branch, .. } = expr {
-            effects |= has_effects(then_branch) || has_effects(else_branch);
-        }
-        if effects || matches!(expr, Expr::Pop | Expr::TapeMark | Expr::Call { .. } | Expr::Update { .. }) {
+        if crate::visit::child_blocks(kind).any(has_effects)
+            || matches!(expr, Expr::Pop | Expr::TapeMark | Expr::Call { .. } | Expr::Update { .. })
+        {
             self.ok = false;
             return;
         }
@@ -283,20 +285,13 @@ impl Check<'_> {
         if vars.len() != 1 || !self.facts.root.contains_key(&vars[0]) {
             return;
         }
-        let base = |c: &Self, array: VarId| -> Option<View> {
-            if c.bound_here(array) {
-                c.views.get(&array).cloned().flatten()
-            } else {
-                Some(View { outer: array, fixed: Vec::new(), lead: Vec::new() })
-            }
-        };
         let view = match expr {
-            Expr::Index { array, indices } => base(self, *array).map(|v| v.index(indices)),
-            Expr::Slice { array, lo, .. } => base(self, *array).map(|mut v| {
+            Expr::Index { array, indices } => self.view_of(*array).map(|v| v.index(indices)),
+            Expr::Slice { array, lo, .. } => self.view_of(*array).map(|mut v| {
                 v.lead.push(*lo);
                 v
             }),
-            Expr::Atom(Atom::Var(array)) => base(self, *array),
+            Expr::Atom(Atom::Var(array)) => self.view_of(*array),
             _ => None,
         };
         self.views.insert(vars[0], view);
@@ -317,12 +312,7 @@ impl Check<'_> {
             self.ok = false;
             return;
         }
-        let view = if self.bound_here(acc) {
-            self.views.get(&acc).cloned().flatten()
-        } else {
-            Some(View { outer: acc, fixed: Vec::new(), lead: Vec::new() })
-        };
-        let Some(view) = view.map(|v| v.index(indices)) else {
+        let Some(view) = self.view_of(acc).map(|v| v.index(indices)) else {
             self.ok = false;
             return;
         };
