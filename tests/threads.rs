@@ -307,8 +307,8 @@ fn row_blocks_are_the_interpreters() {
 /// The gradient of `examples/gmm_packed.arr`, whose packed reads are
 /// gathered into two comprehensions (`arrayad_ir::passes::gather`): it
 /// tapes nothing, its backward nest is interchanged (a loop over the
-/// components whose body is the loop over the points, two at a time) and runs on the
-/// pool, the interpreter's bits on 1, 2 and 7 threads.
+/// components whose body is the loop over the points, two at a time),
+/// cannot fail and runs on the pool, the interpreter's bits on 1, 2 and 7 threads.
 fn packed_gathers_run_on_the_pool() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let src = std::fs::read_to_string(root.join("examples/gmm_packed.arr")).expect("the example");
@@ -325,6 +325,14 @@ fn packed_gathers_run_on_the_pool() {
         loops == 1 && body.stmts.iter().all(|s| matches!(s.kind, Let { .. } | For { .. } | If { .. }))
     };
     assert!(vjp.body.stmts.iter().any(nested), "gmm_packed.arr: no interchanged nest");
+    // It cannot fail: its loops run only where the gathered array was made
+    // (the count of the points is `if made then N else 0`), so it may run
+    // on the pool.
+    let fallible = arrayad_ir::passes::fallible::analyse(&vjp);
+    assert!(
+        vjp.body.stmts.iter().filter(|s| nested(s)).all(|s| !fallible.stmt(&s.kind)),
+        "gmm_packed.arr: the interchanged nest may fail"
+    );
     let (k, d, n) = (6usize, 9usize, 40usize);
     let t = d * (d + 1) / 2;
     let alphas: Vec<f64> = (0..k).map(|j| (j as f64 * 0.7).sin()).collect();

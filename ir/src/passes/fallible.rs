@@ -31,7 +31,9 @@
 //!   non-negative literal, or picks one of two such sizes (`if c then n
 //!   else 0`);
 //! - a loop over a count `c = if p then n else 0` bound at the top level
-//!   runs only when `p` holds: in its body, so does every condition `p` is
+//!   (or over `c / d`, or the `then` branch of `c`'s remainder by `d`
+//!   being above 0: `c` is not 0 there) runs only when `p` holds: in its
+//!   body, so does every condition `p` is
 //!   a conjunction of (`p = and q r`), and a size `e = if q then a else b`
 //!   bound at the top level equals `a` (the two comprehensions of
 //!   [`super::gather`]: the hoisted one reads the gathered array, whose
@@ -316,7 +318,7 @@ impl Analysis<'_> {
     /// selected by them equal their `then` sizes there.
     fn loop_body(&mut self, n: Atom, body: &Block, depth: u32) -> (bool, Vec<bool>) {
         let mark = self.undo.len();
-        if let Some(&p) = n.as_var().and_then(|c| self.counts.get(&c)) {
+        if let Some(p) = n.as_var().and_then(|h| self.count_condition(h)) {
             self.assume(p);
         }
         self.running.push(n);
@@ -324,6 +326,19 @@ impl Analysis<'_> {
         self.running.pop();
         self.rollback(mark);
         out
+    }
+
+    /// The condition `p` of a count `c = if p then x else 0` that holds
+    /// when `n` is at least 1: `n` is `c` itself, or a quotient `c / d`
+    /// (at least 1 only when `c >= d >= 1`, so `c` is not 0), or a
+    /// remainder of `c` by `d` (not 0 only when `c` is not).
+    fn count_condition(&self, n: VarId) -> Option<VarId> {
+        let c = match self.quotients.get(&n).or_else(|| self.remainders.get(&n)) {
+            Some(&(Atom::Var(c), _)) => c,
+            Some(_) => return None,
+            None => n,
+        };
+        self.counts.get(&c).copied()
     }
 
     /// Unites each size selected by `p`, or by a condition `p` is a
@@ -598,7 +613,12 @@ impl Analysis<'_> {
         };
         if let Some(r) = remainder {
             self.positive_remainders.push(r);
+            let mark = self.undo.len();
+            if let Some(p) = self.count_condition(r) {
+                self.assume(p);
+            }
             let t = branch(self, then_branch, None);
+            self.rollback(mark);
             self.positive_remainders.pop();
             return branch(self, else_branch, None) || t;
         }
@@ -1076,5 +1096,61 @@ mod tests {
         let (direct, below, _) = reads[1];
         assert!(!fails(direct), "in the loop over m2, q2 holds: m2 == n");
         assert!(fails(below), "p is not known in the loop over m2");
+    }
+
+    /// `m = if p then n else 0` run two iterations at a time: in a loop over
+    /// `h = m / 2`, and in the `then` branch of `r > 0` for the remainder
+    /// `r = m - h * 2`, `m` is not 0, so `p` holds and `e = if p then n
+    /// else 1` equals `n = dim x 0`: reads of `x` below `e` are in bounds.
+    /// Below a quotient of `m2 = if q then n else 0` they may fail.
+    #[test]
+    fn the_pairs_and_the_remainder_of_a_picked_count_run_only_when_its_condition_holds() {
+        let (mut f, x, k) = func();
+        let mut b = Builder::new(&mut f);
+        let n = b.let1("n", Expr::Dim { array: x, axis: 0 }, Type::I64);
+        let p = b.let1("p", Expr::Binary(BinOp::Ge, Atom::Var(k), Atom::I64(2)), Type::BOOL);
+        let q = b.let1("q", Expr::Binary(BinOp::Le, Atom::Var(k), Atom::I64(9)), Type::BOOL);
+        let pick = |b: &mut Builder, cond: VarId, otherwise: i64, name: &str| {
+            let then_branch = Block { stmts: Vec::new(), results: vec![Atom::Var(n)] };
+            let else_branch = Block { stmts: Vec::new(), results: vec![Atom::I64(otherwise)] };
+            b.let1(name, Expr::If { cond: Atom::Var(cond), then_branch, else_branch }, Type::I64)
+        };
+        let m = pick(&mut b, p, 0, "m");
+        let e = pick(&mut b, p, 1, "e");
+        let m2 = pick(&mut b, q, 0, "m2");
+        // A row of `x` read below `e`: the read and the row.
+        let below_e = |b: &mut Builder| {
+            let j = b.var("j", Type::I64);
+            b.begin_block();
+            let read = b.let1("c", Expr::Index { array: x, indices: vec![Atom::Var(j)] }, Type::F64);
+            let inner = b.end_block(vec![Atom::Var(read)]);
+            b.let1("row", Expr::Build { n: Atom::Var(e), index: j, body: inner }, Type::array(Scalar::F64, 1));
+            read
+        };
+        let mut pairs = Vec::new();
+        for count in [m, m2] {
+            let h = b.let1("h", Expr::Binary(BinOp::Div, Atom::Var(count), Atom::I64(2)), Type::I64);
+            let t = b.var("t", Type::I64);
+            b.begin_block();
+            let read = below_e(&mut b);
+            let body = b.end_block(vec![Atom::F64(0.0)]);
+            b.let1("y", Expr::Build { n: Atom::Var(h), index: t, body }, Type::array(Scalar::F64, 1));
+            pairs.push(read);
+        }
+        let h = b.let1("h", Expr::Binary(BinOp::Div, Atom::Var(m), Atom::I64(2)), Type::I64);
+        let paired = b.let1("paired", Expr::Binary(BinOp::Mul, Atom::Var(h), Atom::I64(2)), Type::I64);
+        let r = b.let1("r", Expr::Binary(BinOp::Sub, Atom::Var(m), Atom::Var(paired)), Type::I64);
+        let odd = b.let1("odd", Expr::Binary(BinOp::Gt, Atom::Var(r), Atom::I64(0)), Type::BOOL);
+        b.begin_block();
+        let last = below_e(&mut b);
+        let then_branch = b.end_block(vec![Atom::F64(0.0)]);
+        let else_branch = Block { stmts: Vec::new(), results: vec![Atom::F64(0.0)] };
+        b.let1("z", Expr::If { cond: Atom::Var(odd), then_branch, else_branch }, Type::F64);
+        f.body = b.finish(vec![Atom::F64(0.0)]);
+        let a = analyse(&f);
+        let fails = |v: VarId| a.vars.contains(&v);
+        assert!(!fails(pairs[0]), "in the loop over m / 2, p holds");
+        assert!(!fails(last), "where the remainder of m by 2 is above 0, p holds");
+        assert!(fails(pairs[1]), "p is not known in the loop over m2 / 2");
     }
 }
