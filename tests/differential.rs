@@ -569,3 +569,50 @@ fn backward_rows_one_element_apart_keep_their_order() {
         }
     }
 }
+
+/// A loop adding three values into the same element of an accumulator,
+/// one statement after another (`acc[i] += y[i]; acc[i] += z[i]; acc[i] +=
+/// -0.5 * y[i]`, what a jammed backward loop does): every backend gives the
+/// interpreter's bits. The lowering loads the element once and stores it
+/// once (`codegen/src/lower/stmt.rs`, and on pairs of iterations on
+/// Cranelift, `pairs.rs`), adding in the statements' order.
+#[test]
+fn consecutive_adds_into_one_element_keep_their_order() {
+    use arrayad_ir::builder::Builder;
+    use arrayad_ir::{ArrayValue, Atom, BinOp, Expr, FuncId, Function, Program, StmtKind, Type, Value};
+    let f1 = Type { elem: arrayad_ir::Scalar::F64, rank: 1 };
+    let (mut f, ps) = Function::with_params("thrice", &[f1, f1], &[f1]);
+    let (y, z) = (ps[0], ps[1]);
+    let mut b = Builder::new(&mut f);
+    let n = b.let_one("n", Expr::Dim { array: y, axis: 0 });
+    let m = b.let_one("m", Expr::Dim { array: z, axis: 0 });
+    b.stmt(StmtKind::CheckSize { a: m, b: n, what: "the lengths".into() });
+    let acc = b.let1("acc", Expr::ZerosLike(y), f1);
+    let i = b.var("i", Type::scalar(arrayad_ir::Scalar::I64));
+    b.begin_block();
+    let u = b.let_one("u", Expr::Index { array: y, indices: vec![Atom::Var(i)] });
+    let v = b.let_one("v", Expr::Index { array: z, indices: vec![Atom::Var(i)] });
+    let w = b.binary(BinOp::Mul, u, Atom::F64(-0.5));
+    for value in [u, v, w] {
+        b.stmt(StmtKind::AccAdd { acc, indices: vec![Atom::Var(i)], value });
+    }
+    let body = b.end_block(vec![]);
+    b.stmt(StmtKind::For { n, index: i, reverse: false, body });
+    f.body = b.finish(vec![Atom::Var(acc)]);
+    arrayad_ir::verify::verify_function(&f, None).unwrap_or_else(|e| panic!("{e}"));
+    let program = Program { file: "thrice".into(), funcs: vec![f.clone()] };
+    for n in [1usize, 2, 7, 8] {
+        // (1e16 + 1) - 5e15 is 5e15; (-5e15 + 1) + 1e16 would be 5e15 + 1.
+        let ys: Vec<f64> = (0..n).map(|k| [1e16, -0.0, 3.0, -1e16][k % 4]).collect();
+        let zs: Vec<f64> = (0..n).map(|k| [1.0, -0.0, 1e-17, 0.5][k % 4]).collect();
+        let args =
+            [Value::Array(ArrayValue::f64(vec![n], ys).unwrap()), Value::Array(ArrayValue::f64(vec![n], zs).unwrap())];
+        let want = arrayad_ir::interp::run(&program, FuncId(0), &args).unwrap();
+        assert_eq!(want[0].f64_elements().unwrap()[0], 5e15, "the interpreter adds in order");
+        for (backend, jit) in common::jits("thrice", std::slice::from_ref(&f)) {
+            let got = jit.call("thrice", &args).unwrap();
+            let bits = |v: &[Value]| v[0].f64_elements().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{backend:?}, n = {n}");
+        }
+    }
+}

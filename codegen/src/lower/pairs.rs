@@ -52,8 +52,11 @@ pub(super) enum PairStmt<V> {
     /// `var = x`.
     Copy { var: VarId, x: Atom },
     /// `acc[p.., i] += value`: the pair at `row + 8 i` (`row` as for
-    /// [`Self::Load`]); `acc` is the accumulator's variable.
-    AccAdd { acc: VarId, row: V, value: Atom },
+    /// [`Self::Load`]); `acc` is the accumulator's variable. `again` when
+    /// the add before it in the body, with no add between, adds into the
+    /// same elements: it adds to the pair that add computed, which is not
+    /// stored when this add comes right after it.
+    AccAdd { acc: VarId, row: V, value: Atom, again: bool },
 }
 
 /// A value of a pair evaluation: a pair, or one `f64` the same for both
@@ -86,6 +89,7 @@ impl<E: Emitter> Lower<'_, E> {
         let mut inside = HashSet::new();
         inside.insert(index);
         let mut plan = Vec::with_capacity(body.stmts.len());
+        let mut last_add: Option<(VarId, &[Atom])> = None;
         for s in &body.stmts {
             let (vars, expr) = match &s.kind {
                 StmtKind::Let { vars, expr } => (vars, expr),
@@ -94,7 +98,9 @@ impl<E: Emitter> Lower<'_, E> {
                         return Ok(None);
                     }
                     let Some(row) = self.pair_row(*acc, indices, n, index, &inside)? else { return Ok(None) };
-                    plan.push(PairStmt::AccAdd { acc: *acc, row, value: *value });
+                    let again = last_add == Some((*acc, indices.as_slice()));
+                    last_add = Some((*acc, indices));
+                    plan.push(PairStmt::AccAdd { acc: *acc, row, value: *value, again });
                     continue;
                 }
                 _ => return Ok(None),
@@ -233,7 +239,9 @@ impl<E: Emitter> Lower<'_, E> {
     /// and `i + 1`; returns the values the body binds.
     fn pair_stmts(&mut self, plan: &[PairStmt<E::Value>], i: E::Value) -> Result<HashMap<VarId, PairVal<E::Value>>> {
         let mut vals: HashMap<VarId, PairVal<E::Value>> = HashMap::with_capacity(plan.len());
-        for s in plan {
+        // The pair the last add stored.
+        let mut stored = None;
+        for (k, s) in plan.iter().enumerate() {
             let (var, v) = match s {
                 PairStmt::Load { var, row, .. } => {
                     let addr = self.b.elem_addr(*row, i, Scalar::F64);
@@ -260,20 +268,27 @@ impl<E: Emitter> Lower<'_, E> {
                     (*var, v)
                 }
                 PairStmt::Copy { var, x } => (*var, self.pair_value(&vals, x)?),
-                PairStmt::AccAdd { acc, row, value } => {
+                PairStmt::AccAdd { acc, row, value, again } => {
                     let v = self.pair_value(&vals, value)?;
                     let v = self.as_pair(v);
                     let addr = self.b.elem_addr(*row, i, Scalar::F64);
                     // The first write of an accumulator that was not
                     // zero-filled adds into a zero (`Lower::acc_add`).
-                    let old = if self.take_first_write(*acc) {
-                        let zero = self.b.fconst(0.0);
-                        self.b.splat_pair(zero)
-                    } else {
-                        self.b.load_pair(addr)
+                    let old = match stored {
+                        Some(old) if *again => old,
+                        _ if self.take_first_write(*acc) => {
+                            let zero = self.b.fconst(0.0);
+                            self.b.splat_pair(zero)
+                        }
+                        _ => self.b.load_pair(addr),
                     };
                     let new = self.b.float(FloatOp::Add, old, v);
-                    self.b.store_pair(new, addr);
+                    // An add into the same pair right after this one
+                    // stores what this one would have.
+                    if !matches!(plan.get(k + 1), Some(PairStmt::AccAdd { again: true, .. })) {
+                        self.b.store_pair(new, addr);
+                    }
+                    stored = Some(new);
                     continue;
                 }
             };

@@ -2,7 +2,7 @@
 
 use super::emit::{Conv, Emitter, FloatOp, IntCC, IntOp, Mem, Ty};
 use super::memory::PushItem;
-use super::{Lower, Result, Val};
+use super::{Arr, Lower, Result, Val};
 use arrayad_ir::visit::{block_binds, for_each_block};
 use arrayad_ir::{Atom, Block, Expr, Fault, Scalar, Stmt, StmtKind, VarId};
 use std::collections::HashSet;
@@ -52,6 +52,9 @@ impl<E: Emitter> Lower<'_, E> {
     /// Lowers the statement at `i`, or the run of pushes or pops starting
     /// there; returns how many statements it lowered.
     fn stmt_run(&mut self, stmts: &[Stmt], i: usize) -> Result<usize> {
+        if let StmtKind::AccAdd { acc, indices, .. } = &stmts[i].kind {
+            return self.acc_add_run(*acc, indices, stmts, i);
+        }
         let run = stmts[i..]
             .iter()
             .take_while(|s| {
@@ -192,7 +195,7 @@ impl<E: Emitter> Lower<'_, E> {
                 let v = self.atom(value)?;
                 self.def(*var, v)?;
             }
-            StmtKind::AccAdd { acc, indices, value } => self.acc_add(*acc, indices, value)?,
+            StmtKind::AccAdd { acc, indices, value } => self.acc_add(*acc, indices, std::slice::from_ref(value))?,
             StmtKind::AccZero { acc, indices } => self.acc_zero(*acc, indices)?,
             StmtKind::CheckSize { a, b, what } => {
                 let x = self.scalar(a)?;
@@ -223,36 +226,87 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(())
     }
 
-    fn acc_add(&mut self, acc: VarId, indices: &[Atom], value: &Atom) -> Result<()> {
+    /// The statement `stmts[i]`, `acc[indices] += value`, and the adds
+    /// right after it into the same element (`ct[i] += x; ct[i] += y`, the
+    /// two points of a jammed loop): one load, the adds in their order, one
+    /// store, the bits of the statements one by one. Returns how many
+    /// statements it lowered.
+    fn acc_add_run(&mut self, acc: VarId, indices: &[Atom], stmts: &[Stmt], i: usize) -> Result<usize> {
+        let values: Vec<Atom> = stmts[i..]
+            .iter()
+            .map_while(|s| match &s.kind {
+                StmtKind::AccAdd { acc: a, indices: ix, value } if *a == acc && ix == indices => Some(*value),
+                _ => None,
+            })
+            .collect();
+        let scalar = !indices.is_empty() && values.iter().all(|v| !self.f.atom_ty(v).is_array());
+        if !scalar || values.len() < 2 {
+            self.stmt(&stmts[i])?;
+            return Ok(1);
+        }
+        if stmts[i].loc.line != 0 {
+            self.loc = stmts[i].loc;
+        }
+        self.clock = self.clock.wrapping_add(values.len() as u32);
+        self.acc_add(acc, indices, &values)?;
+        Ok(values.len())
+    }
+
+    /// `acc[indices] += value` for each of `values` in order: an element
+    /// is loaded once, the values added to it one by one and the sum
+    /// stored once; a row or the whole accumulator (one value) is added
+    /// element by element.
+    fn acc_add(&mut self, acc: VarId, indices: &[Atom], values: &[Atom]) -> Result<()> {
         let a = self.array(acc)?;
         let name = self.var_name(acc);
         let rank = a.dims.len();
+        let [value] = values else {
+            if indices.len() != rank {
+                return Err(self.malformed("several adds into a row of an accumulator at once"));
+            }
+            return self.acc_add_elem(acc, &a, indices, values, &name);
+        };
         if indices.is_empty() {
             // The whole accumulator.
             return self.acc_add_rows(a.ptr, &a.dims, value, &name);
         }
-        let off = self.checked_offset(&a, indices, &name)?;
         if indices.len() == rank {
-            let v = self.scalar(value)?;
-            let addr = self.b.elem_addr(a.ptr, off, Scalar::F64);
-            // The first write of an accumulator that was not zero-filled:
-            // `0.0 + v`, the bits of adding into a zero (the adds after it
-            // in the iteration add to what it stored).
-            let scope = self.data_scope(acc);
-            self.b.set_data_scope(scope);
-            let old =
-                if self.take_first_write(acc) { self.b.fconst(0.0) } else { self.b.load(Ty::F64, addr, 0, Mem::Data) };
-            let new = self.b.float(FloatOp::Add, old, v);
-            self.b.store(Ty::F64, new, addr, 0, Mem::Data);
-            self.b.set_data_scope(None);
-            Ok(())
+            self.acc_add_elem(acc, &a, indices, values, &name)
         } else {
+            let off = self.checked_offset(&a, indices, &name)?;
             let rest = a.dims[indices.len()..].to_vec();
             let stride = self.product(&rest);
             let eoff = self.b.int(IntOp::Mul, off, stride);
             let base = self.b.elem_addr(a.ptr, eoff, Scalar::F64);
             self.acc_add_rows(base, &rest, value, &name)
         }
+    }
+
+    /// `acc[indices] += v` for each of `values`, an element of `a`.
+    fn acc_add_elem(
+        &mut self,
+        acc: VarId,
+        a: &Arr<E::Value>,
+        indices: &[Atom],
+        values: &[Atom],
+        name: &str,
+    ) -> Result<()> {
+        let off = self.checked_offset(a, indices, name)?;
+        let addr = self.b.elem_addr(a.ptr, off, Scalar::F64);
+        // The first write of an accumulator that was not zero-filled:
+        // `0.0 + v`, the bits of adding into a zero (the adds after it
+        // in the iteration add to what it stored).
+        let scope = self.data_scope(acc);
+        self.b.set_data_scope(scope);
+        let mut sum =
+            if self.take_first_write(acc) { self.b.fconst(0.0) } else { self.b.load(Ty::F64, addr, 0, Mem::Data) };
+        for value in values {
+            let v = self.scalar(value)?;
+            sum = self.b.float(FloatOp::Add, sum, v);
+        }
+        self.b.store(Ty::F64, sum, addr, 0, Mem::Data);
+        self.b.set_data_scope(None);
+        Ok(())
     }
 
     /// True when this add into `acc` is its first write in the loop body
