@@ -239,7 +239,7 @@ impl<E: Emitter> Lower<'_, E> {
     /// and `i + 1`; returns the values the body binds.
     fn pair_stmts(&mut self, plan: &[PairStmt<E::Value>], i: E::Value) -> Result<HashMap<VarId, PairVal<E::Value>>> {
         let mut vals: HashMap<VarId, PairVal<E::Value>> = HashMap::with_capacity(plan.len());
-        // The pair the last add stored.
+        // The pair the last add computed.
         let mut stored = None;
         for (k, s) in plan.iter().enumerate() {
             let (var, v) = match s {
