@@ -240,7 +240,7 @@ impl<E: Emitter> Lower<'_, E> {
     fn pair_stmts(&mut self, plan: &[PairStmt<E::Value>], i: E::Value) -> Result<HashMap<VarId, PairVal<E::Value>>> {
         let mut vals: HashMap<VarId, PairVal<E::Value>> = HashMap::with_capacity(plan.len());
         // The pair the last add computed.
-        let mut stored = None;
+        let mut last_sum = None;
         for (k, s) in plan.iter().enumerate() {
             let (var, v) = match s {
                 PairStmt::Load { var, row, .. } => {
@@ -274,7 +274,7 @@ impl<E: Emitter> Lower<'_, E> {
                     let addr = self.b.elem_addr(*row, i, Scalar::F64);
                     // The first write of an accumulator that was not
                     // zero-filled adds into a zero (`Lower::acc_add`).
-                    let old = match stored {
+                    let old = match last_sum {
                         Some(old) if *again => old,
                         _ if self.take_first_write(*acc) => {
                             let zero = self.b.fconst(0.0);
@@ -288,7 +288,7 @@ impl<E: Emitter> Lower<'_, E> {
                     if !matches!(plan.get(k + 1), Some(PairStmt::AccAdd { again: true, .. })) {
                         self.b.store_pair(new, addr);
                     }
-                    stored = Some(new);
+                    last_sum = Some(new);
                     continue;
                 }
             };

@@ -228,8 +228,8 @@ impl<E: Emitter> Lower<'_, E> {
 
     /// The statement `stmts[i]`, `acc[indices] += value`, and the adds
     /// right after it into the same element (`ct[i] += x; ct[i] += y`, the
-    /// two points of a jammed loop): one load, the adds in their order, one
-    /// store, the bits of the statements one by one. Returns how many
+    /// two points of a jammed loop): at most one load, the adds in their
+    /// order, one store, the bits of the statements one by one. Returns how many
     /// statements it lowered.
     fn acc_add_run(&mut self, acc: VarId, indices: &[Atom], stmts: &[Stmt], i: usize) -> Result<usize> {
         let values: Vec<Atom> = stmts[i..]
@@ -244,11 +244,17 @@ impl<E: Emitter> Lower<'_, E> {
             self.stmt(&stmts[i])?;
             return Ok(1);
         }
-        if stmts[i].loc.line != 0 {
-            self.loc = stmts[i].loc;
+        let run = &stmts[i..i + values.len()];
+        if run[0].loc.line != 0 {
+            self.loc = run[0].loc;
         }
         self.clock = self.clock.wrapping_add(values.len() as u32);
         self.acc_add(acc, indices, &values)?;
+        // What follows reports the location it would after the statements
+        // one by one: the last one given.
+        if let Some(s) = run.iter().rev().find(|s| s.loc.line != 0) {
+            self.loc = s.loc;
+        }
         Ok(values.len())
     }
 

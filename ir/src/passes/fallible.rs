@@ -31,10 +31,10 @@
 //!   non-negative literal, or picks one of two such sizes (`if c then n
 //!   else 0`);
 //! - a loop over a count `c = if p then n else 0` bound at the top level
-//!   (or over `c / d`, or the `then` branch of `c`'s remainder by `d`
-//!   being above 0: `c` is not 0 there) runs only when `p` holds: in its
-//!   body, so does every condition `p` is
-//!   a conjunction of (`p = and q r`), and a size `e = if q then a else b`
+//!   (or over `c / d` or `c`'s remainder by `d`, or the `then` branch of
+//!   that remainder being above 0: `c` is not 0 there) runs only when `p`
+//!   holds: in its body, so does every condition `p` is a conjunction of
+//!   (`p = and q r`), and a size `e = if q then a else b`
 //!   bound at the top level equals `a` (the two comprehensions of
 //!   [`super::gather`]: the hoisted one reads the gathered array, whose
 //!   first extent is `if made then K else 0`, only when it was made);
