@@ -195,7 +195,7 @@ impl<E: Emitter> Lower<'_, E> {
                 let v = self.atom(value)?;
                 self.def(*var, v)?;
             }
-            StmtKind::AccAdd { acc, indices, value } => self.acc_add(*acc, indices, std::slice::from_ref(value))?,
+            StmtKind::AccAdd { acc, indices, value } => self.acc_add(*acc, indices, value)?,
             StmtKind::AccZero { acc, indices } => self.acc_zero(*acc, indices)?,
             StmtKind::CheckSize { a, b, what } => {
                 let x = self.scalar(a)?;
@@ -249,7 +249,12 @@ impl<E: Emitter> Lower<'_, E> {
             self.loc = run[0].loc;
         }
         self.clock = self.clock.wrapping_add(values.len() as u32);
-        self.acc_add(acc, indices, &values)?;
+        let a = self.array(acc)?;
+        if indices.len() != a.dims.len() {
+            return Err(self.malformed("several adds into a row of an accumulator at once"));
+        }
+        let name = self.var_name(acc);
+        self.acc_add_elem(acc, &a, indices, &values, &name)?;
         // What follows reports the location it would after the statements
         // one by one: the last one given.
         if let Some(s) = run.iter().rev().find(|s| s.loc.line != 0) {
@@ -258,26 +263,18 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(values.len())
     }
 
-    /// `acc[indices] += value` for each of `values` in order: an element
-    /// is loaded once, the values added to it one by one and the sum
-    /// stored once; a row or the whole accumulator (one value) is added
-    /// element by element.
-    fn acc_add(&mut self, acc: VarId, indices: &[Atom], values: &[Atom]) -> Result<()> {
+    /// `acc[indices] += value`: an element, a row, or the whole
+    /// accumulator (added element by element).
+    fn acc_add(&mut self, acc: VarId, indices: &[Atom], value: &Atom) -> Result<()> {
         let a = self.array(acc)?;
         let name = self.var_name(acc);
         let rank = a.dims.len();
-        let [value] = values else {
-            if indices.len() != rank {
-                return Err(self.malformed("several adds into a row of an accumulator at once"));
-            }
-            return self.acc_add_elem(acc, &a, indices, values, &name);
-        };
         if indices.is_empty() {
             // The whole accumulator.
             return self.acc_add_rows(a.ptr, &a.dims, value, &name);
         }
         if indices.len() == rank {
-            self.acc_add_elem(acc, &a, indices, values, &name)
+            self.acc_add_elem(acc, &a, indices, std::slice::from_ref(value), &name)
         } else {
             let off = self.checked_offset(&a, indices, &name)?;
             let rest = a.dims[indices.len()..].to_vec();
