@@ -761,7 +761,11 @@ impl Analysis<'_> {
             }
         }
         match expr {
-            Expr::Binary(op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), a, b) => {
+            // (A mutable boolean may be assigned another value before the
+            // branch that reads it.)
+            Expr::Binary(op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), a, b)
+                if !self.f.var(v).mutable && self.fixed(a) && self.fixed(b) =>
+            {
                 let flipped = match op {
                     BinOp::Lt => BinOp::Gt,
                     BinOp::Le => BinOp::Ge,
@@ -955,6 +959,32 @@ mod tests {
             }
             assert!(fails(by_two) && fails(two_back), "{case}: x[i - 2]");
         }
+    }
+
+    /// `for i < n => { mut c = i > 0; c := true; if c then x[i - 1] else
+    /// 0 }`: the branch reads `c` after it was assigned, so `i - 1` may be
+    /// out of bounds.
+    #[test]
+    fn a_mutable_comparison_proves_nothing_about_the_index() {
+        let (mut f, x, _) = func();
+        let c = f.new_mut_var("c", Type::BOOL);
+        let mut b = Builder::new(&mut f);
+        let n = b.let1("n", Expr::Dim { array: x, axis: 0 }, Type::I64);
+        let i = b.var("i", Type::I64);
+        b.begin_block();
+        b.stmt(StmtKind::Let { vars: vec![c], expr: Expr::Binary(BinOp::Gt, Atom::Var(i), Atom::I64(0)) });
+        b.stmt(StmtKind::Assign { var: c, value: Atom::Bool(true) });
+        b.begin_block();
+        let prev = b.binary(BinOp::Sub, Atom::Var(i), Atom::I64(1));
+        let e = b.let1("e", Expr::Index { array: x, indices: vec![prev] }, Type::F64);
+        let then_branch = b.end_block(vec![Atom::Var(e)]);
+        let else_branch = Block { stmts: Vec::new(), results: vec![Atom::F64(0.0)] };
+        let r = b.let1("r", Expr::If { cond: Atom::Var(c), then_branch, else_branch }, Type::F64);
+        let body = b.end_block(vec![Atom::Var(r)]);
+        let y = b.let1("y", Expr::Build { n: Atom::Var(n), index: i, body }, Type::array(Scalar::F64, 1));
+        f.body = b.finish(vec![Atom::Var(y)]);
+        let a = analyse(&f);
+        assert!(a.vars.contains(&e), "x[i - 1] where c was assigned true");
     }
 
     #[test]
