@@ -42,6 +42,10 @@ pub(super) const PAIRED_MAX_STMTS: usize = 16;
 /// One statement of a loop body computed on a pair of consecutive
 /// elements `i`, `i + 1` ([`Lower::pair_plan`]).
 pub(super) enum PairStmt<V> {
+    /// `var`, an `f64` bound outside the body that the body uses: `pair`
+    /// holds it twice, made once before the loop (the plan's first
+    /// statements), so that an iteration does not make it again.
+    Outer { var: VarId, pair: V },
     /// `var = a[p.., i]`: the pair at `row + 8 i`, `row` the address of
     /// the row `a[p..]` (its indices known in bounds, and `i + 1` too).
     Load { var: VarId, array: VarId, row: V },
@@ -78,7 +82,9 @@ impl<E: Emitter> Lower<'_, E> {
     /// `sqrt` of one (each rounds as its scalar form does); with
     /// `effects` (the body of a `for` loop, without results), also adds
     /// `acc[p.., index] += x` of such values into accumulators indexed as
-    /// the loads are. The rows' addresses are computed here, once.
+    /// the loads are. The rows' addresses, and the pairs of the values
+    /// from outside the body it uses ([`PairStmt::Outer`]), are computed
+    /// here, once.
     pub(super) fn pair_plan(
         &mut self,
         n: E::Value,
@@ -153,7 +159,34 @@ impl<E: Emitter> Lower<'_, E> {
                 return Ok(None);
             }
         }
-        Ok(Some(plan))
+        // The variables from outside used as operands, each once, in the
+        // order of their first use.
+        let mut outer: Vec<VarId> = Vec::new();
+        let mut note = |a: &Atom| {
+            if let Atom::Var(v) = a {
+                if !inside.contains(v) && !outer.contains(v) {
+                    outer.push(*v);
+                }
+            }
+        };
+        for s in &plan {
+            match s {
+                PairStmt::Binary { x, y, .. } => {
+                    note(x);
+                    note(y);
+                }
+                PairStmt::Unary { x, .. } | PairStmt::Copy { x, .. } | PairStmt::AccAdd { value: x, .. } => note(x),
+                PairStmt::Load { .. } | PairStmt::Outer { .. } => {}
+            }
+        }
+        body.results.iter().for_each(&mut note);
+        let mut first = Vec::with_capacity(outer.len() + plan.len());
+        for var in outer {
+            let x = self.scalar(&Atom::Var(var))?;
+            first.push(PairStmt::Outer { var, pair: self.b.splat_pair(x) });
+        }
+        first.extend(plan);
+        Ok(Some(first))
     }
 
     /// The address of the row `array[p..]` of a load or add
@@ -243,6 +276,7 @@ impl<E: Emitter> Lower<'_, E> {
         let mut last_sum = None;
         for (k, s) in plan.iter().enumerate() {
             let (var, v) = match s {
+                PairStmt::Outer { var, pair } => (*var, PairVal::Pair(*pair)),
                 PairStmt::Load { var, row, .. } => {
                     let addr = self.b.elem_addr(*row, i, Scalar::F64);
                     (*var, PairVal::Pair(self.b.load_pair(addr)))
