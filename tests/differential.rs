@@ -242,6 +242,69 @@ def other(x: [n]f64, y: [m]f64) -> [n]f64 = for r < n => sum(for c < r => y[c] *
     }
 }
 
+/// The points `j = 2 p + n mod 2` and `j + 1` of a loop over pairs `p <
+/// n / 2` (the indices a loop run two iterations at a time,
+/// `arrayad_ir::passes::jam`, computes) are below `n`, and index `x` of
+/// extent `n` without bounds checks (`Halving` in
+/// `codegen/src/lower/mod.rs`); `j + 2` keeps its check, and fails where
+/// it is out of bounds. The values on every backend are the
+/// interpreter's. (In a branch, so that the sum is not split out into a
+/// parallel map, whose chunk function would take `n / 2` and `n mod 2` as
+/// arguments, without what they are.)
+#[test]
+fn points_of_a_loop_over_pairs_index_without_bounds_checks() {
+    let src = "\
+def pairs(x: [n]f64) -> f64 =
+  if n == 1 then 0.5 else sum(for p < n / 2 =>
+    let j = 2 * p + (n - 2 * (n / 2))
+    in x[j] * x[j + 1])
+def beyond(x: [n]f64) -> f64 =
+  if n == 1 then 0.5 else sum(for p < n / 2 =>
+    let j = 2 * p + (n - 2 * (n / 2))
+    in x[j] * x[j + 2])
+";
+    let mut backends = vec![arrayad::Backend::Cranelift];
+    if cfg!(feature = "llvm") {
+        backends.push(arrayad::Backend::Llvm);
+    }
+    for backend in backends {
+        let m = arrayad::Module::compile_with("pairs.arr", src, arrayad::Options::backend(backend)).unwrap();
+        let oob = format!("i32 {},", arrayad_ir::ErrorKind::IndexOutOfBounds as i32);
+        let bounds_checks = |func: &str, kind: &str| {
+            let ir = m.function(func).unwrap().backend_ir(kind).unwrap().expect("backend IR");
+            let check = |l: &&str| match backend {
+                arrayad::Backend::Llvm => l.contains("@arrayad_fail(") && l.contains(&oob),
+                _ => l.contains("icmp") && l.contains(" ult "),
+            };
+            ir.lines().filter(check).count()
+        };
+        for kind in ["primal", "vjp"] {
+            assert_eq!(bounds_checks("pairs", kind), 0, "pairs {kind} ({backend:?})");
+            assert!(bounds_checks("beyond", kind) > 0, "beyond {kind} ({backend:?}): the check of x[j + 2] is gone");
+        }
+    }
+    let program = arrayad_frontend::compile("pairs.arr", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    for n in 0..8usize {
+        let xs: Vec<f64> = (0..n).map(|k| 0.5 + k as f64 * 0.25).collect();
+        let args = [arrayad_ir::Value::Array(arrayad_ir::ArrayValue::f64(vec![n], xs).unwrap())];
+        for func in ["pairs", "beyond"] {
+            let fid = program.find(func).unwrap();
+            let want = arrayad_ir::interp::run(&program, fid, &args);
+            let prim = common::ad::prepare(&program, fid).unwrap();
+            for (b, jit) in common::jits("pairs.arr", std::slice::from_ref(&prim)) {
+                let got = jit.call(&prim.name, &args);
+                match (&want, &got) {
+                    (Ok(w), Ok(g)) => common::assert_bitwise(&format!("{func}, n = {n} ({b:?})"), w, g),
+                    (Err(w), Err(g)) => assert_eq!(g, w, "{func}, n = {n} ({b:?})"),
+                    _ => panic!("{func}, n = {n} ({b:?}): {want:?} against {got:?}"),
+                }
+            }
+            // The last pair's j + 2 is n: out of bounds once there is a pair.
+            assert_eq!(want.is_err(), func == "beyond" && n >= 2, "{func}, n = {n}");
+        }
+    }
+}
+
 /// The generated-program check on many more seeds (a long run:
 /// `cargo test --release --test differential -- --ignored`; the number of
 /// programs is `ARRAYAD_FUZZ_PROGRAMS`, default 2000).

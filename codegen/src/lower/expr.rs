@@ -160,7 +160,7 @@ impl<E: Emitter> Lower<'_, E> {
                 return self.b.call(Callee::Math(m), &[x, y]);
             }
         }
-        Ok(match op {
+        let v = match op {
             BinOp::Add if f => self.b.float(FloatOp::Add, x, y),
             BinOp::Add => {
                 let v = self.b.int(IntOp::Add, x, y);
@@ -227,7 +227,46 @@ impl<E: Emitter> Lower<'_, E> {
                 }
             }
             BinOp::Pow | BinOp::Atan2 | BinOp::Polygamma => return Err(self.malformed(format!("{} of {e}", op.name()))),
-        })
+        };
+        if e == Scalar::I64 {
+            self.note_halving(op, x, y, v);
+        }
+        Ok(v)
+    }
+
+    /// Records what `v = x op y` (`i64`) is in the indices of the points
+    /// of a loop run two iterations at a time ([`super::Halving`]).
+    fn note_halving(&mut self, op: BinOp, x: E::Value, y: E::Value, v: E::Value) {
+        use super::Halving::{Half, Odd, Paired, Point, Twice};
+        let two = |l: &Self, a: E::Value| l.known.const_value(a) == Some(2);
+        let fact = match op {
+            BinOp::Div if two(self, y) => Some(Half(x)),
+            BinOp::Mul => [(x, y), (y, x)].into_iter().find_map(|(a, b)| {
+                if !two(self, b) {
+                    return None;
+                }
+                match self.halving.get(&a) {
+                    Some(&Half(n)) => Some(Paired(n)),
+                    // `a` an index below `n / 2`.
+                    _ => self.in_bounds.iter().find_map(|&(i, h)| match self.halving.get(&h) {
+                        Some(&Half(n)) if i == a => Some(Twice(n)),
+                        _ => None,
+                    }),
+                }
+            }),
+            BinOp::Sub => match self.halving.get(&y) {
+                Some(&Paired(n)) if x == n || self.known.same(x, n) => Some(Odd(n)),
+                _ => None,
+            },
+            BinOp::Add => match (self.halving.get(&x), self.halving.get(&y)) {
+                (Some(&Twice(n)), Some(&Odd(m))) | (Some(&Odd(m)), Some(&Twice(n))) if n == m => Some(Point(n)),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(fact) = fact {
+            self.halving.insert(v, fact);
+        }
     }
 
     /// `x / d` (or `x % d` when `rem`) for a literal `d` other than 0 and
@@ -399,6 +438,15 @@ impl<E: Emitter> Lower<'_, E> {
             if (0..m).contains(&c) {
                 return true;
             }
+        }
+        // The points `j`, `j + 1` of a pair of iterations of a loop over
+        // `0..n` run two at a time, `0 <= j <= n - 2`.
+        let point = |v: E::Value| match self.halving.get(&v) {
+            Some(&super::Halving::Point(n) | &super::Halving::Twice(n)) => self.known.same(n, d),
+            _ => false,
+        };
+        if point(i) || self.successors.get(&i).is_some_and(|&j| point(j)) {
+            return true;
         }
         let mut below = i;
         for _ in 0..=TRIANGULAR_DEPTH {

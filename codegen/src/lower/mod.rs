@@ -79,6 +79,7 @@ pub(crate) fn lower_function<E: Emitter>(
         array_roots: None,
         in_bounds: Vec::new(),
         successors: Default::default(),
+        halving: Default::default(),
         known: Known::new(),
         clock: 0,
         releasing: 0,
@@ -331,6 +332,9 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// enclosing bound ([`Lower::known_in_bounds`]). Facts of SSA values,
     /// true wherever they are used.
     successors: std::collections::HashMap<E::Value, E::Value>,
+    /// What the `i64` values computed for a loop run two iterations at a
+    /// time are ([`Halving`]). Facts of SSA values, as `successors`.
+    halving: std::collections::HashMap<E::Value, Halving<E::Value>>,
     /// Sizes known equal and integers computed in enclosing scopes.
     known: Known<E::Value>,
     /// Statements lowered so far (the age of a memoised value).
@@ -439,6 +443,34 @@ pub(crate) fn ir_size(f: &arrayad_ir::Function) -> usize {
 pub(crate) enum Size<V> {
     Const(i64),
     Val(V),
+}
+
+/// What an `i64` value is, from how it was computed, in the indices of the
+/// points of a loop over `0..n` run two iterations at a time
+/// (`arrayad_ir::passes::jam`):
+///
+/// ```text
+/// let pairs = n / 2; let paired = pairs * 2; let odd = n - paired
+/// for [rev] pair < pairs do {
+///   let twice = pair * 2; let j = twice + odd; let j1 = j + 1; .. }
+/// ```
+///
+/// Inside the loop `pairs >= 1`, so `n >= 2` and `odd` is `n mod 2`, 0 or
+/// 1: `0 <= twice <= 2 pairs - 2 <= n - 2` and `0 <= j <= n - 2`, so that
+/// `j` and `j + 1` are below `n`. A value defined inside the loop is used
+/// only inside it, where these hold ([`Lower::known_in_bounds`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Halving<V> {
+    /// `n / 2`.
+    Half(V),
+    /// `(n / 2) * 2`.
+    Paired(V),
+    /// `n - (n / 2) * 2`.
+    Odd(V),
+    /// `i * 2`, `i` the index of a loop over `0..n / 2`.
+    Twice(V),
+    /// `Twice(n) + Odd(n)`.
+    Point(V),
 }
 
 /// What is known at a point of the lowering, scoped by block: sizes checked
