@@ -260,6 +260,9 @@ impl<E: Emitter> Lower<'_, E> {
             },
             BinOp::Add => match (self.halving.get(&x), self.halving.get(&y)) {
                 (Some(&Twice(n)), Some(&Odd(m))) | (Some(&Odd(m)), Some(&Twice(n))) if n == m => Some(Point(n)),
+                // `twice + 0`, the first point of a forward loop.
+                (Some(&fact), _) if self.known.const_value(y) == Some(0) => Some(fact),
+                (_, Some(&fact)) if self.known.const_value(x) == Some(0) => Some(fact),
                 _ => None,
             },
             _ => None,
@@ -430,7 +433,9 @@ impl<E: Emitter> Lower<'_, E> {
     /// over `0..d`, through at most [`TRIANGULAR_DEPTH`] such bounds: in
     /// the triangular nest `for r < d => sum(for c < r => x[c])`, `c < r
     /// < d` (packed triangular storage, Cholesky-like loops), and `for c <
-    /// r + 1` (`c <= r < d`, [`Lower::successors`]). Each step
+    /// r + 1` (`c <= r < d`, [`Lower::successors`]); or `i` is a point
+    /// `j` or `j + 1` of a loop over `0..d` run two iterations at a time
+    /// (`0 <= j <= d - 2`, [`super::Halving`]). Each step
     /// follows the first bound that is itself an index, so the query is
     /// linear in the loop depth.
     pub(super) fn known_in_bounds(&self, i: E::Value, d: E::Value) -> bool {

@@ -64,7 +64,8 @@ pub(super) enum PairStmt<V> {
 }
 
 /// A value of a pair evaluation: a pair, or one `f64` the same for both
-/// elements (a value from outside the body, a literal).
+/// elements (a literal: a variable from outside the body is a pair made
+/// before the loop, [`PairStmt::Outer`]).
 #[derive(Clone, Copy)]
 enum PairVal<V> {
     Pair(V),
@@ -458,6 +459,8 @@ impl<E: Emitter> Lower<'_, E> {
         match x {
             Atom::Var(v) => match vals.get(v) {
                 Some(p) => Ok(*p),
+                // (Not reached for a planned body, whose variables from
+                // outside are `Outer` entries: the value either way.)
                 None => Ok(PairVal::Both(self.scalar(x)?)),
             },
             _ => Ok(PairVal::Both(self.scalar(x)?)),

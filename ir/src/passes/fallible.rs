@@ -760,11 +760,16 @@ impl Analysis<'_> {
                 self.runs(v, *op, *a, *b);
             }
         }
+        // A mutable variable may be assigned another value (an array
+        // another shape) after its binding: what the binding says of it
+        // does not hold where it is read (a mutable boolean bound to a
+        // comparison and then assigned, read by a branch).
+        if vars.iter().any(|w| self.f.var(*w).mutable) {
+            return;
+        }
         match expr {
-            // (A mutable boolean may be assigned another value before the
-            // branch that reads it.)
             Expr::Binary(op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), a, b)
-                if !self.f.var(v).mutable && self.fixed(a) && self.fixed(b) =>
+                if self.fixed(a) && self.fixed(b) =>
             {
                 let flipped = match op {
                     BinOp::Lt => BinOp::Gt,
