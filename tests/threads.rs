@@ -291,6 +291,25 @@ fn row_blocks_are_the_interpreters() {
         Value::F64(0.75),
     ];
     vjp_is_the_interpreters("blocks.arr", &vjp, &args, true);
+    // `ct_w[j]`, one `f64` a component, is kept on the stack while a
+    // block runs its points, so that two threads' blocks do not add into
+    // one cache line (`codegen/src/lower/private_rows.rs`: a buffer of
+    // 64 rows of up to 8 `f64`s); the factor's rows, 32 KiB, are not
+    // (their test at run time keeps them in place), and the bits above are
+    // the interpreter's either way.
+    let mut backends = vec![arrayad::Backend::Cranelift];
+    if cfg!(feature = "llvm") {
+        backends.push(arrayad::Backend::Llvm);
+    }
+    for backend in backends {
+        let m = arrayad::Module::compile_with("blocks.arr", src, arrayad::Options::backend(backend)).expect("compiles");
+        let ir = m.function("blocks").expect("the function").backend_ir("vjp").expect("compiles").expect("IR");
+        let buffer = match backend {
+            arrayad::Backend::Llvm => "alloca [512 x i64]",
+            _ => "explicit_slot 4096",
+        };
+        assert!(ir.contains(buffer), "blocks.arr ({backend:?}): no stack buffer of accumulator rows");
+    }
     // A loop of effects over rows whose inner loop counts to the row
     // (`for r { for c < r { .. } }`, a triangle): not blocked, the
     // interpreter's bits.

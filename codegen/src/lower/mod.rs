@@ -19,6 +19,7 @@ mod expr;
 pub(crate) mod first_write;
 mod memory;
 mod pairs;
+mod private_rows;
 mod roots;
 mod stmt;
 mod sum;
@@ -451,13 +452,15 @@ pub(crate) enum Size<V> {
 ///
 /// ```text
 /// let pairs = n / 2; let paired = pairs * 2; let odd = n - paired
-/// for [rev] pair < pairs do {
+/// for rev pair < pairs do {
 ///   let twice = pair * 2; let j = twice + odd; let j1 = j + 1; .. }
+/// for pair < pairs do {
+///   let twice = pair * 2; let j = twice + 0; let j1 = twice + 1; .. }
 /// ```
 ///
 /// Inside the loop `pairs >= 1`, so `n >= 2` and `odd` is `n mod 2`, 0 or
 /// 1: `0 <= twice <= 2 pairs - 2 <= n - 2` and `0 <= j <= n - 2`, so that
-/// `j` and `j + 1` are below `n`. A value defined inside the loop is used
+/// `j` and `j + 1` are below `n` (`x + 0` has the fact of `x`). A value defined inside the loop is used
 /// only inside it, where these hold ([`Lower::known_in_bounds`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Halving<V> {

@@ -62,6 +62,9 @@ pub(super) struct ArrayRoots {
     fresh: HashSet<VarId>,
     /// The function's immutable parameters.
     params: HashSet<VarId>,
+    /// In a chunk function of a parallel loop of effects, the parameters
+    /// it adds into: distinct accumulators (module docs).
+    distinct: HashSet<VarId>,
     /// The number of the alias scope of each array that has one.
     scopes: HashMap<VarId, u32>,
 }
@@ -128,7 +131,12 @@ impl ArrayRoots {
         scoped.sort_unstable();
         scoped.truncate(MAX_SCOPES);
         let scopes = scoped.into_iter().zip(0..).collect();
-        ArrayRoots { view_of, fresh, params, scopes }
+        let distinct = if writes_distinct_params {
+            params.iter().copied().filter(|p| f.ty(*p).is_array() && written.contains(p)).collect()
+        } else {
+            HashSet::new()
+        };
+        ArrayRoots { view_of, fresh, params, distinct, scopes }
     }
 
     /// The array `v` is a view of, through views of views.
@@ -151,6 +159,16 @@ impl ArrayRoots {
             && self.new_or_parameter(a)
             && self.new_or_parameter(b)
             && (self.fresh.contains(&ra) || self.fresh.contains(&rb))
+    }
+
+    /// True when the rows of the accumulator `acc` never share memory with
+    /// those of the array `x`: [`Self::apart`], or, in a chunk function of
+    /// a parallel loop of effects, `acc` views one of the distinct
+    /// accumulators it adds into and `x` views another array (module
+    /// docs).
+    pub(super) fn accumulator_apart(&self, acc: VarId, x: VarId) -> bool {
+        let (ra, rx) = (self.root(acc), self.root(x));
+        self.apart(acc, x) || (ra != rx && self.distinct.contains(&ra))
     }
 
     /// The alias scope of the elements of the array `v` (a view of an

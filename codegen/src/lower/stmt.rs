@@ -588,6 +588,17 @@ impl<E: Emitter> Lower<'_, E> {
         let budget = self.iconst(ROW_BLOCK_BYTES);
         let size = self.b.int(IntOp::SDiv, budget, row_bytes);
         let size = self.b.int(IntOp::SMax, size, one);
+        // Accumulator rows smaller than a cache line, kept on the stack
+        // while the block's points run (`private_rows.rs`).
+        let empty = Block::default();
+        let (then_b, else_b) = nest.last.map_or((&empty, &empty), |(_, t, e)| (t, e));
+        let private = self.private_rows(index, &[b, then_b, else_b], (lo, hi, n))?;
+        let size = if private.is_empty() {
+            size
+        } else {
+            let cap = self.iconst(super::private_rows::PRIVATE_BLOCK_ROWS);
+            self.b.int(IntOp::SMin, size, cap)
+        };
         // ceil((hi - lo) / size), 0 <= lo <= hi.
         let rows = self.b.int(IntOp::Sub, hi, lo);
         let rows = self.b.int(IntOp::Add, rows, size);
@@ -595,8 +606,6 @@ impl<E: Emitter> Lower<'_, E> {
         let blocks = self.b.int(IntOp::SDiv, rows, size);
         // Each block of a body that allocates releases what it made, as
         // the loop over `k` would.
-        let empty = Block::default();
-        let (then_b, else_b) = nest.last.map_or((&empty, &empty), |(_, t, e)| (t, e));
         let keeps: Vec<Option<Vec<VarId>>> = [b, then_b, else_b]
             .iter()
             .map(|blk| self.blocks.survivors(self.f, blk).filter(|_| self.blocks.allocates(blk)))
@@ -625,6 +634,7 @@ impl<E: Emitter> Lower<'_, E> {
             let first = l.b.int(IntOp::Add, lo, first);
             let end = l.b.int(IntOp::Add, first, size);
             let end = l.b.int(IntOp::SMin, end, hi);
+            let saved = l.keep_rows(&private, first, end)?;
             l.counted_loop_within(zero, points, points, rev_points, &mut |l, j| {
                 l.def(point, Val::S(j))?;
                 each_k(l, first, end, b, &keeps[0])
@@ -634,7 +644,7 @@ impl<E: Emitter> Lower<'_, E> {
                     each_k(l, first, end, else_b, &keeps[2])
                 })?;
             }
-            Ok(())
+            l.give_back_rows(&private, saved, first, end)
         });
         self.releasing -= releasing;
         lowered
