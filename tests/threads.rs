@@ -291,12 +291,30 @@ fn row_blocks_are_the_interpreters() {
         Value::F64(0.75),
     ];
     vjp_is_the_interpreters("blocks.arr", &vjp, &args, true);
+    // Rows of 4 `f64`s (d = 2) of 1100 components: chunks of more than
+    // the 64 rows a block keeps on the stack on two threads, so each chunk
+    // keeps `ct_l`'s and `ct_w`'s rows block after block.
+    let (k, d) = (1100usize, 2usize);
+    let l: Vec<Vec<Vec<f64>>> = (0..k)
+        .map(|j| {
+            (0..d).map(|r| (0..d).map(|c| ((j * 29 + r * 7 + c * 3) % 19) as f64 * 0.02 - 0.2).collect()).collect()
+        })
+        .collect();
+    let w: Vec<f64> = (0..k).map(|j| (j as f64 * 0.37).cos()).collect();
+    let x: Vec<Vec<i64>> = (0..n).map(|i| (0..d).map(|c| ((i * 5 + c * 3) % 11) as i64 - 5).collect()).collect();
+    let args = vec![
+        json_value(&serde_json::json!(l), arrayad_ir::Type::array(Scalar::F64, 3)),
+        json_value(&serde_json::json!(w), arrayad_ir::Type::array(Scalar::F64, 1)),
+        json_value(&serde_json::json!(x), arrayad_ir::Type::array(Scalar::I64, 2)),
+        Value::F64(0.75),
+    ];
+    vjp_is_the_interpreters("blocks.arr", &vjp, &args, true);
     // `ct_w[j]`, one `f64` a component, is kept on the stack while a
     // block runs its points, so that two threads' blocks do not add into
     // one cache line (`codegen/src/lower/private_rows.rs`: a buffer of
-    // 64 rows of up to 8 `f64`s); the factor's rows, 32 KiB, are not
-    // (their test at run time keeps them in place), and the bits above are
-    // the interpreter's either way.
+    // 64 rows of up to 8 `f64`s); the factor's rows, 32 KiB at d = 64, are
+    // not (their test at run time keeps them in place), 32 bytes at d = 2
+    // are, and the bits above are the interpreter's either way.
     let mut backends = vec![arrayad::Backend::Cranelift];
     if cfg!(feature = "llvm") {
         backends.push(arrayad::Backend::Llvm);

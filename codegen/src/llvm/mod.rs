@@ -444,6 +444,9 @@ pub(crate) struct LlvmEmitter<'a, 'ctx> {
     scope_lists: Vec<Option<(MetadataValue<'ctx>, MetadataValue<'ctx>)>>,
     /// The first error of the builder (reported by `finish`).
     error: Option<String>,
+    /// Pointers made by [`Emitter::loose_base`] and selects of them:
+    /// element addresses from them are plain `getelementptr`s.
+    loose: std::collections::HashSet<BasicValueEnum<'ctx>>,
 }
 
 impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
@@ -478,6 +481,7 @@ impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
             scope_nodes: Vec::new(),
             scope_lists: Vec::new(),
             error: None,
+            loose: Default::default(),
         }
     }
 
@@ -875,6 +879,9 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
         let c = self.int_of(c);
         let r = self.b.build_select(c, a, b, "");
         let v = self.ok(r).unwrap_or_else(|| self.undef(Ty::I64));
+        if self.loose.contains(&a) || self.loose.contains(&b) {
+            self.loose.insert(v);
+        }
         if v.get_type().is_float_type() {
             self.fm(v)
         } else {
@@ -974,8 +981,13 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
             Scalar::Bool => self.ctx.i8_type().into(),
         };
         // SAFETY (of the IR): indices are checked (or known) in bounds, or
-        // one past the end for empty views.
-        let r = unsafe { self.b.build_in_bounds_gep(ety, p, &[i], "") };
+        // one past the end for empty views; from a loose base (outside its
+        // buffer), a plain offset back into it.
+        let r = if self.loose.contains(&base) {
+            unsafe { self.b.build_gep(ety, p, &[i], "") }
+        } else {
+            unsafe { self.b.build_in_bounds_gep(ety, p, &[i], "") }
+        };
         self.ok(r).map(Into::into).unwrap_or(base)
     }
 
@@ -985,6 +997,12 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
         // SAFETY (of the IR): a plain (not inbounds) byte offset.
         let r = unsafe { self.b.build_gep(self.ctx.i8_type(), p, &[i], "") };
         self.ok(r).map(Into::into).unwrap_or(base)
+    }
+
+    fn loose_base(&mut self, base: Self::Value, bytes: Self::Value) -> Self::Value {
+        let v = self.ptr_offset(base, bytes);
+        self.loose.insert(v);
+        v
     }
 
     fn ptr_diff(&mut self, a: Self::Value, b: Self::Value) -> Self::Value {

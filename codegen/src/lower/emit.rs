@@ -191,6 +191,15 @@ pub(crate) trait Emitter {
     fn elem_addr(&mut self, base: Self::Value, index: Self::Value, elem: Scalar) -> Self::Value;
     /// `base + bytes` (a pointer; `bytes` an `i64`).
     fn ptr_offset(&mut self, base: Self::Value, bytes: Self::Value) -> Self::Value;
+    /// `base + bytes` as the base of element addresses ([`Self::elem_addr`],
+    /// also through a [`Self::select`] of it) that may itself lie outside
+    /// `base`'s object while every element address computed from it is
+    /// inside (a buffer standing in for the rows `first..` of an array:
+    /// `lower/private_rows.rs`): LLVM computes those addresses with plain,
+    /// not `inbounds`, offsets.
+    fn loose_base(&mut self, base: Self::Value, bytes: Self::Value) -> Self::Value {
+        self.ptr_offset(base, bytes)
+    }
     /// `a - b` in bytes, an `i64`.
     fn ptr_diff(&mut self, a: Self::Value, b: Self::Value) -> Self::Value;
     /// The address of `bytes` bytes of fresh, 8-byte aligned stack memory

@@ -41,9 +41,10 @@ use std::collections::{HashMap, HashSet};
 const PRIVATE_ROW_F64S: i64 = 8;
 
 /// The most rows of a block when an accumulator's rows may be kept on the
-/// stack, and the most accumulators kept: buffers of
-/// `PRIVATE_BLOCK_ROWS * PRIVATE_ROW_F64S * 8` bytes (4 KiB) each.
+/// stack: buffers of `PRIVATE_BLOCK_ROWS * PRIVATE_ROW_F64S * 8` bytes
+/// (4 KiB) each.
 pub(super) const PRIVATE_BLOCK_ROWS: i64 = 64;
+/// The most accumulators of a nest kept on the stack.
 const MAX_PRIVATE: usize = 4;
 
 /// An accumulator whose rows a block may keep on the stack.
@@ -154,20 +155,25 @@ impl<E: Emitter> Lower<'_, E> {
             .copied()
             .filter(|v| uses[v] == (true, true) && f.ty(*v).elem == Scalar::F64)
             .filter(|v| matches!(self.vars.get(v.index()), Some(Some(Repr::Fixed(Val::A(_))))))
+            .collect();
+        let roots = self.array_roots();
+        let candidates: Vec<VarId> = candidates
+            .into_iter()
+            .filter(|&acc| order.iter().all(|&x| x == acc || roots.accumulator_apart(acc, x)))
             .take(MAX_PRIVATE)
             .collect();
         let mut kept = Vec::new();
         let rows = self.b.int(IntOp::Sub, hi, lo);
         let part = self.b.icmp(IntCC::Slt, rows, n);
         for acc in candidates {
-            let roots = self.array_roots();
-            if !order.iter().all(|&x| x == acc || roots.accumulator_apart(acc, x)) {
-                continue;
-            }
             let arr = self.array(acc)?;
             let row = self.product(&arr.dims[1..]);
             let small = self.icmp_imm(IntCC::Sle, row, PRIVATE_ROW_F64S);
+            // (The rows copied are within the accumulator however many
+            // of them the body reaches.)
+            let within = self.b.icmp(IntCC::Sle, hi, arr.dims[0]);
             let on = self.b.int(IntOp::And, small, part);
+            let on = self.b.int(IntOp::And, on, within);
             let buf = self.b.stack_slot((PRIVATE_BLOCK_ROWS * PRIVATE_ROW_F64S * 8) as u32);
             kept.push(PrivateRows { acc, arr, on, buf });
         }
@@ -195,7 +201,7 @@ impl<E: Emitter> Lower<'_, E> {
             let bytes = self.b.int(IntOp::Mul, start, eight);
             let zero = self.iconst(0);
             let back = self.b.int(IntOp::Sub, zero, bytes);
-            let base = self.b.ptr_offset(p.buf, back);
+            let base = self.b.loose_base(p.buf, back);
             let ptr = self.b.select(p.on, base, p.arr.ptr);
             let bound = Repr::Fixed(Val::A(Arr { ptr, dims: p.arr.dims.clone() }));
             saved.push(self.vars[p.acc.index()].replace(bound));

@@ -80,11 +80,17 @@ impl ArrayRoots {
         // Arrays written other than by building them: accumulators added
         // into or cleared, arrays updated (perhaps in place).
         let mut written = Vec::new();
+        let mut added = Vec::new();
         for_each_block(&f.body, &mut |b| {
             for s in &b.stmts {
                 let (vars, expr) = match &s.kind {
                     StmtKind::Let { vars, expr } => (vars, expr),
-                    StmtKind::AccAdd { acc, .. } | StmtKind::AccZero { acc, .. } => {
+                    StmtKind::AccAdd { acc, .. } => {
+                        written.push(*acc);
+                        added.push(*acc);
+                        continue;
+                    }
+                    StmtKind::AccZero { acc, .. } => {
                         written.push(*acc);
                         continue;
                     }
@@ -132,7 +138,8 @@ impl ArrayRoots {
         scoped.truncate(MAX_SCOPES);
         let scopes = scoped.into_iter().zip(0..).collect();
         let distinct = if writes_distinct_params {
-            params.iter().copied().filter(|p| f.ty(*p).is_array() && written.contains(p)).collect()
+            let added: HashSet<VarId> = added.iter().map(|v| view_of.get(v).copied().unwrap_or(*v)).collect();
+            params.iter().copied().filter(|p| f.ty(*p).is_array() && added.contains(p)).collect()
         } else {
             HashSet::new()
         };
@@ -164,11 +171,11 @@ impl ArrayRoots {
     /// True when the rows of the accumulator `acc` never share memory with
     /// those of the array `x`: [`Self::apart`], or, in a chunk function of
     /// a parallel loop of effects, `acc` views one of the distinct
-    /// accumulators it adds into and `x` views another array (module
-    /// docs).
+    /// accumulators it adds into and `x` views another of its parameters
+    /// or new memory (module docs).
     pub(super) fn accumulator_apart(&self, acc: VarId, x: VarId) -> bool {
         let (ra, rx) = (self.root(acc), self.root(x));
-        self.apart(acc, x) || (ra != rx && self.distinct.contains(&ra))
+        self.apart(acc, x) || (ra != rx && self.distinct.contains(&ra) && self.new_or_parameter(x))
     }
 
     /// The alias scope of the elements of the array `v` (a view of an
