@@ -202,6 +202,21 @@ fn runtime_errors_are_the_same_on_every_backend() {
     }
 }
 
+/// The bounds checks in the backend IR of `func`'s `kind` ("primal",
+/// "jvp", "vjp") in `m`, compiled by `backend`: in Cranelift's IR the
+/// checks' `icmp ult` (its loops compare signed), in LLVM's optimised IR
+/// the calls reporting an index out of bounds (its own loops compare
+/// `ult` too).
+fn bounds_checks(m: &arrayad::Module, backend: arrayad::Backend, func: &str, kind: &str) -> usize {
+    let ir = m.function(func).unwrap().backend_ir(kind).unwrap().expect("backend IR");
+    let oob = format!("i32 {},", arrayad_ir::ErrorKind::IndexOutOfBounds as i32);
+    let check = |l: &&str| match backend {
+        arrayad::Backend::Llvm => l.contains("@arrayad_fail(") && l.contains(&oob),
+        _ => l.contains("icmp") && l.contains(" ult "),
+    };
+    ir.lines().filter(check).count()
+}
+
 /// Triangular nests (`c < r < n`, `c <= r < n`) index without bounds
 /// checks on the inner index (`known_in_bounds` in
 /// `codegen/src/lower/expr.rs`), in the primal, the jvp (whose tangents are
@@ -222,18 +237,7 @@ def other(x: [n]f64, y: [m]f64) -> [n]f64 = for r < n => sum(for c < r => y[c] *
     }
     for backend in backends {
         let m = arrayad::Module::compile_with("tri.arr", src, arrayad::Options::backend(backend)).unwrap();
-        // Cranelift's IR: the checks' `icmp ult` (its loops compare signed).
-        // LLVM's optimised IR: the calls reporting an index out of bounds
-        // (error kind 1), as its own loops compare `ult` too.
-        let oob = format!("i32 {},", arrayad_ir::ErrorKind::IndexOutOfBounds as i32);
-        let bounds_checks = |func: &str, kind: &str| {
-            let ir = m.function(func).unwrap().backend_ir(kind).unwrap().expect("backend IR");
-            let check = |l: &&str| match backend {
-                arrayad::Backend::Llvm => l.contains("@arrayad_fail(") && l.contains(&oob),
-                _ => l.contains("icmp") && l.contains(" ult "),
-            };
-            ir.lines().filter(check).count()
-        };
+        let bounds_checks = |func: &str, kind: &str| bounds_checks(&m, backend, func, kind);
         for kind in ["primal", "jvp", "vjp"] {
             assert_eq!(bounds_checks("below", kind), 0, "below {kind} ({backend:?})");
             assert_eq!(bounds_checks("upto", kind), 0, "upto {kind} ({backend:?})");
@@ -269,15 +273,7 @@ def beyond(x: [n]f64) -> f64 =
     }
     for backend in backends {
         let m = arrayad::Module::compile_with("pairs.arr", src, arrayad::Options::backend(backend)).unwrap();
-        let oob = format!("i32 {},", arrayad_ir::ErrorKind::IndexOutOfBounds as i32);
-        let bounds_checks = |func: &str, kind: &str| {
-            let ir = m.function(func).unwrap().backend_ir(kind).unwrap().expect("backend IR");
-            let check = |l: &&str| match backend {
-                arrayad::Backend::Llvm => l.contains("@arrayad_fail(") && l.contains(&oob),
-                _ => l.contains("icmp") && l.contains(" ult "),
-            };
-            ir.lines().filter(check).count()
-        };
+        let bounds_checks = |func: &str, kind: &str| bounds_checks(&m, backend, func, kind);
         for kind in ["primal", "vjp"] {
             assert_eq!(bounds_checks("pairs", kind), 0, "pairs {kind} ({backend:?})");
             assert!(bounds_checks("beyond", kind) > 0, "beyond {kind} ({backend:?}): the check of x[j + 2] is gone");

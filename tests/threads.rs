@@ -270,44 +270,34 @@ fn row_blocks_are_the_interpreters() {
         })
     });
     assert!(interchanged, "blocks.arr: no interchanged nest reading residuals by point and component");
-    let (k, d, n) = (20usize, 64usize, 9usize);
-    let l: Vec<Vec<Vec<f64>>> = (0..k)
-        .map(|j| {
-            (0..d)
-                .map(|r| {
-                    (0..d)
-                        .map(|c| if c <= r { ((j * 31 + r * 7 + c * 3) % 17) as f64 * 0.01 - 0.08 } else { 0.0 })
-                        .collect()
-                })
-                .collect()
-        })
-        .collect();
-    let w: Vec<f64> = (0..k).map(|j| (j as f64 * 0.3).sin()).collect();
-    let x: Vec<Vec<i64>> = (0..n).map(|i| (0..d).map(|c| ((i * 5 + c * 3) % 11) as i64 - 5).collect()).collect();
-    let args = vec![
-        json_value(&serde_json::json!(l), arrayad_ir::Type::array(Scalar::F64, 3)),
-        json_value(&serde_json::json!(w), arrayad_ir::Type::array(Scalar::F64, 1)),
-        json_value(&serde_json::json!(x), arrayad_ir::Type::array(Scalar::I64, 2)),
-        Value::F64(0.75),
-    ];
+    // The arguments: `k` factors of `d x d` and weights from `factor(j,
+    // r, c)` and `weight(j)`, 9 points, and the cotangent.
+    let mixture = |k: usize, d: usize, factor: &dyn Fn(usize, usize, usize) -> f64, weight: &dyn Fn(usize) -> f64| {
+        let l: Vec<Vec<Vec<f64>>> =
+            (0..k).map(|j| (0..d).map(|r| (0..d).map(|c| factor(j, r, c)).collect()).collect()).collect();
+        let w: Vec<f64> = (0..k).map(weight).collect();
+        let x: Vec<Vec<i64>> = (0..9).map(|i| (0..d).map(|c| ((i * 5 + c * 3) % 11) as i64 - 5).collect()).collect();
+        vec![
+            json_value(&serde_json::json!(l), arrayad_ir::Type::array(Scalar::F64, 3)),
+            json_value(&serde_json::json!(w), arrayad_ir::Type::array(Scalar::F64, 1)),
+            json_value(&serde_json::json!(x), arrayad_ir::Type::array(Scalar::I64, 2)),
+            Value::F64(0.75),
+        ]
+    };
+    let lower = |j: usize, r: usize, c: usize| {
+        if c <= r {
+            ((j * 31 + r * 7 + c * 3) % 17) as f64 * 0.01 - 0.08
+        } else {
+            0.0
+        }
+    };
+    let args = mixture(20, 64, &lower, &|j| (j as f64 * 0.3).sin());
     vjp_is_the_interpreters("blocks.arr", &vjp, &args, true);
     // Rows of 4 `f64`s (d = 2) of 1100 components: chunks of more than
     // the 64 rows a block keeps on the stack on two threads, so each chunk
     // keeps `ct_l`'s and `ct_w`'s rows block after block.
-    let (k, d) = (1100usize, 2usize);
-    let l: Vec<Vec<Vec<f64>>> = (0..k)
-        .map(|j| {
-            (0..d).map(|r| (0..d).map(|c| ((j * 29 + r * 7 + c * 3) % 19) as f64 * 0.02 - 0.2).collect()).collect()
-        })
-        .collect();
-    let w: Vec<f64> = (0..k).map(|j| (j as f64 * 0.37).cos()).collect();
-    let x: Vec<Vec<i64>> = (0..n).map(|i| (0..d).map(|c| ((i * 5 + c * 3) % 11) as i64 - 5).collect()).collect();
-    let args = vec![
-        json_value(&serde_json::json!(l), arrayad_ir::Type::array(Scalar::F64, 3)),
-        json_value(&serde_json::json!(w), arrayad_ir::Type::array(Scalar::F64, 1)),
-        json_value(&serde_json::json!(x), arrayad_ir::Type::array(Scalar::I64, 2)),
-        Value::F64(0.75),
-    ];
+    let full = |j: usize, r: usize, c: usize| ((j * 29 + r * 7 + c * 3) % 19) as f64 * 0.02 - 0.2;
+    let args = mixture(1100, 2, &full, &|j| (j as f64 * 0.37).cos());
     vjp_is_the_interpreters("blocks.arr", &vjp, &args, true);
     // `ct_w[j]`, one `f64` a component, is kept on the stack while a
     // block runs its points, so that two threads' blocks do not add into
