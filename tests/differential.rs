@@ -231,11 +231,7 @@ def below(x: [n]f64) -> [n]f64 = for r < n => sum(for c < r => x[c] * x[r])
 def upto(x: [n]f64) -> [n]f64 = for r < n => maximum(for c < r + 1 => x[c]) * x[r]
 def other(x: [n]f64, y: [m]f64) -> [n]f64 = for r < n => sum(for c < r => y[c] * x[r])
 ";
-    let mut backends = vec![arrayad::Backend::Cranelift];
-    if cfg!(feature = "llvm") {
-        backends.push(arrayad::Backend::Llvm);
-    }
-    for backend in backends {
+    for backend in common::api_backends() {
         let m = arrayad::Module::compile_with("tri.arr", src, arrayad::Options::backend(backend)).unwrap();
         let bounds_checks = |func: &str, kind: &str| bounds_checks(&m, backend, func, kind);
         for kind in ["primal", "jvp", "vjp"] {
@@ -267,11 +263,7 @@ def beyond(x: [n]f64) -> f64 =
     let j = 2 * p + (n - 2 * (n / 2))
     in x[j] * x[j + 2])
 ";
-    let mut backends = vec![arrayad::Backend::Cranelift];
-    if cfg!(feature = "llvm") {
-        backends.push(arrayad::Backend::Llvm);
-    }
-    for backend in backends {
+    for backend in common::api_backends() {
         let m = arrayad::Module::compile_with("pairs.arr", src, arrayad::Options::backend(backend)).unwrap();
         let bounds_checks = |func: &str, kind: &str| bounds_checks(&m, backend, func, kind);
         for kind in ["primal", "vjp"] {

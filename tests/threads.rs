@@ -305,11 +305,7 @@ fn row_blocks_are_the_interpreters() {
     // 64 rows of up to 8 `f64`s); the factor's rows, 32 KiB at d = 64, are
     // not (their test at run time keeps them in place), 32 bytes at d = 2
     // are, and the bits above are the interpreter's either way.
-    let mut backends = vec![arrayad::Backend::Cranelift];
-    if cfg!(feature = "llvm") {
-        backends.push(arrayad::Backend::Llvm);
-    }
-    for backend in backends {
+    for backend in common::api_backends() {
         let m = arrayad::Module::compile_with("blocks.arr", src, arrayad::Options::backend(backend)).expect("compiles");
         let ir = m.function("blocks").expect("the function").backend_ir("vjp").expect("compiles").expect("IR");
         let buffer = match backend {
