@@ -42,6 +42,7 @@ mod jit;
 mod llvm;
 mod lower;
 mod parallel;
+mod schedule;
 mod target;
 
 pub use cabi::abi::{reserved_c_symbol, Entry};

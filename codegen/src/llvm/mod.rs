@@ -429,7 +429,9 @@ pub(crate) struct LlvmEmitter<'a, 'ctx> {
     func: FunctionValue<'ctx>,
     fast_math: bool,
     name: String,
-    vars: Vec<(PointerValue<'ctx>, Ty)>,
+    /// Each variable's slot and type: `None` for a pair
+    /// ([`Emitter::declare_pair_var`]).
+    vars: Vec<(PointerValue<'ctx>, Option<Ty>)>,
     cold: Vec<BasicBlock<'ctx>>,
     /// The last conditional branch built ([`Emitter::mark_short_loop`]).
     last_branch: Option<inkwell::values::InstructionValue<'ctx>>,
@@ -537,6 +539,29 @@ impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
             Ty::Bool => self.ctx.i8_type().into(),
             t => self.basic_ty(t),
         }
+    }
+
+    /// A `<4 x double>`: a pair of the sums of several results
+    /// ([`Emitter::pairs_in_sums`]).
+    fn pair_ty(&self) -> inkwell::types::VectorType<'ctx> {
+        self.ctx.f64_type().vec_type(PAIR_LANES as u32)
+    }
+
+    /// The type of a variable's slot (`None`: a pair).
+    fn slot_ty(&self, ty: Option<Ty>) -> BasicTypeEnum<'ctx> {
+        match ty {
+            Some(t) => self.basic_ty(t),
+            None => self.pair_ty().into(),
+        }
+    }
+
+    /// A new variable: an `alloca` in the entry block (`None`: a pair).
+    fn declare_slot(&mut self, ty: Option<Ty>) -> usize {
+        let t = self.slot_ty(ty);
+        let r = self.allocas.build_alloca(t, "");
+        let p = self.ok(r).unwrap_or_else(|| self.ctx.ptr_type(AddressSpace::default()).const_null());
+        self.vars.push((p, ty));
+        self.vars.len() - 1
     }
 
     fn undef(&self, t: Ty) -> BasicValueEnum<'ctx> {
@@ -729,6 +754,10 @@ impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
     }
 }
 
+/// The `f64`s of a pair on LLVM: the partial sums `4k .. 4k + 3` of a sum
+/// of several results ([`Emitter::pairs_in_sums`]), one AVX register.
+const PAIR_LANES: usize = 4;
+
 impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
     type Value = BasicValueEnum<'ctx>;
     type Block = BasicBlock<'ctx>;
@@ -826,6 +855,16 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
     }
 
     fn float(&mut self, op: FloatOp, a: Self::Value, b: Self::Value) -> Self::Value {
+        if let (BasicValueEnum::VectorValue(x), BasicValueEnum::VectorValue(y)) = (a, b) {
+            let r = match op {
+                FloatOp::Add => self.b.build_float_add(x, y, ""),
+                FloatOp::Sub => self.b.build_float_sub(x, y, ""),
+                FloatOp::Mul => self.b.build_float_mul(x, y, ""),
+                FloatOp::Div => self.b.build_float_div(x, y, ""),
+            };
+            let v = self.ok(r).map(Into::into).unwrap_or_else(|| self.pair_ty().const_zero().into());
+            return self.fm(v);
+        }
         let (x, y) = (self.float_of(a), self.float_of(b));
         let r = match op {
             FloatOp::Add => self.b.build_float_add(x, y, ""),
@@ -840,9 +879,14 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
     fn float_unary(&mut self, op: FloatUnary, a: Self::Value) -> Self::Value {
         let name = match op {
             FloatUnary::Neg => {
-                let x = self.float_of(a);
-                let r = self.b.build_float_neg(x, "");
-                let v = self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::F64));
+                let r = match a {
+                    BasicValueEnum::VectorValue(x) => self.b.build_float_neg(x, "").map(Into::into),
+                    _ => {
+                        let x = self.float_of(a);
+                        self.b.build_float_neg(x, "").map(Into::into)
+                    }
+                };
+                let v = self.ok(r).unwrap_or_else(|| self.undef(Ty::F64));
                 return self.fm(v);
             }
             FloatUnary::Abs => "llvm.fabs",
@@ -850,13 +894,14 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
             FloatUnary::Floor => "llvm.floor",
             FloatUnary::Ceil => "llvm.ceil",
         };
-        let f64t = self.ctx.f64_type().as_basic_type_enum();
-        match self.intrinsic(name, &[f64t]) {
+        // The intrinsic of the operand's type: `f64`, or a pair's vector.
+        let t = a.get_type();
+        match self.intrinsic(name, &[t]) {
             Some(f) => {
                 let v = self.call_fn(f, &[a]);
                 self.fm(v)
             }
-            None => self.undef(Ty::F64),
+            None => t.const_zero(),
         }
     }
 
@@ -1130,11 +1175,7 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
     }
 
     fn declare_var(&mut self, ty: Ty) -> Self::Var {
-        let t = self.basic_ty(ty);
-        let r = self.allocas.build_alloca(t, "");
-        let p = self.ok(r).unwrap_or_else(|| self.ctx.ptr_type(AddressSpace::default()).const_null());
-        self.vars.push((p, ty));
-        self.vars.len() - 1
+        self.declare_slot(Some(ty))
     }
 
     fn def_var(&mut self, var: Self::Var, v: Self::Value) {
@@ -1151,9 +1192,61 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
             self.fail("an undeclared variable");
             return self.undef(Ty::I64);
         };
-        let t = self.basic_ty(ty);
+        let t = self.slot_ty(ty);
         let r = self.b.build_load(t, p, "");
-        self.ok(r).unwrap_or_else(|| self.undef(ty))
+        self.ok(r).unwrap_or_else(|| t.const_zero())
+    }
+
+    fn pairs_in_sums(&self, width: usize) -> bool {
+        width >= 2
+    }
+
+    fn pair_lanes(&self) -> usize {
+        PAIR_LANES
+    }
+
+    fn declare_pair_var(&mut self) -> Self::Var {
+        self.declare_slot(None)
+    }
+
+    fn load_pair(&mut self, addr: Self::Value) -> Self::Value {
+        let p = self.ptr_of(addr);
+        let t = self.pair_ty();
+        let r = self.b.build_load(t, p, "");
+        let Some(v) = self.ok(r) else { return t.const_zero().into() };
+        self.tag(v.as_instruction_value(), Mem::Data, 8, true);
+        v
+    }
+
+    fn store_pair(&mut self, v: Self::Value, addr: Self::Value) {
+        let p = self.ptr_of(addr);
+        let r = self.b.build_store(p, v);
+        if let Some(i) = self.ok(r) {
+            self.tag(Some(i), Mem::Data, 8, false);
+        }
+    }
+
+    fn splat_pair(&mut self, x: Self::Value) -> Self::Value {
+        let mut v: BasicValueEnum<'ctx> = self.pair_ty().get_undef().into();
+        for lane in 0..PAIR_LANES {
+            let k = self.ctx.i32_type().const_int(lane as u64, false);
+            let r = match v {
+                BasicValueEnum::VectorValue(vv) => self.b.build_insert_element(vv, x, k, ""),
+                _ => return v,
+            };
+            v = self.ok(r).map(Into::into).unwrap_or(v);
+        }
+        v
+    }
+
+    fn pair_lane(&mut self, pair: Self::Value, lane: u8) -> Self::Value {
+        let BasicValueEnum::VectorValue(v) = pair else {
+            self.fail("a pair expected");
+            return self.undef(Ty::F64);
+        };
+        let k = self.ctx.i32_type().const_int(u64::from(lane), false);
+        let r = self.b.build_extract_element(v, k, "");
+        self.ok(r).unwrap_or_else(|| self.undef(Ty::F64))
     }
 
     fn call_function(&mut self, func: arrayad_ir::FuncId, args: [Self::Value; 3]) -> Result<Self::Value> {

@@ -266,12 +266,30 @@ pub(crate) trait Emitter {
     fn f64_pairs(&self) -> bool {
         false
     }
+    /// True when the unrolled rounds of a fused sum of `width` sums (the
+    /// results of one comprehension: a value and its tangents, two points
+    /// of a jammed comprehension) are computed on pairs, each sum's
+    /// partial sums `lanes * k ..` one pair (`lower/sum.rs`): on
+    /// Cranelift, as every sum; on LLVM, for two sums or more, whose
+    /// scalar partials its SLP vectoriser packs across the sums (one lane
+    /// per sum, filled by loads from several rows) rather than along them.
+    fn pairs_in_sums(&self, width: usize) -> bool {
+        let _ = width;
+        self.f64_pairs()
+    }
+    /// The number of `f64`s in a pair: 2 (Cranelift's `f64x2`), or 4
+    /// (LLVM's `<4 x double>`, in sums only: [`Self::pairs_in_sums`]); a
+    /// divisor of `ops::SUM_LANES`.
+    fn pair_lanes(&self) -> usize {
+        2
+    }
     /// A mutable variable holding a pair of `f64`s ([`Self::f64_pairs`]).
     fn declare_pair_var(&mut self) -> Self::Var {
         unreachable!("pairs are used only when f64_pairs() is true")
     }
-    /// The pair `(p[0], p[1])` of array elements ([`Mem::Data`]) at
-    /// `addr`, aligned to 8 bytes only ([`Self::f64_pairs`]).
+    /// The pair `(p[0], p[1], ..)` of [`Self::pair_lanes`] array elements
+    /// ([`Mem::Data`]) at `addr`, aligned to 8 bytes only
+    /// ([`Self::f64_pairs`]).
     fn load_pair(&mut self, _addr: Self::Value) -> Self::Value {
         unreachable!("pairs are used only when f64_pairs() is true")
     }
@@ -280,11 +298,12 @@ pub(crate) trait Emitter {
     fn store_pair(&mut self, _v: Self::Value, _addr: Self::Value) {
         unreachable!("pairs are used only when f64_pairs() is true")
     }
-    /// The pair `(x, x)` ([`Self::f64_pairs`]).
+    /// The pair `(x, x, ..)` ([`Self::f64_pairs`]).
     fn splat_pair(&mut self, _x: Self::Value) -> Self::Value {
         unreachable!("pairs are used only when f64_pairs() is true")
     }
-    /// Lane `lane` (0 or 1) of a pair ([`Self::f64_pairs`]).
+    /// Lane `lane` (below [`Self::pair_lanes`]) of a pair
+    /// ([`Self::f64_pairs`]).
     fn pair_lane(&mut self, _pair: Self::Value, _lane: u8) -> Self::Value {
         unreachable!("pairs are used only when f64_pairs() is true")
     }

@@ -18,7 +18,11 @@
 //! still receives the same additions in the same order, bitwise equal to
 //! the scalar code. Bodies made only of loads along the summed index,
 //! values from outside, `+ - * /`, negation, `abs` and `sqrt` are computed on
-//! pairs (`pairs.rs`); any other body stays scalar.
+//! pairs (`pairs.rs`); any other body stays scalar. LLVM does the same
+//! for the sums of a comprehension of two results or more
+//! ([`Emitter::pairs_in_sums`]), with pairs of four lanes: `4k .. 4k + 3`
+//! of each sum from one load of four consecutive elements, where its
+//! vectoriser would pack the same partial of every sum into one vector.
 //!
 //! A `sum` of an array reads it; a `sum` of a comprehension used only there
 //! (`analysis::BlockFacts::fused_sum`; all the results of a build, each
@@ -47,9 +51,7 @@ pub(super) enum Blocks<V> {
 /// Rounds of eight elements in a block of a sum.
 const ROUNDS_PER_BLOCK: i64 = (SUM_BLOCK / SUM_LANES) as i64;
 
-/// Pairs of partial sums per sum.
-const PAIRS: usize = SUM_LANES / 2;
-const _: () = assert!(SUM_LANES.is_multiple_of(2), "partial sums go in pairs");
+const _: () = assert!(SUM_LANES.is_multiple_of(4), "partial sums go in pairs of 2 or 4");
 
 /// At most this many statements per sum, none with a block, make a body
 /// that is lowered once per partial sum (unrolled); larger bodies are
@@ -133,7 +135,7 @@ impl<E: Emitter> Lower<'_, E> {
         // before the next.
         let mut bound = vec![index];
         arrayad_ir::visit::block_binds(body, &mut |v| bound.push(v));
-        let plan = if unroll && self.b.f64_pairs() { self.pair_plan(n, index, body, false)? } else { None };
+        let plan = if unroll && self.b.pairs_in_sums(width) { self.pair_plan(n, index, body, false)? } else { None };
         let mut pair_element;
         let pairs: Option<&mut Elements<'_, Self, E::Value>> = match &plan {
             Some(plan) => {
@@ -287,8 +289,9 @@ impl<E: Emitter> Lower<'_, E> {
                     for v in p {
                         let x = l.b.use_var(*v);
                         if paired {
-                            lanes.push(l.b.pair_lane(x, 0));
-                            lanes.push(l.b.pair_lane(x, 1));
+                            for lane in 0..l.b.pair_lanes() {
+                                lanes.push(l.b.pair_lane(x, lane as u8));
+                            }
                         } else {
                             lanes.push(x);
                         }
@@ -464,8 +467,9 @@ impl<E: Emitter> Lower<'_, E> {
 
     /// The eight partial sums of the elements `lo..lo + 8 * rounds` of
     /// each of the `width` sums, sum by sum, as `partial_sums` unrolled
-    /// computes them, with partials `2k` and `2k + 1` one pair: `pairs(i)`
-    /// gives the pairs of elements `i` and `i + 1` (`i` even; `i + 1 < lo +
+    /// computes them, with partials `L k .. L k + L - 1` one pair (`L` the
+    /// emitter's [`Emitter::pair_lanes`]): `pairs(i)` gives the pairs of
+    /// elements `i .. i + L - 1` (`i` a multiple of `L`; `i + L - 1 < lo +
     /// 8 * rounds <= n`).
     fn paired_partial_sums(
         &mut self,
@@ -478,7 +482,9 @@ impl<E: Emitter> Lower<'_, E> {
     ) -> Result<Vec<E::Value>> {
         let zero = self.b.fconst(0.0);
         let zeros = self.b.splat_pair(zero);
-        let vars: Vec<E::Var> = (0..PAIRS * width)
+        let lanes = self.b.pair_lanes();
+        let per_sum = SUM_LANES / lanes;
+        let vars: Vec<E::Var> = (0..per_sum * width)
             .map(|_| {
                 let v = self.b.declare_pair_var();
                 self.b.def_var(v, zeros);
@@ -489,13 +495,13 @@ impl<E: Emitter> Lower<'_, E> {
         let shift = self.iconst(SUM_LANES.trailing_zeros() as i64);
         self.counted_loop(first, rounds, false, &mut |l, j| {
             let base = l.round_start(lo, j, shift);
-            for k in 0..PAIRS {
-                let i = if k == 0 { base } else { l.add_imm(base, 2 * k as i64) };
+            for k in 0..per_sum {
+                let i = if k == 0 { base } else { l.add_imm(base, (lanes * k) as i64) };
                 l.in_bounds.push((i, n));
                 let xs = l.element(pairs, i, width);
                 l.in_bounds.pop();
                 for (q, x) in xs?.into_iter().enumerate() {
-                    let var = vars[q * PAIRS + k];
+                    let var = vars[q * per_sum + k];
                     let s = l.b.use_var(var);
                     let s = l.b.float(FloatOp::Add, s, x);
                     l.b.def_var(var, s);
@@ -506,8 +512,9 @@ impl<E: Emitter> Lower<'_, E> {
         let mut partials = Vec::with_capacity(SUM_LANES * width);
         for var in vars {
             let p = self.b.use_var(var);
-            partials.push(self.b.pair_lane(p, 0));
-            partials.push(self.b.pair_lane(p, 1));
+            for lane in 0..lanes {
+                partials.push(self.b.pair_lane(p, lane as u8));
+            }
             self.b.release_var(var);
         }
         Ok(partials)

@@ -209,11 +209,15 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
     // minima and sums of arrays.
     let mut replaced: HashMap<usize, Vec<Stmt>> = HashMap::new();
     let (mut made, mut reductions) = (0, 0);
-    // The extents bound at the top (`let n = dim x 0`) and the checks of
-    // their equalities, so far: a chunk function binds them again from its
-    // arrays (and checks again), so that its lowering knows what the
-    // function's knows of them (bounds checks proven as before).
-    let mut extents: HashMap<VarId, VarId> = HashMap::new();
+    // The extents bound at the top (`let n = dim x 0`), the sizes computed
+    // from them by `+ - *` and division by a literal (the pairs of a jammed
+    // comprehension, `n / 2`: `arrayad_ir::passes::jam_builds`), and the
+    // checks of their equalities, so far: a chunk function binds them
+    // again from its arrays (and checks again), so that its lowering knows
+    // what the function's knows of them (bounds checks proven as before,
+    // the points of pairs known in bounds). Each maps to the arrays it is
+    // computed from.
+    let mut extents: HashMap<VarId, Vec<VarId>> = HashMap::new();
     let mut facts: Vec<&Stmt> = Vec::new();
     // The extents of the arrays built so far, which a chunk function
     // reading them checks once and then knows (`shapes`).
@@ -234,7 +238,13 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
         match &s.kind {
             StmtKind::Let { vars, expr: Expr::Dim { array, .. } } => {
                 if let ([v], false) = (vars.as_slice(), f.var(*array).mutable) {
-                    extents.insert(*v, *array);
+                    extents.insert(*v, vec![*array]);
+                    facts.push(s);
+                }
+            }
+            StmtKind::Let { vars, expr: Expr::Binary(op, a, b) } => {
+                if let Some(arrays) = derived_size(f, vars, *op, a, b, &extents) {
+                    extents.insert(vars[0], arrays);
                     facts.push(s);
                 }
             }
@@ -618,7 +628,7 @@ fn weight(body: &Block) -> u64 {
 /// The variables the comprehension statement `s` uses and does not bind,
 /// in order of first use, except the extents of `extents` (bound by `dim`
 /// of an array, which [`extent_facts`] binds again): their arrays instead.
-fn free_vars(s: &Stmt, index: VarId, body: &Block, extents: &HashMap<VarId, VarId>) -> Vec<VarId> {
+fn free_vars(s: &Stmt, index: VarId, body: &Block, extents: &HashMap<VarId, Vec<VarId>>) -> Vec<VarId> {
     let mut bound = HashSet::from([index]);
     block_binds(body, &mut |v| {
         bound.insert(v);
@@ -632,25 +642,66 @@ fn free_vars(s: &Stmt, index: VarId, body: &Block, extents: &HashMap<VarId, VarI
     });
     let (mut free, mut passed) = (Vec::new(), HashSet::new());
     for v in used {
-        let v = extents.get(&v).copied().unwrap_or(v);
-        if passed.insert(v) {
-            free.push(v);
+        for v in extents.get(&v).map_or(std::slice::from_ref(&v), Vec::as_slice) {
+            if passed.insert(*v) {
+                free.push(*v);
+            }
         }
     }
     free
 }
 
-/// Of `facts` (the extents bound at the top of a function and the checks
-/// of their equalities, in order), those a chunk function with the free
-/// variables `free` binds again: the extents of its arrays, and the checks
+/// The arrays the size `vars = a op b` is computed from, when it is an
+/// `i64` sum, difference or product of literals and sizes of `extents`, or
+/// one divided by a literal other than 0 and -1 (which a chunk function
+/// computes again, without error, as the function did).
+fn derived_size(
+    f: &Function,
+    vars: &[VarId],
+    op: BinOp,
+    a: &Atom,
+    b: &Atom,
+    extents: &HashMap<VarId, Vec<VarId>>,
+) -> Option<Vec<VarId>> {
+    let [v] = vars else { return None };
+    let divisor = matches!((op, b), (BinOp::Div, Atom::I64(d)) if *d != 0 && *d != -1);
+    if f.var(*v).mutable || f.ty(*v) != Type::I64 || !(matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul) || divisor) {
+        return None;
+    }
+    let mut arrays = Vec::new();
+    for x in [a, b] {
+        match x {
+            Atom::I64(_) => {}
+            Atom::Var(u) => {
+                for w in extents.get(u)? {
+                    if !arrays.contains(w) {
+                        arrays.push(*w);
+                    }
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(arrays)
+}
+
+/// Of `facts` (the extents bound at the top of a function, the sizes
+/// computed from them and the checks of their equalities, in order), those
+/// a chunk function with the free variables `free` binds again: the
+/// extents of its arrays, the sizes computed from those, and the checks
 /// between them (or constants).
 fn extent_facts<'a>(facts: &[&'a Stmt], free: &[VarId]) -> Vec<&'a Stmt> {
     let free: HashSet<VarId> = free.iter().copied().collect();
     let mut bound = HashSet::new();
     let mut out = Vec::new();
     for s in facts {
+        let known = |x: &Atom| x.as_var().is_none_or(|v| bound.contains(&v));
         let keep = match &s.kind {
             StmtKind::Let { vars, expr: Expr::Dim { array, .. } } if free.contains(array) => {
+                bound.extend(vars.iter().copied());
+                true
+            }
+            StmtKind::Let { vars, expr: Expr::Binary(_, a, b) } if known(a) && known(b) => {
                 bound.extend(vars.iter().copied());
                 true
             }

@@ -58,6 +58,9 @@ use crate::types::Scalar;
 pub struct Fallible {
     /// The variables of every `let` whose evaluation may fail.
     vars: HashSet<VarId>,
+    /// The first variable of every `let` of a `build` whose count is known
+    /// to be at least 0 where it is evaluated.
+    nonneg_counts: HashSet<VarId>,
 }
 
 impl Fallible {
@@ -75,6 +78,13 @@ impl Fallible {
     /// Marks the bindings of `vars` as infallible (the caller knows better).
     pub fn assume_safe(&mut self, vars: &std::collections::HashSet<VarId>) {
         self.vars.retain(|v| !vars.contains(v));
+    }
+
+    /// True when `v`, the first variable of a `let` of a `build`, is bound
+    /// to a comprehension whose count is known to be at least 0 (it can
+    /// fail only in its body).
+    pub fn count_nonneg(&self, v: VarId) -> bool {
+        self.nonneg_counts.contains(&v)
     }
 
     /// True when any statement of `b` may fail.
@@ -473,6 +483,11 @@ impl Analysis<'_> {
             StmtKind::Let { vars, expr } => {
                 for v in vars {
                     self.set_depth(*v, depth);
+                }
+                if let (Expr::Build { n, .. }, Some(v)) = (expr, vars.first()) {
+                    if self.nonneg_size(n) {
+                        self.out.nonneg_counts.insert(*v);
+                    }
                 }
                 let fails = self.expr(expr, depth);
                 if fails {

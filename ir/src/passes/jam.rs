@@ -386,10 +386,7 @@ fn jam(
     let i64_var = |f: &mut Function, name: &str| f.new_var(name, Type::I64);
     let let_ = |v: VarId, expr: Expr| Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc };
     let bin = |op: BinOp, a: Atom, b: Atom| Expr::Binary(op, a, b);
-    let (h, e, odd) = (i64_var(f, "pairs"), i64_var(f, "paired"), i64_var(f, "odd"));
-    out.push(let_(h, bin(BinOp::Div, n, Atom::I64(2))));
-    out.push(let_(e, bin(BinOp::Mul, Atom::Var(h), Atom::I64(2))));
-    out.push(let_(odd, bin(BinOp::Sub, n, Atom::Var(e))));
+    let (h, _, odd) = pair_counts(f, n, loc, out);
     let p = i64_var(f, "pair");
     let (first, second) =
         (f.new_var(f.var(index).name.clone(), Type::I64), f.new_var(f.var(index).name.clone(), Type::I64));
@@ -437,21 +434,9 @@ fn interleave(f: &mut Function, b: &Block, variant: &HashSet<VarId>, copies: &mu
     let shared = |a: &Atom| a.as_var().is_none_or(|v| !variant.contains(&v));
     for s in &b.stmts {
         match &s.kind {
-            StmtKind::Let { vars, .. } if !vars.iter().any(|v| variant.contains(v)) => {
-                let one = Block { stmts: vec![s.clone()], results: Vec::new() };
-                let copy = freshen_block(f, &one, &[], &mut copies[0]);
-                stmt_binds(&s.kind, &mut |v| {
-                    let nv = copies[0].map[&v];
-                    copies[1].map.insert(v, nv);
-                });
-                out.extend(copy.stmts);
-            }
+            StmtKind::Let { vars, .. } if !vars.iter().any(|v| variant.contains(v)) => once(f, s, copies, out),
             StmtKind::For { n, index, reverse, body } if shared(n) => {
-                let info = f.var(*index).clone();
-                let i = f.new_var(info.name, info.ty);
-                for c in copies.iter_mut() {
-                    c.map.insert(*index, Atom::Var(i));
-                }
+                let i = shared_index(f, *index, copies);
                 let mut stmts = Vec::new();
                 interleave(f, body, variant, copies, &mut stmts);
                 let n = copies[0].atom(n);
@@ -473,12 +458,52 @@ fn interleave(f: &mut Function, b: &Block, variant: &HashSet<VarId>, copies: &mu
                     loc: s.loc,
                 });
             }
-            _ => {
-                let one = Block { stmts: vec![s.clone()], results: Vec::new() };
-                for c in copies.iter_mut() {
-                    out.extend(freshen_block(f, &one, &[], c).stmts);
-                }
-            }
+            _ => twice(f, s, copies, out),
         }
+    }
+}
+
+/// Appends to `out` `let pairs = n / 2; let paired = pairs * 2; let odd
+/// = n - paired`, the counts of a loop over `0..n` run two iterations at a
+/// time (the form the fallibility analysis and code generation know:
+/// `Halving` in `arrayad_codegen`); returns `(pairs, paired, odd)`.
+pub(super) fn pair_counts(f: &mut Function, n: Atom, loc: Loc, out: &mut Vec<Stmt>) -> (VarId, VarId, VarId) {
+    let (h, e, odd) = (f.new_var("pairs", Type::I64), f.new_var("paired", Type::I64), f.new_var("odd", Type::I64));
+    let let_ = |v: VarId, expr: Expr| Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc };
+    out.push(let_(h, Expr::Binary(BinOp::Div, n, Atom::I64(2))));
+    out.push(let_(e, Expr::Binary(BinOp::Mul, Atom::Var(h), Atom::I64(2))));
+    out.push(let_(odd, Expr::Binary(BinOp::Sub, n, Atom::Var(e))));
+    (h, e, odd)
+}
+
+/// Appends `s`, which does not depend on the iteration, to `out` once, with
+/// fresh binders recorded in both substitutions.
+pub(super) fn once(f: &mut Function, s: &Stmt, copies: &mut [Subst; 2], out: &mut Vec<Stmt>) {
+    let one = Block { stmts: vec![s.clone()], results: Vec::new() };
+    let copy = freshen_block(f, &one, &[], &mut copies[0]);
+    stmt_binds(&s.kind, &mut |v| {
+        let nv = copies[0].map[&v];
+        copies[1].map.insert(v, nv);
+    });
+    out.extend(copy.stmts);
+}
+
+/// A fresh index for a loop (or comprehension) `index` that both
+/// iterations run as one, recorded in both substitutions.
+pub(super) fn shared_index(f: &mut Function, index: VarId, copies: &mut [Subst; 2]) -> VarId {
+    let info = f.var(index).clone();
+    let i = f.new_var(info.name, info.ty);
+    for c in copies.iter_mut() {
+        c.map.insert(index, Atom::Var(i));
+    }
+    i
+}
+
+/// Appends `s` to `out` for the first iteration, then for the second (each
+/// with its substitution and fresh binders).
+pub(super) fn twice(f: &mut Function, s: &Stmt, copies: &mut [Subst; 2], out: &mut Vec<Stmt>) {
+    let one = Block { stmts: vec![s.clone()], results: Vec::new() };
+    for c in copies.iter_mut() {
+        out.extend(freshen_block(f, &one, &[], c).stmts);
     }
 }

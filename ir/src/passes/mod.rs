@@ -19,6 +19,7 @@ pub mod gather;
 pub mod inline;
 pub mod interchange;
 pub mod jam;
+pub mod jam_builds;
 pub mod licm;
 pub mod mutables;
 mod offsets;

@@ -1,0 +1,478 @@
+//! Unroll-and-jam of comprehensions of numbers: two points of
+//! `a = build i < n => body` computed in one iteration, so that the loops
+//! inside `body` run for both points at once, as two independent chains of
+//! arithmetic that share their loop control and their loads of whatever
+//! does not depend on the point (register blocking of a map of
+//! reductions: a matrix-vector product per point becomes a product with
+//! two vectors).
+//!
+//! GMM's primal computes, for every point `i`,
+//!
+//! ```text
+//! let terms = build k < K => {
+//!   let xc = build c < D => x[i, c] - means[k, c]
+//!   let qx = build r < D => qdiags[k, r] * xc[r] + sum(build c < r => lower_qs[k, r, c] * xc[c])
+//!   in alphas[k] + sum_qs[k] - 0.5 * sum(build r < D => qx[r] * qx[r]) }
+//! in logsumexp(terms)
+//! ```
+//!
+//! Each row of `qx` is a short sum whose length changes from one row to
+//! the next: a chain of additions that waits on its own latency, ended by
+//! a loop exit the branch predictor keeps missing. Jammed, the
+//! comprehension over the points becomes
+//!
+//! ```text
+//! let pairs = N / 2; let paired = pairs * 2; let odd = N - paired
+//! let a0, a1 = build pair < pairs => {
+//!   let twice = pair * 2; let i0 = twice + 0; let i1 = twice + 1
+//!   let terms0, terms1 = build k < K => {
+//!     let xc0, xc1 = build c < D => (x[i0, c] - means[k, c], x[i1, c] - means[k, c])
+//!     let qx0, qx1 = build r < D => { .. sum(p0), sum(p1) of one build c < r .. }
+//!     .. }
+//!   .. logsumexp(terms0), logsumexp(terms1) }
+//! let last = if odd > 0 then { let i = N - 1; body } else { 0.0 }
+//! let a = build i < N => if i < paired then (if i is odd then a1 else a0)[i / 2] else last
+//! ```
+//!
+//! where the row of the factor is read once for both points and the two
+//! sums of one comprehension are computed in one loop
+//! (`BlockFacts::fused_sum` in code generation), each with its own partial
+//! sums. The last comprehension puts `n` numbers in order: it costs little
+//! against bodies with loops in them, which is what this pass asks for.
+//! Of a nest of comprehensions that qualify, the outermost is jammed (the
+//! points, whose inner comprehensions then run for two points).
+//!
+//! # Legality
+//!
+//! A comprehension `let a.. = build i < n => body` is jammed when
+//!
+//! - its results are `f64` numbers (at most [`MAX_RESULTS`] of them);
+//! - `n` is known to be at least 0 ([`super::fallible`]), and every
+//!   statement at the top of `body` that may fail is a `maximum` or
+//!   `minimum` of an array whose length does not depend on `i` (it fails
+//!   for every point or for none, with one message); every other statement
+//!   may not fail. So the first error of the jammed comprehension, if any,
+//!   is that extreme's for its first point, as it was;
+//! - `body` is made of `let`s only, at every depth, of expressions that
+//!   neither call, allocate accumulators, update arrays, loop, nor touch
+//!   the tape: the value of every binding is a function of the values it
+//!   reads, wherever it is computed;
+//! - `body` has a comprehension at its top level whose count does not
+//!   depend on `i` (something both points share), and at most
+//!   [`MAX_STMTS`] statements.
+//!
+//! Then every number is computed by the same operations on the same
+//! operands as before: a statement that does not depend on `i` once for
+//! both points, a comprehension whose count does not depend on `i` as one
+//! comprehension with the results of both (its body interleaved the same
+//! way), any other statement for the first point, then for the second.
+//! Sums keep their order of summation. The results are those of the
+//! comprehension as it was, bit for bit, on every backend and for every
+//! number of threads.
+//!
+//! Before the checks, inside the bodies of comprehensions of numbers, the
+//! extent of a slice `s = a[0:hi]` along its first axis is `hi`
+//! (the slice was taken, so `0 <= hi <= dim a 0`), and a size check of a
+//! size against itself is dropped: a `dot` of two slices of a row's length
+//! checks their lengths equal, and the products' count becomes the row's.
+//!
+//! Code generation runs the pass on every function it compiles, before it
+//! splits out parallel maps (`arrayad_codegen`'s `schedule.rs`): a jammed
+//! function is no input for differentiation, which has no rule for a
+//! primal comprehension of several results, and a jammed comprehension
+//! runs in parallel as a map over pairs.
+
+use super::jam::{once, shared_index, twice};
+use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::program::{Atom, BinOp, Block, Expr, Function, Loc, ReduceOp, Stmt, StmtKind, VarId};
+use crate::types::Type;
+use crate::visit::{expr_uses, for_each_block, Subst};
+
+/// Bodies with more statements than this (at every depth) are not jammed:
+/// the jammed comprehension holds two copies of most of them.
+pub const MAX_STMTS: usize = 200;
+
+/// The most results of a jammed comprehension: the jammed one has twice as
+/// many, each summed in one fused loop when the original's were
+/// (`arrayad_codegen`'s `MAX_FUSED_SUMS` is 16).
+pub const MAX_RESULTS: usize = 8;
+
+/// Comprehensions nested in more blocks than this are not looked at.
+const MAX_DEPTH: usize = 8;
+
+/// Jams the comprehensions of numbers of `f` that qualify (module docs),
+/// the outermost of a nest; returns whether it jammed any. Linear in the
+/// size of `f` (each comprehension's checks look at most at [`MAX_STMTS`]
+/// statements, and a jammed body is copied at most twice).
+pub fn jam_comprehensions(f: &mut Function) -> bool {
+    if !has_candidates(f) {
+        return false;
+    }
+    let mut body = std::mem::take(&mut f.body);
+    canonicalise_sizes(f, &mut body, 0);
+    f.body = body;
+    let fallible = super::fallible::analyse(f);
+    let body = std::mem::take(&mut f.body);
+    let mut jammed = false;
+    f.body = block(f, &fallible, body, 0, &mut jammed);
+    jammed
+}
+
+/// True when `f` has a comprehension this pass may jam (a quick test of its
+/// shape, before [`jam_comprehensions`]'s analyses).
+pub fn has_candidates(f: &Function) -> bool {
+    let mut any = false;
+    for_each_block(&f.body, &mut |b| any |= b.stmts.iter().any(|s| numbers_with_loops(f, &s.kind)));
+    any
+}
+
+/// True when `s` binds a `build` of `f64` numbers (at most
+/// [`MAX_RESULTS`]) of at most [`MAX_STMTS`] statements with a `build` at
+/// the top level of its body.
+fn numbers_with_loops(f: &Function, s: &StmtKind) -> bool {
+    let StmtKind::Let { vars, expr: Expr::Build { body, .. } } = s else { return false };
+    (1..=MAX_RESULTS).contains(&vars.len())
+        && vars.iter().all(|v| !f.var(*v).mutable)
+        && body.results.iter().all(|r| f.atom_ty(r) == Type::F64)
+        && body.stmts.iter().any(|s| matches!(s.kind, StmtKind::Let { expr: Expr::Build { .. }, .. }))
+        && small(body)
+}
+
+/// True when `b` has at most [`MAX_STMTS`] statements (at every depth).
+fn small(b: &Block) -> bool {
+    let mut budget = MAX_STMTS;
+    at_most(b, &mut budget)
+}
+
+/// True when `b` has at most `budget` statements (at every depth): a walk
+/// of at most that many statements, whatever the size of `b`.
+fn at_most(b: &Block, budget: &mut usize) -> bool {
+    for s in &b.stmts {
+        let Some(left) = budget.checked_sub(1) else { return false };
+        *budget = left;
+        if !crate::visit::child_blocks(&s.kind).all(|nb| at_most(nb, budget)) {
+            return false;
+        }
+    }
+    true
+}
+
+/// In the bodies of the comprehensions of [`numbers_with_loops`] in `b` (up
+/// to [`MAX_DEPTH`]): `dim s 0` of a slice `s = a[0:hi]` replaced by `hi`,
+/// and `check_size x == x` dropped (module docs).
+fn canonicalise_sizes(f: &Function, b: &mut Block, depth: usize) {
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    for s in &mut b.stmts {
+        if numbers_with_loops(f, &s.kind) {
+            if let StmtKind::Let { expr: Expr::Build { body, .. }, .. } = &mut s.kind {
+                slice_lengths(body);
+            }
+            continue;
+        }
+        for nb in crate::visit::child_blocks_mut(&mut s.kind) {
+            canonicalise_sizes(f, nb, depth + 1);
+        }
+    }
+}
+
+/// [`canonicalise_sizes`] of one body: the lengths of its zero-based slices
+/// substituted for their `dim`s, at every depth.
+fn slice_lengths(body: &mut Block) {
+    let mut his: HashMap<VarId, Atom> = HashMap::default();
+    let mut lengths = Subst::default();
+    for_each_block(body, &mut |b| {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Let { vars, expr: Expr::Slice { lo: Atom::I64(0), hi, .. } } => {
+                    his.insert(vars[0], *hi);
+                }
+                StmtKind::Let { vars, expr: Expr::Dim { array, axis: 0 } } => {
+                    if let Some(hi) = his.get(array) {
+                        // In program order, so `hi` is itself resolved.
+                        lengths.map.insert(vars[0], lengths.atom(hi));
+                    }
+                }
+                _ => {}
+            }
+        }
+    });
+    if lengths.map.is_empty() {
+        return;
+    }
+    // The `dim`s go first: the substitution renames binders too.
+    crate::visit::for_each_block_mut(body, &mut |b| {
+        b.stmts.retain(|s| match &s.kind {
+            StmtKind::Let { vars, expr: Expr::Dim { .. } } => !lengths.map.contains_key(&vars[0]),
+            _ => true,
+        });
+    });
+    *body = lengths.block(body);
+    crate::visit::for_each_block_mut(body, &mut |b| {
+        b.stmts.retain(|s| !matches!(&s.kind, StmtKind::CheckSize { a, b, .. } if a == b));
+    });
+}
+
+/// `b` with its qualifying comprehensions jammed, the outermost of each
+/// nest, up to [`MAX_DEPTH`].
+fn block(f: &mut Function, fallible: &super::fallible::Fallible, b: Block, depth: usize, jammed: &mut bool) -> Block {
+    let mut out = Vec::with_capacity(b.stmts.len());
+    for s in b.stmts {
+        let loc = s.loc;
+        let variant = match &s.kind {
+            StmtKind::Let { vars, expr: Expr::Build { index, body, .. } } => jammable(f, fallible, vars, *index, body),
+            _ => None,
+        };
+        match (s.kind, variant) {
+            (StmtKind::Let { vars, expr: Expr::Build { n, index, body } }, Some(variant)) => {
+                *jammed = true;
+                jam(f, vars, n, index, body, &variant, loc, &mut out);
+            }
+            (kind, _) if depth < MAX_DEPTH => {
+                let kind = super::inline::map_nested(kind, &mut |nb| block(f, fallible, nb, depth + 1, jammed));
+                out.push(Stmt { kind, loc });
+            }
+            (kind, _) => out.push(Stmt { kind, loc }),
+        }
+    }
+    Block { stmts: out, results: b.results }
+}
+
+/// The variables of `body` that depend on `index`, when `let vars = build
+/// index < n => body` qualifies (module docs).
+fn jammable(
+    f: &Function,
+    fallible: &super::fallible::Fallible,
+    vars: &[VarId],
+    index: VarId,
+    body: &Block,
+) -> Option<HashSet<VarId>> {
+    let numbers = (1..=MAX_RESULTS).contains(&vars.len())
+        && vars.iter().all(|v| !f.var(*v).mutable)
+        && body.results.iter().all(|r| f.atom_ty(r) == Type::F64);
+    if !numbers || !fallible.count_nonneg(vars[0]) || !small(body) || !pure_lets(f, body) {
+        return None;
+    }
+    let mut variant = HashSet::default();
+    variant.insert(index);
+    mark_variant(body, &mut variant);
+    let invariant = |a: &Atom| a.as_var().is_none_or(|v| !variant.contains(&v));
+    // Arrays whose length does not depend on the point: made at the top of
+    // the body by comprehensions over counts that do not.
+    let mut uniform: HashSet<VarId> = HashSet::default();
+    let mut shared = false;
+    for s in &body.stmts {
+        let StmtKind::Let { vars, expr } = &s.kind else { return None };
+        if let Expr::Build { n, .. } = expr {
+            if invariant(n) {
+                shared = true;
+                uniform.extend(vars.iter().copied());
+            }
+        }
+        if fallible.stmt(&s.kind) {
+            // The one failure allowed: an extreme of an empty array, which
+            // fails for every point or for none, with one message.
+            match expr {
+                Expr::Reduce { op: ReduceOp::Max | ReduceOp::Min, array }
+                    if !variant.contains(array) || uniform.contains(array) => {}
+                _ => return None,
+            }
+        }
+    }
+    shared.then_some(variant)
+}
+
+/// True when `b` is made of `let`s only, at every depth, of immutable
+/// variables and of expressions whose values depend only on their operands
+/// (module docs).
+fn pure_lets(f: &Function, b: &Block) -> bool {
+    let mut pure = true;
+    for_each_block(b, &mut |b| {
+        pure &= b.stmts.iter().all(|s| match &s.kind {
+            StmtKind::Let { vars, expr } => {
+                vars.iter().all(|v| !f.var(*v).mutable)
+                    && matches!(
+                        expr,
+                        Expr::Atom(_)
+                            | Expr::Unary(..)
+                            | Expr::Binary(..)
+                            | Expr::Index { .. }
+                            | Expr::Slice { .. }
+                            | Expr::Dim { .. }
+                            | Expr::Reduce { .. }
+                            | Expr::ArrayLit { .. }
+                            | Expr::Reshape { .. }
+                            | Expr::Build { .. }
+                            | Expr::If { .. }
+                    )
+            }
+            _ => false,
+        });
+    });
+    pure
+}
+
+/// Adds to `variant` the variables bound in `b` (at every depth) whose
+/// values depend on one of it.
+fn mark_variant(b: &Block, variant: &mut HashSet<VarId>) {
+    for s in &b.stmts {
+        for nb in crate::visit::child_blocks(&s.kind) {
+            mark_variant(nb, variant);
+        }
+        let StmtKind::Let { vars, expr } = &s.kind else { continue };
+        let mut depends = false;
+        expr_uses(expr, &mut |u| depends |= variant.contains(&u));
+        if depends {
+            variant.extend(vars.iter().copied());
+        }
+    }
+}
+
+/// Appends to `out` the jammed form of `let vars = build index < n =>
+/// body` (module docs), which binds `vars` as the original did.
+#[allow(clippy::too_many_arguments)]
+fn jam(
+    f: &mut Function,
+    vars: Vec<VarId>,
+    n: Atom,
+    index: VarId,
+    body: Block,
+    variant: &HashSet<VarId>,
+    loc: Loc,
+    out: &mut Vec<Stmt>,
+) {
+    let let_ = |vars: Vec<VarId>, expr: Expr| Stmt { kind: StmtKind::Let { vars, expr }, loc };
+    let bin = |op: BinOp, a: Atom, b: Atom| Expr::Binary(op, a, b);
+    let i64_var = |f: &mut Function, name: &str| f.new_var(name, Type::I64);
+    let (h, e, odd) = super::jam::pair_counts(f, n, loc, out);
+
+    // The pairs: points `2 pair` and `2 pair + 1`.
+    let p = i64_var(f, "pair");
+    let name = f.var(index).name.clone();
+    let (first, second) = (i64_var(f, &name), i64_var(f, &name));
+    let twice = i64_var(f, "twice");
+    let mut stmts = vec![
+        let_(vec![twice], bin(BinOp::Mul, Atom::Var(p), Atom::I64(2))),
+        let_(vec![first], bin(BinOp::Add, Atom::Var(twice), Atom::I64(0))),
+        let_(vec![second], bin(BinOp::Add, Atom::Var(twice), Atom::I64(1))),
+    ];
+    let mut copies = [Subst::default(), Subst::default()];
+    copies[0].map.insert(index, Atom::Var(first));
+    copies[1].map.insert(index, Atom::Var(second));
+    interleave(f, &body, variant, &mut copies, &mut stmts);
+    let results: Vec<Atom> = copies.iter().flat_map(|c| body.results.iter().map(|r| c.atom(r))).collect();
+    let halves: [Vec<VarId>; 2] =
+        std::array::from_fn(|_| vars.iter().map(|v| (f.var(*v).name.clone(), f.var(*v).ty)).collect::<Vec<_>>())
+            .map(|named| named.into_iter().map(|(name, ty)| f.new_var(name, ty)).collect());
+    out.push(let_(halves.concat(), Expr::Build { n: Atom::Var(h), index: p, body: Block { stmts, results } }));
+
+    // The last point of an odd count: the original body, its index bound
+    // to it (the fallible analysis knows `n - 1` in `0..n` when `odd > 0`).
+    let has_odd = f.new_var("has_odd", Type::BOOL);
+    out.push(let_(vec![has_odd], bin(BinOp::Gt, Atom::Var(odd), Atom::I64(0))));
+    let last: Vec<VarId> = vars.iter().map(|v| f.new_var(format!("{}_last", f.var(*v).name), Type::F64)).collect();
+    let mut rest = vec![let_(vec![index], bin(BinOp::Sub, n, Atom::I64(1)))];
+    rest.extend(body.stmts);
+    out.push(let_(
+        last.clone(),
+        Expr::If {
+            cond: Atom::Var(has_odd),
+            then_branch: Block { stmts: rest, results: body.results },
+            else_branch: Block { stmts: Vec::new(), results: vec![Atom::F64(0.0); vars.len()] },
+        },
+    ));
+
+    // The results in the order of the points.
+    let j = i64_var(f, &name);
+    let (q, q2, bit) = (i64_var(f, "pair"), i64_var(f, "twice"), i64_var(f, "second"));
+    let (in_pairs, is_second) = (f.new_var("in_pairs", Type::BOOL), f.new_var("is_second", Type::BOOL));
+    let fresh_f64s = |f: &mut Function| -> Vec<VarId> { vars.iter().map(|_| f.new_var("elem", Type::F64)).collect() };
+    let (picked, from0, from1) = (fresh_f64s(f), fresh_f64s(f), fresh_f64s(f));
+    let read = |half: &[VarId], to: &[VarId]| -> Vec<Stmt> {
+        half.iter()
+            .zip(to)
+            .map(|(a, v)| let_(vec![*v], Expr::Index { array: *a, indices: vec![Atom::Var(q)] }))
+            .collect()
+    };
+    let atoms = |vs: &[VarId]| vs.iter().map(|v| Atom::Var(*v)).collect::<Vec<_>>();
+    let paired_branch = Block {
+        stmts: vec![
+            let_(vec![q], bin(BinOp::Div, Atom::Var(j), Atom::I64(2))),
+            let_(vec![q2], bin(BinOp::Mul, Atom::Var(q), Atom::I64(2))),
+            let_(vec![bit], bin(BinOp::Sub, Atom::Var(j), Atom::Var(q2))),
+            let_(vec![is_second], bin(BinOp::Gt, Atom::Var(bit), Atom::I64(0))),
+            let_(
+                picked.clone(),
+                Expr::If {
+                    cond: Atom::Var(is_second),
+                    then_branch: Block { stmts: read(&halves[1], &from1), results: atoms(&from1) },
+                    else_branch: Block { stmts: read(&halves[0], &from0), results: atoms(&from0) },
+                },
+            ),
+        ],
+        results: atoms(&picked),
+    };
+    let ordered: Vec<VarId> = fresh_f64s(f);
+    out.push(let_(
+        vars,
+        Expr::Build {
+            n,
+            index: j,
+            body: Block {
+                stmts: vec![
+                    let_(vec![in_pairs], bin(BinOp::Lt, Atom::Var(j), Atom::Var(e))),
+                    let_(
+                        ordered.clone(),
+                        Expr::If {
+                            cond: Atom::Var(in_pairs),
+                            then_branch: paired_branch,
+                            else_branch: Block { stmts: Vec::new(), results: atoms(&last) },
+                        },
+                    ),
+                ],
+                results: atoms(&ordered),
+            },
+        },
+    ));
+}
+
+/// Appends to `out` the statements of `b` for both points (module docs):
+/// a statement that does not depend on the point once, with fresh binders
+/// (recorded in both substitutions); a comprehension whose count does not
+/// depend on it once, with the results of both, its body interleaved; any
+/// other statement for the first point, then for the second.
+fn interleave(f: &mut Function, b: &Block, variant: &HashSet<VarId>, copies: &mut [Subst; 2], out: &mut Vec<Stmt>) {
+    let shared = |a: &Atom| a.as_var().is_none_or(|v| !variant.contains(&v));
+    for s in &b.stmts {
+        match &s.kind {
+            StmtKind::Let { vars, .. } if !vars.iter().any(|v| variant.contains(v)) => once(f, s, copies, out),
+            StmtKind::Let { vars, expr: Expr::Build { n, index, body } }
+                if shared(n) && body.results.len() <= MAX_RESULTS =>
+            {
+                let i = shared_index(f, *index, copies);
+                let mut stmts = Vec::new();
+                interleave(f, body, variant, copies, &mut stmts);
+                let results = copies.iter().flat_map(|c| body.results.iter().map(|r| c.atom(r))).collect();
+                let mut both = Vec::with_capacity(2 * vars.len());
+                for c in copies.iter_mut() {
+                    for v in vars {
+                        let info = f.var(*v).clone();
+                        let nv = f.new_var(info.name, info.ty);
+                        c.map.insert(*v, Atom::Var(nv));
+                        both.push(nv);
+                    }
+                }
+                let n = copies[0].atom(n);
+                out.push(Stmt {
+                    kind: StmtKind::Let {
+                        vars: both,
+                        expr: Expr::Build { n, index: i, body: Block { stmts, results } },
+                    },
+                    loc: s.loc,
+                });
+            }
+            _ => twice(f, s, copies, out),
+        }
+    }
+}
