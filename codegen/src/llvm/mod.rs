@@ -755,7 +755,8 @@ impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
 }
 
 /// The `f64`s of a pair on LLVM: the partial sums `4k .. 4k + 3` of a sum
-/// of several results ([`Emitter::pairs_in_sums`]), one AVX register.
+/// of several results ([`Emitter::pairs_in_sums`]); one AVX register on
+/// x86-64, two NEON registers on AArch64.
 const PAIR_LANES: usize = 4;
 
 impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
