@@ -155,6 +155,17 @@ fn the_first_error_is_the_comprehensions() {
     }
 }
 
+/// The arguments of GMM (`examples/gmm.arr`) for `n` points, 3 components
+/// of dimension 4.
+fn gmm_args(n: usize) -> Vec<Value> {
+    let (k, d) = (3usize, 4usize);
+    let arr = |dims: &[usize], seed: u64| {
+        let len: usize = dims.iter().product();
+        Value::Array(arrayad_ir::ArrayValue::f64(dims.to_vec(), data(len, seed)).unwrap())
+    };
+    vec![arr(&[k], 1), arr(&[k, d], 2), arr(&[k, d * (d + 1) / 2], 3), arr(&[n, d], 4), Value::F64(1.0), Value::I64(0)]
+}
+
 /// GMM's objective: its comprehension over the points is jammed, with the
 /// bits of the original.
 #[test]
@@ -163,21 +174,78 @@ fn gmm_points_run_in_pairs() {
     let original = primal(&src, "gmm");
     let mut jammed = original.clone();
     assert!(jam_comprehensions(&mut jammed));
-    let (k, d) = (3usize, 4usize);
     for n in [0usize, 1, 4, 7] {
-        let arr = |dims: &[usize], seed: u64| {
-            let len: usize = dims.iter().product();
-            Value::Array(arrayad_ir::ArrayValue::f64(dims.to_vec(), data(len, seed)).unwrap())
-        };
-        let a = vec![
-            arr(&[k], 1),
-            arr(&[k, d], 2),
-            arr(&[k, d * (d + 1) / 2], 3),
-            arr(&[n, d], 4),
-            Value::F64(1.0),
-            Value::I64(0),
-        ];
+        let a = gmm_args(n);
         let want = run(&original, &a).unwrap();
         common::assert_bitwise(&format!("gmm n={n}"), &want, &run(&jammed, &a).unwrap());
+    }
+}
+
+/// True when `f` has a `reshape` (the rows of a jammed comprehension put
+/// back in the order of the points).
+fn has_reshape(f: &arrayad_ir::Function) -> bool {
+    let mut any = false;
+    arrayad_ir::visit::for_each_block(&f.body, &mut |b| {
+        any |= b
+            .stmts
+            .iter()
+            .any(|s| matches!(&s.kind, arrayad_ir::StmtKind::Let { expr: arrayad_ir::Expr::Reshape { .. }, .. }))
+    });
+    any
+}
+
+/// The reverse pass of a comprehension keeps rows of residuals per point:
+/// the vjp's forward comprehension is jammed with its rows stacked in pairs
+/// (`jam_rows`), and gives the vjp's bits under the interpreter, for even
+/// and odd point counts.
+#[test]
+fn comprehensions_of_residual_rows_keep_the_interpreters_bits() {
+    let program = arrayad_frontend::compile("jam.arr", QUALIFY).unwrap_or_else(|d| panic!("{}", d.render()));
+    let mut stacked = Vec::new();
+    for name in names(QUALIFY) {
+        let fid = program.find(name).unwrap();
+        let original = common::ad::vjp(&program, fid, &[true, true]).unwrap();
+        let mut jammed = original.clone();
+        if !jam_comprehensions(&mut jammed) {
+            continue;
+        }
+        if has_reshape(&jammed) {
+            stacked.push(name);
+        }
+        arrayad_ir::verify::verify_program(&Program { file: "jam.arr".into(), funcs: vec![jammed.clone()] })
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        for n in 0..8 {
+            for m in [1, 3, 8, 11] {
+                let mut a = args(n, m, (n * 10 + m) as u64);
+                a.push(if name == "total" {
+                    Value::F64(1.25)
+                } else {
+                    Value::Array(arrayad_ir::ArrayValue::f64(vec![n], data(n, 9)).unwrap())
+                });
+                let want = run(&original, &a).unwrap();
+                let got = run(&jammed, &a).unwrap();
+                common::assert_bitwise(&format!("{name} vjp n={n} m={m}"), &want, &got);
+            }
+        }
+    }
+    assert!(stacked.contains(&"lse") && stacked.contains(&"triangle"), "rows stacked in {stacked:?}");
+}
+
+/// GMM's gradient: the comprehension over the points of its forward pass,
+/// which keeps every point's `Q_k (x_i - mu_k)` rows, is jammed with the
+/// rows stacked in pairs, with the bits of the original.
+#[test]
+fn gmm_residual_rows_run_in_pairs() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/gmm.arr")).unwrap();
+    let program = arrayad_frontend::compile("gmm.arr", &src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let fid = program.find("gmm").unwrap();
+    let original = common::ad::vjp(&program, fid, &[true, true, true, false, false, false]).unwrap();
+    let mut jammed = original.clone();
+    assert!(jam_comprehensions(&mut jammed) && has_reshape(&jammed));
+    for n in [0usize, 1, 4, 7] {
+        let mut a = gmm_args(n);
+        a.push(Value::F64(0.75));
+        let want = run(&original, &a).unwrap();
+        common::assert_bitwise(&format!("gmm vjp n={n}"), &want, &run(&jammed, &a).unwrap());
     }
 }

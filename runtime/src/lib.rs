@@ -224,6 +224,7 @@ mod libm {
         pub fn pow(x: f64, y: f64) -> f64;
         pub fn atan2(y: f64, x: f64) -> f64;
         pub fn memset(d: *mut u8, c: i32, n: usize) -> *mut u8;
+        pub fn memmove(d: *mut u8, s: *const u8, n: usize) -> *mut u8;
     }
 }
 
@@ -296,6 +297,9 @@ pub enum RuntimeFn {
     FailShapes,
     /// `void *memset(void *, int, size_t)`.
     Memset,
+    /// `void *memmove(void *, const void *, size_t)`: the copy of a row
+    /// of many elements.
+    Memmove,
     /// `int32_t arrayad_arena_keep(ctx, const void *mark_ptr, void
     /// *mark_chunk, int64_t n, int64_t *pairs)`: releases the arena since a
     /// mark but for `n` arrays, which move down (pointers updated).
@@ -314,12 +318,13 @@ pub enum RuntimeFn {
 
 impl RuntimeFn {
     /// Every runtime function.
-    pub const ALL: [RuntimeFn; 7] = [
+    pub const ALL: [RuntimeFn; 8] = [
         RuntimeFn::AllocSlow,
         RuntimeFn::TapeGrow,
         RuntimeFn::Fail,
         RuntimeFn::FailShapes,
         RuntimeFn::Memset,
+        RuntimeFn::Memmove,
         RuntimeFn::ArenaKeep,
         RuntimeFn::ParallelMap,
     ];
@@ -358,6 +363,7 @@ impl Callee {
             Callee::Runtime(RuntimeFn::Fail) => "arrayad_fail",
             Callee::Runtime(RuntimeFn::FailShapes) => "arrayad_fail_shapes",
             Callee::Runtime(RuntimeFn::Memset) => "memset",
+            Callee::Runtime(RuntimeFn::Memmove) => "memmove",
             Callee::Runtime(RuntimeFn::ArenaKeep) => "arrayad_arena_keep",
             Callee::Runtime(RuntimeFn::ParallelMap) => "arrayad_parallel_map",
             Callee::Math(m) => m.symbol(),
@@ -373,6 +379,7 @@ impl Callee {
             Callee::Runtime(RuntimeFn::Fail) => (&[Ptr, I32, Ptr, I64, I64, I64], I32),
             Callee::Runtime(RuntimeFn::FailShapes) => (&[Ptr, I32, Ptr, I64, I64, Ptr, Ptr], I32),
             Callee::Runtime(RuntimeFn::Memset) => (&[Ptr, I32, I64], Ptr),
+            Callee::Runtime(RuntimeFn::Memmove) => (&[Ptr, Ptr, I64], Ptr),
             Callee::Runtime(RuntimeFn::ArenaKeep) => (&[Ptr, Ptr, Ptr, I64, Ptr], I32),
             Callee::Runtime(RuntimeFn::ParallelMap) => (&[Ptr, Ptr, Ptr, I64, Ptr, Ptr, I64, I64], I32),
             Callee::Math(m) if m.arity() == 2 => (&[F64, F64], F64),
@@ -394,6 +401,7 @@ impl Callee {
             Callee::Runtime(RuntimeFn::Fail) => ffi::arrayad_fail as *const u8,
             Callee::Runtime(RuntimeFn::FailShapes) => ffi::arrayad_fail_shapes as *const u8,
             Callee::Runtime(RuntimeFn::Memset) => libm::memset as *const u8,
+            Callee::Runtime(RuntimeFn::Memmove) => libm::memmove as *const u8,
             Callee::Runtime(RuntimeFn::ArenaKeep) => ffi::arrayad_arena_keep as *const u8,
             Callee::Runtime(RuntimeFn::ParallelMap) => ffi::arrayad_parallel_map as *const u8,
             Callee::Math(m) => match m {

@@ -23,6 +23,10 @@ pub(crate) type Mark<V> = [V; 3];
 /// one iteration's allocation.
 const RELEASE_MIN_BYTES: i64 = 32 << 10;
 
+/// On a backend without a vectoriser, copies of at least this many
+/// elements call `memmove`; shorter ones are a loop.
+const COPY_CALL_MIN: i64 = 32;
+
 /// The context fields of an arena mark, in [`Mark`] order.
 const MARK_FIELDS: [i32; 3] = [offsets::ARENA_PTR, offsets::ARENA_END, offsets::ARENA_CUR];
 
@@ -218,16 +222,43 @@ impl<E: Emitter> Lower<'_, E> {
         self.b.store(Ty::of(elem), v, a, 0, Mem::Data);
     }
 
-    /// Copies `count` elements of `elem` from `src` to `dst` (an inline loop).
+    /// Copies `count` elements of `elem` from `src` to `dst`: an inline
+    /// loop, or `memmove` for a long copy on a backend without a
+    /// vectoriser.
     pub(super) fn copy_elems(&mut self, dst: E::Value, src: E::Value, count: E::Value, elem: Scalar) -> Result<()> {
         let zero = self.iconst(0);
         // Copy 8-byte elements as integers: bit-exact for f64.
         let e = if elem == Scalar::F64 { Scalar::I64 } else { elem };
-        self.counted_loop(zero, count, false, &mut |l, i| {
-            let v = l.load_elem(src, i, e);
-            l.store_elem(dst, i, e, v);
-            Ok(())
-        })
+        let by_element = |l: &mut Self| {
+            l.counted_loop(zero, count, false, &mut |l, i| {
+                let v = l.load_elem(src, i, e);
+                l.store_elem(dst, i, e, v);
+                Ok(())
+            })
+        };
+        match self.known.size(count) {
+            // A backend with a vectoriser makes the loop move vectors.
+            _ if !self.b.f64_pairs() => by_element(self),
+            super::Size::Const(c) if c < COPY_CALL_MIN => by_element(self),
+            _ => {
+                // Long rows (a point's residuals) through the C library's
+                // copy, which moves whole vectors, where the loop would
+                // move one element per iteration ([`Emitter::f64_pairs`]:
+                // no vectoriser).
+                let long = self.icmp_imm(IntCC::Sge, count, COPY_CALL_MIN);
+                let by_element = std::cell::RefCell::new(by_element);
+                self.if_else(
+                    long,
+                    &mut |l| {
+                        let size = l.iconst(elem_size(elem));
+                        let bytes = l.b.int(IntOp::Mul, count, size);
+                        l.b.call(Callee::Runtime(RuntimeFn::Memmove), &[dst, src, bytes])?;
+                        Ok(())
+                    },
+                    &mut |l| (by_element.borrow_mut())(l),
+                )
+            }
+        }
     }
 
     /// Zero-fills `count` `f64` elements at `dst`.

@@ -39,6 +39,16 @@ fn rows_unsure(f: &Function, body: &Block) -> bool {
     found
 }
 
+/// `a` when it is a literal or an immutable variable: an extent a reshape
+/// or a slice was given, which it checked not negative.
+fn fixed(f: &Function, a: &Atom) -> Option<Atom> {
+    match a {
+        Atom::I64(c) if *c >= 0 => Some(*a),
+        Atom::Var(v) if !f.var(*v).mutable => Some(*a),
+        _ => None,
+    }
+}
+
 /// What the top level of a function has told so far of its arrays'
 /// extents ([`BuiltShapes::record`], statement by statement).
 #[derive(Default)]
@@ -96,6 +106,38 @@ impl BuiltShapes {
                     if axes.len() == rank && axes.iter().any(Option::is_some) {
                         self.shapes.insert(*r, axes);
                     }
+                }
+            }
+            // A reshape has the extents it names (checked not negative);
+            // a slice from 0 the length it names, then the array's rows
+            // (the stacked rows of a jammed comprehension,
+            // `arrayad_ir::passes::jam_builds`).
+            Expr::Reshape { array, dims } => {
+                let ([r], false, false) =
+                    (vars.as_slice(), f.var(*array).mutable, vars.iter().any(|v| f.var(*v).mutable))
+                else {
+                    return;
+                };
+                let axes: Vec<Option<Atom>> = dims.iter().map(|d| fixed(f, d)).collect();
+                if axes.iter().any(Option::is_some) {
+                    self.shapes.insert(*r, axes);
+                }
+            }
+            Expr::Slice { array, lo: Atom::I64(0), hi } => {
+                let ([r], false, false) =
+                    (vars.as_slice(), f.var(*array).mutable, vars.iter().any(|v| f.var(*v).mutable))
+                else {
+                    return;
+                };
+                let mut axes = vec![fixed(f, hi)];
+                match self.shapes.get(array) {
+                    Some(known) => axes.extend(known.iter().skip(1).cloned()),
+                    None => axes.extend(
+                        (1..f.ty(*array).rank).map(|axis| self.dims.get(&(*array, axis)).map(|v| Atom::Var(*v))),
+                    ),
+                }
+                if axes.iter().any(Option::is_some) {
+                    self.shapes.insert(*r, axes);
                 }
             }
             // An accumulator has the shape of the array it is the

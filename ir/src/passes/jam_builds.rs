@@ -42,18 +42,38 @@
 //! Of a nest of comprehensions that qualify, the outermost is jammed (the
 //! points, whose inner comprehensions then run for two points).
 //!
+//! # Rows of residuals
+//!
+//! The forward pass of a gradient computes the same loop nest as the
+//! primal and keeps, per point, the rows its backward pass reads (GMM's
+//! `Q_k (x_i - mu_k)` for every component: `[N][K][D]`). Putting such rows
+//! in order after a jammed comprehension would copy them all once more, so
+//! a comprehension at the top of a function whose results are rows of
+//! `f64`s, one of them at least of numbers, with extents that do not
+//! depend on the point ([`crate::shape::static_row_dims`]), is jammed
+//! another way ([`jam_rows`]): each pair yields its two points' rows
+//! stacked (`[r0, r1]`), an odd count computes its last point twice (the
+//! second time as the second point of the last pair, `min(2 pair + 1, n -
+//! 1)`), and each result is the stacked array viewed as one row per point,
+//! `reshape(s, [2 pairs, rows..])[0:n]`: no copy.
+//!
 //! # Legality
 //!
 //! A comprehension `let a.. = build i < n => body` is jammed when
 //!
-//! - its results are `f64` numbers (at most [`MAX_RESULTS`] of them);
+//! - its results are `f64` numbers (at most [`MAX_RESULTS`] of them), or,
+//!   at the top of a function, arrays of `f64` rows whose extents do not
+//!   depend on `i`, one of them at least of numbers;
 //! - `n` is known to be at least 0 ([`super::fallible`]), and every
 //!   statement at the top of `body` that may fail is a `maximum` or
-//!   `minimum` of an array whose length does not depend on `i` (it fails
-//!   for every point or for none, with one message); every other statement
-//!   may not fail. So the first error of the jammed comprehension, if any,
-//!   is that extreme's for its first point, as it was;
-//! - `body` is made of `let`s only, at every depth, of expressions that
+//!   `minimum` of an array whose length does not depend on `i`, or a size
+//!   check of two values that do not (each fails for every point or for
+//!   none, with one message); every other statement may not fail. So the
+//!   first error of the jammed comprehension, if any, is the first of
+//!   these for its first point, as it was (and computing a point twice
+//!   changes nothing);
+//! - `body` is made of `let`s only (but for those size checks), at every
+//!   depth, of expressions that
 //!   neither call, allocate accumulators, update arrays, loop, nor touch
 //!   the tape: the value of every binding is a function of the values it
 //!   reads, wherever it is computed;
@@ -85,6 +105,7 @@
 use super::jam::{once, shared_index, twice};
 use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::program::{Atom, BinOp, Block, Expr, Function, Loc, ReduceOp, Stmt, StmtKind, VarId};
+use crate::shape::StaticDim;
 use crate::types::Type;
 use crate::visit::{expr_uses, for_each_block, Subst};
 
@@ -126,16 +147,23 @@ pub fn has_candidates(f: &Function) -> bool {
     any
 }
 
-/// True when `s` binds a `build` of `f64` numbers (at most
-/// [`MAX_RESULTS`]) of at most [`MAX_STMTS`] statements with a `build` at
-/// the top level of its body.
+/// True when `s` binds a `build` of [`numbers_or_rows`] of at most
+/// [`MAX_STMTS`] statements with a `build` at the top level of its body.
 fn numbers_with_loops(f: &Function, s: &StmtKind) -> bool {
     let StmtKind::Let { vars, expr: Expr::Build { body, .. } } = s else { return false };
-    (1..=MAX_RESULTS).contains(&vars.len())
-        && vars.iter().all(|v| !f.var(*v).mutable)
-        && body.results.iter().all(|r| f.atom_ty(r) == Type::F64)
+    numbers_or_rows(f, vars, body)
         && body.stmts.iter().any(|s| matches!(s.kind, StmtKind::Let { expr: Expr::Build { .. }, .. }))
         && small(body)
+}
+
+/// True when `vars = build .. => body` binds at most [`MAX_RESULTS`]
+/// immutable arrays of `f64`s, at least one of them of numbers (the
+/// others may be of rows: the residuals a reverse pass keeps per point).
+fn numbers_or_rows(f: &Function, vars: &[VarId], body: &Block) -> bool {
+    (1..=MAX_RESULTS).contains(&vars.len())
+        && vars.iter().all(|v| !f.var(*v).mutable)
+        && body.results.iter().all(|r| f.atom_ty(r).elem == crate::Scalar::F64)
+        && body.results.iter().any(|r| f.atom_ty(r) == Type::F64)
 }
 
 /// True when `b` has at most [`MAX_STMTS`] statements (at every depth).
@@ -220,14 +248,23 @@ fn block(f: &mut Function, fallible: &super::fallible::Fallible, b: Block, depth
     let mut out = Vec::with_capacity(b.stmts.len());
     for s in b.stmts {
         let loc = s.loc;
-        let variant = match &s.kind {
-            StmtKind::Let { vars, expr: Expr::Build { index, body, .. } } => jammable(f, fallible, vars, *index, body),
+        let plan = match &s.kind {
+            StmtKind::Let { vars, expr: Expr::Build { index, body, .. } } => {
+                // Rows are stacked at the top of a function only (a
+                // forward pass's residuals): a nest's inner comprehension
+                // of rows runs for one point of the outer one, which a
+                // parallel map splits out whole.
+                jammable(f, fallible, vars, *index, body).filter(|plan| plan.rows.is_none() || depth == 0)
+            }
             _ => None,
         };
-        match (s.kind, variant) {
-            (StmtKind::Let { vars, expr: Expr::Build { n, index, body } }, Some(variant)) => {
+        match (s.kind, plan) {
+            (StmtKind::Let { vars, expr: Expr::Build { n, index, body } }, Some(plan)) => {
                 *jammed = true;
-                jam(f, vars, n, index, body, &variant, loc, &mut out);
+                match plan.rows {
+                    None => jam(f, vars, n, index, body, &plan.variant, loc, &mut out),
+                    Some(rows) => jam_rows(f, vars, n, index, body, &plan.variant, &rows, loc, &mut out),
+                }
             }
             (kind, _) if depth < MAX_DEPTH => {
                 let kind = super::inline::map_nested(kind, &mut |nb| block(f, fallible, nb, depth + 1, jammed));
@@ -239,21 +276,36 @@ fn block(f: &mut Function, fallible: &super::fallible::Fallible, b: Block, depth
     Block { stmts: out, results: b.results }
 }
 
-/// The variables of `body` that depend on `index`, when `let vars = build
-/// index < n => body` qualifies (module docs).
+/// How a comprehension that qualifies is jammed.
+struct Plan {
+    /// The variables of its body that depend on the point.
+    variant: HashSet<VarId>,
+    /// With results of rows: the extents of every result's row (none for
+    /// a number), the same for every point ([`jam_rows`]).
+    rows: Option<Vec<Vec<StaticDim>>>,
+}
+
+/// How to jam `let vars = build index < n => body`, when it qualifies
+/// (module docs).
 fn jammable(
     f: &Function,
     fallible: &super::fallible::Fallible,
     vars: &[VarId],
     index: VarId,
     body: &Block,
-) -> Option<HashSet<VarId>> {
-    let numbers = (1..=MAX_RESULTS).contains(&vars.len())
-        && vars.iter().all(|v| !f.var(*v).mutable)
-        && body.results.iter().all(|r| f.atom_ty(r) == Type::F64);
-    if !numbers || !fallible.count_nonneg(vars[0]) || !small(body) || !pure_lets(f, body) {
+) -> Option<Plan> {
+    if !numbers_or_rows(f, vars, body) || !fallible.count_nonneg(vars[0]) || !small(body) || !pure_lets(f, body) {
         return None;
     }
+    // Rows whose extents do not depend on the point, so that they stack
+    // into one regular array wherever they are computed.
+    let rows = if body.results.iter().all(|r| f.atom_ty(r).is_scalar()) {
+        None
+    } else {
+        let dims: Option<Vec<Vec<StaticDim>>> =
+            (0..body.results.len()).map(|k| crate::shape::static_row_dims(f, None, index, body, k)).collect();
+        Some(dims?)
+    };
     let mut variant = HashSet::default();
     variant.insert(index);
     mark_variant(body, &mut variant);
@@ -263,6 +315,15 @@ fn jammable(
     let mut uniform: HashSet<VarId> = HashSet::default();
     let mut shared = false;
     for s in &body.stmts {
+        // A size check of values that do not depend on the point fails
+        // for every point or for none, with one message (a gathered
+        // array's extents, checked in the body that reads it).
+        if let StmtKind::CheckSize { a, b, .. } = &s.kind {
+            if invariant(a) && invariant(b) {
+                continue;
+            }
+            return None;
+        }
         let StmtKind::Let { vars, expr } = &s.kind else { return None };
         if let Expr::Build { n, .. } = expr {
             if invariant(n) {
@@ -280,16 +341,19 @@ fn jammable(
             }
         }
     }
-    shared.then_some(variant)
+    shared.then_some(Plan { variant, rows })
 }
 
 /// True when `b` is made of `let`s only, at every depth, of immutable
 /// variables and of expressions whose values depend only on their operands
-/// (module docs).
+/// (module docs), but for size checks at its top level (which
+/// [`jammable`] checks further).
 fn pure_lets(f: &Function, b: &Block) -> bool {
     let mut pure = true;
+    let top = b as *const Block;
     for_each_block(b, &mut |b| {
         pure &= b.stmts.iter().all(|s| match &s.kind {
+            StmtKind::CheckSize { .. } => std::ptr::eq(b, top),
             StmtKind::Let { vars, expr } => {
                 vars.iter().all(|v| !f.var(*v).mutable)
                     && matches!(
@@ -348,19 +412,8 @@ fn jam(
     let (h, e, odd) = super::jam::pair_counts(f, n, loc, out);
 
     // The pairs: points `2 pair` and `2 pair + 1`.
-    let p = i64_var(f, "pair");
+    let (p, stmts, copies) = pair_body(f, index, &body, variant, None, loc);
     let name = f.var(index).name.clone();
-    let (first, second) = (i64_var(f, &name), i64_var(f, &name));
-    let twice = i64_var(f, "twice");
-    let mut stmts = vec![
-        let_(vec![twice], bin(BinOp::Mul, Atom::Var(p), Atom::I64(2))),
-        let_(vec![first], bin(BinOp::Add, Atom::Var(twice), Atom::I64(0))),
-        let_(vec![second], bin(BinOp::Add, Atom::Var(twice), Atom::I64(1))),
-    ];
-    let mut copies = [Subst::default(), Subst::default()];
-    copies[0].map.insert(index, Atom::Var(first));
-    copies[1].map.insert(index, Atom::Var(second));
-    interleave(f, &body, variant, &mut copies, &mut stmts);
     let results: Vec<Atom> = copies.iter().flat_map(|c| body.results.iter().map(|r| c.atom(r))).collect();
     let halves: [Vec<VarId>; 2] =
         std::array::from_fn(|_| vars.iter().map(|v| (f.var(*v).name.clone(), f.var(*v).ty)).collect::<Vec<_>>())
@@ -437,6 +490,125 @@ fn jam(
     ));
 }
 
+/// The body of the comprehension over pairs of points of `build index < n
+/// => body`: the pair's index, its statements (`body`'s for both points,
+/// [`interleave`]d) and the substitutions that give each point's values.
+/// The points are `2 pair` and `2 pair + 1`, or, with `last`, `2 pair` and
+/// `min(2 pair + 1, last)`.
+fn pair_body(
+    f: &mut Function,
+    index: VarId,
+    body: &Block,
+    variant: &HashSet<VarId>,
+    last: Option<Atom>,
+    loc: Loc,
+) -> (VarId, Vec<Stmt>, [Subst; 2]) {
+    let let_ = |vars: Vec<VarId>, expr: Expr| Stmt { kind: StmtKind::Let { vars, expr }, loc };
+    let p = f.new_var("pair", Type::I64);
+    let name = f.var(index).name.clone();
+    let (first, second) = (f.new_var(&name, Type::I64), f.new_var(&name, Type::I64));
+    let twice = f.new_var("twice", Type::I64);
+    let mut stmts = vec![
+        let_(vec![twice], Expr::Binary(BinOp::Mul, Atom::Var(p), Atom::I64(2))),
+        let_(vec![first], Expr::Binary(BinOp::Add, Atom::Var(twice), Atom::I64(0))),
+    ];
+    match last {
+        None => stmts.push(let_(vec![second], Expr::Binary(BinOp::Add, Atom::Var(twice), Atom::I64(1)))),
+        Some(last) => {
+            let next = f.new_var("next", Type::I64);
+            stmts.push(let_(vec![next], Expr::Binary(BinOp::Add, Atom::Var(twice), Atom::I64(1))));
+            stmts.push(let_(vec![second], Expr::Binary(BinOp::Min, Atom::Var(next), last)));
+        }
+    }
+    let mut copies = [Subst::default(), Subst::default()];
+    copies[0].map.insert(index, Atom::Var(first));
+    copies[1].map.insert(index, Atom::Var(second));
+    interleave(f, body, variant, &mut copies, &mut stmts);
+    (p, stmts, copies)
+}
+
+/// Appends to `out` the jammed form of `let vars = build index < n =>
+/// body` whose results are rows (`rows`: their extents, the same for every
+/// point; numbers among them have none), which binds `vars` as the
+/// original did, without copying the rows again to put them in order:
+///
+/// ```text
+/// let count = (n + 1) / 2; let last = n - 1
+/// let s.. = build pair < count => {
+///   let i0 = 2 pair; let i1 = min(2 pair + 1, last)
+///   .. body for both points ..
+///   yield [r0, r1].. }                  // s: [count][2][rows..]
+/// let a = reshape(s, [2 count, rows..])[0:n]..
+/// ```
+///
+/// An odd `n` computes its last point twice, the second time as the pair's
+/// second point, which the slice then leaves out: the body is pure, and
+/// fails, if at all, for every point alike (module docs), so the values
+/// and the first error are the original's. The reshape and the slice are
+/// views of the stacked array.
+#[allow(clippy::too_many_arguments)]
+fn jam_rows(
+    f: &mut Function,
+    vars: Vec<VarId>,
+    n: Atom,
+    index: VarId,
+    body: Block,
+    variant: &HashSet<VarId>,
+    rows: &[Vec<StaticDim>],
+    loc: Loc,
+    out: &mut Vec<Stmt>,
+) {
+    let let_ = |vars: Vec<VarId>, expr: Expr| Stmt { kind: StmtKind::Let { vars, expr }, loc };
+    let (h, _, odd) = super::jam::pair_counts(f, n, loc, out);
+    let (count, last, points) =
+        (f.new_var("pairs", Type::I64), f.new_var("last", Type::I64), f.new_var("points", Type::I64));
+    out.push(let_(vec![count], Expr::Binary(BinOp::Add, Atom::Var(h), Atom::Var(odd))));
+    out.push(let_(vec![last], Expr::Binary(BinOp::Sub, n, Atom::I64(1))));
+    let (p, mut stmts, copies) = pair_body(f, index, &body, variant, Some(Atom::Var(last)), loc);
+    let mut results = Vec::with_capacity(body.results.len());
+    for r in &body.results {
+        let ty = f.atom_ty(r);
+        let both = f.new_var("both", Type::array(ty.elem, ty.rank + 1));
+        stmts.push(let_(vec![both], Expr::ArrayLit { elem_ty: ty, elems: vec![copies[0].atom(r), copies[1].atom(r)] }));
+        results.push(Atom::Var(both));
+    }
+    let stacked: Vec<VarId> = vars
+        .iter()
+        .map(|v| {
+            let (name, ty) = (format!("{}_pairs", f.var(*v).name), f.var(*v).ty);
+            f.new_var(name, Type::array(ty.elem, ty.rank + 1))
+        })
+        .collect();
+    out.push(let_(stacked.clone(), Expr::Build { n: Atom::Var(count), index: p, body: Block { stmts, results } }));
+    out.push(let_(vec![points], Expr::Binary(BinOp::Mul, Atom::Var(count), Atom::I64(2))));
+    for ((v, s), dims) in vars.iter().zip(&stacked).zip(rows) {
+        let mut shape = vec![Atom::Var(points)];
+        shape.extend(dims.iter().map(|d| static_atom(f, d, loc, out)));
+        let flat = f.new_var(format!("{}_points", f.var(*v).name), f.var(*v).ty);
+        out.push(let_(vec![flat], Expr::Reshape { array: *s, dims: shape }));
+        out.push(let_(vec![*v], Expr::Slice { array: flat, lo: Atom::I64(0), hi: n }));
+    }
+}
+
+/// The value of the extent `d` (of variables bound outside the
+/// comprehension) as an atom, its statements appended to `out`.
+fn static_atom(f: &mut Function, d: &StaticDim, loc: Loc, out: &mut Vec<Stmt>) -> Atom {
+    let bind = |f: &mut Function, expr: Expr, out: &mut Vec<Stmt>| {
+        let v = f.new_var("extent", Type::I64);
+        out.push(Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc });
+        Atom::Var(v)
+    };
+    match d {
+        StaticDim::Lit(k) => Atom::I64(*k),
+        StaticDim::Var(v) => Atom::Var(*v),
+        StaticDim::DimOf(a, axis) => bind(f, Expr::Dim { array: *a, axis: *axis }, out),
+        StaticDim::Bin(op, a, b) => {
+            let (a, b) = (static_atom(f, a, loc, out), static_atom(f, b, loc, out));
+            bind(f, Expr::Binary(*op, a, b), out)
+        }
+    }
+}
+
 /// Appends to `out` the statements of `b` for both points (module docs):
 /// a statement that does not depend on the point once, with fresh binders
 /// (recorded in both substitutions); a comprehension whose count does not
@@ -447,6 +619,7 @@ fn interleave(f: &mut Function, b: &Block, variant: &HashSet<VarId>, copies: &mu
     for s in &b.stmts {
         match &s.kind {
             StmtKind::Let { vars, .. } if !vars.iter().any(|v| variant.contains(v)) => once(f, s, copies, out),
+            StmtKind::CheckSize { a, b, .. } if shared(a) && shared(b) => once(f, s, copies, out),
             StmtKind::Let { vars, expr: Expr::Build { n, index, body } }
                 if shared(n) && body.results.len() <= MAX_RESULTS =>
             {
