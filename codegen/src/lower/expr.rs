@@ -237,7 +237,7 @@ impl<E: Emitter> Lower<'_, E> {
     /// Records what `v = x op y` (`i64`) is in the indices of the points
     /// of a loop run two iterations at a time ([`super::Halving`]).
     fn note_halving(&mut self, op: BinOp, x: E::Value, y: E::Value, v: E::Value) {
-        use super::Halving::{Half, Odd, Paired, Point, Twice};
+        use super::Halving::{Below, Half, Last, Odd, Paired, Pairs, Point, Twice};
         let two = |l: &Self, a: E::Value| l.known.const_value(a) == Some(2);
         let fact = match op {
             BinOp::Div if two(self, y) => Some(Half(x)),
@@ -247,18 +247,30 @@ impl<E: Emitter> Lower<'_, E> {
                 }
                 match self.halving.get(&a) {
                     Some(&Half(n)) => Some(Paired(n)),
-                    // `a` an index below `n / 2`.
+                    // `a` an index below `n / 2`, or below the pairs of
+                    // a comprehension of rows.
                     _ => self.in_bounds.iter().find_map(|&(i, h)| match self.halving.get(&h) {
                         Some(&Half(n)) if i == a => Some(Twice(n)),
+                        Some(&Pairs(n)) if i == a => Some(Below(n)),
                         _ => None,
                     }),
                 }
             }),
             BinOp::Sub => match self.halving.get(&y) {
                 Some(&Paired(n)) if x == n || self.known.same(x, n) => Some(Odd(n)),
+                _ if self.known.const_value(y) == Some(1) => Some(Last(x)),
+                _ => None,
+            },
+            // `min(x, n - 1)` of a point below `n`, or of its successor.
+            BinOp::Min => match self.halving.get(&y) {
+                Some(&Last(n)) => {
+                    let below = |v: &E::Value| matches!(self.halving.get(v), Some(&Below(m)) if m == n);
+                    (below(&x) || self.successors.get(&x).is_some_and(below)).then_some(Below(n))
+                }
                 _ => None,
             },
             BinOp::Add => match (self.halving.get(&x), self.halving.get(&y)) {
+                (Some(&Half(n)), Some(&Odd(m))) | (Some(&Odd(m)), Some(&Half(n))) if n == m => Some(Pairs(n)),
                 (Some(&Twice(n)), Some(&Odd(m))) | (Some(&Odd(m)), Some(&Twice(n))) if n == m => Some(Point(n)),
                 // `twice + 0`, the first point of a forward loop.
                 (Some(&fact), _) if self.known.const_value(y) == Some(0) => Some(fact),
@@ -451,6 +463,9 @@ impl<E: Emitter> Lower<'_, E> {
             _ => false,
         };
         if point(i) || self.successors.get(&i).is_some_and(|&j| point(j)) {
+            return true;
+        }
+        if matches!(self.halving.get(&i), Some(&super::Halving::Below(n)) if self.known.same(n, d)) {
             return true;
         }
         let mut below = i;

@@ -462,6 +462,24 @@ pub(crate) enum Size<V> {
 /// 1: `0 <= twice <= 2 pairs - 2 <= n - 2` and `0 <= j <= n - 2`, so that
 /// `j` and `j + 1` are below `n` (`x + 0` has the fact of `x`). A value defined inside the loop is used
 /// only inside it, where these hold ([`Lower::known_in_bounds`]).
+///
+/// A comprehension of rows jammed two points at a time
+/// (`arrayad_ir::passes::jam_builds`) runs over `pairs = n / 2 + odd`
+/// pairs, the last of an odd `n` holding its last point twice:
+///
+/// ```text
+/// let count = pairs + odd; let last = n - 1
+/// build pair < count => {
+///   let twice = pair * 2; let i0 = twice + 0; let next = twice + 1
+///   let i1 = min(next, last); .. }
+/// ```
+///
+/// Inside, `count >= 1`, so `n >= 1` and `0 <= twice <= 2 count - 2 <= n
+/// - 1`; `next >= 1`, so `0 <= min(next, n - 1) <= n - 1`: both points
+/// are below `n` ([`Halving::Below`]). The minimum is below `n` only when
+/// its first operand is a point below `n` or its successor (which makes
+/// `n >= 1` hold where it is used), never from `n - 1` alone, which is
+/// negative when `n` is 0.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Halving<V> {
     /// `n / 2`.
@@ -474,6 +492,15 @@ pub(crate) enum Halving<V> {
     Twice(V),
     /// `Twice(n) + Odd(n)`.
     Point(V),
+    /// `Half(n) + Odd(n)`: the number of pairs when the last may be a
+    /// point twice.
+    Pairs(V),
+    /// `n - 1`.
+    Last(V),
+    /// A value `0 <= v <= n - 1`: `i * 2` of an index `i` below
+    /// `Pairs(n)`, or `min(x, Last(n))` of such a value `x` or its
+    /// successor.
+    Below(V),
 }
 
 /// What is known at a point of the lowering, scoped by block: sizes checked
