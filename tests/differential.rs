@@ -290,6 +290,10 @@ def beyond(x: [n]f64) -> f64 =
 ";
     // The last pair's second point is `n`: out of bounds.
     check_points_of_pairs("twice.arr", src, ("twice", "beyond"), 1);
+    // The minimum of `n - 1` and a value that is not a point's successor
+    // (the first pair's is `-1`) keeps its check.
+    let before = src.replace("min(2 * p + 2, n)", "min(2 * p - 1, n - 1)");
+    check_points_of_pairs("twice.arr", &before, ("twice", "beyond"), 1);
 }
 
 /// Of the definitions `(within, beyond)` of `x: [n]f64` in `src`: `within`

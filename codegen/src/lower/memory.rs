@@ -246,7 +246,6 @@ impl<E: Emitter> Lower<'_, E> {
                 // move one element per iteration ([`Emitter::f64_pairs`]:
                 // no vectoriser).
                 let long = self.icmp_imm(IntCC::Sge, count, COPY_CALL_MIN);
-                let by_element = std::cell::RefCell::new(by_element);
                 self.if_else(
                     long,
                     &mut |l| {
@@ -255,7 +254,7 @@ impl<E: Emitter> Lower<'_, E> {
                         l.b.call(Callee::Runtime(RuntimeFn::Memmove), &[dst, src, bytes])?;
                         Ok(())
                     },
-                    &mut |l| (by_element.borrow_mut())(l),
+                    &mut |l| by_element(l),
                 )
             }
         }

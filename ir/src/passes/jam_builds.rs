@@ -55,7 +55,10 @@
 //! stacked (`[r0, r1]`), an odd count computes its last point twice (the
 //! second time as the second point of the last pair, `min(2 pair + 1, n -
 //! 1)`), and each result is the stacked array viewed as one row per point,
-//! `reshape(s, [2 pairs, rows..])[0:n]`: no copy.
+//! `reshape(s, [2 pairs, rows..])[0:n]`, with no pass over the rows to put
+//! them in order (each row is copied into its pair's literal, then into
+//! the stacked array). The extents of the rows must be known not negative
+//! before the comprehension runs ([`never_negative`]).
 //!
 //! # Legality
 //!
@@ -132,11 +135,45 @@ pub fn jam_comprehensions(f: &mut Function) -> bool {
     let mut body = std::mem::take(&mut f.body);
     canonicalise_sizes(f, &mut body, 0);
     f.body = body;
-    let fallible = super::fallible::analyse(f);
+    let known = Known { fallible: super::fallible::analyse(f), extents: top_level_extents(f) };
     let body = std::mem::take(&mut f.body);
     let mut jammed = false;
-    f.body = block(f, &fallible, body, 0, &mut jammed);
+    f.body = block(f, &known, body, 0, &mut jammed);
     jammed
+}
+
+/// What the checks of [`jammable`] know of `f`.
+struct Known {
+    /// Which statements may fail, and which counts are at least 0.
+    fallible: super::fallible::Fallible,
+    /// The variables bound at the top of `f` to an extent of an array
+    /// (`let v = dim a axis`): never negative.
+    extents: HashSet<VarId>,
+}
+
+/// The immutable variables bound at the top of `f` by `dim`.
+fn top_level_extents(f: &Function) -> HashSet<VarId> {
+    let mut extents = HashSet::default();
+    for s in &f.body.stmts {
+        if let StmtKind::Let { vars, expr: Expr::Dim { .. } } = &s.kind {
+            extents.extend(vars.iter().copied().filter(|v| !f.var(*v).mutable));
+        }
+    }
+    extents
+}
+
+/// True when the extent `d` is at least 0 before a comprehension at the
+/// top of the function runs: a literal at least 0, an array's extent, or
+/// a variable bound to one (a count that the comprehension's body proves
+/// not negative may still be negative when it runs zero times, where a
+/// row's extent is taken as 0, and a `reshape` would fail on it).
+fn never_negative(extents: &HashSet<VarId>, d: &StaticDim) -> bool {
+    match d {
+        StaticDim::Lit(c) => *c >= 0,
+        StaticDim::DimOf(..) => true,
+        StaticDim::Var(v) => extents.contains(v),
+        StaticDim::Bin(..) => false,
+    }
 }
 
 /// True when `f` has a comprehension this pass may jam (a quick test of its
@@ -244,7 +281,7 @@ fn slice_lengths(body: &mut Block) {
 
 /// `b` with its qualifying comprehensions jammed, the outermost of each
 /// nest, up to [`MAX_DEPTH`].
-fn block(f: &mut Function, fallible: &super::fallible::Fallible, b: Block, depth: usize, jammed: &mut bool) -> Block {
+fn block(f: &mut Function, known: &Known, b: Block, depth: usize, jammed: &mut bool) -> Block {
     let mut out = Vec::with_capacity(b.stmts.len());
     for s in b.stmts {
         let loc = s.loc;
@@ -254,7 +291,7 @@ fn block(f: &mut Function, fallible: &super::fallible::Fallible, b: Block, depth
                 // forward pass's residuals): a nest's inner comprehension
                 // of rows runs for one point of the outer one, which a
                 // parallel map splits out whole.
-                jammable(f, fallible, vars, *index, body).filter(|plan| plan.rows.is_none() || depth == 0)
+                jammable(f, known, vars, *index, body).filter(|plan| plan.rows.is_none() || depth == 0)
             }
             _ => None,
         };
@@ -267,7 +304,7 @@ fn block(f: &mut Function, fallible: &super::fallible::Fallible, b: Block, depth
                 }
             }
             (kind, _) if depth < MAX_DEPTH => {
-                let kind = super::inline::map_nested(kind, &mut |nb| block(f, fallible, nb, depth + 1, jammed));
+                let kind = super::inline::map_nested(kind, &mut |nb| block(f, known, nb, depth + 1, jammed));
                 out.push(Stmt { kind, loc });
             }
             (kind, _) => out.push(Stmt { kind, loc }),
@@ -287,13 +324,8 @@ struct Plan {
 
 /// How to jam `let vars = build index < n => body`, when it qualifies
 /// (module docs).
-fn jammable(
-    f: &Function,
-    fallible: &super::fallible::Fallible,
-    vars: &[VarId],
-    index: VarId,
-    body: &Block,
-) -> Option<Plan> {
+fn jammable(f: &Function, known: &Known, vars: &[VarId], index: VarId, body: &Block) -> Option<Plan> {
+    let fallible = &known.fallible;
     if !numbers_or_rows(f, vars, body) || !fallible.count_nonneg(vars[0]) || !small(body) || !pure_lets(f, body) {
         return None;
     }
@@ -304,7 +336,11 @@ fn jammable(
     } else {
         let dims: Option<Vec<Vec<StaticDim>>> =
             (0..body.results.len()).map(|k| crate::shape::static_row_dims(f, None, index, body, k)).collect();
-        Some(dims?)
+        let dims = dims?;
+        if !dims.iter().flatten().all(|d| never_negative(&known.extents, d)) {
+            return None;
+        }
+        Some(dims)
     };
     let mut variant = HashSet::default();
     variant.insert(index);
@@ -530,10 +566,12 @@ fn pair_body(
 /// Appends to `out` the jammed form of `let vars = build index < n =>
 /// body` whose results are rows (`rows`: their extents, the same for every
 /// point; numbers among them have none), which binds `vars` as the
-/// original did, without copying the rows again to put them in order:
+/// original did, without a pass that copies the rows into the order of
+/// the points (each row is copied into its pair's literal, then into the
+/// stacked array, where the original copied it once, into its result):
 ///
 /// ```text
-/// let count = (n + 1) / 2; let last = n - 1
+/// let count = n / 2 + (n - 2 (n / 2)); let last = n - 1   // this shape: `Halving::Pairs`
 /// let s.. = build pair < count => {
 ///   let i0 = 2 pair; let i1 = min(2 pair + 1, last)
 ///   .. body for both points ..
@@ -544,8 +582,11 @@ fn pair_body(
 /// An odd `n` computes its last point twice, the second time as the pair's
 /// second point, which the slice then leaves out: the body is pure, and
 /// fails, if at all, for every point alike (module docs), so the values
-/// and the first error are the original's. The reshape and the slice are
-/// views of the stacked array.
+/// and the first error are the original's. The rows' extents are never
+/// negative ([`never_negative`]), so the reshape fails only where the
+/// product of its extents overflows, which, but for rows of no elements,
+/// the original's allocation would fail on too. The reshape and the slice
+/// are views of the stacked array.
 #[allow(clippy::too_many_arguments)]
 fn jam_rows(
     f: &mut Function,
