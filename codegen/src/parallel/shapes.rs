@@ -49,6 +49,16 @@ fn fixed(f: &Function, a: &Atom) -> Option<Atom> {
     }
 }
 
+/// The one immutable variable of `vars`, bound to a value computed from
+/// the immutable array `array` (its extent, a view of it, a cotangent
+/// shaped like it).
+fn one_view(f: &Function, vars: &[VarId], array: VarId) -> Option<VarId> {
+    match vars {
+        [v] if !f.var(*v).mutable && !f.var(array).mutable => Some(*v),
+        _ => None,
+    }
+}
+
 /// What the top level of a function has told so far of its arrays'
 /// extents ([`BuiltShapes::record`], statement by statement).
 #[derive(Default)]
@@ -73,11 +83,9 @@ impl BuiltShapes {
         let StmtKind::Let { vars, expr } = &s.kind else { return };
         match expr {
             Expr::Dim { array, axis } => {
-                if let ([v], false, false) =
-                    (vars.as_slice(), f.var(*array).mutable, vars.iter().any(|v| f.var(*v).mutable))
-                {
-                    self.dims.entry((*array, *axis)).or_insert(*v);
-                    self.dim_vars.insert(*v);
+                if let Some(v) = one_view(f, vars, *array) {
+                    self.dims.entry((*array, *axis)).or_insert(v);
+                    self.dim_vars.insert(v);
                 }
             }
             Expr::Build { n, index, body } => {
@@ -91,12 +99,7 @@ impl BuiltShapes {
                     }
                     // Axis 0 is the count: a negative one fails before the
                     // array exists.
-                    let count = match n {
-                        Atom::I64(c) if *c >= 0 => Some(*n),
-                        Atom::Var(v) if !f.var(*v).mutable => Some(*n),
-                        _ => None,
-                    };
-                    let mut axes = vec![count];
+                    let mut axes = vec![fixed(f, n)];
                     match static_row_dims(f, program, *index, body, j)
                         .filter(|_| !*unsure.get_or_insert_with(|| rows_unsure(f, body)))
                     {
@@ -113,49 +116,40 @@ impl BuiltShapes {
             // (the stacked rows of a jammed comprehension,
             // `arrayad_ir::passes::jam_builds`).
             Expr::Reshape { array, dims } => {
-                let ([r], false, false) =
-                    (vars.as_slice(), f.var(*array).mutable, vars.iter().any(|v| f.var(*v).mutable))
-                else {
-                    return;
-                };
-                let axes: Vec<Option<Atom>> = dims.iter().map(|d| fixed(f, d)).collect();
-                if axes.iter().any(Option::is_some) {
-                    self.shapes.insert(*r, axes);
+                if let Some(r) = one_view(f, vars, *array) {
+                    self.insert_known(r, dims.iter().map(|d| fixed(f, d)).collect());
                 }
             }
             Expr::Slice { array, lo: Atom::I64(0), hi } => {
-                let ([r], false, false) =
-                    (vars.as_slice(), f.var(*array).mutable, vars.iter().any(|v| f.var(*v).mutable))
-                else {
-                    return;
-                };
-                let mut axes = vec![fixed(f, hi)];
-                match self.shapes.get(array) {
-                    Some(known) => axes.extend(known.iter().skip(1).cloned()),
-                    None => axes.extend(
-                        (1..f.ty(*array).rank).map(|axis| self.dims.get(&(*array, axis)).map(|v| Atom::Var(*v))),
-                    ),
-                }
-                if axes.iter().any(Option::is_some) {
-                    self.shapes.insert(*r, axes);
+                if let Some(r) = one_view(f, vars, *array) {
+                    let rows = self.known_axes(f, *array).into_iter().skip(1);
+                    self.insert_known(r, std::iter::once(fixed(f, hi)).chain(rows).collect());
                 }
             }
             // An accumulator has the shape of the array it is the
             // cotangent of.
             Expr::ZerosLike(a) => {
-                let ([r], false, false) = (vars.as_slice(), f.var(*a).mutable, vars.iter().any(|v| f.var(*v).mutable))
-                else {
-                    return;
-                };
-                let axes = match self.shapes.get(a) {
-                    Some(axes) => axes.clone(),
-                    None => (0..f.ty(*a).rank).map(|axis| self.dims.get(&(*a, axis)).map(|v| Atom::Var(*v))).collect(),
-                };
-                if axes.iter().any(Option::is_some) {
-                    self.shapes.insert(*r, axes);
+                if let Some(r) = one_view(f, vars, *a) {
+                    self.insert_known(r, self.known_axes(f, *a));
                 }
             }
             _ => {}
+        }
+    }
+
+    /// What is known of the extents of array `a`: those recorded for it,
+    /// else the variables bound to its extents.
+    fn known_axes(&self, f: &Function, a: VarId) -> Vec<Option<Atom>> {
+        match self.shapes.get(&a) {
+            Some(axes) => axes.clone(),
+            None => (0..f.ty(a).rank).map(|axis| self.dims.get(&(a, axis)).map(|v| Atom::Var(*v))).collect(),
+        }
+    }
+
+    /// Records `axes` as the extents of `r` when one of them is known.
+    fn insert_known(&mut self, r: VarId, axes: Vec<Option<Atom>>) {
+        if axes.iter().any(Option::is_some) {
+            self.shapes.insert(r, axes);
         }
     }
 
