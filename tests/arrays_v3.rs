@@ -129,6 +129,35 @@ def lit(x: [n][2]f64) -> f64 = x[0, 2]
     }
 }
 
+/// A reshape to a shape with an extent 0 has no elements, however large
+/// its other extents (their product would overflow): it succeeds on an
+/// empty array, on every backend and in the interpreter, while a shape
+/// whose product overflows without a 0 is a size mismatch.
+#[test]
+fn reshapes_to_shapes_with_an_extent_zero_have_no_elements() {
+    let src = "def resh(x: [n]f64, a: i64, b: i64, c: i64) -> f64 = sum(reshape(x, (a, b, c))[0, 0]) + f64(n)";
+    let program = arrayad_frontend::compile("t.arr", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let id = program.find("resh").unwrap();
+    let big = 1i64 << 62;
+    let cases = [(big, 4, 0, true), (1 << 32, 1 << 32, 1, false), (4, big, 0, true), (1, 1, 0, true)];
+    for backend in backends() {
+        let m = Module::compile_with("t.arr", src, arrayad::Options::backend(backend)).unwrap();
+        let f = m.function("resh").unwrap();
+        for (a, b, c, ok) in cases {
+            let args = [f64s(&[], &[0]), Value::I64(a), Value::I64(b), Value::I64(c)];
+            let want = arrayad_ir::interp::run(&program, id, &args);
+            assert_eq!(want.is_ok(), ok, "interpreter, ({a}, {b}, {c}): {want:?}");
+            match f.call_values(&args) {
+                Ok(got) => assert_eq!(got[0].as_f64(), Some(0.0), "{backend:?} ({a}, {b}, {c})"),
+                Err(e) => {
+                    assert!(!ok, "{backend:?} ({a}, {b}, {c}): {e}");
+                    assert_eq!(e.runtime_kind(), Some(ErrorKind::SizeMismatch), "{backend:?}: {e}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn size_expressions_bind_result_shapes_and_check_arguments() {
     let src = "def tri(d: [k]f64, l: [k][k * (k - 1) / 2]f64) -> [k + 1]f64 = concat(d, [sum(flatten(l))])";

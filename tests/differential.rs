@@ -296,6 +296,78 @@ def beyond(x: [n]f64) -> f64 =
     check_points_of_pairs("twice.arr", &before, ("twice", "beyond"), 1);
 }
 
+/// The run-time range checks of slices in the backend IR of `func`'s
+/// `kind` in `m`, compiled by `backend`: the calls reporting a slice out of
+/// range (in Cranelift's IR, `call fnN(v0, vK, ..)  ; vK = KIND, ..`: the
+/// failure's kind is its second argument, a constant).
+fn slice_checks(m: &arrayad::Module, backend: arrayad::Backend, func: &str, kind: &str) -> usize {
+    let ir = m.function(func).unwrap().backend_ir(kind).unwrap().expect("backend IR");
+    let code = arrayad_ir::ErrorKind::SliceOutOfRange as i32;
+    let llvm = format!("i32 {code},");
+    let check = |l: &&str| match backend {
+        arrayad::Backend::Llvm => l.contains("@arrayad_fail(") && l.contains(&llvm),
+        _ => {
+            let Some((call, consts)) = l.split_once(';') else { return false };
+            let Some(args) = call.split_once("call fn").and_then(|(_, rest)| rest.split_once('(')) else {
+                return false;
+            };
+            let second = args.1.split([',', ')']).nth(1).map(str::trim);
+            second.is_some_and(|v| consts.split(',').any(|c| c.trim() == format!("{v} = {code}")))
+        }
+    };
+    ir.lines().filter(check).count()
+}
+
+/// Prefixes `a[0:r]` and `a[0:r + 1]` of the rows of a triangle, `r` an
+/// index below `a`'s extent, and `a[0:n]`, `n` the extent, are in range
+/// and compiled without a range check (`Lower::slice` in
+/// `codegen/src/lower/expr.rs`), in the primal and the vjp (whose
+/// cotangent slices mirror them), on every backend; the same prefixes of
+/// an array of another extent keep their checks, and fail as the
+/// interpreter does. The values on every backend are the interpreter's.
+#[test]
+fn prefixes_of_the_rows_of_a_triangle_are_sliced_without_range_checks() {
+    let src = "\
+def within(x: [n]f64, l: [m][n]f64) -> f64 =
+  if n == 1 then 0.5 else
+    sum(for r < n => dot(l[0][0:r], x[0:r]) * x[r] + sum(x[0:r + 1]) + sum(l[0][0:n]))
+def beyond(x: [n]f64, l: [m][k]f64) -> f64 =
+  if n == 1 then 0.5 else
+    sum(for r < n => dot(l[0][0:r], x[0:r]) * x[r] + sum(x[0:r + 1]))
+";
+    for backend in common::api_backends() {
+        let m = arrayad::Module::compile_with("prefix.arr", src, arrayad::Options::backend(backend)).unwrap();
+        for kind in ["primal", "vjp"] {
+            assert_eq!(slice_checks(&m, backend, "within", kind), 0, "within {kind} ({backend:?})");
+            assert!(slice_checks(&m, backend, "beyond", kind) > 0, "beyond {kind} ({backend:?}): its check is gone");
+        }
+    }
+    let program = arrayad_frontend::compile("prefix.arr", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let array = |dims: Vec<usize>| {
+        let len = dims.iter().product::<usize>();
+        let xs = (0..len).map(|k| 0.5 + k as f64 * 0.25).collect();
+        arrayad_ir::Value::Array(arrayad_ir::ArrayValue::f64(dims, xs).unwrap())
+    };
+    for n in 0..7usize {
+        for (func, k) in [("within", n), ("beyond", 3), ("beyond", n + 1)] {
+            let args = [array(vec![n]), array(vec![2, k])];
+            let fid = program.find(func).unwrap();
+            let want = arrayad_ir::interp::run(&program, fid, &args);
+            // `l[0][0:r]` is out of range once `r` passes `k`.
+            assert_eq!(want.is_err(), n > k + 1 && n != 1, "{func}, n = {n}, k = {k}");
+            let prim = common::ad::prepare(&program, fid).unwrap();
+            for (b, jit) in common::jits("prefix.arr", std::slice::from_ref(&prim)) {
+                let got = jit.call(&prim.name, &args);
+                match (&want, &got) {
+                    (Ok(w), Ok(g)) => common::assert_bitwise(&format!("{func}, n = {n}, k = {k} ({b:?})"), w, g),
+                    (Err(w), Err(g)) => assert_eq!(g, w, "{func}, n = {n}, k = {k} ({b:?})"),
+                    _ => panic!("{func}, n = {n}, k = {k} ({b:?}): {want:?} against {got:?}"),
+                }
+            }
+        }
+    }
+}
+
 /// Of the definitions `(within, beyond)` of `x: [n]f64` in `src`: `within`
 /// indexes `x` without bounds checks, in its primal and its vjp, on every
 /// backend; `beyond` keeps its checks, and fails from `n = fails_from`;

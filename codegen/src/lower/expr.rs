@@ -534,12 +534,19 @@ impl<E: Emitter> Lower<'_, E> {
         let lo = self.scalar(lo)?;
         let hi = self.scalar(hi)?;
         let n = a.dims[0];
-        // 0 <= lo <= hi <= n, as two unsigned comparisons.
-        let ok1 = self.b.icmp(IntCC::Ule, hi, n);
-        let ok2 = self.b.icmp(IntCC::Ule, lo, hi);
-        let ok = self.b.int(IntOp::And, ok1, ok2);
-        let name = self.var_name(array);
-        self.check(ok, Fault::SliceOutOfRange { array: &name }, &[lo, hi, n])?;
+        // A prefix `a[0:hi]` whose end is known not past the extent needs no
+        // check: `hi` is the extent, an index below it, or such an index
+        // plus one (0 <= hi <= n, [`Self::bound_within`]), the slices of
+        // the rows of a triangle.
+        let known_prefix = self.known.const_value(lo) == Some(0) && self.bound_within(hi, self.known.canon(n));
+        if !known_prefix {
+            // 0 <= lo <= hi <= n, as two unsigned comparisons.
+            let ok1 = self.b.icmp(IntCC::Ule, hi, n);
+            let ok2 = self.b.icmp(IntCC::Ule, lo, hi);
+            let ok = self.b.int(IntOp::And, ok1, ok2);
+            let name = self.var_name(array);
+            self.check(ok, Fault::SliceOutOfRange { array: &name }, &[lo, hi, n])?;
+        }
         let rest = a.dims[1..].to_vec();
         let stride = self.product(&rest);
         let eoff = self.b.int(IntOp::Mul, lo, stride);
@@ -554,7 +561,7 @@ impl<E: Emitter> Lower<'_, E> {
 
     /// `reshape array dims`: the same elements under new extents (a view),
     /// after checking that no extent is negative and that their product is
-    /// the element count.
+    /// the element count (0 when an extent is 0, whatever the others).
     fn reshape(&mut self, array: VarId, dims: &[Atom]) -> Result<Arr<E::Value>> {
         let a = self.array(array)?;
         let name = self.var_name(array);
@@ -571,9 +578,23 @@ impl<E: Emitter> Lower<'_, E> {
         let (p, ovf) = self.checked_product(&vals);
         let mut ok = self.b.icmp(IntCC::Eq, p, count);
         if let Some(o) = ovf {
+            // A shape with an extent 0 has no elements (the wrapped product
+            // is then 0 too), however large the others are.
+            let mut empty = None;
+            for &v in &vals {
+                let zero = self.icmp_imm(IntCC::Eq, v, 0);
+                empty = Some(match empty {
+                    Some(e) => self.b.int(IntOp::Or, e, zero),
+                    None => zero,
+                });
+            }
             let t = self.b.iconst(Ty::Bool, 1);
             let no = self.b.int(IntOp::Xor, o, t);
-            ok = self.b.int(IntOp::And, ok, no);
+            let fits = match empty {
+                Some(e) => self.b.int(IntOp::Or, no, e),
+                None => no,
+            };
+            ok = self.b.int(IntOp::And, ok, fits);
         }
         self.check(ok, Fault::ReshapeMismatch { array: &name }, &[p, count])?;
         Ok(Arr { ptr: a.ptr, dims: vals })

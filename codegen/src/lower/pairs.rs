@@ -361,7 +361,8 @@ impl<E: Emitter> Lower<'_, E> {
         let mut tests = Vec::new();
         for &(a, w) in &written {
             for &(b, x) in &rows {
-                if x != w && !roots.apart(a, b) {
+                // The test is symmetric: one per pair of rows.
+                if x != w && !roots.apart(a, b) && !tests.contains(&(w, x)) && !tests.contains(&(x, w)) {
                     tests.push((w, x));
                 }
             }

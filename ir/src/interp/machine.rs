@@ -350,15 +350,14 @@ impl<'p> Machine<'p> {
             Expr::Reshape { array, dims } => {
                 let arr = self.array(fr, *array, loc)?;
                 let mut shape = Vec::with_capacity(dims.len());
-                let mut product: Option<i64> = Some(1);
                 for d in dims {
                     let n = self.int(fr, d, loc)?;
                     if n < 0 {
                         return Err(errors::negative_extent(self.program, loc, fr.name(*array), n));
                     }
-                    product = product.and_then(|p| p.checked_mul(n));
                     shape.push(n as usize);
                 }
+                let product = ops::element_count(&shape);
                 if product != i64::try_from(arr.len()).ok() {
                     let p = product.unwrap_or(i64::MAX);
                     return Err(errors::reshape_mismatch(self.program, loc, fr.name(*array), p, arr.len()));

@@ -50,6 +50,16 @@ mod libm {
     }
 }
 
+/// The number of elements of an array of the extents `shape` (each at
+/// least 0), as `reshape` compares it with its array's: 0 when an extent is
+/// 0, however large the others; `None` when the product overflows `i64`.
+pub fn element_count(shape: &[usize]) -> Option<i64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1i64, |p, &n| p.checked_mul(i64::try_from(n).ok()?))
+}
+
 /// The error function, from the C library.
 pub fn erf(x: f64) -> f64 {
     // SAFETY: `erf` is a pure function of its argument (C99, libm).
