@@ -31,6 +31,9 @@ def rows(x: [n]f64, z: [n]f64) -> f64 =
 def shifted(x: [n]f64, z: [n]f64) -> f64 =
   let m = n - 2
   in dot(x[0:m], x[1:m + 1]) + dot(z[0:m], x[2:m + 2]) * dot(x[0:m], z[0:m])
+def squares(x: [n]f64, z: [n]f64) -> f64 =
+  let q = for r < n => z[r] * sum(for c < r => x[c] * z[c])
+  in sum(for r < n => q[r] * q[r])
 ";
 
 fn backends() -> Vec<Backend> {
@@ -122,8 +125,11 @@ fn sums_follow_the_defined_order_on_every_backend() {
         let rows: Vec<f64> = (0..3)
             .map(|r| spec_sum(&x.iter().zip(&z).map(|(a, b)| (a * (r + 1) as f64 - b) * b).collect::<Vec<_>>()))
             .collect();
+        let squares: Vec<f64> =
+            (0..n).map(|r| z[r] * spec_sum(&(0..r).map(|c| x[c] * z[c]).collect::<Vec<_>>())).map(|q| q * q).collect();
         let mut expected = vec![
             ("whole", spec_sum(&x)),
+            ("squares", spec_sum(&squares)),
             ("dot2", spec_sum(&products)),
             ("branchy", spec_sum(&branch_terms)),
             ("nested", spec_sum(&nested_terms)),
@@ -165,7 +171,7 @@ fn sums_follow_the_defined_order_on_every_backend() {
         let t2 = data(n, 8);
         for name in [
             "whole", "dot2", "branchy", "nested", "literal", "looped", "scaled", "triangle", "incl", "lower", "rows",
-            "shifted",
+            "shifted", "squares",
         ] {
             if name == "literal" && n == 0 {
                 continue;
@@ -256,6 +262,38 @@ fn long_sums_add_their_blocks_in_order() {
     // 16 sums of several blocks (n > 4096), 11 of which differ from one
     // block's eight partial sums with this data.
     assert!(order_showed >= 10, "the data shows the blocks in only {order_showed} sums");
+}
+
+/// A comprehension whose elements run a loop stays an array when another
+/// comprehension reads it element by element (map fusion,
+/// `ir/src/passes/fuse.rs`, moves only bodies without loops): a sum of
+/// the reader then has a body of a load and a product, which code
+/// generation unrolls into eight independent partial sums, where the
+/// fused body would carry them, one element at a time, around the inner
+/// loop. A producer without a loop is still fused. (`squares`' values and
+/// derivatives are checked above.)
+#[test]
+fn producers_that_run_loops_are_not_fused_into_their_readers() {
+    let src = "\
+def squares(x: [n]f64, z: [n]f64) -> f64 =
+  let q = for r < n => z[r] * sum(for c < r => x[c] * z[c])
+  in sum(for r < n => q[r] * q[r])
+def scaled(x: [n]f64, z: [n]f64) -> f64 =
+  let q = for r < n => z[r] * x[r] - 1.0
+  in sum(for r < n => q[r] * q[r])
+";
+    let program = arrayad_frontend::compile("fuse.arr", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    // The comprehensions at the top of the optimised primal.
+    let builds = |name: &str| {
+        let f = arrayad::driver::prepare(&program, program.find(name).unwrap()).unwrap();
+        f.body
+            .stmts
+            .iter()
+            .filter(|s| matches!(&s.kind, arrayad_ir::StmtKind::Let { expr: arrayad_ir::Expr::Build { .. }, .. }))
+            .count()
+    };
+    assert_eq!(builds("squares"), 2, "squares: the triangle's sums fused into the sum of their squares");
+    assert_eq!(builds("scaled"), 1, "scaled: the elementwise product is not fused into the sum of its squares");
 }
 
 /// Cranelift, which has no vectoriser, adds the partial sums of a sum

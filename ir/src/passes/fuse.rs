@@ -9,7 +9,9 @@
 //!   array;
 //! - map fusion: `y = build j < n => r1` (y used once) read as `y[i]` at the
 //!   top of the body of `z = build i < n => ...` (the same `n`) moves the
-//!   producer's body into the consumer's.
+//!   producer's body into the consumer's, unless that body runs a loop
+//!   (`has_inner_loop`: the array then costs little against the loop, and
+//!   the consumer stays a body a sum unrolls).
 //!
 //! Both keep the order of floating-point operations, so results are bit
 //! for bit those of the unfused program.
@@ -156,7 +158,7 @@ fn map_fuse(
                 if let Some(pos) = producer(out, *array) {
                     let same_n = matches!(&out.stmts[pos], Some(Stmt { kind: StmtKind::Let { expr: Expr::Build { n: pn, .. }, .. }, .. }) if *pn == n);
                     let safe = out.stmts[pos].as_ref().is_some_and(|p| !fallible.stmt(&p.kind));
-                    if same_n && safe {
+                    if same_n && safe && !out.stmts[pos].as_ref().is_some_and(|p| has_inner_loop(&p.kind)) {
                         let prod = out.stmts[pos].take();
                         if let Some(Stmt {
                             kind: StmtKind::Let { expr: Expr::Build { index: pj, body: pbody, .. }, .. },
@@ -196,4 +198,27 @@ fn map_fuse(
     }
     let results = body.results.iter().map(|a| subst.atom(a)).collect();
     (index, Block { stmts, results }, pure)
+}
+
+/// Whether the build `kind` runs a loop in its body: a comprehension, a
+/// `loop`, a `for` or a reduction of an array. Such a producer stays an
+/// array (map fusion would save one store and one load per element of a
+/// body that runs a loop): fused, it would make its consumer's body a
+/// loop nest, which a `sum` of the consumer can only add one element at a
+/// time, its eight partial sums carried around the inner loops, where a
+/// plain body is unrolled into independent partials (`lower/sum.rs` in
+/// `arrayad_codegen`).
+fn has_inner_loop(kind: &StmtKind) -> bool {
+    let StmtKind::Let { expr: Expr::Build { body, .. }, .. } = kind else { return false };
+    let mut found = false;
+    crate::visit::for_each_block(body, &mut |b| {
+        found |= b.stmts.iter().any(|s| {
+            matches!(
+                s.kind,
+                StmtKind::For { .. }
+                    | StmtKind::Let { expr: Expr::Build { .. } | Expr::Loop { .. } | Expr::Reduce { .. }, .. }
+            )
+        });
+    });
+    found
 }
