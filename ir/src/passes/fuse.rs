@@ -10,8 +10,8 @@
 //! - map fusion: `y = build j < n => r1` (y used once) read as `y[i]` at the
 //!   top of the body of `z = build i < n => ...` (the same `n`) moves the
 //!   producer's body into the consumer's, unless that body runs a loop
-//!   (`has_inner_loop`: the array then costs little against the loop, and
-//!   the consumer stays a body a sum unrolls).
+//!   (`runs_loop`: the array then costs little against the loop, and the
+//!   consumer stays a body a sum unrolls).
 //!
 //! Both keep the order of floating-point operations, so results are bit
 //! for bit those of the unfused program.
@@ -58,6 +58,9 @@ struct Out {
     at: HashMap<VarId, usize>,
     /// The single-result builds whose bodies have no effect.
     pure: HashSet<VarId>,
+    /// The builds whose bodies run a loop ([`runs_loop`]): map fusion
+    /// leaves them arrays.
+    looping: HashSet<VarId>,
 }
 
 impl Out {
@@ -112,9 +115,12 @@ fn block(f: &mut Function, b: Block, counts: &[u32], fallible: &Fallible) -> Blo
                 out.push(Stmt { kind: StmtKind::Let { vars, expr: Expr::Reduce { op: ReduceOp::Sum, array } }, loc });
             }
             StmtKind::Let { vars, expr: Expr::Build { n, index, body } } => {
-                let (index, body, pure) = map_fuse(f, &mut out, n, index, body, counts, fallible);
+                let (index, body, pure, looping) = map_fuse(f, &mut out, n, index, body, counts, fallible);
                 if pure && vars.len() == 1 && body.results.len() == 1 {
                     out.pure.insert(vars[0]);
+                }
+                if looping {
+                    out.looping.extend(vars.iter().copied());
                 }
                 out.push(Stmt { kind: StmtKind::Let { vars, expr: Expr::Build { n, index, body } }, loc });
             }
@@ -136,8 +142,9 @@ fn producer(out: &Out, y: VarId) -> Option<usize> {
 }
 
 /// Map fusion into the body of `build index < n`: the index (the
-/// producer's, when its body is the larger), the body, and whether the body
-/// is free of effects.
+/// producer's, when its body is the larger), the body, whether the body
+/// is free of effects, and whether it runs a loop ([`runs_loop`]; the
+/// producers fused into it run none).
 fn map_fuse(
     f: &mut Function,
     out: &mut Out,
@@ -146,11 +153,12 @@ fn map_fuse(
     body: Block,
     counts: &[u32],
     fallible: &Fallible,
-) -> (VarId, Block, bool) {
+) -> (VarId, Block, bool, bool) {
     let mut index = index;
     let mut stmts: Vec<Stmt> = Vec::with_capacity(body.stmts.len());
     let mut subst = Subst::default();
     let mut pure = true;
+    let mut looping = false;
     for s in body.stmts {
         let s = if subst.map.is_empty() { s } else { subst.stmt(&s) };
         if let StmtKind::Let { vars, expr: Expr::Index { array, indices } } = &s.kind {
@@ -158,7 +166,7 @@ fn map_fuse(
                 if let Some(pos) = producer(out, *array) {
                     let same_n = matches!(&out.stmts[pos], Some(Stmt { kind: StmtKind::Let { expr: Expr::Build { n: pn, .. }, .. }, .. }) if *pn == n);
                     let safe = out.stmts[pos].as_ref().is_some_and(|p| !fallible.stmt(&p.kind));
-                    if same_n && safe && !out.stmts[pos].as_ref().is_some_and(|p| has_inner_loop(&p.kind)) {
+                    if same_n && safe && !out.looping.contains(array) {
                         let prod = out.stmts[pos].take();
                         if let Some(Stmt {
                             kind: StmtKind::Let { expr: Expr::Build { index: pj, body: pbody, .. }, .. },
@@ -194,31 +202,46 @@ fn map_fuse(
             }
         }
         pure &= !crate::passes::dce::has_effect(&s.kind);
+        looping |= runs_loop(&s.kind);
         stmts.push(s);
     }
     let results = body.results.iter().map(|a| subst.atom(a)).collect();
-    (index, Block { stmts, results }, pure)
+    (index, Block { stmts, results }, pure, looping)
 }
 
-/// Whether the build `kind` runs a loop in its body: a comprehension, a
-/// `loop`, a `for` or a reduction of an array. Such a producer stays an
-/// array (map fusion would save one store and one load per element of a
-/// body that runs a loop): fused, it would make its consumer's body a
-/// loop nest, which a `sum` of the consumer can only add one element at a
-/// time, its eight partial sums carried around the inner loops, where a
-/// plain body is unrolled into independent partials (`lower/sum.rs` in
-/// `arrayad_codegen`).
-fn has_inner_loop(kind: &StmtKind) -> bool {
-    let StmtKind::Let { expr: Expr::Build { body, .. }, .. } = kind else { return false };
-    let mut found = false;
-    crate::visit::for_each_block(body, &mut |b| {
-        found |= b.stmts.iter().any(|s| {
-            matches!(
-                s.kind,
-                StmtKind::For { .. }
-                    | StmtKind::Let { expr: Expr::Build { .. } | Expr::Loop { .. } | Expr::Reduce { .. }, .. }
-            )
-        });
-    });
-    found
+/// Whether the statement `kind` runs a loop: a comprehension, a `loop`,
+/// a `while`, a `for` or a reduction of an array, itself or in its
+/// branches. A build whose body runs one stays an array (map fusion would
+/// save one store and one load per element of a body that runs a loop):
+/// fused, it would make its reader's body a loop nest, which a `sum` of
+/// the reader can only add one element at a time, its eight partial sums
+/// carried around the inner loops, where a plain body is unrolled into
+/// independent partials (`lower/sum.rs` in `arrayad_codegen`). Looks
+/// through branches only, iteratively: each statement is looked at for
+/// the nearest build around it.
+fn runs_loop(kind: &StmtKind) -> bool {
+    let is_loop = |k: &StmtKind| {
+        matches!(
+            k,
+            StmtKind::For { .. }
+                | StmtKind::Let {
+                    expr: Expr::Build { .. } | Expr::Loop { .. } | Expr::While { .. } | Expr::Reduce { .. },
+                    ..
+                }
+        )
+    };
+    if is_loop(kind) {
+        return true;
+    }
+    // What is left with blocks is a branch.
+    let mut stack: Vec<&Block> = crate::visit::child_blocks(kind).collect();
+    while let Some(b) = stack.pop() {
+        for s in &b.stmts {
+            if is_loop(&s.kind) {
+                return true;
+            }
+            stack.extend(crate::visit::child_blocks(&s.kind));
+        }
+    }
+    false
 }
