@@ -583,10 +583,11 @@ fn pair_body(
 /// second point, which the slice then leaves out: the body is pure, and
 /// fails, if at all, for every point alike (module docs), so the values
 /// and the first error are the original's. The rows' extents are never
-/// negative ([`never_negative`]), so the reshape fails only where the
-/// product of its extents overflows, which, but for rows of no elements,
-/// the original's allocation would fail on too. The reshape and the slice
-/// are views of the stacked array.
+/// negative ([`never_negative`]), and a shape with an extent 0 has no
+/// elements whatever its other extents (`ops::element_count`), so the
+/// reshape's product is the stacked array's element count, which that
+/// array's allocation checked first. The reshape and the slice are views
+/// of the stacked array.
 #[allow(clippy::too_many_arguments)]
 fn jam_rows(
     f: &mut Function,
