@@ -116,6 +116,7 @@ fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
     jvps_run_on_the_pool();
     row_blocks_are_the_interpreters();
     packed_gathers_run_on_the_pool();
+    triangle_sums_run_on_the_pool();
     let runs = arrayad_runtime::parallel_runs() - runs_before;
     arrayad_runtime::set_num_threads(None);
     arrayad_runtime::set_parallel_grain(None);
@@ -375,6 +376,87 @@ fn packed_gathers_run_on_the_pool() {
         Value::F64(1.0),
     ];
     vjp_is_the_interpreters("gmm_packed.arr", &vjp, &args, true);
+}
+
+/// GMM with the triangle's rows written as sums (`sum(for c < r =>
+/// lower[r, c] * xc[c])`, not `dot` of prefixes): the backward loops over
+/// the components of the unpacking of the factors and of the points'
+/// nest fuse, so one loop reads the elements of the cotangent rows it
+/// added into (`ct_lower_qs[k, r, c]`) and slices its own row of the
+/// factors' cotangent (`ct_icf[k][0:D]`, a view of an accumulator, which
+/// cannot fail). That loop still runs forward, cannot fail and runs on
+/// the pool as a loop of effects, and the vjp gives the interpreter's bits
+/// on 1, 2 and 7 threads.
+fn triangle_sums_run_on_the_pool() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dot_form = std::fs::read_to_string(root.join("examples/gmm.arr")).expect("the example");
+    let row = "dot(lower[r][0:r], xc[0:r])";
+    assert!(dot_form.contains(row), "examples/gmm.arr computes a row of the triangle as {row}");
+    let sum_form = dot_form.replace(row, "sum(for c < r => lower[r, c] * xc[c])");
+    let (k, d, n) = (5usize, 7usize, 30usize);
+    let t = d * (d + 1) / 2;
+    let matrix = |rows: usize, cols: usize, seed: usize| -> Value {
+        let m: Vec<Vec<f64>> =
+            (0..rows).map(|i| (0..cols).map(|c| ((i * seed + c * 5 + 3) % 13) as f64 * 0.05 - 0.3).collect()).collect();
+        json_value(&serde_json::json!(m), arrayad_ir::Type::array(Scalar::F64, 2))
+    };
+    let alphas: Vec<f64> = (0..k).map(|j| (j as f64 * 0.7).sin()).collect();
+    let args = vec![
+        json_value(&serde_json::json!(alphas), arrayad_ir::Type::array(Scalar::F64, 1)),
+        matrix(k, d, 7),
+        matrix(k, t, 11),
+        matrix(n, d, 3),
+        Value::F64(1.0),
+        Value::I64(0),
+        Value::F64(1.0),
+    ];
+    let mut pool_runs = Vec::new();
+    for (file, src) in [("gmm.arr", &dot_form), ("gmm_sums.arr", &sum_form)] {
+        let program = arrayad_frontend::compile(file, src).expect("compiles");
+        let fid = program.find("gmm").expect("the function");
+        let vjp = common::ad::vjp(&program, fid, &[true, true, true, false, false, false]).expect("vjp");
+        // The top-level loops that read elements of accumulators (the
+        // unpacking's backward loop, and in the sum form the nest fused
+        // with it) run forward and cannot fail.
+        use arrayad_ir::{Expr, StmtKind};
+        let accumulators: std::collections::HashSet<arrayad_ir::VarId> = vjp
+            .body
+            .stmts
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Let { vars, expr: Expr::Zeros(_) | Expr::ZerosLike(_) } => Some(vars[0]),
+                _ => None,
+            })
+            .collect();
+        let fallible = arrayad_ir::passes::fallible::analyse(&vjp);
+        let mut reading = 0;
+        for s in &vjp.body.stmts {
+            let StmtKind::For { reverse, body, .. } = &s.kind else { continue };
+            let mut reads = false;
+            arrayad_ir::visit::for_each_block(body, &mut |b| {
+                reads |= b.stmts.iter().any(|s| {
+                    matches!(&s.kind, StmtKind::Let { vars, expr: Expr::Index { array, .. } }
+                        if accumulators.contains(array) && vjp.ty(vars[0]).is_scalar())
+                });
+            });
+            if reads {
+                assert!(!reverse && !fallible.stmt(&s.kind), "{file}: a loop reading its cotangents");
+                reading += 1;
+            }
+        }
+        assert!(reading >= 1, "{file}: no loop reads the cotangent of the unpacked factors");
+        vjp_is_the_interpreters(file, &vjp, &args, true);
+        let (_, jit) = common::jits(file, std::slice::from_ref(&vjp)).into_iter().next().expect("a backend");
+        arrayad_runtime::set_num_threads(Some(2));
+        let before = arrayad_runtime::parallel_runs();
+        jit.call(&vjp.name, &args).expect("runs");
+        pool_runs.push(arrayad_runtime::parallel_runs() - before);
+        arrayad_runtime::set_num_threads(Some(1));
+    }
+    // The sum form's vjp runs eight maps on the pool with every map on
+    // it (grain 0), the fused loop over the components one of them (seven
+    // when it runs on the calling thread); the dot form's ten.
+    assert_eq!(pool_runs, [10, 8], "maps on the pool: the dot form's, then the sums'");
 }
 
 /// Every backend's `vjp` of `args` is the interpreter's bits on 1, 2 and 7

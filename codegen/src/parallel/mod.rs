@@ -826,7 +826,10 @@ impl Accumulators {
     /// the loop's index (so each iteration adds into its own rows),
     /// directly or through views of those rows (`let w = a[i, ..]`, their
     /// rows and slices, bound in the body and used only to add into), it
-    /// reads none of those (nor any array that may share their memory),
+    /// reads none of those (nor any array that may share their memory)
+    /// but by element of its own rows (`x = a[i, ..]`, `x = w[..]`: what
+    /// this iteration added, after the backward loops of a comprehension
+    /// and of the comprehension it reads fused),
     /// reads the other accumulators of the top level only by element
     /// (makes no view of them to add into), uses no tape, assigns no
     /// variable bound outside it, and calls only primal or jvp code. Every
@@ -906,6 +909,16 @@ impl Accumulators {
                         }
                         indices.iter().chain([value]).filter_map(Atom::as_var).for_each(&mut read);
                     }
+                    // An element of the loop's own row of an accumulator,
+                    // which no other iteration adds into: its indices are
+                    // read.
+                    StmtKind::Let { vars, expr: Expr::Index { array, indices } }
+                        if scalars
+                            && (own_rows.contains_key(array)
+                                || (self.top.contains(array) && indices.first() == Some(&Atom::Var(index)))) =>
+                    {
+                        indices.iter().filter_map(Atom::as_var).for_each(&mut read);
+                    }
                     // A view of an own row: its indices are read.
                     StmtKind::Let { vars, expr: Expr::Index { indices, .. } } if own_rows.contains_key(&vars[0]) => {
                         indices.iter().filter_map(Atom::as_var).for_each(&mut read);
@@ -913,6 +926,8 @@ impl Accumulators {
                     StmtKind::Let { vars, expr: Expr::Slice { lo, hi, .. } } if own_rows.contains_key(&vars[0]) => {
                         [lo, hi].into_iter().filter_map(Atom::as_var).for_each(&mut read);
                     }
+                    // An extent reads no element.
+                    StmtKind::Let { expr: Expr::Dim { .. }, .. } => {}
                     kind => arrayad_ir::visit::stmt_uses_shallow(kind, &mut read),
                 }
             }

@@ -47,7 +47,13 @@
 //!   below it, and is `hi` long;
 //! - once `a[i, j]` (or `a[lo:hi]`) has been evaluated, the same indices are
 //!   in bounds for every array whose extents on those axes equal `a`'s (a
-//!   tangent or a cotangent mirroring a primal access).
+//!   tangent or a cotangent mirroring a primal access);
+//! - a view of an accumulator (a row, slice or reshape of a `zeros` or
+//!   `zeros_like`, or of a view of one) cannot fail: reverse mode views a
+//!   cotangent only where the forward pass viewed its primal, which
+//!   succeeded before the backward pass began (so do the additions into
+//!   accumulators, which count as infallible). The backward loop of
+//!   `sum(icf[k][0:D])` slices `ct_icf[k][0:D]`, which no size fact proves.
 
 use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::program::{Atom, BinOp, Block, Expr, Function, ReduceOp, StmtKind, VarId};
@@ -119,6 +125,7 @@ pub fn analyse(f: &Function) -> Fallible {
         conjuncts: HashMap::default(),
         accessed: HashMap::default(),
         accessed_log: Vec::new(),
+        accumulators: HashSet::default(),
         out: Fallible::default(),
     };
     a.block(&f.body, 0);
@@ -197,6 +204,10 @@ struct Analysis<'f> {
     accessed: HashMap<Access, Vec<VarId>>,
     /// The accesses recorded, in order (to forget those of a nested block).
     accessed_log: Vec<Access>,
+    /// Accumulators (immutable variables bound to `zeros` or
+    /// `zeros_like`) and the views of them (rows, slices, reshapes and
+    /// copies of those).
+    accumulators: HashSet<VarId>,
     out: Fallible,
 }
 
@@ -489,7 +500,7 @@ impl Analysis<'_> {
                         self.out.nonneg_counts.insert(*v);
                     }
                 }
-                let fails = self.expr(expr, depth);
+                let fails = !self.accumulator_view(vars, expr) && self.expr(expr, depth);
                 if fails {
                     self.out.vars.extend(vars.iter().copied());
                 }
@@ -510,6 +521,32 @@ impl Analysis<'_> {
             StmtKind::TapeRewind(_) => true,
             StmtKind::Assign { .. } | StmtKind::AccAdd { .. } | StmtKind::AccZero { .. } | StmtKind::Push(_) => false,
         }
+    }
+
+    /// Whether `vars = expr` views an accumulator: a row, a slice or a
+    /// reshape of an accumulator or of a view of one, or a copy of one
+    /// (`zeros`, `zeros_like` make one). Records `vars` as such. Reverse
+    /// mode views a cotangent only where the forward pass viewed its
+    /// primal, which succeeded before the backward pass began (as for
+    /// additions into accumulators, which count as infallible): such a view
+    /// cannot fail (the code generators keep its checks).
+    fn accumulator_view(&mut self, vars: &[VarId], expr: &Expr) -> bool {
+        let [v] = vars[..] else { return false };
+        if self.f.var(v).mutable || !self.f.ty(v).is_array() {
+            return false;
+        }
+        let view = match expr {
+            Expr::Zeros(_) | Expr::ZerosLike(_) => true,
+            Expr::Index { array, .. }
+            | Expr::Slice { array, .. }
+            | Expr::Reshape { array, .. }
+            | Expr::Atom(Atom::Var(array)) => self.accumulators.contains(array),
+            _ => false,
+        };
+        if view {
+            self.accumulators.insert(v);
+        }
+        view
     }
 
     /// Whether evaluating `expr` may fail; analyses its nested blocks.
@@ -761,7 +798,10 @@ impl Analysis<'_> {
     /// Size equalities established by binding `vars` to `expr`.
     fn facts(&mut self, vars: &[VarId], expr: &Expr) {
         let Some(&v) = vars.first() else { return };
+        // A view of an accumulator, known not to fail without a check of
+        // its own, proves nothing of the other arrays of its extents.
         let access = match expr {
+            _ if self.accumulators.contains(&v) => None,
             Expr::Index { array, indices } => self.access_index(indices).map(|a| (a, *array)),
             Expr::Slice { array, lo, hi } => self.access_slice(lo, hi).map(|a| (a, *array)),
             _ => None,
@@ -931,6 +971,38 @@ mod tests {
         assert!(!fails(first), "x[0] in a loop over dim x 0");
         assert!(fails(second), "x[1]");
         assert!(fails(other), "x[0] in a loop over another size");
+    }
+
+    /// A row, a slice of it and a reshape of an accumulator (`zeros_like
+    /// x`) cannot fail, as reverse mode makes them only where the forward
+    /// pass viewed the primal; the same views of the parameter may, and so
+    /// may an element read from an accumulator at an unknown index.
+    #[test]
+    fn views_of_accumulators_cannot_fail() {
+        let (mut f, x, k) = func();
+        let mut b = Builder::new(&mut f);
+        let two_d = Type::array(Scalar::F64, 2);
+        let row_ty = Type::array(Scalar::F64, 1);
+        let m = b.let1("m", Expr::Reshape { array: x, dims: vec![Atom::Var(k), Atom::I64(2)] }, two_d);
+        let acc = b.let1("acc", Expr::ZerosLike(m), two_d);
+        let copy = b.let1("copy", Expr::Atom(Atom::Var(acc)), two_d);
+        let row = b.let1("row", Expr::Index { array: copy, indices: vec![Atom::Var(k)] }, row_ty);
+        let part = b.let1("part", Expr::Slice { array: row, lo: Atom::I64(1), hi: Atom::Var(k) }, row_ty);
+        let flat = b.let1("flat", Expr::Reshape { array: acc, dims: vec![Atom::Var(k)] }, row_ty);
+        let elem = b.let1("e", Expr::Index { array: acc, indices: vec![Atom::Var(k), Atom::I64(0)] }, Type::F64);
+        let primal_row = b.let1("prow", Expr::Index { array: m, indices: vec![Atom::Var(k)] }, row_ty);
+        let primal_part =
+            b.let1("ppart", Expr::Slice { array: primal_row, lo: Atom::I64(1), hi: Atom::Var(k) }, row_ty);
+        f.body = b.finish(vec![Atom::Var(elem)]);
+        let a = analyse(&f);
+        let fails = |v: VarId| a.vars.contains(&v);
+        for (v, what) in [(acc, "zeros_like"), (copy, "a copy"), (row, "a row"), (part, "a slice"), (flat, "a reshape")]
+        {
+            assert!(!fails(v), "{what} of an accumulator");
+        }
+        assert!(fails(m), "a reshape of the parameter");
+        assert!(fails(primal_row) && fails(primal_part), "views of the parameter");
+        assert!(fails(elem), "an element of an accumulator at an unknown index");
     }
 
     /// `for i < n => if i == 0 then x[i - 1] else x[i - 1]` (and `i > 0`,

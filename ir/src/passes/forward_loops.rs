@@ -31,15 +31,24 @@
 //!   any array that may share memory with an accumulator through anything
 //!   but a view, or whose memory is not known: the results of branches and
 //!   loops, the states of loops, arrays popped from the tape, mutable
-//!   arrays (it may read their extents).
+//!   arrays (it may read their extents); except elements of its own rows:
+//!   `x = a[.., i, ..]` through the variable, and with `i` at the axis,
+//!   through which every addition into `a`'s accumulator goes (or an
+//!   element of a view of such a row), which only this iteration adds
+//!   into. The backward loops of a comprehension and of the one it reads
+//!   fuse so ([`super::fuse_for`]): GMM's unpacking of the factors, `for
+//!   k, r, c => icf[k, ..]`, after the nest that adds into `ct_lower[k, r,
+//!   c]`, reads that row of it.
 //!
-//! Additions into accumulators count as infallible (reverse mode adds
-//! only at positions of accesses that succeeded: [`super::fallible`]), so
-//! a loop of them reports no error in either direction.
+//! Additions into accumulators, and views of them, count as infallible
+//! (reverse mode adds and views only at positions of accesses that
+//! succeeded: [`super::fallible`]), so a loop of them reports no error in
+//! either direction.
 //!
 //! Then each element the loop adds into receives its additions from one
 //! iteration only, in that iteration's order, and no iteration reads what
-//! another writes: every order of the iterations gives the same bits. The
+//! another writes (an iteration reads only elements it alone adds into):
+//! every order of the iterations gives the same bits. The
 //! interpreter runs the IR after this pass, as both backends do.
 
 use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -250,28 +259,51 @@ fn independent(f: &Function, facts: &Facts, index: VarId, body: &Block) -> bool 
     if !ok || written.is_empty() {
         return false;
     }
-    // No read of the accumulators written (but to add into them, or to
-    // view a row to add into), nor of an array that may share memory with
-    // an accumulator other than as a view.
+    // No read of the accumulators written (but to add into them, to view
+    // a row to add into, or to read an element of the iteration's own
+    // row), nor of an array that may share memory with an accumulator
+    // other than as a view.
     let forbidden = |v: VarId| {
         own_rows.contains_key(&v)
             || facts.tainted.contains(&v)
             || facts.root.get(&v).is_some_and(|r| written.contains_key(r))
     };
-    reads_only_to_add(body, &|v| own_rows.contains_key(&v), &forbidden)
+    // An element every write of its accumulator leaves to this iteration:
+    // read through the variable and at the axis at which every write has
+    // `i`, directly or through a view of such a row.
+    let own_element = |array: VarId, indices: &[Atom]| {
+        let Some(root) = facts.root.get(&array) else { return false };
+        let Some(&through) = written.get(root) else { return false };
+        match own_rows.get(&array) {
+            Some(&outer) => outer == through,
+            None => !bound.contains(&array) && axis_of_i(indices).map(|axis| (array, axis)) == Some(through),
+        }
+    };
+    reads_only_to_add(body, &|v| own_rows.contains_key(&v), &own_element, &forbidden)
 }
 
 /// Whether `body` uses no variable for which `forbidden` holds but to add
-/// into it (the accumulator of an `AccAdd`) or to view it (the array of an
+/// into it (the accumulator of an `AccAdd`), to view it (the array of an
 /// `Index`, `Slice` or `Reshape` binding a variable for which `view`
-/// holds), or to read its extents. Used by the legality checks of loops
-/// that reorder additions into accumulators: [`independent`] and
-/// [`super::jam`].
-pub(super) fn reads_only_to_add(body: &Block, view: &dyn Fn(VarId) -> bool, forbidden: &dyn Fn(VarId) -> bool) -> bool {
+/// holds), to read an element for which `own` holds (`x = a[p..]`, a
+/// scalar, `own(a, p..)`), or to read its extents. Used by the legality
+/// checks of loops that reorder additions into accumulators:
+/// [`independent`] and [`super::jam`].
+pub(super) fn reads_only_to_add(
+    body: &Block,
+    view: &dyn Fn(VarId) -> bool,
+    own: &dyn Fn(VarId, &[Atom]) -> bool,
+    forbidden: &dyn Fn(VarId) -> bool,
+) -> bool {
     let mut ok = true;
     for_each_block(body, &mut |b| {
         for s in &b.stmts {
             match &s.kind {
+                StmtKind::Let { vars, expr: Expr::Index { array, indices } }
+                    if !view(vars[0]) && own(*array, indices) =>
+                {
+                    ok &= !indices.iter().filter_map(Atom::as_var).any(forbidden);
+                }
                 StmtKind::AccAdd { indices, value, .. } => {
                     ok &= !indices.iter().chain([value]).filter_map(Atom::as_var).any(forbidden);
                 }

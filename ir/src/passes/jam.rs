@@ -201,7 +201,7 @@ fn jammable(f: &Function, facts: &Facts, index: VarId, body: &Block) -> Option<H
     let forbidden =
         |v: VarId| facts.tainted.contains(&v) || facts.root.get(&v).is_some_and(|r| written.contains_key(r));
     let views = c.views;
-    reads_only_to_add(body, &|v| views.contains_key(&v), &forbidden).then_some(c.variant)
+    reads_only_to_add(body, &|v| views.contains_key(&v), &|_, _| false, &forbidden).then_some(c.variant)
 }
 
 impl Check<'_> {
