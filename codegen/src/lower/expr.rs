@@ -3,8 +3,9 @@
 use super::emit::{Conv, Emitter, FloatCC, FloatOp, FloatUnary, IntCC, IntOp, Mem, Ty};
 use super::memory::Mark;
 use super::{elem_size, Arr, Lower, Repr, Result, Val};
-use arrayad_ir::{Atom, BinOp, Block, Expr, Fault, MathFn, ReduceOp, Scalar, Type, UnOp, VarId};
+use arrayad_ir::{Atom, BinOp, Block, Expr, Fault, MathFn, ReduceOp, Scalar, StmtKind, Type, UnOp, VarId};
 use arrayad_runtime::Callee;
+use std::collections::HashSet;
 
 /// Accumulators of at most this many elements, of literal extents, are
 /// zeroed by stores rather than `memset`.
@@ -507,19 +508,113 @@ impl<E: Emitter> Lower<'_, E> {
         self.in_bounds.iter().any(|&(k, _)| k == r) && self.known_in_bounds(r, d)
     }
 
+    /// The rows `a[p..]` that the statements at the top of `body`, the
+    /// body of a loop over `index < n`, read or add into along the index
+    /// (`x = a[p.., index]`, `a[p.., index] += v`, `a` an array of `f64`s
+    /// bound outside the body and not mutable, `p..` values from outside
+    /// known in bounds): their addresses are computed here, before the
+    /// loop, once, and the body's accesses use them
+    /// ([`Self::element_address`]) until [`Self::drop_loop_rows`] is given
+    /// the returned mark. Cranelift does not move the row's offset out of
+    /// the loop itself: a triangle's row `sum(for c < r => l[k, r, c] *
+    /// x[c])` multiplied and added it, from spilled operands, for every
+    /// element.
+    pub(super) fn hoist_loop_rows(&mut self, index: VarId, body: &Block) -> Result<usize> {
+        let mark = self.loop_rows.len();
+        let mut inside: HashSet<VarId> = HashSet::from([index]);
+        arrayad_ir::visit::block_binds(body, &mut |v| {
+            inside.insert(v);
+        });
+        for s in &body.stmts {
+            let (array, indices) = match &s.kind {
+                StmtKind::Let { expr: Expr::Index { array, indices }, .. } => (*array, indices),
+                StmtKind::AccAdd { acc, indices, .. } => (*acc, indices),
+                _ => continue,
+            };
+            let Some((last, prefix)) = indices.split_last() else { continue };
+            let t = self.var_ty(array)?;
+            let outside = |a: &Atom| match a {
+                Atom::I64(_) => true,
+                Atom::Var(v) => !inside.contains(v),
+                _ => false,
+            };
+            if *last != Atom::Var(index)
+                || prefix.is_empty()
+                || t.elem != Scalar::F64
+                || t.rank as usize != indices.len()
+                || inside.contains(&array)
+                || self.f.var(array).mutable
+                || !prefix.iter().all(outside)
+                || self.loop_rows[mark..].iter().any(|(a, p, _)| *a == array && p == prefix)
+            {
+                continue;
+            }
+            let a = self.array(array)?;
+            let mut known = true;
+            for (axis, p) in prefix.iter().enumerate() {
+                let i = self.scalar(p)?;
+                known &= self.known_in_bounds(i, self.known.canon(a.dims[axis]));
+            }
+            if !known {
+                continue;
+            }
+            // Known in bounds, so `checked_offset` emits no check.
+            let off = self.checked_offset(&a, prefix, &self.var_name(array))?;
+            let e = self.b.int(IntOp::Mul, off, a.dims[prefix.len()]);
+            let row = self.b.elem_addr(a.ptr, e, Scalar::F64);
+            self.loop_rows.push((array, prefix.to_vec(), row));
+        }
+        Ok(mark)
+    }
+
+    /// Forgets the rows [`Self::hoist_loop_rows`] computed from `mark` on.
+    pub(super) fn drop_loop_rows(&mut self, mark: usize) {
+        self.loop_rows.truncate(mark);
+    }
+
+    /// The address of the element `a[indices]` of `a`, the array bound to
+    /// `array` (every axis indexed, each checked unless known in bounds):
+    /// from its row's address when a loop being lowered computed it
+    /// before ([`Self::hoist_loop_rows`]), the last index checked alone.
+    pub(super) fn element_address(
+        &mut self,
+        array: VarId,
+        a: &Arr<E::Value>,
+        indices: &[Atom],
+        elem: Scalar,
+        name: &str,
+    ) -> Result<E::Value> {
+        if let Some((last, prefix)) = indices.split_last() {
+            let row = self.loop_rows.iter().rev().find(|(r, p, _)| *r == array && p == prefix).map(|(_, _, row)| *row);
+            if let Some(row) = row {
+                let axis = prefix.len();
+                let i = self.scalar(last)?;
+                let d = self.known.canon(a.dims[axis]);
+                if !self.known_in_bounds(i, d) {
+                    let ok = self.b.icmp(IntCC::Ult, i, d);
+                    self.check(ok, Fault::IndexOutOfBounds { array: name, axis }, &[i, d])?;
+                }
+                return Ok(self.b.elem_addr(row, i, elem));
+            }
+        }
+        let off = self.checked_offset(a, indices, name)?;
+        Ok(self.b.elem_addr(a.ptr, off, elem))
+    }
+
     fn index(&mut self, array: VarId, indices: &[Atom]) -> Result<Val<E::Value>> {
         let t = self.var_ty(array)?;
         let a = self.array(array)?;
         let name = self.var_name(array);
-        let off = self.checked_offset(&a, indices, &name)?;
         let k = indices.len();
         if k == a.dims.len() {
+            let addr = self.element_address(array, &a, indices, t.elem, &name)?;
             let scope = self.data_scope(array);
             self.b.set_data_scope(scope);
-            let x = self.load_elem(a.ptr, off, t.elem);
+            let x = self.b.load(Ty::of(t.elem), addr, 0, Mem::Data);
             self.b.set_data_scope(None);
             Ok(Val::S(x))
         } else {
+            let off = self.checked_offset(&a, indices, &name)?;
             let rest = a.dims[k..].to_vec();
             let stride = self.product(&rest);
             let eoff = self.b.int(IntOp::Mul, off, stride);

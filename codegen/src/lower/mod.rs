@@ -79,6 +79,7 @@ pub(crate) fn lower_function<E: Emitter>(
         writing_first: Vec::new(),
         array_roots: None,
         in_bounds: Vec::new(),
+        loop_rows: Vec::new(),
         successors: Default::default(),
         halving: Default::default(),
         known: Known::new(),
@@ -328,6 +329,10 @@ pub(crate) struct Lower<'a, E: Emitter> {
     array_roots: Option<roots::ArrayRoots>,
     /// `(i, n)`: `0 <= i < n` holds here (counted-loop indices).
     in_bounds: Vec<(E::Value, E::Value)>,
+    /// The addresses of rows `a[p..]` computed before the loops being
+    /// lowered, whose bodies read or add into `a[p.., i]` along their
+    /// index ([`Lower::hoist_loop_rows`]): `(a, p.., address)`.
+    loop_rows: Vec<(VarId, Vec<Atom>, E::Value)>,
     /// `v -> x` for every `v = x + 1` (`i64`) lowered: the bound `r + 1`
     /// of a loop inside one over `r` (`for c < r + 1`) is at most the
     /// enclosing bound ([`Lower::known_in_bounds`]). Facts of SSA values,

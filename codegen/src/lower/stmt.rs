@@ -294,8 +294,7 @@ impl<E: Emitter> Lower<'_, E> {
         values: &[Atom],
         name: &str,
     ) -> Result<()> {
-        let off = self.checked_offset(a, indices, name)?;
-        let addr = self.b.elem_addr(a.ptr, off, Scalar::F64);
+        let addr = self.element_address(acc, a, indices, Scalar::F64, name)?;
         // The first write of an accumulator that was not zero-filled:
         // `0.0 + v`, the bits of adding into a zero (the adds after it
         // in the iteration add to what it stored).
@@ -408,14 +407,19 @@ impl<E: Emitter> Lower<'_, E> {
             };
         let lowered = match plan {
             Some(plan) => self.paired_effects((start, end), n, index, body, &plan),
-            None => self.counted_loop_within(start, end, n, reverse, &mut |l, i| {
-                l.def(index, Val::S(i))?;
-                l.stmts(&body.stmts)?;
-                if let (Some(m), Some(keep)) = (&mark, &keep) {
-                    l.arena_release_keeping(m, keep)?;
-                }
-                Ok(())
-            }),
+            None => {
+                let rows = self.hoist_loop_rows(index, body)?;
+                let lowered = self.counted_loop_within(start, end, n, reverse, &mut |l, i| {
+                    l.def(index, Val::S(i))?;
+                    l.stmts(&body.stmts)?;
+                    if let (Some(m), Some(keep)) = (&mark, &keep) {
+                        l.arena_release_keeping(m, keep)?;
+                    }
+                    Ok(())
+                });
+                self.drop_loop_rows(rows);
+                lowered
+            }
         };
         self.writing_first.truncate(outer);
         lowered?;

@@ -144,7 +144,8 @@ impl<E: Emitter> Lower<'_, E> {
             }
             None => None,
         };
-        self.sum_lanes(
+        let rows = self.hoist_loop_rows(index, body)?;
+        let sums = self.sum_lanes(
             n,
             width,
             unroll,
@@ -156,7 +157,9 @@ impl<E: Emitter> Lower<'_, E> {
             pairs,
             &bound,
             blocks,
-        )
+        );
+        self.drop_loop_rows(rows);
+        sums
     }
 
     /// The `width` sums of the values `elem(i)` for `0 <= i < n` (`n >=
