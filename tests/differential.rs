@@ -402,22 +402,31 @@ fn check_points_of_pairs(file: &str, src: &str, (within, beyond): (&str, &str), 
     }
 }
 
-/// Rows of a cube read along the loop over `c` in a sum, and added into
-/// along it by the vjp's backward loop, from addresses computed before
-/// the loop (`Lower::hoist_loop_rows`): the primal's and the vjp's values
+/// Rows of a cube read along the loop over `c` in a sum and in a
+/// comprehension, and added into along it by the vjp's backward loops,
+/// from addresses computed before the loop (`Lower::hoist_loop_rows`):
+/// the primal's and the vjp's values
 /// on every backend are the interpreter's bits for `m` up to the rows'
 /// extent, and past it (`c` checked alone) the interpreter's error.
 #[test]
 fn rows_read_along_a_loop_fail_as_the_interpreter_does() {
-    use arrayad_ir::{ArrayValue, Value};
     let file = "triangular.arr";
     let src =
         std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs").join(file))
             .expect("the corpus program");
     let program = arrayad_frontend::compile(file, &src).unwrap_or_else(|d| panic!("{}", d.render()));
-    let fid = program.find("cube_rows").unwrap();
-    let prim = common::ad::prepare(&program, fid).unwrap();
-    let vjp = common::ad::vjp(&program, fid, &[true, true, false]).unwrap();
+    for name in ["cube_rows", "cube_maps"] {
+        let fid = program.find(name).unwrap();
+        let prim = common::ad::prepare(&program, fid).unwrap();
+        let vjp = common::ad::vjp(&program, fid, &[true, true, false]).unwrap();
+        check_rows_read_along_a_loop(file, &prim, &vjp);
+    }
+}
+
+/// [`rows_read_along_a_loop_fail_as_the_interpreter_does`] for one
+/// function: its primal `prim` and its `vjp`.
+fn check_rows_read_along_a_loop(file: &str, prim: &arrayad_ir::Function, vjp: &arrayad_ir::Function) {
+    use arrayad_ir::{ArrayValue, Value};
     let (k, d, e) = (3usize, 2usize, 4usize);
     let l: Vec<f64> = (0..k * d * e).map(|i| ((i * 7 % 11) as f64 - 5.0) * 0.25).collect();
     let x: Vec<f64> = (0..e).map(|i| 1.0 - i as f64 * 0.375).collect();
@@ -429,7 +438,7 @@ fn rows_read_along_a_loop_fail_as_the_interpreter_does() {
         ];
         let mut vargs = args.clone();
         vargs.push(Value::F64(1.0));
-        for (func, args) in [(&prim, &args), (&vjp, &vargs)] {
+        for (func, args) in [(prim, &args), (vjp, &vargs)] {
             let single = arrayad_ir::Program { file: file.into(), funcs: vec![func.clone()] };
             let want = arrayad_ir::interp::run(&single, arrayad_ir::FuncId(0), args);
             assert_eq!(want.is_err(), m > e, "{} with m = {m}", func.name);

@@ -509,10 +509,11 @@ impl<E: Emitter> Lower<'_, E> {
     }
 
     /// The rows `a[p..]` that the statements at the top of `body`, the
-    /// body of a loop over `index < n`, read or add into along the index
+    /// body of a `for` loop, a sum or a comprehension over `index`, read
+    /// or add into along the index
     /// (`x = a[p.., index]`, `a[p.., index] += v`, `a` an array of `f64`s
-    /// bound outside the body and not mutable, `p..` values from outside
-    /// known in bounds): their addresses are computed here, before the
+    /// bound outside the body and not mutable, `p..` immutable values from
+    /// outside known in bounds): their addresses are computed here, before the
     /// loop, once, and the body's accesses use them
     /// ([`Self::element_address`]) until [`Self::drop_loop_rows`] is given
     /// the returned mark. Cranelift does not move the row's offset out of
@@ -533,9 +534,10 @@ impl<E: Emitter> Lower<'_, E> {
             };
             let Some((last, prefix)) = indices.split_last() else { continue };
             let t = self.var_ty(array)?;
+            // (A mutable index may be assigned in the body.)
             let outside = |a: &Atom| match a {
                 Atom::I64(_) => true,
-                Atom::Var(v) => !inside.contains(v),
+                Atom::Var(v) => !inside.contains(v) && !self.f.var(*v).mutable,
                 _ => false,
             };
             if *last != Atom::Var(index)
@@ -998,7 +1000,8 @@ impl<E: Emitter> Lower<'_, E> {
         };
         let releasing = u32::from(keep.is_some());
         self.releasing += releasing;
-        self.counted_loop_within(start, end, n, false, &mut |l, i| {
+        let loop_rows = self.hoist_loop_rows(index, body)?;
+        let lowered = self.counted_loop_within(start, end, n, false, &mut |l, i| {
             l.def(index, Val::S(i))?;
             let at = match range {
                 Some((lo, _)) => l.b.int(IntOp::Sub, i, lo),
@@ -1066,7 +1069,9 @@ impl<E: Emitter> Lower<'_, E> {
                 l.arena_release_keeping(&m, keep)?;
             }
             Ok(())
-        })?;
+        });
+        self.drop_loop_rows(loop_rows);
+        lowered?;
         self.releasing -= releasing;
         let vals = outs
             .iter()

@@ -829,7 +829,8 @@ impl Accumulators {
     /// reads none of those (nor any array that may share their memory)
     /// but by element of its own rows (`x = a[i, ..]`, `x = w[..]`: what
     /// this iteration added, after the backward loops of a comprehension
-    /// and of the comprehension it reads fused),
+    /// and of the comprehension it reads fused; their extents count as no
+    /// read),
     /// reads the other accumulators of the top level only by element
     /// (makes no view of them to add into), uses no tape, assigns no
     /// variable bound outside it, and calls only primal or jvp code. Every

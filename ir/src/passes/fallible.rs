@@ -48,12 +48,16 @@
 //! - once `a[i, j]` (or `a[lo:hi]`) has been evaluated, the same indices are
 //!   in bounds for every array whose extents on those axes equal `a`'s (a
 //!   tangent or a cotangent mirroring a primal access);
-//! - a view of an accumulator (a row, slice or reshape of a `zeros` or
-//!   `zeros_like`, or of a view of one) cannot fail: reverse mode views a
-//!   cotangent only where the forward pass viewed its primal, which
-//!   succeeded before the backward pass began (so do the additions into
-//!   accumulators, which count as infallible). The backward loop of
-//!   `sum(icf[k][0:D])` slices `ct_icf[k][0:D]`, which no size fact proves.
+//! - a view of an accumulator (a row, slice, reshape or copy of a `zeros`
+//!   or `zeros_like`, or of a view of one) cannot fail. This is a
+//!   convention of the IR that differentiation makes, not a fact the
+//!   analysis proves, and a pass that makes accumulators must keep it:
+//!   reverse mode views a cotangent only where the forward pass viewed
+//!   its primal, which succeeded before the backward pass began (so do
+//!   the additions into accumulators, which count as infallible); forward
+//!   mode views a tangent right after the view of its primal, of the same
+//!   shape. The backward loop of `sum(icf[k][0:D])` slices
+//!   `ct_icf[k][0:D]`, which no size fact proves.
 
 use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::program::{Atom, BinOp, Block, Expr, Function, ReduceOp, StmtKind, VarId};
@@ -973,26 +977,28 @@ mod tests {
         assert!(fails(other), "x[0] in a loop over another size");
     }
 
-    /// A row, a slice of it and a reshape of an accumulator (`zeros_like
-    /// x`) cannot fail, as reverse mode makes them only where the forward
-    /// pass viewed the primal; the same views of the parameter may, and so
-    /// may an element read from an accumulator at an unknown index.
+    /// A row, a slice of it, a copy and a reshape of an accumulator
+    /// (`zeros_like m`) cannot fail: the code that makes them mirrors
+    /// views of the primal that succeeded (here the primal's views come
+    /// after them, so that they prove nothing of the cotangent's). The
+    /// primal's views may fail, and so may an element read from an
+    /// accumulator at an unknown index.
     #[test]
     fn views_of_accumulators_cannot_fail() {
         let (mut f, x, k) = func();
         let mut b = Builder::new(&mut f);
         let two_d = Type::array(Scalar::F64, 2);
         let row_ty = Type::array(Scalar::F64, 1);
+        let n = b.let1("n", Expr::Dim { array: x, axis: 0 }, Type::I64);
         let m = b.let1("m", Expr::Reshape { array: x, dims: vec![Atom::Var(k), Atom::I64(2)] }, two_d);
         let acc = b.let1("acc", Expr::ZerosLike(m), two_d);
         let copy = b.let1("copy", Expr::Atom(Atom::Var(acc)), two_d);
-        let row = b.let1("row", Expr::Index { array: copy, indices: vec![Atom::Var(k)] }, row_ty);
-        let part = b.let1("part", Expr::Slice { array: row, lo: Atom::I64(1), hi: Atom::Var(k) }, row_ty);
-        let flat = b.let1("flat", Expr::Reshape { array: acc, dims: vec![Atom::Var(k)] }, row_ty);
+        let row = b.let1("row", Expr::Index { array: copy, indices: vec![Atom::I64(0)] }, row_ty);
+        let part = b.let1("part", Expr::Slice { array: copy, lo: Atom::I64(1), hi: Atom::Var(k) }, two_d);
+        let flat = b.let1("flat", Expr::Reshape { array: acc, dims: vec![Atom::Var(n)] }, row_ty);
         let elem = b.let1("e", Expr::Index { array: acc, indices: vec![Atom::Var(k), Atom::I64(0)] }, Type::F64);
-        let primal_row = b.let1("prow", Expr::Index { array: m, indices: vec![Atom::Var(k)] }, row_ty);
-        let primal_part =
-            b.let1("ppart", Expr::Slice { array: primal_row, lo: Atom::I64(1), hi: Atom::Var(k) }, row_ty);
+        let primal_row = b.let1("prow", Expr::Index { array: m, indices: vec![Atom::I64(0)] }, row_ty);
+        let primal_part = b.let1("ppart", Expr::Slice { array: m, lo: Atom::I64(1), hi: Atom::Var(k) }, two_d);
         f.body = b.finish(vec![Atom::Var(elem)]);
         let a = analyse(&f);
         let fails = |v: VarId| a.vars.contains(&v);
