@@ -420,11 +420,7 @@ impl<E: Emitter> Lower<'_, E> {
         let mut off: Option<E::Value> = None;
         for (axis, idx) in indices.iter().enumerate() {
             let i = self.scalar(idx)?;
-            let d = self.known.canon(a.dims[axis]);
-            if !self.known_in_bounds(i, d) {
-                let ok = self.b.icmp(IntCC::Ult, i, d);
-                self.check(ok, Fault::IndexOutOfBounds { array: name, axis }, &[i, d])?;
-            }
+            let d = self.check_index(i, a.dims[axis], name, axis)?;
             off = Some(match off {
                 None => i,
                 Some(o) => {
@@ -434,6 +430,18 @@ impl<E: Emitter> Lower<'_, E> {
             });
         }
         off.ok_or_else(|| self.malformed("an index without indices"))
+    }
+
+    /// Checks `0 <= i < d` for axis `axis` of the array `name` (`d` its
+    /// extent) unless that is known here; returns the extent as known
+    /// (`Known::canon`).
+    fn check_index(&mut self, i: E::Value, d: E::Value, name: &str, axis: usize) -> Result<E::Value> {
+        let d = self.known.canon(d);
+        if !self.known_in_bounds(i, d) {
+            let ok = self.b.icmp(IntCC::Ult, i, d);
+            self.check(ok, Fault::IndexOutOfBounds { array: name, axis }, &[i, d])?;
+        }
+        Ok(d)
     }
 
     /// True when `0 <= i < d` is known here: `i` is the index of an
@@ -508,24 +516,33 @@ impl<E: Emitter> Lower<'_, E> {
         self.in_bounds.iter().any(|&(k, _)| k == r) && self.known_in_bounds(r, d)
     }
 
-    /// The rows `a[p..]` that the statements at the top of `body`, the
-    /// body of a `for` loop, a sum or a comprehension over `index`, read
-    /// or add into along the index
-    /// (`x = a[p.., index]`, `a[p.., index] += v`, `a` an array of `f64`s
-    /// bound outside the body and not mutable, `p..` immutable values from
-    /// outside known in bounds): their addresses are computed here, before the
-    /// loop, once, and the body's accesses use them
-    /// ([`Self::element_address`]) until [`Self::drop_loop_rows`] is given
-    /// the returned mark. Cranelift does not move the row's offset out of
-    /// the loop itself: a triangle's row `sum(for c < r => l[k, r, c] *
-    /// x[c])` multiplied and added it, from spilled operands, for every
-    /// element.
-    pub(super) fn hoist_loop_rows(&mut self, index: VarId, body: &Block) -> Result<usize> {
+    /// Lowers `lower`, a `for` loop, a sum or a comprehension over
+    /// `index` whose body is `body`, with the addresses of the rows
+    /// `a[p..]` that the statements at the top of `body` read or add into
+    /// along the index (`x = a[p.., index]`, `a[p.., index] += v`, `a` an
+    /// array of `f64`s bound outside the body and not mutable, `p..`
+    /// immutable values from outside known in bounds) computed first,
+    /// once, before the loop: the body's accesses use them
+    /// ([`Self::element_address`]). Cranelift does not move the row's
+    /// offset out of the loop itself: a triangle's row `sum(for c < r =>
+    /// l[k, r, c] * x[c])` multiplied and added it, from spilled operands,
+    /// for every element.
+    pub(super) fn hoist_loop_rows<T>(
+        &mut self,
+        index: VarId,
+        body: &Block,
+        lower: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
         let mark = self.loop_rows.len();
+        // What the body's top-level statements may use of what it binds:
+        // its index and its top-level bindings (those of nested blocks
+        // are not in scope there).
         let mut inside: HashSet<VarId> = HashSet::from([index]);
-        arrayad_ir::visit::block_binds(body, &mut |v| {
-            inside.insert(v);
-        });
+        for s in &body.stmts {
+            if let StmtKind::Let { vars, .. } = &s.kind {
+                inside.extend(vars.iter().copied());
+            }
+        }
         for s in &body.stmts {
             let (array, indices) = match &s.kind {
                 StmtKind::Let { expr: Expr::Index { array, indices }, .. } => (*array, indices),
@@ -533,7 +550,6 @@ impl<E: Emitter> Lower<'_, E> {
                 _ => continue,
             };
             let Some((last, prefix)) = indices.split_last() else { continue };
-            let t = self.var_ty(array)?;
             // (A mutable index may be assigned in the body.)
             let outside = |a: &Atom| match a {
                 Atom::I64(_) => true,
@@ -542,8 +558,7 @@ impl<E: Emitter> Lower<'_, E> {
             };
             if *last != Atom::Var(index)
                 || prefix.is_empty()
-                || t.elem != Scalar::F64
-                || t.rank as usize != indices.len()
+                || self.var_ty(array)?.rank as usize != indices.len()
                 || inside.contains(&array)
                 || self.f.var(array).mutable
                 || !prefix.iter().all(outside)
@@ -551,32 +566,45 @@ impl<E: Emitter> Lower<'_, E> {
             {
                 continue;
             }
-            let a = self.array(array)?;
-            let mut known = true;
-            for (axis, p) in prefix.iter().enumerate() {
-                let i = self.scalar(p)?;
-                known &= self.known_in_bounds(i, self.known.canon(a.dims[axis]));
+            if let Some(row) = self.known_row_address(array, prefix)? {
+                self.loop_rows.push((array, prefix.to_vec(), row));
             }
-            if !known {
-                continue;
-            }
-            // Known in bounds, so `checked_offset` emits no check.
-            let off = self.checked_offset(&a, prefix, &self.var_name(array))?;
-            let e = self.b.int(IntOp::Mul, off, a.dims[prefix.len()]);
-            let row = self.b.elem_addr(a.ptr, e, Scalar::F64);
-            self.loop_rows.push((array, prefix.to_vec(), row));
         }
-        Ok(mark)
+        let lowered = lower(self);
+        self.loop_rows.truncate(mark);
+        lowered
     }
 
-    /// Forgets the rows [`Self::hoist_loop_rows`] computed from `mark` on.
-    pub(super) fn drop_loop_rows(&mut self, mark: usize) {
-        self.loop_rows.truncate(mark);
+    /// The address of the row `array[p..]` (`p..` being `prefix`; the
+    /// array itself when there is none) of an array of `f64`s when every
+    /// index of `prefix` is known in bounds (no check is emitted), or
+    /// `None`.
+    pub(super) fn known_row_address(&mut self, array: VarId, prefix: &[Atom]) -> Result<Option<E::Value>> {
+        if self.var_ty(array)?.elem != Scalar::F64 {
+            return Ok(None);
+        }
+        let a = self.array(array)?;
+        if prefix.len() >= a.dims.len() {
+            return Ok(None);
+        }
+        for (axis, p) in prefix.iter().enumerate() {
+            let i = self.scalar(p)?;
+            if !self.known_in_bounds(i, self.known.canon(a.dims[axis])) {
+                return Ok(None);
+            }
+        }
+        if prefix.is_empty() {
+            return Ok(Some(a.ptr));
+        }
+        // Known in bounds, so `checked_offset` emits no check.
+        let off = self.checked_offset(&a, prefix, &self.var_name(array))?;
+        let e = self.b.int(IntOp::Mul, off, a.dims[prefix.len()]);
+        Ok(Some(self.b.elem_addr(a.ptr, e, Scalar::F64)))
     }
 
     /// The address of the element `a[indices]` of `a`, the array bound to
     /// `array` (every axis indexed, each checked unless known in bounds):
-    /// from its row's address when a loop being lowered computed it
+    /// from its row's address when the loop being lowered computed it
     /// before ([`Self::hoist_loop_rows`]), the last index checked alone.
     pub(super) fn element_address(
         &mut self,
@@ -589,13 +617,8 @@ impl<E: Emitter> Lower<'_, E> {
         if let Some((last, prefix)) = indices.split_last() {
             let row = self.loop_rows.iter().rev().find(|(r, p, _)| *r == array && p == prefix).map(|(_, _, row)| *row);
             if let Some(row) = row {
-                let axis = prefix.len();
                 let i = self.scalar(last)?;
-                let d = self.known.canon(a.dims[axis]);
-                if !self.known_in_bounds(i, d) {
-                    let ok = self.b.icmp(IntCC::Ult, i, d);
-                    self.check(ok, Fault::IndexOutOfBounds { array: name, axis }, &[i, d])?;
-                }
+                self.check_index(i, a.dims[prefix.len()], name, prefix.len())?;
                 return Ok(self.b.elem_addr(row, i, elem));
             }
         }
@@ -1000,78 +1023,78 @@ impl<E: Emitter> Lower<'_, E> {
         };
         let releasing = u32::from(keep.is_some());
         self.releasing += releasing;
-        let loop_rows = self.hoist_loop_rows(index, body)?;
-        let lowered = self.counted_loop_within(start, end, n, false, &mut |l, i| {
-            l.def(index, Val::S(i))?;
-            let at = match range {
-                Some((lo, _)) => l.b.int(IntOp::Sub, i, lo),
-                None => i,
-            };
-            l.stmts(&body.stmts)?;
-            let vals: Vec<Val<E::Value>> = body.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
-            if any_array && range.is_some() {
-                // Every row of the static shape the chunk allocated.
-                for (o, v) in outs.iter().zip(&vals) {
-                    if let (BuildOut::Array { row_dims, .. }, Val::A(row)) = (o, v) {
-                        let known: Vec<E::Value> = row_dims.iter().map(|v| l.b.use_var(*v)).collect();
-                        l.check_regular(i, &row.dims, &known)?;
+        self.hoist_loop_rows(index, body, |l| {
+            l.counted_loop_within(start, end, n, false, &mut |l, i| {
+                l.def(index, Val::S(i))?;
+                let at = match range {
+                    Some((lo, _)) => l.b.int(IntOp::Sub, i, lo),
+                    None => i,
+                };
+                l.stmts(&body.stmts)?;
+                let vals: Vec<Val<E::Value>> = body.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
+                if any_array && range.is_some() {
+                    // Every row of the static shape the chunk allocated.
+                    for (o, v) in outs.iter().zip(&vals) {
+                        if let (BuildOut::Array { row_dims, .. }, Val::A(row)) = (o, v) {
+                            let known: Vec<E::Value> = row_dims.iter().map(|v| l.b.use_var(*v)).collect();
+                            l.check_regular(i, &row.dims, &known)?;
+                        }
                     }
-                }
-            } else if any_array {
-                let first = l.icmp_imm(IntCC::Eq, i, 0);
-                l.if_else(
-                    first,
-                    &mut |l| {
-                        for (o, v) in outs.iter().zip(&vals) {
-                            if let (BuildOut::Array { ptr, row_dims, row_count, elem, dest }, Val::A(row)) = (o, v) {
-                                for (var, d) in row_dims.iter().zip(&row.dims) {
-                                    l.b.def_var(*var, *d);
+                } else if any_array {
+                    let first = l.icmp_imm(IntCC::Eq, i, 0);
+                    l.if_else(
+                        first,
+                        &mut |l| {
+                            for (o, v) in outs.iter().zip(&vals) {
+                                if let (BuildOut::Array { ptr, row_dims, row_count, elem, dest }, Val::A(row)) = (o, v)
+                                {
+                                    for (var, d) in row_dims.iter().zip(&row.dims) {
+                                        l.b.def_var(*var, *d);
+                                    }
+                                    let (p, rc) = l.alloc_rows(&row.dims, n, *elem, *dest)?;
+                                    l.b.def_var(*ptr, p);
+                                    l.b.def_var(*row_count, rc);
                                 }
-                                let (p, rc) = l.alloc_rows(&row.dims, n, *elem, *dest)?;
-                                l.b.def_var(*ptr, p);
-                                l.b.def_var(*row_count, rc);
                             }
-                        }
-                        if let Some(mv) = &mark_vars {
-                            let m = l.arena_mark();
-                            for (var, v) in mv.iter().zip(m) {
-                                l.b.def_var(*var, v);
+                            if let Some(mv) = &mark_vars {
+                                let m = l.arena_mark();
+                                for (var, v) in mv.iter().zip(m) {
+                                    l.b.def_var(*var, v);
+                                }
                             }
-                        }
-                        Ok(())
-                    },
-                    &mut |l| {
-                        for (o, v) in outs.iter().zip(&vals) {
-                            if let (BuildOut::Array { row_dims, .. }, Val::A(row)) = (o, v) {
-                                let first: Vec<E::Value> = row_dims.iter().map(|v| l.b.use_var(*v)).collect();
-                                l.check_regular(i, &row.dims, &first)?;
+                            Ok(())
+                        },
+                        &mut |l| {
+                            for (o, v) in outs.iter().zip(&vals) {
+                                if let (BuildOut::Array { row_dims, .. }, Val::A(row)) = (o, v) {
+                                    let first: Vec<E::Value> = row_dims.iter().map(|v| l.b.use_var(*v)).collect();
+                                    l.check_regular(i, &row.dims, &first)?;
+                                }
                             }
-                        }
-                        Ok(())
-                    },
-                )?;
-            }
-            for (o, v) in outs.iter().zip(&vals) {
-                match (o, v) {
-                    (BuildOut::Scalar { ptr, elem }, Val::S(x)) => l.store_elem(*ptr, at, *elem, *x),
-                    (BuildOut::Array { ptr, row_count, elem, .. }, Val::A(row)) => {
-                        let base = l.b.use_var(*ptr);
-                        let rc = l.b.use_var(*row_count);
-                        let off = l.b.int(IntOp::Mul, at, rc);
-                        let dst = l.b.elem_addr(base, off, *elem);
-                        l.copy_elems(dst, row.ptr, rc, *elem)?;
-                    }
-                    _ => return Err(l.malformed("a build result of the wrong kind")),
+                            Ok(())
+                        },
+                    )?;
                 }
-            }
-            if let (Some(mv), Some(keep)) = (&mark_vars, &keep) {
-                let m: Mark<E::Value> = mv.map(|v| l.b.use_var(v));
-                l.arena_release_keeping(&m, keep)?;
-            }
-            Ok(())
-        });
-        self.drop_loop_rows(loop_rows);
-        lowered?;
+                for (o, v) in outs.iter().zip(&vals) {
+                    match (o, v) {
+                        (BuildOut::Scalar { ptr, elem }, Val::S(x)) => l.store_elem(*ptr, at, *elem, *x),
+                        (BuildOut::Array { ptr, row_count, elem, .. }, Val::A(row)) => {
+                            let base = l.b.use_var(*ptr);
+                            let rc = l.b.use_var(*row_count);
+                            let off = l.b.int(IntOp::Mul, at, rc);
+                            let dst = l.b.elem_addr(base, off, *elem);
+                            l.copy_elems(dst, row.ptr, rc, *elem)?;
+                        }
+                        _ => return Err(l.malformed("a build result of the wrong kind")),
+                    }
+                }
+                if let (Some(mv), Some(keep)) = (&mark_vars, &keep) {
+                    let m: Mark<E::Value> = mv.map(|v| l.b.use_var(v));
+                    l.arena_release_keeping(&m, keep)?;
+                }
+                Ok(())
+            })
+        })?;
         self.releasing -= releasing;
         let vals = outs
             .iter()

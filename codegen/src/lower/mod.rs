@@ -331,7 +331,7 @@ pub(crate) struct Lower<'a, E: Emitter> {
     in_bounds: Vec<(E::Value, E::Value)>,
     /// The addresses of rows `a[p..]` computed before the loops being
     /// lowered, whose bodies read or add into `a[p.., i]` along their
-    /// index ([`Lower::hoist_loop_rows`]): `(a, p.., address)`.
+    /// index ([`Lower::hoist_loop_rows`]): `(a, p.., address)`, innermost last.
     loop_rows: Vec<(VarId, Vec<Atom>, E::Value)>,
     /// `v -> x` for every `v = x + 1` (`i64`) lowered: the bound `r + 1`
     /// of a loop inside one over `r` (`for c < r + 1`) is at most the

@@ -228,21 +228,7 @@ impl<E: Emitter> Lower<'_, E> {
         if !self.bound_within(n, d_last) {
             return Ok(None);
         }
-        for (axis, p) in prefix.iter().enumerate() {
-            let i = self.scalar(p)?;
-            if !self.known_in_bounds(i, self.known.canon(a.dims[axis])) {
-                return Ok(None);
-            }
-        }
-        // Known in bounds, so `checked_offset` emits no check.
-        let row = if prefix.is_empty() {
-            a.ptr
-        } else {
-            let off = self.checked_offset(&a, prefix, &self.var_name(array))?;
-            let e = self.b.int(IntOp::Mul, off, a.dims[prefix.len()]);
-            self.b.elem_addr(a.ptr, e, Scalar::F64)
-        };
-        Ok(Some(row))
+        self.known_row_address(array, prefix)
     }
 
     /// True when `x` can be an operand of a pair evaluation: an `f64`

@@ -407,19 +407,16 @@ impl<E: Emitter> Lower<'_, E> {
             };
         let lowered = match plan {
             Some(plan) => self.paired_effects((start, end), n, index, body, &plan),
-            None => {
-                let rows = self.hoist_loop_rows(index, body)?;
-                let lowered = self.counted_loop_within(start, end, n, reverse, &mut |l, i| {
+            None => self.hoist_loop_rows(index, body, |l| {
+                l.counted_loop_within(start, end, n, reverse, &mut |l, i| {
                     l.def(index, Val::S(i))?;
                     l.stmts(&body.stmts)?;
                     if let (Some(m), Some(keep)) = (&mark, &keep) {
                         l.arena_release_keeping(m, keep)?;
                     }
                     Ok(())
-                });
-                self.drop_loop_rows(rows);
-                lowered
-            }
+                })
+            }),
         };
         self.writing_first.truncate(outer);
         lowered?;

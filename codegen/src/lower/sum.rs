@@ -144,22 +144,21 @@ impl<E: Emitter> Lower<'_, E> {
             }
             None => None,
         };
-        let rows = self.hoist_loop_rows(index, body)?;
-        let sums = self.sum_lanes(
-            n,
-            width,
-            unroll,
-            &mut |l, i| {
-                l.def(index, Val::S(i))?;
-                l.stmts(&body.stmts)?;
-                body.results.iter().map(|r| l.scalar(r)).collect()
-            },
-            pairs,
-            &bound,
-            blocks,
-        );
-        self.drop_loop_rows(rows);
-        sums
+        self.hoist_loop_rows(index, body, |l| {
+            l.sum_lanes(
+                n,
+                width,
+                unroll,
+                &mut |l, i| {
+                    l.def(index, Val::S(i))?;
+                    l.stmts(&body.stmts)?;
+                    body.results.iter().map(|r| l.scalar(r)).collect()
+                },
+                pairs,
+                &bound,
+                blocks,
+            )
+        })
     }
 
     /// The `width` sums of the values `elem(i)` for `0 <= i < n` (`n >=
