@@ -71,6 +71,10 @@ pub struct Fallible {
     /// The first variable of every `let` of a `build` whose count is known
     /// to be at least 0 where it is evaluated.
     nonneg_counts: HashSet<VarId>,
+    /// Accumulators (immutable arrays bound to `zeros` or `zeros_like`)
+    /// and the views of them (rows, slices, reshapes and copies of those),
+    /// each with the accumulator whose memory it is.
+    accumulator_roots: HashMap<VarId, VarId>,
 }
 
 impl Fallible {
@@ -95,6 +99,14 @@ impl Fallible {
     /// fail only in its body).
     pub fn count_nonneg(&self, v: VarId) -> bool {
         self.nonneg_counts.contains(&v)
+    }
+
+    /// The accumulator (an immutable array bound to `zeros` or
+    /// `zeros_like`) whose memory `v` is, when `v` is that accumulator or
+    /// a view of it (a row, slice, reshape or copy, at any depth), whose
+    /// binding cannot fail (module docs).
+    pub fn accumulator_root(&self, v: VarId) -> Option<VarId> {
+        self.accumulator_roots.get(&v).copied()
     }
 
     /// True when any statement of `b` may fail.
@@ -129,7 +141,6 @@ pub fn analyse(f: &Function) -> Fallible {
         conjuncts: HashMap::default(),
         accessed: HashMap::default(),
         accessed_log: Vec::new(),
-        accumulators: HashSet::default(),
         out: Fallible::default(),
     };
     a.block(&f.body, 0);
@@ -208,10 +219,6 @@ struct Analysis<'f> {
     accessed: HashMap<Access, Vec<VarId>>,
     /// The accesses recorded, in order (to forget those of a nested block).
     accessed_log: Vec<Access>,
-    /// Accumulators (immutable variables bound to `zeros` or
-    /// `zeros_like`) and the views of them (rows, slices, reshapes and
-    /// copies of those).
-    accumulators: HashSet<VarId>,
     out: Fallible,
 }
 
@@ -529,7 +536,8 @@ impl Analysis<'_> {
 
     /// Whether `vars = expr` views an accumulator: a row, a slice or a
     /// reshape of an accumulator or of a view of one, or a copy of one
-    /// (`zeros`, `zeros_like` make one). Records `vars` as such. Reverse
+    /// (`zeros`, `zeros_like` make one). Records `vars` as such, with
+    /// the accumulator ([`Fallible::accumulator_root`]). Reverse
     /// mode views a cotangent only where the forward pass viewed its
     /// primal, which succeeded before the backward pass began (as for
     /// additions into accumulators, which count as infallible): such a view
@@ -539,18 +547,18 @@ impl Analysis<'_> {
         if self.f.var(v).mutable || !self.f.ty(v).is_array() {
             return false;
         }
-        let view = match expr {
-            Expr::Zeros(_) | Expr::ZerosLike(_) => true,
+        let root = match expr {
+            Expr::Zeros(_) | Expr::ZerosLike(_) => Some(v),
             Expr::Index { array, .. }
             | Expr::Slice { array, .. }
             | Expr::Reshape { array, .. }
-            | Expr::Atom(Atom::Var(array)) => self.accumulators.contains(array),
-            _ => false,
+            | Expr::Atom(Atom::Var(array)) => self.out.accumulator_root(*array),
+            _ => None,
         };
-        if view {
-            self.accumulators.insert(v);
+        if let Some(root) = root {
+            self.out.accumulator_roots.insert(v, root);
         }
-        view
+        root.is_some()
     }
 
     /// Whether evaluating `expr` may fail; analyses its nested blocks.
@@ -805,7 +813,7 @@ impl Analysis<'_> {
         // A view of an accumulator, known not to fail without a check of
         // its own, proves nothing of the other arrays of its extents.
         let access = match expr {
-            _ if self.accumulators.contains(&v) => None,
+            _ if self.out.accumulator_roots.contains_key(&v) => None,
             Expr::Index { array, indices } => self.access_index(indices).map(|a| (a, *array)),
             Expr::Slice { array, lo, hi } => self.access_slice(lo, hi).map(|a| (a, *array)),
             _ => None,

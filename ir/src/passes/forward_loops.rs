@@ -111,11 +111,9 @@ pub fn run_independent_loops_forward(f: &mut Function) -> bool {
 /// What the legality checks need of the whole function (here and in
 /// [`super::jam`]).
 pub(super) struct Facts {
+    /// Which bindings may fail, and the accumulator each accumulator and
+    /// view of one is the memory of ([`Fallible::accumulator_root`]).
     pub(super) fallible: Fallible,
-    /// The accumulator (an immutable variable bound to `zeros` or
-    /// `zeros_like`) each accumulator and view of one (`Index`, `Slice`,
-    /// `Reshape`, a copy of the atom) is the memory of.
-    pub(super) root: HashMap<VarId, VarId>,
     /// Arrays that may share memory with an accumulator other than as one
     /// of those views: made by an expression that uses one, assigned one,
     /// and (whatever they use) the results of branches and loops, the
@@ -125,7 +123,7 @@ pub(super) struct Facts {
 
 impl Facts {
     pub(super) fn of(f: &Function) -> Facts {
-        let mut facts = Facts { fallible: fallible::analyse(f), root: HashMap::default(), tainted: HashSet::default() };
+        let mut facts = Facts { fallible: fallible::analyse(f), tainted: HashSet::default() };
         // Blocks in pre-order: a variable is bound before the blocks nested
         // after its binding can use it.
         for_each_block(&f.body, &mut |b| {
@@ -153,18 +151,8 @@ impl Facts {
         }
         let mutable = vars.iter().any(|v| f.var(*v).mutable);
         match expr {
-            Expr::Zeros(_) | Expr::ZerosLike(_) if !mutable => {
-                self.root.extend(vars.iter().map(|v| (*v, *v)));
-            }
-            Expr::Index { array, .. }
-            | Expr::Slice { array, .. }
-            | Expr::Reshape { array, .. }
-            | Expr::Atom(Atom::Var(array))
-                if !mutable && vars.len() == 1 && self.root.contains_key(array) =>
-            {
-                let r = self.root[array];
-                self.root.insert(vars[0], r);
-            }
+            // An accumulator, or a view of one.
+            _ if vars.len() == 1 && self.root(vars[0]).is_some() => {}
             // Fresh arrays (rows are copied in).
             Expr::Build { .. } if !mutable => {}
             // What a branch or a loop yields, and an array popped from the
@@ -187,7 +175,13 @@ impl Facts {
     }
 
     fn may_share(&self, v: VarId) -> bool {
-        self.root.contains_key(&v) || self.tainted.contains(&v)
+        self.root(v).is_some() || self.tainted.contains(&v)
+    }
+
+    /// The accumulator whose memory `v` is, when `v` is an accumulator or
+    /// a view of one ([`Fallible::accumulator_root`]).
+    pub(super) fn root(&self, v: VarId) -> Option<VarId> {
+        self.fallible.accumulator_root(v)
     }
 }
 
@@ -223,7 +217,7 @@ fn independent(f: &Function, facts: &Facts, index: VarId, body: &Block) -> bool 
                     if let Some(outer) = own_rows.get(array).copied() {
                         own_rows.insert(vars[0], outer);
                     } else if let Some(axis) = axis_of_i(indices)
-                        .filter(|_| !bound.contains(array) && facts.root.get(array).is_some_and(|r| !bound.contains(r)))
+                        .filter(|_| !bound.contains(array) && facts.root(*array).is_some_and(|r| !bound.contains(&r)))
                     {
                         own_rows.insert(vars[0], (*array, axis));
                     }
@@ -238,15 +232,15 @@ fn independent(f: &Function, facts: &Facts, index: VarId, body: &Block) -> bool 
                 | StmtKind::Push(_)
                 | StmtKind::TapeRewind(_) => ok = false,
                 StmtKind::Assign { var, .. } => ok &= bound.contains(var) && f.ty(*var).is_scalar(),
-                StmtKind::AccZero { acc, .. } => ok &= facts.root.get(acc).is_some_and(|r| bound.contains(r)),
-                StmtKind::AccAdd { acc, indices, .. } => match facts.root.get(acc) {
+                StmtKind::AccZero { acc, .. } => ok &= facts.root(*acc).is_some_and(|r| bound.contains(&r)),
+                StmtKind::AccAdd { acc, indices, .. } => match facts.root(*acc) {
                     None => ok = false,
-                    Some(r) if bound.contains(r) => {}
+                    Some(r) if bound.contains(&r) => {}
                     Some(r) => {
                         if let Some(outer) = own_rows.get(acc) {
-                            write(*r, *outer, &mut ok);
+                            write(r, *outer, &mut ok);
                         } else if let Some(axis) = axis_of_i(indices).filter(|_| !bound.contains(acc)) {
-                            write(*r, (*acc, axis), &mut ok);
+                            write(r, (*acc, axis), &mut ok);
                         } else {
                             ok = false;
                         }
@@ -266,14 +260,14 @@ fn independent(f: &Function, facts: &Facts, index: VarId, body: &Block) -> bool 
     let forbidden = |v: VarId| {
         own_rows.contains_key(&v)
             || facts.tainted.contains(&v)
-            || facts.root.get(&v).is_some_and(|r| written.contains_key(r))
+            || facts.root(v).is_some_and(|r| written.contains_key(&r))
     };
     // An element every write of its accumulator leaves to this iteration:
     // read through the variable and at the axis at which every write has
     // `i`, directly or through a view of such a row.
     let own_element = |array: VarId, indices: &[Atom]| {
-        let Some(root) = facts.root.get(&array) else { return false };
-        let Some(&through) = written.get(root) else { return false };
+        let Some(root) = facts.root(array) else { return false };
+        let Some(&through) = written.get(&root) else { return false };
         match own_rows.get(&array) {
             Some(&outer) => outer == through,
             None => !bound.contains(&array) && axis_of_i(indices).map(|axis| (array, axis)) == Some(through),

@@ -198,8 +198,7 @@ fn jammable(f: &Function, facts: &Facts, index: VarId, body: &Block) -> Option<H
         return None;
     }
     let written = c.written;
-    let forbidden =
-        |v: VarId| facts.tainted.contains(&v) || facts.root.get(&v).is_some_and(|r| written.contains_key(r));
+    let forbidden = |v: VarId| facts.tainted.contains(&v) || facts.root(v).is_some_and(|r| written.contains_key(&r));
     let views = c.views;
     reads_only_to_add(body, &|v| views.contains_key(&v), &|_, _| false, &forbidden).then_some(c.variant)
 }
@@ -246,7 +245,7 @@ impl Check<'_> {
                 self.ok &= self.bound_here(*var) && self.f.ty(*var).is_scalar();
             }
             StmtKind::AccZero { acc, .. } => {
-                self.ok &= self.facts.root.get(acc).is_some_and(|r| self.bound_here(*r));
+                self.ok &= self.facts.root(*acc).is_some_and(|r| self.bound_here(r));
             }
             StmtKind::AccAdd { acc, indices, .. } => self.add(*acc, indices),
             StmtKind::CheckSize { .. } => {}
@@ -282,7 +281,7 @@ impl Check<'_> {
             self.bind(v, variant);
         }
         // Views of accumulators.
-        if vars.len() != 1 || !self.facts.root.contains_key(&vars[0]) {
+        if vars.len() != 1 || self.facts.root(vars[0]).is_none() {
             return;
         }
         let view = match expr {
@@ -299,7 +298,7 @@ impl Check<'_> {
 
     /// An addition into `acc[indices]`.
     fn add(&mut self, acc: VarId, indices: &[Atom]) {
-        let Some(root) = self.facts.root.get(&acc).copied() else {
+        let Some(root) = self.facts.root(acc) else {
             self.ok = false;
             return;
         };
