@@ -355,6 +355,14 @@ impl Ctx {
 /// reference).
 /// Linear: one union-find over the bindings.
 pub(super) fn accumulated(f: &Function) -> HashSet<VarId> {
+    accumulator_classes(f).into_keys().collect()
+}
+
+/// The variables of [`accumulated`], each with its class: two variables
+/// may share elements only when their classes are equal (the classes of a
+/// union-find over the same connections; a class is the index of one of
+/// its variables).
+pub(super) fn accumulator_classes(f: &Function) -> HashMap<VarId, u32> {
     let mut parent: Vec<u32> = (0..f.vars.len() as u32).collect();
     fn root(parent: &mut [u32], v: u32) -> u32 {
         let mut r = v;
@@ -427,9 +435,14 @@ pub(super) fn accumulated(f: &Function) -> HashSet<VarId> {
     let marked: HashSet<u32> =
         targets.into_iter().filter(|v| v.index() < f.vars.len()).map(|v| root(&mut parent, v.0)).collect();
     if marked.is_empty() {
-        return HashSet::default();
+        return HashMap::default();
     }
-    (0..f.vars.len() as u32).filter(|&v| marked.contains(&root(&mut parent, v))).map(VarId).collect()
+    (0..f.vars.len() as u32)
+        .filter_map(|v| {
+            let r = root(&mut parent, v);
+            marked.contains(&r).then_some((VarId(v), r))
+        })
+        .collect()
 }
 
 /// True when `s` runs a `while` loop at any depth.
