@@ -20,12 +20,13 @@
 //! runs the producer's body later, interleaved with the consumer's) only
 //! moves a producer that cannot fail ([`super::fallible`]).
 //! Map fusion keeps every value too: a producer that reads what an
-//! effect may change ([`Place`]: the elements of an accumulator, a mutable
-//! variable) moves only when no statement between it and its reader, and
-//! none of the reader's body, changes that place (by an addition into or a
-//! zeroing of an accumulator that may share elements with what it reads,
-//! [`super::licm::accumulator_classes`], or by an assignment): it reads
-//! what it would have read where it was.
+//! effect may change (`Place`: the elements of an accumulator, of the
+//! arrays on the tape, a mutable variable) moves only when no statement
+//! between it and its reader, and none of the reader's body, changes that
+//! place (by an addition into or a zeroing of an accumulator that may
+//! share elements with what it reads, `licm::accumulator_classes`,
+//! or with an array on the tape, or by an assignment): it reads what it
+//! would have read where it was.
 
 use super::fallible::Fallible;
 use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -40,7 +41,7 @@ use crate::visit::{use_counts, Subst};
 /// of `n` elementwise operations into one body moves the smaller of the two
 /// bodies each time (a producer's body, effect-free and infallible, may run
 /// before the consumer's first statements), not the growing body. What a
-/// block reads and changes ([`Summary`]) is gathered from its nested
+/// block reads and changes (`Summary`) is gathered from its nested
 /// blocks' as they are fused, the smaller set merged into the larger; the
 /// check of a move looks at each place the producer reads (a chain of `k`
 /// maps reading `k` accumulators costs `k^2` in those places).
