@@ -12,9 +12,19 @@ mod common;
 use arrayad_ir::{FuncId, Program, Scalar, Value};
 use common::{corpus_cases, json_value, Case, Rng};
 
-/// Every value of `case`'s primal, jvp and vjp (random tangent and
-/// cotangent), for each backend of this build, or its error message.
-fn outputs(case: &Case) -> Vec<Result<Vec<Value>, String>> {
+/// A case compiled once by every backend of this build: its primal, jvp
+/// and vjp, its arguments and the interpreter's values of the primal.
+/// The code does not depend on the number of threads, which is read when
+/// a map runs, so one compilation serves every number.
+struct Compiled {
+    args: Vec<Value>,
+    reference: Result<Vec<Value>, String>,
+    names: [String; 3],
+    jits: Vec<(arrayad_codegen::Backend, arrayad_codegen::JitModule)>,
+    seed: u64,
+}
+
+fn compile(case: &Case) -> Compiled {
     let program = arrayad_frontend::compile(&case.file, &case.source).expect("compiles");
     let program = arrayad_ad::expand_derivatives(program).expect("derivative operators expand");
     let fid = program.find(&case.func).expect("the function");
@@ -26,18 +36,28 @@ fn outputs(case: &Case) -> Vec<Result<Vec<Value>, String>> {
     let jvp = common::ad::jvp(&program, fid, &active).expect("jvp");
     let vjp = common::ad::vjp(&program, fid, &active).expect("vjp");
     let single = Program { file: case.file.clone(), funcs: vec![prim.clone()] };
-    let reference = arrayad_ir::interp::run(&single, FuncId(0), &args);
-    let mut rng = Rng(0x7ead5 ^ case.source.len() as u64);
+    let reference = arrayad_ir::interp::run(&single, FuncId(0), &args).map_err(|e| e.to_string());
+    let names = [prim.name.clone(), jvp.name.clone(), vjp.name.clone()];
+    let jits = common::jits(&case.file, &[prim, jvp, vjp]);
+    Compiled { args, reference, names, jits, seed: 0x7ead5 ^ case.source.len() as u64 }
+}
+
+/// Every value of the compiled case's primal, jvp and vjp (random tangent
+/// and cotangent, the same on every run), for each backend of this build,
+/// or its error message, on the process's current number of threads.
+fn outputs(c: &Compiled) -> Vec<Result<Vec<Value>, String>> {
+    let mut rng = Rng(c.seed);
+    let [prim, jvp, vjp] = &c.names;
     let mut out = Vec::new();
-    for (_, jit) in common::jits(&case.file, &[prim.clone(), jvp.clone(), vjp.clone()]) {
-        out.push(jit.call(&prim.name, &args).map_err(|e| e.to_string()));
-        let Ok(values) = &reference else { continue };
-        let mut jargs = args.clone();
-        jargs.extend(args.iter().filter(|a| a.ty().elem == Scalar::F64).map(|a| common::random_like(a, &mut rng)));
-        out.push(jit.call(&jvp.name, &jargs).map_err(|e| e.to_string()));
-        let mut vargs = args.clone();
+    for (_, jit) in &c.jits {
+        out.push(jit.call(prim, &c.args).map_err(|e| e.to_string()));
+        let Ok(values) = &c.reference else { continue };
+        let mut jargs = c.args.clone();
+        jargs.extend(c.args.iter().filter(|a| a.ty().elem == Scalar::F64).map(|a| common::random_like(a, &mut rng)));
+        out.push(jit.call(jvp, &jargs).map_err(|e| e.to_string()));
+        let mut vargs = c.args.clone();
         vargs.extend(values.iter().filter(|v| v.ty().elem == Scalar::F64).map(|v| common::random_like(v, &mut rng)));
-        out.push(jit.call(&vjp.name, &vargs).map_err(|e| e.to_string()));
+        out.push(jit.call(vjp, &vargs).map_err(|e| e.to_string()));
     }
     out
 }
@@ -89,11 +109,12 @@ fn parallel_maps_give_the_same_bits_on_every_number_of_threads() {
     let runs_before = arrayad_runtime::parallel_runs();
     let mut errors = 0;
     for case in &cases {
+        let compiled = compile(case);
         arrayad_runtime::set_num_threads(Some(1));
-        let one = outputs(case);
+        let one = outputs(&compiled);
         for threads in [2, 7] {
             arrayad_runtime::set_num_threads(Some(threads));
-            let many = outputs(case);
+            let many = outputs(&compiled);
             assert_eq!(one.len(), many.len(), "{}:{}", case.file, case.func);
             for (k, (a, b)) in one.iter().zip(&many).enumerate() {
                 match (a, b) {
@@ -216,11 +237,12 @@ fn long_reductions_are_the_interpreters() {
                 );
             }
         }
+        let compiled = compile(case);
         arrayad_runtime::set_num_threads(Some(1));
-        let one = outputs(case);
+        let one = outputs(&compiled);
         for threads in [2, 7] {
             arrayad_runtime::set_num_threads(Some(threads));
-            for (a, b) in one.iter().zip(&outputs(case)) {
+            for (a, b) in one.iter().zip(&outputs(&compiled)) {
                 let (Ok(a), Ok(b)) = (a, b) else { panic!("{}:{}: {a:?} vs {b:?}", case.file, case.func) };
                 common::assert_bitwise(&format!("{}:{} on {threads} threads", case.file, case.func), a, b);
             }
