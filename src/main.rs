@@ -40,6 +40,9 @@ fn main() {
     }));
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     remove_build_files_on_signals();
+    // LLVM's options are the process's, and this process is ours.
+    #[cfg(feature = "llvm")]
+    arrayad::llvm_vectorise_epilogues();
     // Differentiation and code generation recurse over the nesting of
     // blocks, which inlining bounds: the command runs on a thread with a
     // stack for that depth (only the pages used are touched), or, if no

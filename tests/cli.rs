@@ -454,6 +454,11 @@ fn emit_prints_every_stage() {
         assert!(vjp.contains("!noalias") && vjp.contains("!alias.scope"), "{}", out.stdout);
         assert!(vjp.contains("<8 x double>") || vjp.contains("<4 x double>") || vjp.contains("<2 x double>"), "{vjp}");
         assert!(!vjp.contains("vector.memcheck"), "{vjp}");
+        // The command lets LLVM vectorise the remainders of loops of 4 or
+        // more lanes (`arrayad::llvm_vectorise_epilogues`).
+        if vjp.contains("<8 x double>") || vjp.contains("<4 x double>") {
+            assert!(vjp.contains("vec.epilog.vector.body"), "{vjp}");
+        }
     } else {
         fails(&dir, &["emit", "prog.arr", "--stage", "llvm"], 2, &["LLVM", "--features llvm"]);
     }

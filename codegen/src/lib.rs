@@ -53,6 +53,8 @@ pub use cabi::link::{
 pub use calls::{CallTarget, CalledProgram, Callees};
 pub use error::CodegenError;
 pub use jit::{ArgRef, Dest, JitModule, ResultRef};
+#[cfg(feature = "llvm")]
+pub use llvm::vectorise_epilogues as llvm_vectorise_epilogues;
 pub use target::{Backend, TargetOptions};
 
 /// What a build without the `llvm` feature says when asked for LLVM.

@@ -35,7 +35,11 @@
 //!   one vector per iteration rather than two, so rows of 8 to 15 elements
 //!   (AVX-512) run vectorised instead of in the scalar remainder (GMM
 //!   gradient 3-9% faster at d10 to d64; interleaving turned off for
-//!   every loop made the packed GMM 50% slower).
+//!   every loop made the packed GMM 50% slower);
+//! - in processes that opt in ([`vectorise_epilogues`]: the `arrayad`
+//!   command, the GradBench tool), the remainder of a vectorised loop is
+//!   vectorised too, 2 lanes wide, so such a row's last elements run
+//!   mostly in vectors.
 //!
 //! Variables are `alloca`s in the entry block; `mem2reg`/SROA turn them
 //! into SSA form.
@@ -142,6 +146,34 @@ use std::sync::Once;
 /// An LLVM error, reported as [`CodegenError::Llvm`].
 fn llvm_err(func: &str, message: impl std::fmt::Display) -> CodegenError {
     CodegenError::Llvm { func: func.to_string(), message: message.to_string() }
+}
+
+/// Lets LLVM's loop vectoriser follow a vectorised main loop of 4 lanes or
+/// more with a vectorised epilogue (LLVM's option
+/// `-epilogue-vectorization-minimum-VF=4`; its default, 16, leaves the
+/// epilogue of a 4- or 8-lane loop scalar). A short row of a triangle
+/// (GMM's factor rows, 0 to 19 elements at d20) runs most of its
+/// remainder 2 lanes wide instead of one element at a time: the GMM
+/// gradient took about 5% less time at d20 and d64 (`bench/gmm_bench.c`,
+/// one thread). Values are unchanged: epilogues vectorise what the main
+/// loop does, and float reductions keep their order without
+/// `--fast-math`.
+///
+/// The option belongs to the LLVM library, so it applies to every later
+/// LLVM compilation in the process, the caller's own included: the
+/// `arrayad` command sets it once at start, and library users may. Only
+/// the first call parses the option; later calls do nothing.
+pub fn vectorise_epilogues() {
+    static SET: Once = Once::new();
+    SET.call_once(|| {
+        let args: [&std::ffi::CStr; 2] = [c"arrayad", c"-epilogue-vectorization-minimum-VF=4"];
+        let argv: Vec<*const std::ffi::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        // SAFETY: `argv` holds `argv.len()` pointers to NUL-terminated
+        // strings that outlive the call, and the overview is one too;
+        // LLVM copies what it keeps. `Once` keeps this process's calls
+        // from racing each other.
+        unsafe { llvm_sys::support::LLVMParseCommandLineOptions(argv.len() as i32, argv.as_ptr(), c"".as_ptr()) }
+    });
 }
 
 /// Registers the x86-64 and AArch64 targets with LLVM (once per process).

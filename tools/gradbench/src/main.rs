@@ -38,6 +38,9 @@ struct Cli {
 
 fn main() {
     let cli = Cli::parse();
+    // LLVM's options are the process's, and this process is ours.
+    #[cfg(feature = "llvm")]
+    arrayad::llvm_vectorise_epilogues();
     let options = match ToolOptions::new(cli.backend.as_deref()) {
         Ok(o) => o,
         Err(e) => {
