@@ -10,7 +10,7 @@
 //!   `arrayad_ir::passes::prepare` (calls inlined, optimised).
 //! - [`Primals`]: a definition's code (kept calls stay calls) and, when a
 //!   derivative needs it, the definition with every call inlined.
-//! - [`derive`], [`hvp`]: the AD transformations on a prepared primal.
+//! - [`derive()`], [`hvp`]: the AD transformations on a prepared primal.
 //! - [`export`]: what a shared library needs of one definition.
 //!
 //! The command line is built on this module (it is public for such tools);
@@ -167,7 +167,7 @@ pub fn kept_calls(program: &Program, roots: &[FuncId], keep_above: u64) -> KeptC
 /// primal prepared for code ([`prepare_code`]: they keep its own kept
 /// calls).
 ///
-/// Errors: as [`prepare_code`] and [`derive`].
+/// Errors: as [`prepare_code`] and [`derive()`].
 pub fn kept_derivatives(
     program: &Program,
     id: FuncId,
@@ -179,7 +179,7 @@ pub fn kept_derivatives(
 
 /// [`kept_derivatives`] from the primal of `id` prepared for code.
 ///
-/// Errors: as [`derive`].
+/// Errors: as [`derive()`].
 pub fn kept_derivatives_of(
     program: &Program,
     id: FuncId,
@@ -574,10 +574,10 @@ impl Primals {
     }
 
     /// The derivatives `wanted` for the IR params marked in `active`,
-    /// those taken from the same primal derived together ([`derive`]: one
+    /// those taken from the same primal derived together ([`derive()`]: one
     /// linearisation each), with the checkpointing warnings of both.
     ///
-    /// Errors: as [`Self::inlined`] and [`derive`].
+    /// Errors: as [`Self::inlined`] and [`derive()`].
     pub fn derive(
         &self,
         program: &Program,
@@ -664,7 +664,7 @@ pub struct ExportRequest<'a> {
 /// and the derivatives its entries need, from one linearisation; with the
 /// checkpointing warnings of its reverse mode (from that derivation).
 ///
-/// Errors: as [`prepare`] and [`derive`].
+/// Errors: as [`prepare`] and [`derive()`].
 pub fn export(
     program: &Program,
     id: FuncId,
@@ -1144,7 +1144,7 @@ impl EngineRef<'_> {
 const COMPILE_STACK: usize = arrayad_ir::stack::COMPILER_STACK;
 
 /// Runs `f` (differentiation and compilation) on a thread with a large
-/// stack ([`COMPILE_STACK`], `arrayad_ir::stack::on_big_stack`), or here if
+/// stack (`COMPILE_STACK`, `arrayad_ir::stack::on_big_stack`), or here if
 /// no thread can be made, turning a panic into [`Error::Internal`]. A step
 /// already on such a thread (`Inner::engine` preparing and deriving before
 /// it compiles) runs where it is.

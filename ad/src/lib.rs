@@ -175,7 +175,7 @@ pub fn lanes_pay(primal: &Function, active: &[bool]) -> bool {
     scalars > 1
 }
 
-/// The derivatives [`derive`] was asked for, each optimised and named
+/// The derivatives [`derive()`] was asked for, each optimised and named
 /// `NAME_jvp`, `NAME_vjp`, `NAME_vjp_rows` after the primal `NAME`.
 #[derive(Clone, Debug, Default)]
 pub struct Derivatives {
@@ -392,7 +392,7 @@ pub struct Uncheckpointed {
 ///
 /// Costs one linearisation and one unzipping; meant for warnings.
 ///
-/// Errors: as [`derive`].
+/// Errors: as [`derive()`].
 pub fn uncheckpointed_loops(primal: &Function, active: &[bool]) -> Result<Vec<Uncheckpointed>, AdError> {
     uncheckpointed_loops_in(primal, active, None)
 }
@@ -400,7 +400,7 @@ pub fn uncheckpointed_loops(primal: &Function, active: &[bool]) -> Result<Vec<Un
 /// [`uncheckpointed_loops`] of a primal that keeps calls of the
 /// definitions of `within` (those calls' own loops are not reported).
 ///
-/// Errors: as [`derive`].
+/// Errors: as [`derive()`].
 pub fn uncheckpointed_loops_in(
     primal: &Function,
     active: &[bool],
@@ -442,7 +442,7 @@ pub fn active_params(sig: &Signature, wrt: Option<&[String]>) -> Vec<bool> {
 /// gradient, i.e. of its `vjp` (of the prepared `primal`, as
 /// [`Derivatives::vjp`]) with cotangent 1.
 ///
-/// `active` as for [`derive`]. The result has params = primal params ++ one
+/// `active` as for [`derive()`]. The result has params = primal params ++ one
 /// tangent `t` per active param with f64 elements, and results = the value
 /// ++ one gradient entry per active param ++ one entry of `H t` per active
 /// param (each shaped like its param).

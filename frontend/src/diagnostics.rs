@@ -4,7 +4,7 @@
 //! interpret: control characters (C0 other than newline and tab, DEL, C1)
 //! and the bidirectional-text controls are shown as `\u{1b}`-style escapes
 //! in messages, notes and the file name ([`escape_text`]), and as one
-//! visible character each in the source excerpt ([`printable_source`]:
+//! visible character each in the source excerpt (`printable_source`:
 //! the Unicode control pictures `␀`..`␟`, `␡`, otherwise U+FFFD), so that
 //! columns and carets stay where they were.
 

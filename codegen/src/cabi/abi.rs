@@ -166,7 +166,7 @@ pub enum Variant {
     Hvp,
 }
 
-/// The public name of [`Variant`].
+/// The public name of `Variant`.
 pub type Entry = Variant;
 
 impl Variant {

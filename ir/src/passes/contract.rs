@@ -31,7 +31,7 @@
 //! - `a[j] += v` with `j` the loop index plus 0 or plus the step `d` to the
 //!   next iteration (`-1` for a reverse loop, `+1` for a forward one, a
 //!   literal index under a test of the index counting as an offset, as in
-//!   [`super::offsets`]), or
+//!   `super::offsets`), or
 //! - a read `a[j]` with `j` at offset 0, known in bounds
 //!   ([`super::fallible`]).
 //!

@@ -62,7 +62,7 @@ use super::fallible::{self, Fallible};
 const MAX_DEPTH: usize = 8;
 
 /// Clears `reverse` of the backward loops of `f` whose iterations are
-/// independent (module docs), at every depth up to [`MAX_DEPTH`]. Returns
+/// independent (module docs), at every depth up to `MAX_DEPTH`. Returns
 /// whether it cleared any. Linear in the size of `f`.
 pub fn run_independent_loops_forward(f: &mut Function) -> bool {
     let mut any_reverse = false;

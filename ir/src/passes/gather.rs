@@ -42,8 +42,8 @@
 //! fail either. The memory the gathered arrays take is bounded: they are
 //! made (their first axes are empty otherwise, and the original body runs)
 //! only when the comprehension runs at least twice and they have together
-//! at most [`GROWTH`] times the elements of the arrays they read (plus
-//! [`SLACK`]), so that a call that fits in memory without them fits with
+//! at most `GROWTH` times the elements of the arrays they read (plus
+//! `SLACK`), so that a call that fits in memory without them fits with
 //! them, up to that factor of arrays it holds already. Each comprehension's
 //! body has no branch and both stay at the top level: reverse mode stacks
 //! the residuals of the one that runs by index, [`super::interchange`]
@@ -64,8 +64,8 @@
 //! (where the loops over data points are) and runs once, after
 //! [`super::optimize`]: the original body kept for the failing case still
 //! holds the gather, and a second run would copy it again. It is linear in
-//! the function: at most [`MAX_GATHERS`] gathers per comprehension, each
-//! with at most [`MAX_DEFS`] statements of index arithmetic.
+//! the function: at most `MAX_GATHERS` gathers per comprehension, each
+//! with at most `MAX_DEFS` statements of index arithmetic.
 
 use crate::builder::Builder;
 use crate::fx::{FxHashMap, FxHashSet};

@@ -46,7 +46,7 @@
 //!   adds into each element at most once, at the same iterations of the
 //!   inner loops as every other iteration);
 //! - `body` reads none of those accumulators, nor any array that may share
-//!   memory with one ([`super::forward_loops::reads_only_to_add`]).
+//!   memory with one (`super::forward_loops::reads_only_to_add`).
 //!
 //! Then each element an accumulator of the loop receives its additions in
 //! the loop's order: at most one from each iteration, all at the same
@@ -75,7 +75,7 @@ const MAX_DEPTH: usize = 8;
 
 /// Jams the backward loops of `f` that qualify (module docs); returns
 /// whether it jammed any. Linear in the size of `f` (each statement is
-/// looked at by at most [`MAX_DEPTH`] legality checks, each of at most
+/// looked at by at most `MAX_DEPTH` legality checks, each of at most
 /// [`MAX_STMTS`] statements).
 pub fn jam_backward_nests(f: &mut Function) -> bool {
     let mut candidate = false;

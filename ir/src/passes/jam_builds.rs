@@ -51,14 +51,14 @@
 //! a comprehension at the top of a function whose results are rows of
 //! `f64`s, one of them at least of numbers, with extents that do not
 //! depend on the point ([`crate::shape::static_row_dims`]), is jammed
-//! another way ([`jam_rows`]): each pair yields its two points' rows
+//! another way (`jam_rows`): each pair yields its two points' rows
 //! stacked (`[r0, r1]`), an odd count computes its last point twice (the
 //! second time as the second point of the last pair, `min(2 pair + 1, n -
 //! 1)`), and each result is the stacked array viewed as one row per point,
 //! `reshape(s, [2 pairs, rows..])[0:n]`, with no pass over the rows to put
 //! them in order (each row is copied into its pair's literal, then into
 //! the stacked array). The extents of the rows must be known not negative
-//! before the comprehension runs ([`never_negative`]).
+//! before the comprehension runs (`never_negative`).
 //!
 //! # Legality
 //!
