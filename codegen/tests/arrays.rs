@@ -105,6 +105,23 @@ fn irregular_rows_are_an_error() {
 }
 
 #[test]
+fn rows_of_the_same_size_and_another_shape_are_an_error_too() {
+    // for i < 2 => for a < 2 + i => for c < 3 - i => 1.0: two rows of 6
+    // elements, of shapes [2, 3] and [3, 2]. The second is computed where
+    // it is stored (`placed.rs`), whose size it has: the shape check
+    // still fails, with the interpreter's message.
+    let p = program1(&[], &[F3], |b, _| {
+        vec![build(b, Atom::I64(2), |b, i| {
+            let rows = b.binary(BinOp::Add, Atom::I64(2), i);
+            let cols = b.binary(BinOp::Sub, Atom::I64(3), i);
+            build(b, rows, |b, _| build(b, cols, |_, _| Atom::F64(1.0)))
+        })]
+    });
+    let msg = expect_err(run_both(&p, &[]), ErrorKind::IrregularArray, &["t.arr:3:7"]);
+    assert_eq!(msg, "t.arr:3:7: irregular array: row 1 has shape [3, 2] but row 0 has shape [2, 3]");
+}
+
+#[test]
 fn array_literals() {
     let p = program1(&[F1, F1], &[F2, F1, I1], |b, ps| {
         let m = b.let_one("m", Expr::ArrayLit { elem_ty: F1, elems: vec![v(ps[0]), v(ps[1]), v(ps[0])] });

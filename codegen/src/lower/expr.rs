@@ -21,8 +21,16 @@ enum BuildOut<E: Emitter> {
     /// Scalar rows: the array is allocated before the loop.
     Scalar { ptr: E::Value, elem: Scalar },
     /// Array rows: allocated once the first row's shape is known (in the
-    /// caller's buffer of result `dest` when it offers one).
-    Array { ptr: E::Var, row_dims: Vec<E::Var>, row_count: E::Var, elem: Scalar, dest: Option<usize> },
+    /// caller's buffer of result `dest` when it offers one, else at the
+    /// address `place` has when it is the rows' destination: `placed.rs`).
+    Array {
+        ptr: E::Var,
+        row_dims: Vec<E::Var>,
+        row_count: E::Var,
+        elem: Scalar,
+        dest: Option<usize>,
+        place: Option<(E::Value, E::Value)>,
+    },
 }
 
 /// The independent chains of a `maximum` or `minimum` of an array
@@ -50,7 +58,7 @@ impl<E: Emitter> Lower<'_, E> {
             }
             Expr::Reduce { op, array } => vec![Val::S(self.reduce(*op, *array)?)],
             Expr::ArrayLit { elem_ty, elems } => vec![Val::A(self.array_lit(*elem_ty, elems)?)],
-            Expr::Build { n, index, body } => self.build(n, *index, body)?,
+            Expr::Build { n, index, body } => self.build(vars, n, *index, body)?,
             Expr::Loop { n, index, states, init, body } => self.loop_(n, *index, states, init, body)?,
             Expr::While { states, init, cond, body } => self.while_(states, init, cond, body)?,
             Expr::If { cond, then_branch, else_branch } => self.if_expr(vars, cond, then_branch, else_branch)?,
@@ -885,15 +893,17 @@ impl<E: Emitter> Lower<'_, E> {
     }
 
     /// `count` rows of extents `dims` and elements `elem`, in the
-    /// caller's buffer `dest` when it offers one (`Lower::dest_next`): the
-    /// rows' pointer and the elements of one row. A product that overflows
-    /// fails as an allocation too large.
+    /// caller's buffer `dest` when it offers one (`Lower::dest_next`), else
+    /// at `place` when it fits (`Lower::place_next`): the rows' pointer and
+    /// the elements of one row. A product that overflows fails as an
+    /// allocation too large.
     fn alloc_rows(
         &mut self,
         dims: &[E::Value],
         count: E::Value,
         elem: Scalar,
         dest: Option<usize>,
+        place: Option<(E::Value, E::Value)>,
     ) -> Result<(E::Value, E::Value)> {
         let (row, ovf) = self.checked_product(dims);
         let (total, o2) = self.b.umul_overflow(row, count);
@@ -902,14 +912,20 @@ impl<E: Emitter> Lower<'_, E> {
             None => o2,
         };
         self.dest_next = dest;
-        let ptr = self.alloc_elems(total, elem, Some(ovf))?;
+        self.place_next = place;
+        let ptr = self.alloc_elems(total, elem, Some(ovf));
         self.dest_next = None;
-        Ok((ptr, row))
+        self.place_next = None;
+        Ok((ptr?, row))
     }
 
-    fn build(&mut self, n: &Atom, index: VarId, body: &Block) -> Result<Vec<Val<E::Value>>> {
-        // Results computed in the caller's buffers (`destinations`): their
-        // allocations below, before the body's, take them.
+    fn build(&mut self, vars: &[VarId], n: &Atom, index: VarId, body: &Block) -> Result<Vec<Val<E::Value>>> {
+        // Results computed in the caller's buffers (`destinations`), or
+        // rows of an enclosing comprehension computed in place
+        // (`placed.rs`): their allocations below, before the body's, take
+        // them.
+        let places: Vec<Option<(E::Value, E::Value)>> =
+            (0..body.results.len()).map(|k| vars.get(k).and_then(|v| self.places.remove(v))).collect();
         let dest = self.dest_next.take();
         let rows_dest = std::mem::take(&mut self.dest_rows);
         let dests: Vec<Option<usize>> = match body.results.len() {
@@ -930,11 +946,14 @@ impl<E: Emitter> Lower<'_, E> {
             None => (self.iconst(0), n),
         };
         let mut outs: Vec<BuildOut<E>> = Vec::new();
-        for ((k, r), dest) in body.results.iter().enumerate().zip(dests) {
+        for (((k, r), dest), place) in body.results.iter().enumerate().zip(dests).zip(places) {
             let t = self.f.atom_ty(r);
             if t.is_scalar() {
                 self.dest_next = dest;
-                let ptr = self.alloc_elems(rows, t.elem, None)?;
+                self.place_next = place;
+                let ptr = self.alloc_elems(rows, t.elem, None);
+                self.place_next = None;
+                let ptr = ptr?;
                 outs.push(BuildOut::Scalar { ptr, elem: t.elem });
             } else {
                 let z = self.iconst(0);
@@ -959,7 +978,7 @@ impl<E: Emitter> Lower<'_, E> {
                     if known.is_none() {
                         return Err(self.malformed("a parallel map of rows of no static shape"));
                     }
-                    let (p, rc) = self.alloc_rows(&initial, rows, t.elem, dest)?;
+                    let (p, rc) = self.alloc_rows(&initial, rows, t.elem, dest, place)?;
                     self.b.def_var(ptr, p);
                     self.b.def_var(row_count, rc);
                 }
@@ -971,7 +990,7 @@ impl<E: Emitter> Lower<'_, E> {
                         v
                     })
                     .collect();
-                outs.push(BuildOut::Array { ptr, row_dims, row_count, elem: t.elem, dest });
+                outs.push(BuildOut::Array { ptr, row_dims, row_count, elem: t.elem, dest, place });
             }
         }
         let any_array = outs.iter().any(|o| matches!(o, BuildOut::Array { .. }));
@@ -1023,6 +1042,11 @@ impl<E: Emitter> Lower<'_, E> {
         };
         let releasing = u32::from(keep.is_some());
         self.releasing += releasing;
+        // The array rows computed in their destination (`placed.rs`).
+        let placed: Vec<(usize, VarId)> = super::placed::placed_rows(self.f, body)
+            .into_iter()
+            .filter(|(k, _)| matches!(outs.get(*k), Some(BuildOut::Array { .. })))
+            .collect();
         self.hoist_loop_rows(index, body, |l| {
             l.counted_loop_within(start, end, n, false, &mut |l, i| {
                 l.def(index, Val::S(i))?;
@@ -1030,7 +1054,24 @@ impl<E: Emitter> Lower<'_, E> {
                     Some((lo, _)) => l.b.int(IntOp::Sub, i, lo),
                     None => i,
                 };
-                l.stmts(&body.stmts)?;
+                // Each placed row's destination: row `at` of its result
+                // (at a null address until the result is allocated).
+                for &(k, y) in &placed {
+                    if let Some(BuildOut::Array { ptr, row_count, elem, .. }) = outs.get(k) {
+                        let base = l.b.use_var(*ptr);
+                        let rc = l.b.use_var(*row_count);
+                        let size = l.iconst(elem_size(*elem));
+                        let bytes = l.b.int(IntOp::Mul, rc, size);
+                        let off = l.b.int(IntOp::Mul, at, bytes);
+                        let dst = l.b.ptr_offset(base, off);
+                        l.places.insert(y, (dst, bytes));
+                    }
+                }
+                let lowered = l.stmts(&body.stmts);
+                for (_, y) in &placed {
+                    l.places.remove(y);
+                }
+                lowered?;
                 let vals: Vec<Val<E::Value>> = body.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
                 if any_array && range.is_some() {
                     // Every row of the static shape the chunk allocated.
@@ -1046,12 +1087,13 @@ impl<E: Emitter> Lower<'_, E> {
                         first,
                         &mut |l| {
                             for (o, v) in outs.iter().zip(&vals) {
-                                if let (BuildOut::Array { ptr, row_dims, row_count, elem, dest }, Val::A(row)) = (o, v)
+                                if let (BuildOut::Array { ptr, row_dims, row_count, elem, dest, place }, Val::A(row)) =
+                                    (o, v)
                                 {
                                     for (var, d) in row_dims.iter().zip(&row.dims) {
                                         l.b.def_var(*var, *d);
                                     }
-                                    let (p, rc) = l.alloc_rows(&row.dims, n, *elem, *dest)?;
+                                    let (p, rc) = l.alloc_rows(&row.dims, n, *elem, *dest, *place)?;
                                     l.b.def_var(*ptr, p);
                                     l.b.def_var(*row_count, rc);
                                 }
@@ -1075,7 +1117,7 @@ impl<E: Emitter> Lower<'_, E> {
                         },
                     )?;
                 }
-                for (o, v) in outs.iter().zip(&vals) {
+                for (k, (o, v)) in outs.iter().zip(&vals).enumerate() {
                     match (o, v) {
                         (BuildOut::Scalar { ptr, elem }, Val::S(x)) => l.store_elem(*ptr, at, *elem, *x),
                         (BuildOut::Array { ptr, row_count, elem, .. }, Val::A(row)) => {
@@ -1083,7 +1125,14 @@ impl<E: Emitter> Lower<'_, E> {
                             let rc = l.b.use_var(*row_count);
                             let off = l.b.int(IntOp::Mul, at, rc);
                             let dst = l.b.elem_addr(base, off, *elem);
-                            l.copy_elems(dst, row.ptr, rc, *elem)?;
+                            if placed.iter().any(|(p, _)| *p == k) {
+                                // Computed there already, unless its
+                                // destination was not taken.
+                                let elsewhere = l.b.icmp(IntCC::Ne, dst, row.ptr);
+                                l.if_else(elsewhere, &mut |l| l.copy_elems(dst, row.ptr, rc, *elem), &mut |_| Ok(()))?;
+                            } else {
+                                l.copy_elems(dst, row.ptr, rc, *elem)?;
+                            }
                         }
                         _ => return Err(l.malformed("a build result of the wrong kind")),
                     }

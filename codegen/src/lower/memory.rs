@@ -148,12 +148,42 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(p)
     }
 
+    /// The memory of a row computed in place (`placed.rs`): `place`, when
+    /// it is not null and holds exactly `size` bytes (`bytes`), else
+    /// `size` bytes of the arena ([`Self::alloc_bytes`]).
+    fn alloc_placed(&mut self, size: E::Value, place: E::Value, bytes: E::Value) -> Result<E::Value> {
+        let null = self.b.iconst(Ty::Ptr, 0);
+        let exists = self.b.icmp(IntCC::Ne, place, null);
+        let fits = self.b.icmp(IntCC::Eq, size, bytes);
+        let taken = self.b.int(IntOp::And, exists, fits);
+        let out = self.b.declare_var(Ty::Ptr);
+        self.if_else(
+            taken,
+            &mut |l| {
+                l.b.def_var(out, place);
+                Ok(())
+            },
+            &mut |l| {
+                let q = l.alloc_bytes(size)?;
+                l.b.def_var(out, q);
+                Ok(())
+            },
+        )?;
+        let p = self.b.use_var(out);
+        self.b.release_var(out);
+        Ok(p)
+    }
+
     /// Allocates `size` bytes (32-byte aligned) from the arena: inline bump
     /// when the current chunk has room, else `arrayad_alloc_slow`; returns
     /// from the function with OutOfMemory when that fails.
     pub(super) fn alloc_bytes(&mut self, size: E::Value) -> Result<E::Value> {
         if let Some(result) = self.dest_next.take() {
+            self.place_next = None;
             return self.alloc_result(size, result);
+        }
+        if let Some((place, bytes)) = self.place_next.take() {
+            return self.alloc_placed(size, place, bytes);
         }
         let ctx = self.ctx;
         let p = self.b.load(Ty::Ptr, ctx, offsets::ARENA_PTR, Mem::Ctx);

@@ -19,6 +19,7 @@ mod expr;
 pub(crate) mod first_write;
 mod memory;
 mod pairs;
+mod placed;
 mod private_rows;
 mod roots;
 mod stmt;
@@ -88,6 +89,8 @@ pub(crate) fn lower_function<E: Emitter>(
         destinations: destinations(f, callees),
         dest_next: None,
         dest_rows: Vec::new(),
+        places: Default::default(),
+        place_next: None,
         chunk_range: None,
         chunk_blocks: false,
         chunk_first_writes: Vec::new(),
@@ -363,6 +366,15 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// index whose buffer each may take (set while lowering the statement
     /// that binds them; empty otherwise).
     dest_rows: Vec<Option<usize>>,
+    /// The destinations of the rows computed in place (`placed.rs`) of
+    /// the comprehensions whose iterations are being lowered: for such a
+    /// row `y`, the address of its row in its comprehension's result and
+    /// the row's size in bytes (the address is null before that result is
+    /// allocated).
+    places: std::collections::HashMap<VarId, (E::Value, E::Value)>,
+    /// The destination the next allocation may take (`Lower::alloc_bytes`;
+    /// set while allocating a comprehension's result that `places` has).
+    place_next: Option<(E::Value, E::Value)>,
     /// In a chunk function of a parallel map (`crate::parallel`), the
     /// range `lo..hi` of the iterations its comprehension runs, taken by
     /// the first comprehension lowered (the one at its top): the loop runs

@@ -99,12 +99,23 @@ impl ArrayRoots {
                 if let Expr::Update { array, .. } = expr {
                     written.push(*array);
                 }
+                // The rows of a comprehension computed in place view its
+                // result (`placed.rs`); their own comprehensions, in its
+                // body, are visited after this one.
+                if let Expr::Build { body, .. } = expr {
+                    for (k, y) in super::placed::placed_rows(f, body) {
+                        if let Some(v) = vars.get(k) {
+                            let root = view_of.get(v).copied().unwrap_or(*v);
+                            view_of.insert(y, root);
+                        }
+                    }
+                }
                 if vars.iter().any(|v| f.var(*v).mutable) {
                     continue;
                 }
                 let source = match (vars.as_slice(), expr) {
                     (_, Expr::ZerosLike(_) | Expr::Zeros(_) | Expr::Build { .. }) => {
-                        fresh.extend(vars.iter().copied());
+                        fresh.extend(vars.iter().copied().filter(|v| !view_of.contains_key(v)));
                         continue;
                     }
                     ([v], Expr::Slice { array, .. } | Expr::Reshape { array, .. }) => (*v, *array),
@@ -183,6 +194,17 @@ impl ArrayRoots {
     pub(super) fn scope(&self, v: VarId) -> Option<(u32, u32)> {
         self.scopes.get(&self.root(v)).map(|k| (*k, self.scopes.len() as u32))
     }
+
+    /// The alias scope that the array `v` has of its own, where it is
+    /// made: [`Self::scope`] unless `v` views another array (a row
+    /// computed in place, `placed.rs`, views its comprehension's result,
+    /// whose scope is declared where that is made).
+    pub(super) fn own_scope(&self, v: VarId) -> Option<(u32, u32)> {
+        if self.view_of.contains_key(&v) {
+            return None;
+        }
+        self.scope(v)
+    }
 }
 
 impl<E: Emitter> Lower<'_, E> {
@@ -196,5 +218,11 @@ impl<E: Emitter> Lower<'_, E> {
     /// ([`Emitter::set_data_scope`]).
     pub(super) fn data_scope(&mut self, array: VarId) -> Option<(u32, u32)> {
         self.array_roots().scope(array)
+    }
+
+    /// The alias scope that `array` begins where it is made
+    /// ([`ArrayRoots::own_scope`], [`Emitter::declare_data_scope`]).
+    pub(super) fn made_scope(&mut self, array: VarId) -> Option<(u32, u32)> {
+        self.array_roots().own_scope(array)
     }
 }

@@ -168,7 +168,7 @@ impl<E: Emitter> Lower<'_, E> {
             StmtKind::Let { vars, expr } => {
                 if let Expr::Zeros(_) | Expr::ZerosLike(_) | Expr::Build { .. } = expr {
                     for v in vars {
-                        if let Some(scope) = self.data_scope(*v) {
+                        if let Some(scope) = self.made_scope(*v) {
                             self.b.declare_data_scope(scope);
                         }
                     }
