@@ -3,6 +3,20 @@
 
 use crate::program::{Atom, Block, Expr, Stmt, StmtKind, VarId};
 
+/// The variables that the comprehensions among the top-level statements
+/// of `block` bind (`let ys = for i < n => ...`, every result).
+pub fn comprehension_results(block: &Block) -> std::collections::HashSet<VarId> {
+    block
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Let { vars, expr: Expr::Build { .. } } => Some(vars.iter().copied()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
 /// Calls `f` on every variable *used* (read) by `expr`, including uses
 /// inside nested blocks (which may also be bound there).
 pub fn expr_uses(expr: &Expr, f: &mut dyn FnMut(VarId)) {

@@ -243,6 +243,27 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(v)
     }
 
+    /// Records `v = if c then d else 0` (or `0` then `d`), an immutable
+    /// `i64` `v` whose branches yield an atom each, as `v` being `0` or
+    /// `d` ([`Lower::zero_or`]).
+    pub(super) fn note_zero_or(&mut self, vars: &[VarId], expr: &Expr) -> Result<()> {
+        let (Expr::If { then_branch, else_branch, .. }, [v]) = (expr, vars) else { return Ok(()) };
+        if self.f.ty(*v) != Type::I64 || self.f.var(*v).mutable || self.rebound.contains(v) {
+            return Ok(());
+        }
+        let d = match (
+            then_branch.stmts.is_empty() && else_branch.stmts.is_empty(),
+            &then_branch.results[..],
+            &else_branch.results[..],
+        ) {
+            (true, [d], [Atom::I64(0)]) | (true, [Atom::I64(0)], [d]) => d,
+            _ => return Ok(()),
+        };
+        let (v, d) = (self.scalar(&Atom::Var(*v))?, self.scalar(d)?);
+        self.zero_or.insert(v, d);
+        Ok(())
+    }
+
     /// Records what `v = x op y` (`i64`) is in the indices of the points
     /// of a loop run two iterations at a time ([`super::Halving`]).
     fn note_halving(&mut self, op: BinOp, x: E::Value, y: E::Value, v: E::Value) {
@@ -476,13 +497,13 @@ impl<E: Emitter> Lower<'_, E> {
         // The points `j`, `j + 1` of a pair of iterations of a loop over
         // `0..n` run two at a time, `0 <= j <= n - 2`.
         let point = |v: E::Value| match self.halving.get(&v) {
-            Some(&super::Halving::Point(n) | &super::Halving::Twice(n)) => self.known.same(n, d),
+            Some(&super::Halving::Point(n) | &super::Halving::Twice(n)) => self.bound_is(n, d),
             _ => false,
         };
         if point(i) || self.successors.get(&i).is_some_and(|&j| point(j)) {
             return true;
         }
-        if matches!(self.halving.get(&i), Some(&super::Halving::Below(n)) if self.known.same(n, d)) {
+        if matches!(self.halving.get(&i), Some(&super::Halving::Below(n)) if self.bound_is(n, d)) {
             return true;
         }
         let mut below = i;
@@ -490,7 +511,7 @@ impl<E: Emitter> Lower<'_, E> {
             let mut bound = None;
             for &(j, n) in &self.in_bounds {
                 if j == below {
-                    if self.known.same(n, d) {
+                    if self.bound_is(n, d) {
                         return true;
                     }
                     // An index has at most two facts (a sum's unrolled
@@ -512,12 +533,19 @@ impl<E: Emitter> Lower<'_, E> {
         false
     }
 
+    /// True when an index known to be below `n` (`0 <= i < n`, so `n >
+    /// 0`) is below `d`: `n` is `d` or was checked equal to it, or `n` is
+    /// `0` or `d` (`Lower::zero_or`).
+    fn bound_is(&self, n: E::Value, d: E::Value) -> bool {
+        self.known.same(n, d) || self.zero_or.get(&n).is_some_and(|&m| self.known.same(m, d))
+    }
+
     /// True when every index known only to be below `n` (`0 <= i < n`)
     /// is below `d`: `n` is `d` or was checked equal to it, or `n` is an
     /// enclosing index, or such an index plus one, known below `d`
     /// ([`Self::known_in_bounds`], whose chain this extends by one step).
     pub(super) fn bound_within(&self, n: E::Value, d: E::Value) -> bool {
-        if self.known.same(n, d) {
+        if self.bound_is(n, d) {
             return true;
         }
         let r = self.successors.get(&n).copied().unwrap_or(n);

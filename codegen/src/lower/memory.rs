@@ -128,8 +128,16 @@ impl<E: Emitter> Lower<'_, E> {
             },
         )?;
         let p = self.b.use_var(dest);
-        let out = self.b.declare_var(Ty::Ptr);
         let taken = self.b.icmp(IntCC::Ne, p, null);
+        let p = self.taken_or_arena(taken, p, size);
+        self.b.release_var(dest);
+        p
+    }
+
+    /// `p` when `taken`, else `size` bytes of the arena
+    /// ([`Self::alloc_bytes`]).
+    fn taken_or_arena(&mut self, taken: E::Value, p: E::Value, size: E::Value) -> Result<E::Value> {
+        let out = self.b.declare_var(Ty::Ptr);
         self.if_else(
             taken,
             &mut |l| {
@@ -143,7 +151,6 @@ impl<E: Emitter> Lower<'_, E> {
             },
         )?;
         let p = self.b.use_var(out);
-        self.b.release_var(dest);
         self.b.release_var(out);
         Ok(p)
     }
@@ -156,22 +163,7 @@ impl<E: Emitter> Lower<'_, E> {
         let exists = self.b.icmp(IntCC::Ne, place, null);
         let fits = self.b.icmp(IntCC::Eq, size, bytes);
         let taken = self.b.int(IntOp::And, exists, fits);
-        let out = self.b.declare_var(Ty::Ptr);
-        self.if_else(
-            taken,
-            &mut |l| {
-                l.b.def_var(out, place);
-                Ok(())
-            },
-            &mut |l| {
-                let q = l.alloc_bytes(size)?;
-                l.b.def_var(out, q);
-                Ok(())
-            },
-        )?;
-        let p = self.b.use_var(out);
-        self.b.release_var(out);
-        Ok(p)
+        self.taken_or_arena(taken, place, size)
     }
 
     /// Allocates `size` bytes (32-byte aligned) from the arena: inline bump

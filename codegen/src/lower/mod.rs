@@ -83,6 +83,7 @@ pub(crate) fn lower_function<E: Emitter>(
         loop_rows: Vec::new(),
         successors: Default::default(),
         halving: Default::default(),
+        zero_or: Default::default(),
         known: Known::new(),
         clock: 0,
         releasing: 0,
@@ -344,6 +345,12 @@ pub(crate) struct Lower<'a, E: Emitter> {
     /// What the `i64` values computed for a loop run two iterations at a
     /// time are ([`Halving`]). Facts of SSA values, as `successors`.
     halving: std::collections::HashMap<E::Value, Halving<E::Value>>,
+    /// `v -> d` for every `v = if c then d else 0` (or `0` then `d`)
+    /// lowered: a loop over `0..v` that runs at all runs over `0..d`
+    /// (`Lower::bound_is`; a comprehension that `ir::passes::gather` picks
+    /// by a branch counts its points so). Facts of SSA values, as
+    /// `successors`.
+    zero_or: std::collections::HashMap<E::Value, E::Value>,
     /// Sizes known equal and integers computed in enclosing scopes.
     known: Known<E::Value>,
     /// Statements lowered so far (the age of a memoised value).

@@ -40,7 +40,7 @@
 //! result rather than a scope of their own (which would tell LLVM that the
 //! row and its comprehension's result never overlap).
 
-use arrayad_ir::{Atom, Block, Expr, Function, StmtKind, VarId};
+use arrayad_ir::{Atom, Block, Function, VarId};
 use std::collections::HashSet;
 
 /// The rows of `build index < n => body` (in `f`) that are computed in
@@ -49,15 +49,7 @@ use std::collections::HashSet;
 /// an immutable variable (each `y` at most once: the first result that
 /// yields it).
 pub(super) fn placed_rows(f: &Function, body: &Block) -> Vec<(usize, VarId)> {
-    let built: HashSet<VarId> = body
-        .stmts
-        .iter()
-        .filter_map(|s| match &s.kind {
-            StmtKind::Let { vars, expr: Expr::Build { .. } } => Some(vars.iter().copied()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let built = arrayad_ir::visit::comprehension_results(body);
     let mut placed: Vec<(usize, VarId)> = Vec::new();
     let mut seen: HashSet<VarId> = HashSet::new();
     for (k, r) in body.results.iter().enumerate() {

@@ -190,6 +190,7 @@ impl<E: Emitter> Lower<'_, E> {
                 for (v, val) in vars.iter().zip(vals) {
                     self.def(*v, val)?;
                 }
+                self.note_zero_or(vars, expr)?;
             }
             StmtKind::Assign { var, value } => {
                 let v = self.atom(value)?;

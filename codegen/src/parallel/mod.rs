@@ -193,16 +193,7 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
     let counts = arrayad_ir::visit::use_counts(&f.body, f.vars.len());
     let (summed, carried) = summed_and_carried(f, &counts);
     let sums = light_sums(f, &counts);
-    let built: HashSet<VarId> = f
-        .body
-        .stmts
-        .iter()
-        .filter_map(|s| match &s.kind {
-            StmtKind::Let { vars, expr: Expr::Build { .. } } => Some(vars.iter().copied()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let built = arrayad_ir::visit::comprehension_results(&f.body);
     let mut host: Option<Function> = None;
     // The statements replaced by several, by index: the sums of parallel
     // sums (by the loop that adds the block sums), parallel maxima,
@@ -210,14 +201,21 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
     let mut replaced: HashMap<usize, Vec<Stmt>> = HashMap::new();
     let (mut made, mut reductions) = (0, 0);
     // The extents bound at the top (`let n = dim x 0`), the sizes computed
-    // from them by `+ - *` and division by a literal (the pairs of a jammed
-    // comprehension, `n / 2`: `arrayad_ir::passes::jam_builds`), and the
-    // checks of their equalities, so far: a chunk function binds them
-    // again from its arrays (and checks again), so that its lowering knows
-    // what the function's knows of them (bounds checks proven as before,
-    // the points of pairs known in bounds). Each maps to the arrays it is
-    // computed from.
+    // from them and from the other `i64` values of the top level by `+ - *`
+    // and division by a literal (the pairs of a jammed comprehension, `n /
+    // 2`: `arrayad_ir::passes::jam_builds`), and the checks of their
+    // equalities, so far: a chunk function binds them again from its
+    // arrays and those values (and checks again), so that its lowering
+    // knows what the function's knows of them (bounds checks proven as
+    // before, the points of pairs known in bounds). Each maps to the
+    // arrays and values it is computed from (an `i64` value of the top
+    // level that is not such a size, a count picked by a branch, to
+    // itself).
     let mut extents: HashMap<VarId, Vec<VarId>> = HashMap::new();
+    let top_level_size = |v: VarId| f.ty(v) == Type::I64 && !f.var(v).mutable;
+    for p in f.params.iter().filter(|p| top_level_size(**p)) {
+        extents.insert(*p, vec![*p]);
+    }
     let mut facts: Vec<&Stmt> = Vec::new();
     // The extents of the arrays built so far, which a chunk function
     // reading them checks once and then knows (`shapes`).
@@ -242,10 +240,23 @@ fn split_function(f: &Function, h: usize, callees: &Callees, chunks: &mut Vec<Ch
                     facts.push(s);
                 }
             }
-            StmtKind::Let { vars, expr: Expr::Binary(op, a, b) } => {
-                if let Some(arrays) = derived_size(f, vars, *op, a, b, &extents) {
-                    extents.insert(vars[0], arrays);
-                    facts.push(s);
+            StmtKind::Let { vars, expr } => {
+                let sources = match expr {
+                    Expr::Binary(op, a, b) => derived_size(f, vars, *op, a, b, &extents),
+                    Expr::If { cond, then_branch, else_branch } => {
+                        picked_size(f, vars, cond, then_branch, else_branch, &extents)
+                    }
+                    _ => None,
+                };
+                match (sources, vars.as_slice()) {
+                    (Some(sources), [v]) => {
+                        extents.insert(*v, sources);
+                        facts.push(s);
+                    }
+                    (None, [v]) if top_level_size(*v) => {
+                        extents.insert(*v, vec![*v]);
+                    }
+                    _ => {}
                 }
             }
             StmtKind::CheckSize { a, b, .. } => {
@@ -627,7 +638,8 @@ fn weight(body: &Block) -> u64 {
 
 /// The variables the comprehension statement `s` uses and does not bind,
 /// in order of first use, except the extents of `extents` (bound by `dim`
-/// of an array, which [`extent_facts`] binds again): their arrays instead.
+/// of an array, or computed from such extents and other `i64` values,
+/// which [`extent_facts`] binds again): their arrays and values instead.
 fn free_vars(s: &Stmt, index: VarId, body: &Block, extents: &HashMap<VarId, Vec<VarId>>) -> Vec<VarId> {
     let mut bound = HashSet::from([index]);
     block_binds(body, &mut |v| {
@@ -651,10 +663,10 @@ fn free_vars(s: &Stmt, index: VarId, body: &Block, extents: &HashMap<VarId, Vec<
     free
 }
 
-/// The arrays the size `vars = a op b` is computed from, when it is an
-/// `i64` sum, difference or product of literals and sizes of `extents`, or
-/// one divided by a literal other than 0 and -1 (which a chunk function
-/// computes again, without error, as the function did).
+/// The arrays and values the size `vars = a op b` is computed from, when
+/// it is an `i64` sum, difference or product of literals and sizes of
+/// `extents`, or one divided by a literal other than 0 and -1 (which a
+/// chunk function computes again, without error, as the function did).
 fn derived_size(
     f: &Function,
     vars: &[VarId],
@@ -670,19 +682,57 @@ fn derived_size(
     }
     let mut arrays = Vec::new();
     for x in [a, b] {
-        match x {
-            Atom::I64(_) => {}
-            Atom::Var(u) => {
-                for w in extents.get(u)? {
-                    if !arrays.contains(w) {
-                        arrays.push(*w);
-                    }
-                }
-            }
-            _ => return None,
-        }
+        size_sources(x, extents, &mut arrays)?;
     }
     Some(arrays)
+}
+
+/// Adds to `sources` the arrays and values the size `x` is computed from
+/// (none for a literal): `None` when `x` is no size of `extents`.
+fn size_sources(x: &Atom, extents: &HashMap<VarId, Vec<VarId>>, sources: &mut Vec<VarId>) -> Option<()> {
+    match x {
+        Atom::I64(_) => {}
+        Atom::Var(u) => {
+            for w in extents.get(u)? {
+                if !sources.contains(w) {
+                    sources.push(*w);
+                }
+            }
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// The arrays and values the size `vars = if cond then a else b` is
+/// computed from, when it is an `i64` picked by an immutable condition
+/// between literals and sizes of `extents` (the count of points of a
+/// comprehension that `arrayad_ir::passes::gather` picks by a branch: `n`
+/// or 0), which a chunk function computes again: the condition's lowering
+/// then knows that a loop over `0..count` that runs at all runs over
+/// `0..n` (`Lower::zero_or`).
+fn picked_size(
+    f: &Function,
+    vars: &[VarId],
+    cond: &Atom,
+    then_branch: &Block,
+    else_branch: &Block,
+    extents: &HashMap<VarId, Vec<VarId>>,
+) -> Option<Vec<VarId>> {
+    let [v] = vars else { return None };
+    if f.var(*v).mutable || f.ty(*v) != Type::I64 || !then_branch.stmts.is_empty() || !else_branch.stmts.is_empty() {
+        return None;
+    }
+    let mut sources = Vec::new();
+    match cond {
+        Atom::Bool(_) => {}
+        Atom::Var(c) if !f.var(*c).mutable => sources.push(*c),
+        _ => return None,
+    }
+    for r in then_branch.results.iter().chain(&else_branch.results) {
+        size_sources(r, extents, &mut sources)?;
+    }
+    Some(sources)
 }
 
 /// Of `facts` (the extents bound at the top of a function, the sizes
@@ -695,13 +745,19 @@ fn extent_facts<'a>(facts: &[&'a Stmt], free: &[VarId]) -> Vec<&'a Stmt> {
     let mut bound = HashSet::new();
     let mut out = Vec::new();
     for s in facts {
-        let known = |x: &Atom| x.as_var().is_none_or(|v| bound.contains(&v));
+        let known = |x: &Atom| x.as_var().is_none_or(|v| bound.contains(&v) || free.contains(&v));
         let keep = match &s.kind {
             StmtKind::Let { vars, expr: Expr::Dim { array, .. } } if free.contains(array) => {
                 bound.extend(vars.iter().copied());
                 true
             }
             StmtKind::Let { vars, expr: Expr::Binary(_, a, b) } if known(a) && known(b) => {
+                bound.extend(vars.iter().copied());
+                true
+            }
+            StmtKind::Let { vars, expr: Expr::If { cond, then_branch, else_branch } }
+                if known(cond) && then_branch.results.iter().chain(&else_branch.results).all(known) =>
+            {
                 bound.extend(vars.iter().copied());
                 true
             }
