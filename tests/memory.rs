@@ -325,3 +325,31 @@ def f(x: [n]f64) -> [n]f64 =
         assert_eq!(got.data, want.data, "{b:?}");
     }
 }
+
+#[test]
+fn a_large_array_does_not_double_the_chunk_after_it() {
+    // y (4 MB) gets an arena chunk of its own size; the row sums after it
+    // (8 KB) get a small chunk, not one of 8 MB (the arena doubles the
+    // chunk size the doubling reached, not the size of one large array;
+    // 12 MB held before).
+    let (n, m) = (1000, 500);
+    let x = Value::Array(ArrayValue {
+        shape: vec![n, m],
+        data: ArrayData::F64((0..n * m).map(|i| 0.001 * i as f64).collect()),
+    });
+    let y = (n * m * 8) as u64;
+    let rows = "for i < n => for j < m => x[i, j] * 2.0";
+    for src in [
+        format!("def g(x: [n][m]f64, c: bool) -> f64 = let y = ({rows}) in sum(for i < n => sum(y[i]))"),
+        format!(
+            "def g(x: [n][m]f64, c: bool) -> f64 = let y = if c then ({rows}) else x in sum(for i < n => sum(y[i]))"
+        ),
+    ] {
+        for (primal, grad) in memory(&src, "g", &[x.clone(), Value::Bool(true)]) {
+            assert!(primal <= y + (1 << 19), "{src}: the primal held {primal} bytes for a result of {y}");
+            // y, its cotangent and x's: three arrays of y's size (28 MB
+            // held before, chunks of 4, 8 and 16 MB).
+            assert!(grad <= 3 * y + (1 << 20), "{src}: the gradient held {grad} bytes for arrays of {y}");
+        }
+    }
+}

@@ -47,6 +47,12 @@ class Function:
         leaves taped, as ``FILE:LINE:COL: warning: ...`` strings: while
         loops, loops without a primal state, loops with ``i64`` or ``bool``
         array states. Empty without checkpointing."""
+    def backend_ir(self, kind: str) -> Optional[str]:
+        """The backend's code of ``kind`` (``"primal"``, ``"jvp"``,
+        ``"vjp"``, ``"vjp_rows"``, ``"jvp_lanes"`` or ``"hvp"``) as text:
+        Cranelift IR, or optimised LLVM IR; None on the interpreter. The
+        code is compiled again with its text kept, which costs about one
+        compilation. ``UsageError`` for another kind."""
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The value: one result leaf as itself (f64 -> float, i64 -> int,
         bool -> bool, ``[n][m]f64`` -> float64 array of shape ``(n, m)``), a

@@ -755,6 +755,18 @@ impl Function {
         Ok(warnings.iter().map(ToString::to_string).collect())
     }
 
+    /// The backend's code of `kind` (``"primal"``, ``"jvp"``, ``"vjp"``,
+    /// ``"vjp_rows"``, ``"jvp_lanes"`` or ``"hvp"``) as text: Cranelift IR,
+    /// or optimised LLVM IR; `None` on the interpreter. Compiles the code
+    /// again with its text kept (about the cost of a compilation).
+    /// `UsageError` for another kind.
+    fn backend_ir(&self, py: Python<'_>, kind: &str) -> PyResult<Option<String>> {
+        guarded(py, || {
+            let f = &self.f;
+            py.detach(|| f.backend_ir(kind)).map_err(|e| to_py(py, e))
+        })
+    }
+
     fn __repr__(&self) -> String {
         format!("<arrayad.Function {}>", self.signature_text())
     }

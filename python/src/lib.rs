@@ -120,6 +120,14 @@ fn compile_file(
 
 #[pymodule]
 fn _arrayad(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The LLVM backend compiles as the `arrayad` command does, with the
+    // remainders of vectorised loops vectorised too. The option is
+    // process-wide for the LLVM library that sets it, and this extension
+    // links its own LLVM statically and exports none of its symbols, so
+    // another package's LLVM in the same process (numba's llvmlite) keeps
+    // its own options.
+    #[cfg(feature = "llvm")]
+    arrayad::llvm_vectorise_epilogues();
     m.add_class::<module::Module>()?;
     m.add_class::<function::Function>()?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;

@@ -96,6 +96,33 @@ def test_llvm_fast_math():
     assert m.f(x) == pytest.approx(x @ x, rel=1e-12)
 
 
+def test_backend_ir():
+    src = "def f(x: [n]f64) -> f64 = sum(exp(x))"
+    # Cranelift IR's functions start `function u0:0(...)`, LLVM IR's `define`.
+    marker = {"cranelift": "function u0:", "llvm": "define ", "interp": None}
+    for b in arrayad.backends():
+        ir = arrayad.compile(src, backend=b).f.backend_ir("vjp")
+        if marker[b] is None:
+            assert ir is None
+        else:
+            assert marker[b] in ir, ir
+    with pytest.raises(arrayad.UsageError, match="unknown code kind `gradient`"):
+        arrayad.compile(src).f.backend_ir("gradient")
+
+
+@pytest.mark.skipif("llvm" not in arrayad.backends(), reason="this build has no LLVM backend")
+def test_llvm_vectorises_loop_remainders():
+    # As under the `arrayad` command, the remainder of a loop vectorised 4
+    # or 8 lanes wide is vectorised too, 2 lanes wide: here the rows of a
+    # triangle in the backward pass.
+    src = ("def q(l: [n][n]f64, x: [m][n]f64) -> f64 =\n"
+           "  sum(for i < m => let y = x[i] in sum(for r < n => l[r, r] * y[r] + dot(l[r][0:r], y[0:r])))\n")
+    vjp = arrayad.compile(src, backend="llvm").q.backend_ir("vjp")
+    assert "define" in vjp
+    if "<8 x double>" in vjp or "<4 x double>" in vjp:
+        assert "vec.epilog.vector.body" in vjp, vjp
+
+
 def test_max_memory_forms():
     for mem in (1 << 20, "1M", "1m", "1MB", "1048576"):
         m = arrayad.compile("def f(x: [n]f64) -> f64 = sum(x)", max_memory=mem)

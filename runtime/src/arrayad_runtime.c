@@ -43,6 +43,11 @@ typedef char arrayad_check_stack_limit[(offsetof(arrayad_ctx, stack_limit) == 39
 struct arrayad_chunk {
     arrayad_chunk *next;
     uint64_t size; /* usable bytes at data, a multiple of 32 */
+    /* The size the doubling gave this chunk, before it was enlarged to one
+       request (the array that did not fit): the next chunk doubles this,
+       so that one large array is not followed by a chunk twice as large
+       for the small arrays after it. */
+    uint64_t grown;
     char *data;    /* 32-byte aligned */
     void *raw;     /* what malloc returned */
 };
@@ -128,6 +133,7 @@ static arrayad_chunk *new_chunk(uint64_t size) {
         return NULL;
     }
     c->size = size;
+    c->grown = size;
     c->next = NULL;
     return c;
 }
@@ -282,7 +288,7 @@ static void use_chunk(arrayad_ctx *ctx, arrayad_chunk *c) {
 }
 
 void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
-    uint64_t rounded, want, prev;
+    uint64_t rounded, want, prev, grown;
     arrayad_chunk *c;
     char *p;
     if (size > ARRAYAD_MAX_ALLOC) {
@@ -314,12 +320,14 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
             free_chunk(c);
         }
     }
-    prev = ctx->arena_cur ? ctx->arena_cur->size : 0;
-    /* doubling up to ARRAYAD_MAX_CHUNK_GROWTH: after a huge chunk (one large
-       array) the next is not as large again unless the request needs it */
-    want = prev < ARRAYAD_MAX_CHUNK_GROWTH ? 2 * prev : ARRAYAD_MAX_CHUNK_GROWTH;
-    if (want < ARRAYAD_MIN_CHUNK) want = ARRAYAD_MIN_CHUNK;
-    if (want < rounded) want = rounded;
+    prev = ctx->arena_cur ? ctx->arena_cur->grown : 0;
+    /* Doubling up to ARRAYAD_MAX_CHUNK_GROWTH, from the size the doubling
+       gave the current chunk: a chunk enlarged to one large array is not
+       followed by one twice its size (a 4 MB result, then its 8 KB row
+       sums, held 12 MB). */
+    grown = prev < ARRAYAD_MAX_CHUNK_GROWTH ? 2 * prev : ARRAYAD_MAX_CHUNK_GROWTH;
+    if (grown < ARRAYAD_MIN_CHUNK) grown = ARRAYAD_MIN_CHUNK;
+    want = grown < rounded ? rounded : grown;
     /* The memory limit: a smaller chunk if that fits, else an error. */
     if (want > ctx->limit || ctx->held > ctx->limit - want) want = rounded;
     if (want > ctx->limit || ctx->held > ctx->limit - want) {
@@ -335,6 +343,7 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
                "out of memory: could not allocate an array of %1 bytes", (int64_t)size, 0, 0);
         return NULL;
     }
+    c->grown = want < grown ? want : grown;
     ctx->held += want;
     if (ctx->arena_cur) {
         c->next = ctx->arena_cur->next;
