@@ -267,6 +267,35 @@ def beyond(x: [n]f64) -> f64 =
     check_points_of_pairs("pairs.arr", src, ("pairs", "beyond"), 2);
 }
 
+/// The points of a loop run four iterations at a time
+/// (`arrayad_ir::passes::jam` on LLVM): `j = 4 p + rest` to `j + 3` for
+/// `p < n / 4`, `rest = n - 4 (n / 4)` (a reverse loop), `4 p + 3`
+/// (forward), and those left over, `4 (n / 4) + t` and `t` for `t <
+/// rest`, are below `n`, and index `x` of extent `n` without bounds checks
+/// (`Halving` in `codegen/src/lower/mod.rs`); `j + 4` keeps its check, and
+/// fails once there is a group. The values on every backend are the
+/// interpreter's.
+#[test]
+fn points_of_a_loop_over_groups_index_without_bounds_checks() {
+    let src = "\
+def groups(x: [n]f64) -> f64 =
+  if n == 1 then 0.5 else
+    let rest = n - 4 * (n / 4)
+    in sum(for p < n / 4 =>
+         let j = 4 * p + rest
+         in x[j] * x[j + 1] + x[j + 2] * x[j + 3] + x[4 * p + 3])
+       + sum(for t < rest => x[4 * (n / 4) + t] * x[t])
+def beyond(x: [n]f64) -> f64 =
+  if n == 1 then 0.5 else
+    let rest = n - 4 * (n / 4)
+    in sum(for p < n / 4 =>
+         let j = 4 * p + rest
+         in x[j] * x[j + 4])
+       + sum(for t < rest => x[4 * (n / 4) + t] * x[t])
+";
+    check_points_of_pairs("groups.arr", src, ("groups", "beyond"), 4);
+}
+
 /// The points `2 p` and `min(2 p + 1, n - 1)` of a comprehension over
 /// `p < n / 2 + n mod 2` (the indices of a comprehension of rows run two
 /// points at a time, its last pair a point twice when `n` is odd:

@@ -353,3 +353,26 @@ fn a_large_array_does_not_double_the_chunk_after_it() {
         }
     }
 }
+
+#[test]
+fn rows_of_jammed_residuals_are_computed_where_they_are_kept() {
+    // The vjp's forward pass keeps each point's row of `exp`s (800 KB) and
+    // runs two points per iteration (`arrayad_ir::passes::jam_builds`),
+    // yielding the literal `[e0, e1]`: the rows are computed in their
+    // places in the literal, and the literal in its place in the residuals
+    // (`codegen/src/lower/placed.rs`), so the gradient holds the
+    // residuals' 3.2 MB and rows of cotangents (5.4 MB in all). Copied,
+    // each pair's rows and literal took chunks of their own (11.7 MB).
+    let (n, m) = (4usize, 100_000usize);
+    let w =
+        Value::Array(ArrayValue { shape: vec![m], data: ArrayData::F64((0..m).map(|r| 1e-6 * r as f64).collect()) });
+    let x = Value::Array(ArrayValue { shape: vec![n], data: ArrayData::F64((0..n).map(|i| 0.5 + i as f64).collect()) });
+    let src =
+        "def g(w: [m]f64, x: [n]f64) -> f64 = sum(for i < n => let q = for r < m => exp(w[r] * x[i]) in log(sum(q)))";
+    let row = (m * 8) as u64;
+    for (primal, grad) in memory(src, "g", &[w, x]) {
+        assert!(primal <= row + (1 << 19), "the primal held {primal} bytes for rows of {row}");
+        // The residuals (n rows) and two rows of cotangents.
+        assert!(grad <= (n as u64 + 2) * row + (1 << 20), "the gradient held {grad} bytes for rows of {row}");
+    }
+}

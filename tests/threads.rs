@@ -272,16 +272,17 @@ fn row_blocks_are_the_interpreters() {
     let fid = program.find("blocks").expect("the function");
     let vjp = common::ad::vjp(&program, fid, &[true, true, false]).expect("vjp");
     // The nest the blocks are for: at the top level, a loop over the
-    // components whose body is a loop over the points, two at a time
-    // (`ir::passes::jam`: the pairs' counts before it, the last point of
-    // an odd count after it), reading the stacked residuals `r[j, k, ..]`
-    // (`j` a point of the pair).
+    // components whose body is a loop over the points, reading the stacked
+    // residuals `r[j, k, ..]` (`j` the point). Code generation runs it
+    // several points at a time (`ir::passes::jam`: the groups' counts
+    // before it, the points left over after it; `j` a point of the
+    // group), on every backend.
     let interchanged = vjp.body.stmts.iter().any(|s| {
         let arrayad_ir::StmtKind::For { index: k, body, .. } = &s.kind else { return false };
         let loops: Vec<_> = body.stmts.iter().filter(|s| matches!(s.kind, arrayad_ir::StmtKind::For { .. })).collect();
         let [inner] = loops.as_slice() else { return false };
-        let arrayad_ir::StmtKind::For { body: b, .. } = &inner.kind else { return false };
-        let mut points = std::collections::HashSet::new();
+        let arrayad_ir::StmtKind::For { index: j, body: b, .. } = &inner.kind else { return false };
+        let mut points = std::collections::HashSet::from([*j]);
         arrayad_ir::visit::block_binds(b, &mut |v| {
             points.insert(v);
         });
@@ -353,7 +354,8 @@ fn row_blocks_are_the_interpreters() {
 /// The gradient of `examples/gmm_packed.arr`, whose packed reads are
 /// gathered into two comprehensions (`arrayad_ir::passes::gather`): it
 /// tapes nothing, its backward nest is interchanged (a loop over the
-/// components whose body is the loop over the points, two at a time),
+/// components whose body is the loop over the points, which code generation
+/// runs several at a time),
 /// cannot fail and runs on the pool, the interpreter's bits on 1, 2 and 7 threads.
 fn packed_gathers_run_on_the_pool() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -361,9 +363,9 @@ fn packed_gathers_run_on_the_pool() {
     let program = arrayad_frontend::compile("gmm_packed.arr", &src).expect("compiles");
     let fid = program.find("gmm").expect("the function");
     let vjp = common::ad::vjp(&program, fid, &[true, true, true, false, false, false]).expect("vjp");
-    // The loop over the points runs two points per iteration
-    // (`arrayad_ir::passes::jam`): the component's body is the pairs'
-    // count, their loop and the remainder's branch.
+    // The component's body is the loop over the points (which code
+    // generation runs several points per iteration, `arrayad_ir::passes::jam`)
+    // and numbers.
     let nested = |s: &arrayad_ir::Stmt| {
         use arrayad_ir::StmtKind::{For, If, Let};
         let For { body, .. } = &s.kind else { return false };

@@ -134,7 +134,7 @@ impl JitModule {
         // Parallel maps: their chunk functions first, which the functions
         // call at their addresses (`crate::parallel`).
         let refs: Vec<&arrayad_ir::Function> = funcs.iter().collect();
-        let (split, chunks) = crate::schedule::schedule(&refs, callees);
+        let (split, chunks) = crate::schedule::schedule(&refs, callees, backend);
         let mut callees = callees.clone();
         let mut chunk_texts: Vec<Vec<String>> = vec![Vec::new(); funcs.len()];
         let chunk_code = if chunks.is_empty() {

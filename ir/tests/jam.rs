@@ -1,9 +1,10 @@
 //! Unroll-and-jam of backward loop nests (`passes::jam`): a loop over points
-//! whose inner loops add into elements fixed by their indices runs two
-//! points per iteration, with the bits of the original under the reference
-//! interpreter, for even and odd counts, backward and forward; loops that
-//! break a condition of the module docs are left as they are; the indices
-//! of the pairs are known in bounds (`passes::fallible`), so the jammed
+//! whose inner loops add into elements fixed by their indices runs two,
+//! three, four or eight points per iteration, with the bits of the original
+//! under the reference interpreter, for counts that leave none, some or all
+//! points over, backward and forward; loops that break a condition of the
+//! module docs are left as they are; the indices of the groups and of the
+//! points left over are known in bounds (`passes::fallible`), so the jammed
 //! loop can still be split out and run on threads.
 
 mod common;
@@ -140,34 +141,47 @@ fn top_loops(p: &Program) -> Vec<&Stmt> {
 }
 
 #[test]
-fn nests_run_two_points_at_a_time_with_the_same_bits() {
-    for reverse in [true, false] {
-        let p = program(Twist::None, reverse);
-        verify_program(&p).unwrap_or_else(|e| panic!("program fails to verify: {e:?}"));
-        let mut q = p.clone();
-        assert!(jam_backward_nests(&mut q.funcs[0]), "reverse {reverse}: not jammed");
-        verify_program(&q).unwrap_or_else(|e| panic!("jammed program fails to verify: {e:?}\n{}", printed(&q)));
-        // One loop over pairs, at the pairs' count; its body holds one
-        // loop over the rows, whose body holds one loop over a row.
-        let loops = top_loops(&q);
-        assert_eq!(loops.len(), 1, "{}", printed(&q));
-        let StmtKind::For { n: Atom::Var(pairs), body, .. } = &loops[0].kind else { panic!("{}", printed(&q)) };
-        assert!(q.funcs[0].var(*pairs).name.starts_with("pairs"), "{}", printed(&q));
-        let inner: Vec<&Stmt> = body.stmts.iter().filter(|s| matches!(s.kind, StmtKind::For { .. })).collect();
-        assert_eq!(inner.len(), 1, "the two points' row loops are not one:\n{}", printed(&q));
-        for n in [0, 1, 2, 3, 4, 5, 8, 13] {
-            for case in 0..3 {
-                let args = input(n, case);
-                let want = interp::run(&p, FuncId(0), &args).expect("original runs");
-                let got = interp::run(&q, FuncId(0), &args).unwrap_or_else(|e| panic!("jammed fails: {e:?}"));
-                assert_eq!(bits(&got), bits(&want), "reverse {reverse}, n = {n}, case {case}:\n{}", printed(&q));
+fn nests_run_several_points_at_a_time_with_the_same_bits() {
+    for factor in [2, 3, 4, 8] {
+        for reverse in [true, false] {
+            let p = program(Twist::None, reverse);
+            verify_program(&p).unwrap_or_else(|e| panic!("program fails to verify: {e:?}"));
+            let mut q = p.clone();
+            assert!(jam_backward_nests(&mut q.funcs[0], factor), "factor {factor}, reverse {reverse}: not jammed");
+            verify_program(&q).unwrap_or_else(|e| panic!("jammed program fails to verify: {e:?}\n{}", printed(&q)));
+            // One loop over groups of points, at the groups' count; its
+            // body holds one loop over the rows, whose body holds one loop
+            // over a row. Then the branch of the points left over.
+            let loops = top_loops(&q);
+            assert_eq!(loops.len(), 1, "{}", printed(&q));
+            let StmtKind::For { n: Atom::Var(groups), body, .. } = &loops[0].kind else { panic!("{}", printed(&q)) };
+            let name = if factor == 2 { "pairs" } else { "groups" };
+            assert!(q.funcs[0].var(*groups).name.starts_with(name), "{}", printed(&q));
+            let inner: Vec<&Stmt> = body.stmts.iter().filter(|s| matches!(s.kind, StmtKind::For { .. })).collect();
+            assert_eq!(inner.len(), 1, "the points' row loops are not one:\n{}", printed(&q));
+            for n in [0, 1, 2, 3, 4, 5, 7, 8, 9, 13, 17] {
+                for case in 0..3 {
+                    let args = input(n, case);
+                    let want = interp::run(&p, FuncId(0), &args).expect("original runs");
+                    let got = interp::run(&q, FuncId(0), &args).unwrap_or_else(|e| panic!("jammed fails: {e:?}"));
+                    assert_eq!(
+                        bits(&got),
+                        bits(&want),
+                        "factor {factor}, reverse {reverse}, n = {n}, case {case}:\n{}",
+                        printed(&q)
+                    );
+                }
             }
+            // The points' indices are in bounds, the group's and those
+            // left over: nothing in the jammed loop, nor in the branch
+            // after it, may fail (as nothing in the original could).
+            let facts = fallible::analyse(&q.funcs[0]);
+            assert!(!facts.block(body), "factor {factor}: the jammed body may fail:\n{}", printed(&q));
+            let last = q.funcs[0].body.stmts.iter().rev().find(|s| matches!(s.kind, StmtKind::If { .. }));
+            let last = last.unwrap_or_else(|| panic!("no branch of the points left over:\n{}", printed(&q)));
+            assert!(!facts.stmt(&last.kind), "factor {factor}: the points left over may fail:\n{}", printed(&q));
+            assert!(!fallible::analyse(&p.funcs[0]).stmt(&p.funcs[0].body.stmts.last().unwrap().kind));
         }
-        // The pairs' indices are in bounds: nothing in the jammed loop may
-        // fail (as nothing in the original could).
-        let facts = fallible::analyse(&q.funcs[0]);
-        assert!(!facts.block(body), "the jammed body may fail:\n{}", printed(&q));
-        assert!(!fallible::analyse(&p.funcs[0]).stmt(&p.funcs[0].body.stmts.last().unwrap().kind));
     }
 }
 
@@ -178,7 +192,7 @@ fn loops_breaking_a_condition_are_left_alone() {
             let p = program(twist, reverse);
             verify_program(&p).unwrap_or_else(|e| panic!("{twist:?}: program fails to verify: {e:?}"));
             let mut q = p.clone();
-            assert!(!jam_backward_nests(&mut q.funcs[0]), "{twist:?}: jammed");
+            assert!(!jam_backward_nests(&mut q.funcs[0], 4), "{twist:?}: jammed");
             assert_eq!(printed(&q), printed(&p), "{twist:?}: rewritten");
         }
     }

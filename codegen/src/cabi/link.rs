@@ -338,7 +338,7 @@ fn build_calling(
     // Parallel maps: the chunk functions split out of the functions, under
     // the symbol of their function with `.parK` appended (`crate::parallel`).
     let refs: Vec<&arrayad_ir::Function> = funcs.iter().map(|(_, f)| *f).collect();
-    let (split, chunks) = crate::schedule::schedule(&refs, &callees);
+    let (split, chunks) = crate::schedule::schedule(&refs, &callees, opts.backend);
     let mut all: Vec<(String, &arrayad_ir::Function)> =
         funcs.iter().zip(&split).map(|((sym, f), s)| (sym.clone(), s.as_ref().unwrap_or(f))).collect();
     for c in &chunks {

@@ -57,7 +57,11 @@ impl<E: Emitter> Lower<'_, E> {
                 vec![Val::S(d)]
             }
             Expr::Reduce { op, array } => vec![Val::S(self.reduce(*op, *array)?)],
-            Expr::ArrayLit { elem_ty, elems } => vec![Val::A(self.array_lit(*elem_ty, elems)?)],
+            Expr::ArrayLit { elem_ty, elems } => {
+                // A literal of rows computed in place (`placed.rs`).
+                let place = vars.first().and_then(|v| self.places.remove(v));
+                vec![Val::A(self.array_lit(*elem_ty, elems, place)?)]
+            }
             Expr::Build { n, index, body } => self.build(vars, n, *index, body)?,
             Expr::Loop { n, index, states, init, body } => self.loop_(n, *index, states, init, body)?,
             Expr::While { states, init, cond, body } => self.while_(states, init, cond, body)?,
@@ -265,29 +269,27 @@ impl<E: Emitter> Lower<'_, E> {
     }
 
     /// Records what `v = x op y` (`i64`) is in the indices of the points
-    /// of a loop run two iterations at a time ([`super::Halving`]).
+    /// of a loop run `d` iterations at a time ([`super::Halving`]).
     fn note_halving(&mut self, op: BinOp, x: E::Value, y: E::Value, v: E::Value) {
         use super::Halving::{Below, Half, Last, Odd, Paired, Pairs, Point, Twice};
-        let two = |l: &Self, a: E::Value| l.known.const_value(a) == Some(2);
+        let factor = |l: &Self, a: E::Value| l.known.const_value(a).filter(|d| *d >= 2);
         let fact = match op {
-            BinOp::Div if two(self, y) => Some(Half(x)),
+            BinOp::Div => factor(self, y).map(|d| Half(x, d)),
             BinOp::Mul => [(x, y), (y, x)].into_iter().find_map(|(a, b)| {
-                if !two(self, b) {
-                    return None;
-                }
+                let d = factor(self, b)?;
                 match self.halving.get(&a) {
-                    Some(&Half(n)) => Some(Paired(n)),
-                    // `a` an index below `n / 2`, or below the pairs of
+                    Some(&Half(n, e)) if e == d => Some(Paired(n, d)),
+                    // `a` an index below `n / d`, or below the pairs of
                     // a comprehension of rows.
                     _ => self.in_bounds.iter().find_map(|&(i, h)| match self.halving.get(&h) {
-                        Some(&Half(n)) if i == a => Some(Twice(n)),
-                        Some(&Pairs(n)) if i == a => Some(Below(n)),
+                        Some(&Half(n, e)) if i == a && e == d => Some(Twice(n, d)),
+                        Some(&Pairs(n)) if i == a && d == 2 => Some(Below(n)),
                         _ => None,
                     }),
                 }
             }),
             BinOp::Sub => match self.halving.get(&y) {
-                Some(&Paired(n)) if x == n || self.known.same(x, n) => Some(Odd(n)),
+                Some(&Paired(n, d)) if x == n || self.known.same(x, n) => Some(Odd(n, d)),
                 _ if self.known.const_value(y) == Some(1) => Some(Last(x)),
                 _ => None,
             },
@@ -299,19 +301,36 @@ impl<E: Emitter> Lower<'_, E> {
                 }
                 _ => None,
             },
-            BinOp::Add => match (self.halving.get(&x), self.halving.get(&y)) {
-                (Some(&Half(n)), Some(&Odd(m))) | (Some(&Odd(m)), Some(&Half(n))) if n == m => Some(Pairs(n)),
-                (Some(&Twice(n)), Some(&Odd(m))) | (Some(&Odd(m)), Some(&Twice(n))) if n == m => Some(Point(n)),
-                // `twice + 0`, the first point of a forward loop.
-                (Some(&fact), _) if self.known.const_value(y) == Some(0) => Some(fact),
-                (_, Some(&fact)) if self.known.const_value(x) == Some(0) => Some(fact),
-                _ => None,
-            },
+            BinOp::Add => [(x, y), (y, x)].into_iter().find_map(|(a, b)| {
+                let c = self.known.const_value(b);
+                match (self.halving.get(&a), self.halving.get(&b)) {
+                    (Some(&Half(n, 2)), Some(&Odd(m, 2))) if n == m => Some(Pairs(n)),
+                    (Some(&Twice(n, d)), Some(&Odd(m, e))) if n == m && d == e => Some(Point(n, d)),
+                    // `twice + 0`, the first point of a forward loop.
+                    (Some(&fact), _) if c == Some(0) => Some(fact),
+                    // The other points of a run of `d`: `0 <= v + c <= n - 1`.
+                    (Some(&(Twice(n, d) | Point(n, d))), _) if c.is_some_and(|c| (1..d).contains(&c)) => Some(Below(n)),
+                    // `(n / d) * d + t`, `t` an index below the remainder:
+                    // the iterations left over, below `n`.
+                    (Some(&Paired(n, d)), _) if self.below_remainder(b) == Some((n, d)) => Some(Below(n)),
+                    _ => None,
+                }
+            }),
             _ => None,
         };
         if let Some(fact) = fact {
             self.halving.insert(v, fact);
         }
+    }
+
+    /// `(n, d)` when `i` is the index of a loop over the remainder `Odd(n,
+    /// d)` (`0 <= i < n - (n / d) * d <= n`: the iterations a loop run `d`
+    /// at a time leaves over).
+    fn below_remainder(&self, i: E::Value) -> Option<(E::Value, i64)> {
+        self.in_bounds.iter().find_map(|&(j, h)| match self.halving.get(&h) {
+            Some(&super::Halving::Odd(n, d)) if j == i => Some((n, d)),
+            _ => None,
+        })
     }
 
     /// `x / d` (or `x % d` when `rem`) for a literal `d` other than 0 and
@@ -484,8 +503,9 @@ impl<E: Emitter> Lower<'_, E> {
     /// the triangular nest `for r < d => sum(for c < r => x[c])`, `c < r
     /// < d` (packed triangular storage, Cholesky-like loops), and `for c <
     /// r + 1` (`c <= r < d`, [`Lower::successors`]); or `i` is a point
-    /// `j` or `j + 1` of a loop over `0..d` run two iterations at a time
-    /// (`0 <= j <= d - 2`, [`super::Halving`]). Each step
+    /// `j` to `j + m - 1` of a loop over `0..d` run `m` iterations at a
+    /// time (`0 <= j <= d - m`), or one it leaves over
+    /// ([`super::Halving`]). Each step
     /// follows the first bound that is itself an index, so the query is
     /// linear in the loop depth.
     pub(super) fn known_in_bounds(&self, i: E::Value, d: E::Value) -> bool {
@@ -494,16 +514,20 @@ impl<E: Emitter> Lower<'_, E> {
                 return true;
             }
         }
-        // The points `j`, `j + 1` of a pair of iterations of a loop over
-        // `0..n` run two at a time, `0 <= j <= n - 2`.
+        // The points `j`, `j + 1` of a group of iterations of a loop over
+        // `0..n` run several at a time, `0 <= j <= n - 2` (the others are
+        // `Below`).
         let point = |v: E::Value| match self.halving.get(&v) {
-            Some(&super::Halving::Point(n) | &super::Halving::Twice(n)) => self.bound_is(n, d),
+            Some(&super::Halving::Point(n, _) | &super::Halving::Twice(n, _)) => self.bound_is(n, d),
             _ => false,
         };
         if point(i) || self.successors.get(&i).is_some_and(|&j| point(j)) {
             return true;
         }
         if matches!(self.halving.get(&i), Some(&super::Halving::Below(n)) if self.bound_is(n, d)) {
+            return true;
+        }
+        if self.below_remainder(i).is_some_and(|(n, _)| self.bound_is(n, d)) {
             return true;
         }
         let mut below = i;
@@ -845,7 +869,15 @@ impl<E: Emitter> Lower<'_, E> {
         Ok(r)
     }
 
-    fn array_lit(&mut self, elem_ty: Type, elems: &[Atom]) -> Result<Arr<E::Value>> {
+    /// The array literal `[elems..]` of `elem_ty` elements; a literal of
+    /// rows is allocated at `place` when it fits (`placed.rs`), and a row
+    /// already at its place there is not copied.
+    fn array_lit(
+        &mut self,
+        elem_ty: Type,
+        elems: &[Atom],
+        place: Option<(E::Value, E::Value)>,
+    ) -> Result<Arr<E::Value>> {
         let elem = elem_ty.elem;
         let n = self.iconst(elems.len() as i64);
         if elem_ty.is_scalar() {
@@ -874,12 +906,21 @@ impl<E: Emitter> Lower<'_, E> {
             Some(o) => self.b.int(IntOp::Or, o, o2),
             None => o2,
         };
-        let ptr = self.alloc_elems(total, elem, Some(ovf))?;
+        self.place_next = place;
+        let ptr = self.alloc_elems(total, elem, Some(ovf));
+        self.place_next = None;
+        let ptr = ptr?;
         for (r, row) in rows.iter().enumerate() {
             let ri = self.iconst(r as i64);
             let off = self.b.int(IntOp::Mul, ri, row_count);
             let dst = self.b.elem_addr(ptr, off, elem);
-            self.copy_elems(dst, row.ptr, row_count, elem)?;
+            if place.is_some() {
+                // A row computed at its place in the literal is there.
+                let elsewhere = self.b.icmp(IntCC::Ne, dst, row.ptr);
+                self.if_else(elsewhere, &mut |l| l.copy_elems(dst, row.ptr, row_count, elem), &mut |_| Ok(()))?;
+            } else {
+                self.copy_elems(dst, row.ptr, row_count, elem)?;
+            }
         }
         let mut dims = vec![n];
         dims.extend(first.dims.iter().copied());
@@ -1075,6 +1116,10 @@ impl<E: Emitter> Lower<'_, E> {
             .into_iter()
             .filter(|(k, _)| matches!(outs.get(*k), Some(BuildOut::Array { .. })))
             .collect();
+        let literals: Vec<(usize, VarId, Vec<Option<VarId>>)> = super::placed::placed_literals(self.f, body)
+            .into_iter()
+            .filter(|(k, ..)| matches!(outs.get(*k), Some(BuildOut::Array { .. })))
+            .collect();
         self.hoist_loop_rows(index, body, |l| {
             l.counted_loop_within(start, end, n, false, &mut |l, i| {
                 l.def(index, Val::S(i))?;
@@ -1084,20 +1129,49 @@ impl<E: Emitter> Lower<'_, E> {
                 };
                 // Each placed row's destination: row `at` of its result
                 // (at a null address until the result is allocated).
-                for &(k, y) in &placed {
-                    if let Some(BuildOut::Array { ptr, row_count, elem, .. }) = outs.get(k) {
+                let row_place = |l: &mut Self, k: usize| match outs.get(k) {
+                    Some(BuildOut::Array { ptr, row_count, elem, .. }) => {
                         let base = l.b.use_var(*ptr);
                         let rc = l.b.use_var(*row_count);
                         let size = l.iconst(elem_size(*elem));
                         let bytes = l.b.int(IntOp::Mul, rc, size);
                         let off = l.b.int(IntOp::Mul, at, bytes);
-                        let dst = l.b.ptr_offset(base, off);
-                        l.places.insert(y, (dst, bytes));
+                        Some((l.b.ptr_offset(base, off), bytes))
+                    }
+                    _ => None,
+                };
+                for &(k, y) in &placed {
+                    if let Some(place) = row_place(l, k) {
+                        l.places.insert(y, place);
+                    }
+                }
+                // A literal's rows: part `u` of its destination each, at a
+                // null address while the destination is.
+                for (k, lit, rows) in &literals {
+                    let Some((dst, bytes)) = row_place(l, *k) else { continue };
+                    l.places.insert(*lit, (dst, bytes));
+                    let part = l.div_by_literal(false, bytes, rows.len() as i64);
+                    let null = l.b.iconst(Ty::Ptr, 0);
+                    let exists = l.b.icmp(IntCC::Ne, dst, null);
+                    for (u, y) in rows.iter().enumerate() {
+                        if let Some(y) = y {
+                            let u = l.iconst(u as i64);
+                            let off = l.b.int(IntOp::Mul, u, part);
+                            let at = l.b.ptr_offset(dst, off);
+                            let at = l.b.select(exists, at, null);
+                            l.places.insert(*y, (at, part));
+                        }
                     }
                 }
                 let lowered = l.stmts(&body.stmts);
                 for (_, y) in &placed {
                     l.places.remove(y);
+                }
+                for (_, lit, rows) in &literals {
+                    l.places.remove(lit);
+                    for y in rows.iter().flatten() {
+                        l.places.remove(y);
+                    }
                 }
                 lowered?;
                 let vals: Vec<Val<E::Value>> = body.results.iter().map(|a| l.atom(a)).collect::<Result<_>>()?;
@@ -1153,7 +1227,7 @@ impl<E: Emitter> Lower<'_, E> {
                             let rc = l.b.use_var(*row_count);
                             let off = l.b.int(IntOp::Mul, at, rc);
                             let dst = l.b.elem_addr(base, off, *elem);
-                            if placed.iter().any(|(p, _)| *p == k) {
+                            if placed.iter().any(|(p, _)| *p == k) || literals.iter().any(|(p, ..)| *p == k) {
                                 // Computed there already, unless its
                                 // destination was not taken.
                                 let elsewhere = l.b.icmp(IntCC::Ne, dst, row.ptr);

@@ -471,8 +471,8 @@ pub(crate) enum Size<V> {
 }
 
 /// What an `i64` value is, from how it was computed, in the indices of the
-/// points of a loop over `0..n` run two iterations at a time
-/// (`arrayad_ir::passes::jam`):
+/// points of a loop over `0..n` run `d` iterations at a time
+/// (`arrayad_ir::passes::jam`; `d = 2` below, any literal `d >= 2` alike):
 ///
 /// ```text
 /// let pairs = n / 2; let paired = pairs * 2; let odd = n - paired
@@ -480,12 +480,16 @@ pub(crate) enum Size<V> {
 ///   let twice = pair * 2; let j = twice + odd; let j1 = j + 1; .. }
 /// for pair < pairs do {
 ///   let twice = pair * 2; let j = twice + 0; let j1 = twice + 1; .. }
+/// for rev t < odd do { .. t .. }        for t < odd do { let j = paired + t; .. }
 /// ```
 ///
 /// Inside the loop `pairs >= 1`, so `n >= 2` and `odd` is `n mod 2`, 0 or
 /// 1: `0 <= twice <= 2 pairs - 2 <= n - 2` and `0 <= j <= n - 2`, so that
-/// `j` and `j + 1` are below `n` (`x + 0` has the fact of `x`). A value defined inside the loop is used
-/// only inside it, where these hold ([`Lower::known_in_bounds`]).
+/// `j` and `j + 1` are below `n` (`x + 0` has the fact of `x`); with `d`,
+/// `j + c` for `c < d`. Inside a loop over `odd`, `odd >= 1`, so `0 <= t <
+/// odd <= n` and `paired + t <= n - 1` ([`Lower::below_remainder`]). A
+/// value defined inside the loop is used only inside it, where these hold
+/// ([`Lower::known_in_bounds`]).
 ///
 /// A comprehension of rows jammed two points at a time
 /// (`arrayad_ir::passes::jam_builds`) runs over `pairs = n / 2 + odd`
@@ -506,24 +510,27 @@ pub(crate) enum Size<V> {
 /// negative when `n` is 0.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Halving<V> {
-    /// `n / 2`.
-    Half(V),
-    /// `(n / 2) * 2`.
-    Paired(V),
-    /// `n - (n / 2) * 2`.
-    Odd(V),
-    /// `i * 2`, `i` the index of a loop over `0..n / 2`.
-    Twice(V),
-    /// `Twice(n) + Odd(n)`.
-    Point(V),
-    /// `Half(n) + Odd(n)`: the number of pairs when the last may be a
-    /// point twice.
+    /// `n / d`, for a literal `d >= 2`.
+    Half(V, i64),
+    /// `(n / d) * d`.
+    Paired(V, i64),
+    /// `n - (n / d) * d`.
+    Odd(V, i64),
+    /// `i * d`, `i` the index of a loop over `0..n / d`: `0 <= i * d <= n
+    /// - d`.
+    Twice(V, i64),
+    /// `Twice(n, d) + Odd(n, d)`: `0 <= v <= n - d` too.
+    Point(V, i64),
+    /// `Half(n, 2) + Odd(n, 2)`: the number of pairs when the last may be
+    /// a point twice.
     Pairs(V),
     /// `n - 1`.
     Last(V),
     /// A value `0 <= v <= n - 1`: `i * 2` of an index `i` below
     /// `Pairs(n)`, or `min(x, Last(n))` of such a value `x` or its
-    /// successor.
+    /// successor, or `Twice(n, d) + c` or `Point(n, d) + c` for a literal
+    /// `0 <= c < d` (the points of a loop run `d` iterations at a time,
+    /// `arrayad_ir::passes::jam`).
     Below(V),
 }
 

@@ -40,7 +40,7 @@
 //! result rather than a scope of their own (which would tell LLVM that the
 //! row and its comprehension's result never overlap).
 
-use arrayad_ir::{Atom, Block, Function, VarId};
+use arrayad_ir::{Atom, Block, Expr, Function, StmtKind, VarId};
 use std::collections::HashSet;
 
 /// The rows of `build index < n => body` (in `f`) that are computed in
@@ -62,9 +62,79 @@ pub(super) fn placed_rows(f: &Function, body: &Block) -> Vec<(usize, VarId)> {
     placed
 }
 
+/// The literals of rows among the results of `build index < n => body`
+/// (in `f`) that are computed in their destination, their rows too: `(k,
+/// lit, rows)` for result `k` when it is the array `lit = [y0, y1, ..]`,
+/// bound among the top-level statements of `body` to an immutable
+/// variable (each `lit` at most once: the first result that yields it),
+/// with `rows[u] = Some(y_u)` when `y_u` is an array bound by a
+/// comprehension among those statements to an immutable variable, used
+/// once in `body` (by the literal), neither an earlier row of a literal
+/// nor a row of [`placed_rows`].
+///
+/// Row `u` of the literal's destination (`1 / len` of it, the rows of a
+/// literal being of one shape) is then `y_u`'s destination, and the
+/// literal's copies of its rows find them in place (a comprehension of
+/// rows jammed two points at a time yields `[r0, r1]`:
+/// `arrayad_ir::passes::jam_builds`). As for [`placed_rows`], a
+/// destination is a hint taken only when it holds exactly the row's bytes,
+/// and the rows of a literal occupy disjoint parts of it.
+pub(super) fn placed_literals(f: &Function, body: &Block) -> Vec<(usize, VarId, Vec<Option<VarId>>)> {
+    let built = arrayad_ir::visit::comprehension_results(body);
+    let mut taken: HashSet<VarId> = placed_rows(f, body).into_iter().map(|(_, y)| y).collect();
+    let literals: std::collections::HashMap<VarId, &[Atom]> = body
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Let { vars, expr: Expr::ArrayLit { elem_ty, elems } }
+                if vars.len() == 1 && elem_ty.is_array() =>
+            {
+                Some((vars[0], elems.as_slice()))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut placed = Vec::new();
+    for (k, r) in body.results.iter().enumerate() {
+        let Atom::Var(lit) = r else { continue };
+        let Some(elems) = literals.get(lit) else { continue };
+        if elems.is_empty() || f.var(*lit).mutable || !taken.insert(*lit) {
+            continue;
+        }
+        let rows: Vec<Option<VarId>> = elems
+            .iter()
+            .map(|e| match e {
+                Atom::Var(y) if built.contains(y) && !f.var(*y).mutable && taken.insert(*y) => Some(*y),
+                _ => None,
+            })
+            .collect();
+        placed.push((k, *lit, rows));
+    }
+    // A row used elsewhere than in its literal keeps its own memory: after
+    // the literal it is dead, and an update of it in place would write into
+    // the literal's destination.
+    let mut uses: std::collections::HashMap<VarId, u32> =
+        placed.iter().flat_map(|(_, _, rows)| rows.iter().flatten().map(|y| (*y, 0))).collect();
+    if !uses.is_empty() {
+        arrayad_ir::visit::block_uses(body, &mut |v| {
+            if let Some(c) = uses.get_mut(&v) {
+                *c += 1;
+            }
+        });
+        for (_, _, rows) in &mut placed {
+            for row in rows.iter_mut() {
+                if row.is_some_and(|y| uses.get(&y) != Some(&1)) {
+                    *row = None;
+                }
+            }
+        }
+    }
+    placed
+}
+
 #[cfg(test)]
 mod tests {
-    use super::placed_rows;
+    use super::{placed_literals, placed_rows};
     use arrayad_ir::builder::Builder;
     use arrayad_ir::{Atom, Block, Expr, Function, Scalar, StmtKind, Type};
 
@@ -114,5 +184,82 @@ mod tests {
         assert_eq!(placed_rows(&f, &blk), vec![]);
         let (f, blk) = body(|y, _, _| vec![y], true);
         assert_eq!(placed_rows(&f, &blk), vec![]);
+    }
+
+    /// The body of `for i < dim x 0 => { y = for j < 3 => 1.0; w = for j <
+    /// 3 => 1.0; s = x[i]; lit = [ELEMS]; yield RESULTS }` for
+    /// `elems(y, w, s)` and `results(lit, y)`.
+    fn literal_body(
+        elems: impl Fn(Atom, Atom, Atom) -> Vec<Atom>,
+        results: impl Fn(Atom, Atom) -> Vec<Atom>,
+    ) -> (Function, Block) {
+        literal_body_reading(elems, results, false)
+    }
+
+    /// [`literal_body`], with `t = sum y` after the literal when `read`.
+    fn literal_body_reading(
+        elems: impl Fn(Atom, Atom, Atom) -> Vec<Atom>,
+        results: impl Fn(Atom, Atom) -> Vec<Atom>,
+        read: bool,
+    ) -> (Function, Block) {
+        let (mut f, ps) = Function::with_params("f", &[F2], &[]);
+        let mut b = Builder::new(&mut f);
+        b.begin_block();
+        let row = |b: &mut Builder, name: &str| {
+            let j = b.var("j", Type::I64);
+            b.begin_block();
+            let body = b.end_block(vec![Atom::F64(1.0)]);
+            b.let_one(name, Expr::Build { n: Atom::I64(3), index: j, body })
+        };
+        let y = row(&mut b, "y");
+        let w = row(&mut b, "w");
+        let i = b.var("i", Type::I64);
+        let s = b.let_one("s", Expr::Index { array: ps[0], indices: vec![Atom::Var(i)] });
+        let lit = b.let_one("lit", Expr::ArrayLit { elem_ty: F1, elems: elems(y, w, s) });
+        if read {
+            let Atom::Var(y) = y else { unreachable!("a variable") };
+            b.let_one("t", Expr::Reduce { op: arrayad_ir::ReduceOp::Sum, array: y });
+        }
+        let blk = b.end_block(results(lit, y));
+        drop(b);
+        (f, blk)
+    }
+
+    #[test]
+    fn rows_of_a_literal_yielded_are_placed_in_its_destination() {
+        let var = |a: Atom| a.as_var().unwrap();
+        // `[y, w]`: both rows, each at its part of the literal.
+        let (f, blk) = literal_body(|y, w, _| vec![y, w], |lit, _| vec![lit]);
+        let lit = var(blk.results[0]);
+        let rows = literal_rows(&blk);
+        assert_eq!(placed_literals(&f, &blk), vec![(0, lit, vec![Some(rows[0]), Some(rows[1])])]);
+        // A view among the rows, and a row used twice: neither placed.
+        let (f, blk) = literal_body(|y, _, s| vec![s, y, y], |lit, _| vec![lit]);
+        let lit = var(blk.results[0]);
+        assert_eq!(placed_literals(&f, &blk), vec![(0, lit, vec![None, None, None])]);
+        // A row used after the literal too (which an update in place could
+        // write) keeps its memory.
+        let (f, blk) = literal_body_reading(|y, w, _| vec![y, w], |lit, _| vec![lit], true);
+        let (lit, rows) = (var(blk.results[0]), literal_rows(&blk));
+        assert_eq!(placed_literals(&f, &blk), vec![(0, lit, vec![None, Some(rows[1])])]);
+        // A row that is a placed row of the comprehension itself keeps
+        // that place.
+        let (f, blk) = literal_body(|y, w, _| vec![y, w], |lit, y| vec![y, lit]);
+        let (lit, rows) = (var(blk.results[1]), literal_rows(&blk));
+        assert_eq!(placed_literals(&f, &blk), vec![(1, lit, vec![None, Some(rows[1])])]);
+        // A literal yielded twice: placed for the first result only.
+        let (f, blk) = literal_body(|y, w, _| vec![y, w], |lit, _| vec![lit, lit]);
+        assert_eq!(placed_literals(&f, &blk).len(), 1);
+    }
+
+    /// The rows `y` and `w` that [`literal_body`] binds.
+    fn literal_rows(blk: &Block) -> Vec<arrayad_ir::VarId> {
+        blk.stmts
+            .iter()
+            .filter_map(|st| match &st.kind {
+                StmtKind::Let { vars, expr: Expr::Build { .. } } => Some(vars[0]),
+                _ => None,
+            })
+            .collect()
     }
 }

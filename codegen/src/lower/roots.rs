@@ -109,6 +109,15 @@ impl ArrayRoots {
                             view_of.insert(y, root);
                         }
                     }
+                    // So do the literals of rows computed in place, and
+                    // their rows.
+                    for (k, lit, rows) in super::placed::placed_literals(f, body) {
+                        if let Some(v) = vars.get(k) {
+                            let root = view_of.get(v).copied().unwrap_or(*v);
+                            view_of.insert(lit, root);
+                            view_of.extend(rows.into_iter().flatten().map(|y| (y, root)));
+                        }
+                    }
                 }
                 if vars.iter().any(|v| f.var(*v).mutable) {
                     continue;

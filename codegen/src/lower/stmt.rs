@@ -437,7 +437,7 @@ const ROW_BLOCK_BYTES: i64 = 256 << 10;
 /// indexes.
 struct RowBlockedNest<'b> {
     /// Bindings of numbers before the inner loop that do not depend on
-    /// `k` (the counts of a loop run two iterations at a time:
+    /// `k` (the counts of a loop run several iterations at a time:
     /// `arrayad_ir::passes::jam`), lowered once before the blocks.
     before: &'b [Stmt],
     /// The inner loop `for j < points do { body }`, `j` being `point`.
@@ -452,9 +452,9 @@ struct RowBlockedNest<'b> {
     /// Bindings as `before` after the inner loop (of numbers it does not
     /// change), lowered with them.
     after: &'b [Stmt],
-    /// Then at most one branch on a number they bind (the last iteration
-    /// of a jammed loop of an odd count), whose branches run for each `k`
-    /// of the block.
+    /// Then at most one branch on a number they bind (the iterations a
+    /// jammed loop leaves over), whose branches run for each `k` of the
+    /// block.
     last: Option<(&'b Atom, &'b Block, &'b Block)>,
 }
 

@@ -135,6 +135,7 @@ pub fn analyse(f: &Function) -> Fallible {
         quotients: HashMap::default(),
         multiples: HashMap::default(),
         remainders: HashMap::default(),
+        leftover: HashMap::default(),
         strides: HashMap::default(),
         positive_remainders: Vec::new(),
         selected: HashMap::default(),
@@ -212,6 +213,10 @@ struct Analysis<'f> {
     /// or such a `t` plus the remainder of `n` by `d`, once: the flag
     /// says the remainder is added, and a second one is not).
     strides: HashMap<VarId, (Atom, i64, bool)>,
+    /// Indices of loops over a remainder `r` of `n` by `d`, as `(n, d)`:
+    /// `0 <= t < r <= n` while the loop runs (the iterations a loop run
+    /// `d` at a time leaves over).
+    leftover: HashMap<VarId, (Atom, i64)>,
     /// Remainders known to be at least 1 here (the `then` branch of `r >
     /// 0`).
     positive_remainders: Vec<VarId>,
@@ -336,8 +341,18 @@ impl Analysis<'_> {
     }
 
     /// `index` runs over `0..n` in a nested block at `depth`.
+    /// An index below a remainder `r` of `m` by `d` is below `m` too (`r
+    /// <= m` whenever `r >= 1`): its bound is `m`, the extent of the
+    /// arrays it indexes.
     fn enter_loop(&mut self, index: VarId, n: Atom, depth: u32) {
         self.set_depth(index, depth);
+        let n = match n.as_var().and_then(|r| self.remainders.get(&r)) {
+            Some(&(m, d)) => {
+                self.leftover.insert(index, (m, d));
+                m
+            }
+            None => n,
+        };
         self.bound.insert(index, n);
         let k = self.key(Key::Var(index));
         self.nonneg[k] = true;
@@ -801,6 +816,14 @@ impl Analysis<'_> {
                         _ => continue,
                     }
                     return;
+                }
+                // `e + t`, `e = (n / d) * d` and `t` below `n - e`: below `n`.
+                for (x, y) in [(a, b), (b, a)] {
+                    let (Some(x), Some(y)) = (x.as_var(), y.as_var()) else { continue };
+                    if let Some(&m) = self.multiples.get(&x).filter(|m| self.leftover.get(&y) == Some(m)) {
+                        below(self, m.0);
+                        return;
+                    }
                 }
             }
             _ => {}

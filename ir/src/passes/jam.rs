@@ -1,6 +1,6 @@
-//! Unroll-and-jam of backward loop nests: two iterations of a backward
+//! Unroll-and-jam of backward loop nests: several iterations of a backward
 //! loop over points run together, so that each element of a cotangent the
-//! inner loops add into is loaded and stored once for both.
+//! inner loops add into is loaded and stored once for all of them.
 //!
 //! After [`super::interchange`], GMM's backward pass is
 //!
@@ -18,16 +18,21 @@
 //!
 //! Every element of `ct_lower_qs[k]` is loaded, added to and stored once per
 //! point, and every row of the factor read once per point, in loops of at
-//! most `D` iterations. This pass runs iterations `j` and `j - 1` (`j` and
-//! `j + 1` in a forward loop) in one iteration, their statements
-//! interleaved: the statements that do not depend on `j` (views of the
-//! factor and of its cotangent, extents) run once for both; the inner
-//! loops whose counts do not depend on `j` become one loop running both
-//! iterations' bodies; each other statement runs for the earlier iteration,
-//! then for the later one. The two additions into an element of
-//! `ct_lrow` follow each other, so the code generator keeps the element in
-//! a register between them (and loads `lrow[c]` once). A loop of an odd
-//! count runs its last iteration alone, after the pairs.
+//! most `D` iterations. This pass runs `F` iterations (the factor, 2 to
+//! [`MAX_FACTOR`]) in one: `j`, `j - 1`, .. (`j`, `j + 1`, .. in a forward
+//! loop), their statements interleaved: the statements that do not depend
+//! on `j` (views of the factor and of its cotangent, extents) run once for
+//! all; the inner loops whose counts do not depend on `j` become one loop
+//! running every iteration's body; each other statement runs for each
+//! iteration in turn, the earliest first. The `F` additions into an
+//! element of `ct_lrow` follow each other, so the code generator keeps the
+//! element in a register between them (and loads `lrow[c]` once). The
+//! iterations a count leaves over (`n mod F`) run alone after the groups.
+//!
+//! Code generation runs the pass on every function it compiles
+//! (`arrayad_codegen`'s `schedule.rs`), with the factor of its backend:
+//! two on Cranelift, four on LLVM, whose vectorised row loop then loads
+//! and stores an element of `ct_lrow` once per four points.
 //!
 //! # Legality
 //!
@@ -51,7 +56,7 @@
 //! Then each element an accumulator of the loop receives its additions in
 //! the loop's order: at most one from each iteration, all at the same
 //! iterations of the inner loops, where the jammed body runs the earlier
-//! iteration's statement first. Every other statement reads only what its
+//! iterations' statements first. Every other statement reads only what its
 //! own iteration wrote or what the loop does not write. The results are
 //! those of the loop as it was, bit for bit, and no error is reported that
 //! the loop would not report. Not applied: when no such addition inside an
@@ -66,30 +71,40 @@ use crate::visit::{expr_uses, freshen_block, stmt_binds, Subst};
 use super::forward_loops::{reads_only_to_add, Facts};
 
 /// Bodies with more statements than this (at every depth) are not jammed:
-/// the jammed loop holds two copies of most of them.
+/// the jammed loop holds `factor` copies of most of them.
 pub const MAX_STMTS: usize = 400;
+
+/// The most iterations [`jam_backward_nests`] runs together.
+pub const MAX_FACTOR: usize = 8;
 
 /// Loops nested in more loops and comprehensions than this are not looked
 /// at.
 const MAX_DEPTH: usize = 8;
 
-/// Jams the backward loops of `f` that qualify (module docs); returns
+/// Jams the backward loops of `f` that qualify (module docs), `factor`
+/// iterations together (2 to [`MAX_FACTOR`], clamped); returns
 /// whether it jammed any. Linear in the size of `f` (each statement is
 /// looked at by at most `MAX_DEPTH` legality checks, each of at most
-/// [`MAX_STMTS`] statements).
-pub fn jam_backward_nests(f: &mut Function) -> bool {
-    let mut candidate = false;
-    crate::visit::for_each_block(&f.body, &mut |b| {
-        candidate |= b.stmts.iter().any(|s| matches!(&s.kind, StmtKind::For { body, .. } if has_inner_for(body)));
-    });
-    if !candidate {
+/// [`MAX_STMTS`] statements; a jammed body is copied `factor` times).
+pub fn jam_backward_nests(f: &mut Function, factor: usize) -> bool {
+    if !has_candidates(f) {
         return false;
     }
     let facts = Facts::of(f);
     let body = std::mem::take(&mut f.body);
     let mut jammed = false;
-    f.body = block(f, &facts, body, 0, &mut jammed);
+    f.body = block(f, &facts, body, 0, factor.clamp(2, MAX_FACTOR), &mut jammed);
     jammed
+}
+
+/// Whether `f` has a loop with a loop at the top level of its body (what
+/// [`jam_backward_nests`] looks for): a cheap test before its analyses.
+pub fn has_candidates(f: &Function) -> bool {
+    let mut candidate = false;
+    crate::visit::for_each_block(&f.body, &mut |b| {
+        candidate |= b.stmts.iter().any(|s| matches!(&s.kind, StmtKind::For { body, .. } if has_inner_for(body)));
+    });
+    candidate
 }
 
 /// Whether `b` has a loop at its top level (a nest whose inner loops the
@@ -100,7 +115,7 @@ fn has_inner_for(b: &Block) -> bool {
 
 /// `b` with its qualifying loops jammed, and those of the blocks nested in
 /// it up to [`MAX_DEPTH`] (not inside a jammed loop).
-fn block(f: &mut Function, facts: &Facts, b: Block, depth: usize, jammed: &mut bool) -> Block {
+fn block(f: &mut Function, facts: &Facts, b: Block, depth: usize, factor: usize, jammed: &mut bool) -> Block {
     let mut out = Vec::with_capacity(b.stmts.len());
     for s in b.stmts {
         let loc = s.loc;
@@ -111,11 +126,11 @@ fn block(f: &mut Function, facts: &Facts, b: Block, depth: usize, jammed: &mut b
         match (s.kind, variant) {
             (StmtKind::For { n, index, reverse, body }, Some(variant)) => {
                 *jammed = true;
-                jam(f, n, index, reverse, body, &variant, loc, &mut out);
+                jam(f, n, index, reverse, body, &variant, factor, loc, &mut out);
             }
             (kind, _) if depth < MAX_DEPTH => {
                 let inner = depth + usize::from(matches!(kind, StmtKind::For { .. } | StmtKind::Let { .. }));
-                let kind = super::inline::map_nested(kind, &mut |nb| block(f, facts, nb, inner, jammed));
+                let kind = super::inline::map_nested(kind, &mut |nb| block(f, facts, nb, inner, factor, jammed));
                 out.push(Stmt { kind, loc });
             }
             (kind, _) => out.push(Stmt { kind, loc }),
@@ -359,18 +374,30 @@ fn has_effects(b: &Block) -> bool {
     found
 }
 
-/// Appends to `out` the jammed form of `for [rev] index < n do body`:
+/// Appends to `out` the jammed form of `for [rev] index < n do body`,
+/// `F = factor` iterations per iteration:
 ///
 /// ```text
-/// let h = n / 2; let e = h * 2; let odd = n - e
-/// for rev p < h do {                  for p < h do {
-///   let b = p * 2 + odd; let a = b + 1  let a = p * 2 + 0; let b = p * 2 + 1
-///   body[a] jammed with body[b]         body[a] jammed with body[b]
-/// }                                   }
-/// if odd > 0 then {                  if odd > 0 then {
-///   let j = odd - 1; body               let j = n - 1; body
-/// }                                   }
+/// let g = n / F; let e = g * F; let rest = n - e
+/// for rev p < g do {                   for p < g do {
+///   let base = p * F                     let base = p * F
+///   let j0 = base + rest                 let j0 = base + 0; ..
+///   let j1 = j0 + 1; ..                  let j(F-1) = base + (F - 1)
+///   body[j(F-1)] jammed .. with body[j0] body[j0] jammed .. with body[j(F-1)]
+/// }                                    }
+/// let more = rest > 0
+/// if more then {                       if more then {
+///   for rev index < rest do body         for t < rest do { let index = e + t; body }
+/// }                                    }
 /// ```
+///
+/// With `F = 2` the iterations left over are one, and the branch runs
+/// `body` once, at `index = rest - 1` (reverse) or `n - 1`. The
+/// iterations of a group run in the loop's order (a reverse loop's highest
+/// point first), the groups too, and those left over after them, as they
+/// did. (The fallible analysis and code generation know all these indices
+/// below `n`: `p * F + c` for `0 <= c < F` and `p` below `n / F`, `p * F +
+/// rest + c` likewise, an index `t` below `rest`, and `e + t`.)
 #[allow(clippy::too_many_arguments)]
 fn jam(
     f: &mut Function,
@@ -379,57 +406,79 @@ fn jam(
     reverse: bool,
     body: Block,
     variant: &HashSet<VarId>,
+    factor: usize,
     loc: Loc,
     out: &mut Vec<Stmt>,
 ) {
-    let i64_var = |f: &mut Function, name: &str| f.new_var(name, Type::I64);
     let let_ = |v: VarId, expr: Expr| Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc };
     let bin = |op: BinOp, a: Atom, b: Atom| Expr::Binary(op, a, b);
-    let (h, _, odd) = pair_counts(f, n, loc, out);
-    let p = i64_var(f, "pair");
-    let (first, second) =
-        (f.new_var(f.var(index).name.clone(), Type::I64), f.new_var(f.var(index).name.clone(), Type::I64));
-    let twice = i64_var(f, "twice");
-    let mut stmts = vec![let_(twice, bin(BinOp::Mul, Atom::Var(p), Atom::I64(2)))];
+    let (g, e, rest) =
+        if factor == 2 { pair_counts(f, n, loc, out) } else { group_counts(f, n, factor as i64, loc, out) };
+    let p = f.new_var(if factor == 2 { "pair" } else { "group" }, Type::I64);
+    let base = f.new_var(if factor == 2 { "twice" } else { "base" }, Type::I64);
+    let name = f.var(index).name.clone();
+    // points[u]: the iteration the `u`-th copy runs, the earliest first.
+    let points: Vec<VarId> = (0..factor).map(|_| f.new_var(&name, Type::I64)).collect();
+    let mut stmts = vec![let_(base, bin(BinOp::Mul, Atom::Var(p), Atom::I64(factor as i64)))];
     if reverse {
-        stmts.push(let_(second, bin(BinOp::Add, Atom::Var(twice), Atom::Var(odd))));
-        stmts.push(let_(first, bin(BinOp::Add, Atom::Var(second), Atom::I64(1))));
+        let low = points[factor - 1];
+        stmts.push(let_(low, bin(BinOp::Add, Atom::Var(base), Atom::Var(rest))));
+        for (u, &point) in points.iter().enumerate().rev().skip(1) {
+            stmts.push(let_(point, bin(BinOp::Add, Atom::Var(low), Atom::I64((factor - 1 - u) as i64))));
+        }
     } else {
-        stmts.push(let_(first, bin(BinOp::Add, Atom::Var(twice), Atom::I64(0))));
-        stmts.push(let_(second, bin(BinOp::Add, Atom::Var(twice), Atom::I64(1))));
+        for (u, &point) in points.iter().enumerate() {
+            stmts.push(let_(point, bin(BinOp::Add, Atom::Var(base), Atom::I64(u as i64))));
+        }
     }
-    let mut copies = [Subst::default(), Subst::default()];
-    copies[0].map.insert(index, Atom::Var(first));
-    copies[1].map.insert(index, Atom::Var(second));
+    let mut copies: Vec<Subst> = points
+        .iter()
+        .map(|&point| {
+            let mut c = Subst::default();
+            c.map.insert(index, Atom::Var(point));
+            c
+        })
+        .collect();
     interleave(f, &body, variant, &mut copies, &mut stmts);
     out.push(Stmt {
-        kind: StmtKind::For { n: Atom::Var(h), index: p, reverse, body: Block { stmts, results: Vec::new() } },
+        kind: StmtKind::For { n: Atom::Var(g), index: p, reverse, body: Block { stmts, results: Vec::new() } },
         loc,
     });
-    // The last iteration of an odd count: the original body, its index bound
-    // to the iteration left.
-    let has_odd = f.new_var("has_odd", Type::BOOL);
-    out.push(let_(has_odd, bin(BinOp::Gt, Atom::Var(odd), Atom::I64(0))));
-    // (The fallible analysis knows both in `0..n` when `odd > 0`.)
-    let last = if reverse { bin(BinOp::Sub, Atom::Var(odd), Atom::I64(1)) } else { bin(BinOp::Sub, n, Atom::I64(1)) };
-    let mut rest = vec![let_(index, last)];
-    rest.extend(body.stmts);
+    // The iterations left over: the original body.
+    let more = f.new_var(if factor == 2 { "has_odd" } else { "more" }, Type::BOOL);
+    out.push(let_(more, bin(BinOp::Gt, Atom::Var(rest), Atom::I64(0))));
+    let then_stmts = if factor == 2 {
+        let last =
+            if reverse { bin(BinOp::Sub, Atom::Var(rest), Atom::I64(1)) } else { bin(BinOp::Sub, n, Atom::I64(1)) };
+        let mut once = vec![let_(index, last)];
+        once.extend(body.stmts);
+        once
+    } else if reverse {
+        vec![Stmt { kind: StmtKind::For { n: Atom::Var(rest), index, reverse, body }, loc }]
+    } else {
+        let t = f.new_var("t", Type::I64);
+        let mut each = vec![let_(index, bin(BinOp::Add, Atom::Var(e), Atom::Var(t)))];
+        each.extend(body.stmts);
+        let body = Block { stmts: each, results: Vec::new() };
+        vec![Stmt { kind: StmtKind::For { n: Atom::Var(rest), index: t, reverse, body }, loc }]
+    };
     out.push(Stmt {
         kind: StmtKind::If {
-            cond: Atom::Var(has_odd),
-            then_branch: Block { stmts: rest, results: Vec::new() },
+            cond: Atom::Var(more),
+            then_branch: Block { stmts: then_stmts, results: Vec::new() },
             else_branch: Block::default(),
         },
         loc,
     });
 }
 
-/// Appends to `out` the statements of `b` for both iterations (module
-/// docs): a statement that does not depend on the iteration once, with
-/// fresh binders (recorded in both substitutions); a loop or branch whose
-/// count or condition does not depend on it once, its body interleaved;
-/// any other statement for the first iteration, then for the second.
-fn interleave(f: &mut Function, b: &Block, variant: &HashSet<VarId>, copies: &mut [Subst; 2], out: &mut Vec<Stmt>) {
+/// Appends to `out` the statements of `b` for every iteration of a group
+/// (module docs), one substitution each: a statement that does not depend
+/// on the iteration once, with fresh binders (recorded in every
+/// substitution); a loop or branch whose count or condition does not
+/// depend on it once, its body interleaved; any other statement for each
+/// iteration in turn, the earliest first.
+fn interleave(f: &mut Function, b: &Block, variant: &HashSet<VarId>, copies: &mut [Subst], out: &mut Vec<Stmt>) {
     let shared = |a: &Atom| a.as_var().is_none_or(|v| !variant.contains(&v));
     for s in &b.stmts {
         match &s.kind {
@@ -457,7 +506,7 @@ fn interleave(f: &mut Function, b: &Block, variant: &HashSet<VarId>, copies: &mu
                     loc: s.loc,
                 });
             }
-            _ => twice(f, s, copies, out),
+            _ => each(f, s, copies, out),
         }
     }
 }
@@ -468,28 +517,44 @@ fn interleave(f: &mut Function, b: &Block, variant: &HashSet<VarId>, copies: &mu
 /// `Halving` in `arrayad_codegen`); returns `(pairs, paired, odd)`.
 pub(super) fn pair_counts(f: &mut Function, n: Atom, loc: Loc, out: &mut Vec<Stmt>) -> (VarId, VarId, VarId) {
     let (h, e, odd) = (f.new_var("pairs", Type::I64), f.new_var("paired", Type::I64), f.new_var("odd", Type::I64));
-    let let_ = |v: VarId, expr: Expr| Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc };
-    out.push(let_(h, Expr::Binary(BinOp::Div, n, Atom::I64(2))));
-    out.push(let_(e, Expr::Binary(BinOp::Mul, Atom::Var(h), Atom::I64(2))));
-    out.push(let_(odd, Expr::Binary(BinOp::Sub, n, Atom::Var(e))));
+    push_counts(n, 2, [h, e, odd], loc, out);
     (h, e, odd)
 }
 
+/// Appends to `out` `let groups = n / d; let grouped = groups * d; let
+/// rest = n - grouped`, the counts of a loop over `0..n` run `d`
+/// iterations at a time; returns `(groups, grouped, rest)`.
+fn group_counts(f: &mut Function, n: Atom, d: i64, loc: Loc, out: &mut Vec<Stmt>) -> (VarId, VarId, VarId) {
+    let (g, e, rest) = (f.new_var("groups", Type::I64), f.new_var("grouped", Type::I64), f.new_var("rest", Type::I64));
+    push_counts(n, d, [g, e, rest], loc, out);
+    (g, e, rest)
+}
+
+fn push_counts(n: Atom, d: i64, [q, e, r]: [VarId; 3], loc: Loc, out: &mut Vec<Stmt>) {
+    let let_ = |v: VarId, expr: Expr| Stmt { kind: StmtKind::Let { vars: vec![v], expr }, loc };
+    out.push(let_(q, Expr::Binary(BinOp::Div, n, Atom::I64(d))));
+    out.push(let_(e, Expr::Binary(BinOp::Mul, Atom::Var(q), Atom::I64(d))));
+    out.push(let_(r, Expr::Binary(BinOp::Sub, n, Atom::Var(e))));
+}
+
 /// Appends `s`, which does not depend on the iteration, to `out` once, with
-/// fresh binders recorded in both substitutions.
-pub(super) fn once(f: &mut Function, s: &Stmt, copies: &mut [Subst; 2], out: &mut Vec<Stmt>) {
+/// fresh binders recorded in every substitution.
+pub(super) fn once(f: &mut Function, s: &Stmt, copies: &mut [Subst], out: &mut Vec<Stmt>) {
     let one = Block { stmts: vec![s.clone()], results: Vec::new() };
-    let copy = freshen_block(f, &one, &[], &mut copies[0]);
+    let Some((head, rest)) = copies.split_first_mut() else { return };
+    let copy = freshen_block(f, &one, &[], head);
     stmt_binds(&s.kind, &mut |v| {
-        let nv = copies[0].map[&v];
-        copies[1].map.insert(v, nv);
+        let nv = head.map[&v];
+        for c in rest.iter_mut() {
+            c.map.insert(v, nv);
+        }
     });
     out.extend(copy.stmts);
 }
 
-/// A fresh index for a loop (or comprehension) `index` that both
-/// iterations run as one, recorded in both substitutions.
-pub(super) fn shared_index(f: &mut Function, index: VarId, copies: &mut [Subst; 2]) -> VarId {
+/// A fresh index for a loop (or comprehension) `index` that the iterations
+/// run as one, recorded in every substitution.
+pub(super) fn shared_index(f: &mut Function, index: VarId, copies: &mut [Subst]) -> VarId {
     let info = f.var(index).clone();
     let i = f.new_var(info.name, info.ty);
     for c in copies.iter_mut() {
@@ -498,9 +563,9 @@ pub(super) fn shared_index(f: &mut Function, index: VarId, copies: &mut [Subst; 
     i
 }
 
-/// Appends `s` to `out` for the first iteration, then for the second (each
-/// with its substitution and fresh binders).
-pub(super) fn twice(f: &mut Function, s: &Stmt, copies: &mut [Subst; 2], out: &mut Vec<Stmt>) {
+/// Appends `s` to `out` for each iteration in turn, the earliest first
+/// (each with its substitution and fresh binders).
+pub(super) fn each(f: &mut Function, s: &Stmt, copies: &mut [Subst], out: &mut Vec<Stmt>) {
     let one = Block { stmts: vec![s.clone()], results: Vec::new() };
     for c in copies.iter_mut() {
         out.extend(freshen_block(f, &one, &[], c).stmts);

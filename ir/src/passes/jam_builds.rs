@@ -56,9 +56,10 @@
 //! second time as the second point of the last pair, `min(2 pair + 1, n -
 //! 1)`), and each result is the stacked array viewed as one row per point,
 //! `reshape(s, [2 pairs, rows..])[0:n]`, with no pass over the rows to put
-//! them in order (each row is copied into its pair's literal, then into
-//! the stacked array). The extents of the rows must be known not negative
-//! before the comprehension runs (`never_negative`).
+//! them in order (code generation computes each row in its place in the
+//! pair's literal, and the literal in its place in the stacked array:
+//! `arrayad_codegen`'s `placed.rs`). The extents of the rows must be known
+//! not negative before the comprehension runs (`never_negative`).
 //!
 //! # Legality
 //!
@@ -105,7 +106,7 @@
 //! primal comprehension of several results, and a jammed comprehension
 //! runs in parallel as a map over pairs.
 
-use super::jam::{once, shared_index, twice};
+use super::jam::{each, once, shared_index};
 use crate::fx::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::program::{Atom, BinOp, Block, Expr, Function, Loc, ReduceOp, Stmt, StmtKind, VarId};
 use crate::shape::StaticDim;
@@ -567,8 +568,8 @@ fn pair_body(
 /// body` whose results are rows (`rows`: their extents, the same for every
 /// point; numbers among them have none), which binds `vars` as the
 /// original did, without a pass that copies the rows into the order of
-/// the points (each row is copied into its pair's literal, then into the
-/// stacked array, where the original copied it once, into its result):
+/// the points (code generation computes each row in its place in the
+/// pair's literal, and the literal in its place in the stacked array):
 ///
 /// ```text
 /// let count = n / 2 + (n - 2 (n / 2)); let last = n - 1   // this shape: `Halving::Pairs`
@@ -687,7 +688,7 @@ fn interleave(f: &mut Function, b: &Block, variant: &HashSet<VarId>, copies: &mu
                     loc: s.loc,
                 });
             }
-            _ => twice(f, s, copies, out),
+            _ => each(f, s, copies, out),
         }
     }
 }

@@ -116,7 +116,6 @@ fn optimize_rounds(f: &mut Function) {
     }
     if arrays_or_loops {
         time("forward loops", || forward_loops::run_independent_loops_forward(f));
-        time("jam", || jam::jam_backward_nests(f));
     }
 }
 
