@@ -41,16 +41,15 @@ pub(crate) fn schedule(
     let jammed: Vec<Option<Function>> = funcs
         .iter()
         .map(|f| {
-            let mut nests = jam::has_candidates(f).then(|| (*f).clone());
-            if !nests.as_mut().is_some_and(|g| jam::jam_backward_nests(g, factor)) {
-                nests = None;
+            // Backward jamming adds no `build`, so `f`'s candidates are the
+            // jammed copy's too: one clone serves both passes.
+            if !jam::has_candidates(f) && !jam_builds::has_candidates(f) {
+                return None;
             }
-            let current = nests.as_ref().unwrap_or(f);
-            let mut builds = jam_builds::has_candidates(current).then(|| current.clone());
-            if builds.as_mut().is_some_and(jam_builds::jam_comprehensions) {
-                return builds;
-            }
-            nests
+            let mut g = (*f).clone();
+            let nests = jam::jam_backward_nests(&mut g, factor);
+            let builds = jam_builds::jam_comprehensions(&mut g);
+            (nests || builds).then_some(g)
         })
         .collect();
     let refs: Vec<&Function> = jammed.iter().zip(funcs).map(|(j, f)| j.as_ref().unwrap_or(f)).collect();

@@ -1112,14 +1112,11 @@ impl<E: Emitter> Lower<'_, E> {
         let releasing = u32::from(keep.is_some());
         self.releasing += releasing;
         // The array rows computed in their destination (`placed.rs`).
-        let placed: Vec<(usize, VarId)> = super::placed::placed_rows(self.f, body)
-            .into_iter()
-            .filter(|(k, _)| matches!(outs.get(*k), Some(BuildOut::Array { .. })))
-            .collect();
-        let literals: Vec<(usize, VarId, Vec<Option<VarId>>)> = super::placed::placed_literals(self.f, body)
-            .into_iter()
-            .filter(|(k, ..)| matches!(outs.get(*k), Some(BuildOut::Array { .. })))
-            .collect();
+        let super::placed::Placed { rows: placed, literals } = super::placed::placed(self.f, body);
+        let placed: Vec<(usize, VarId)> =
+            placed.into_iter().filter(|(k, _)| matches!(outs.get(*k), Some(BuildOut::Array { .. }))).collect();
+        let literals: Vec<super::placed::PlacedLiteral> =
+            literals.into_iter().filter(|(k, ..)| matches!(outs.get(*k), Some(BuildOut::Array { .. }))).collect();
         self.hoist_loop_rows(index, body, |l| {
             l.counted_loop_within(start, end, n, false, &mut |l, i| {
                 l.def(index, Val::S(i))?;

@@ -41,15 +41,37 @@
 //! row and its comprehension's result never overlap).
 
 use arrayad_ir::{Atom, Block, Expr, Function, StmtKind, VarId};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+
+/// A literal of rows computed in its destination: `(k, lit, rows)` for
+/// result `k`, the literal `lit`, and `rows[u] = Some(y_u)` for each of
+/// its rows computed in part `u` of that destination ([`placed`]).
+pub(super) type PlacedLiteral = (usize, VarId, Vec<Option<VarId>>);
+
+/// What of `build index < n => body` is computed in its destination: the
+/// rows (`(k, y)`: result `k` is the row `y`) and the literals of rows.
+#[derive(Debug, Default)]
+pub(super) struct Placed {
+    pub(super) rows: Vec<(usize, VarId)>,
+    pub(super) literals: Vec<PlacedLiteral>,
+}
+
+/// The rows and literals of rows of `build index < n => body` (in `f`)
+/// computed in their destination ([`placed_rows`], [`placed_literals`]).
+/// Linear in the size of `body`.
+pub(super) fn placed(f: &Function, body: &Block) -> Placed {
+    let built = arrayad_ir::visit::comprehension_results(body);
+    let rows = placed_rows(f, body, &built);
+    let literals = placed_literals(f, body, &built, &rows);
+    Placed { rows, literals }
+}
 
 /// The rows of `build index < n => body` (in `f`) that are computed in
 /// their destination: `(k, y)` for result `k` when it is the array `y`,
-/// bound by a comprehension among the top-level statements of `body` to
-/// an immutable variable (each `y` at most once: the first result that
-/// yields it).
-pub(super) fn placed_rows(f: &Function, body: &Block) -> Vec<(usize, VarId)> {
-    let built = arrayad_ir::visit::comprehension_results(body);
+/// bound by a comprehension among the top-level statements of `body`
+/// (`built`) to an immutable variable (each `y` at most once: the first
+/// result that yields it).
+fn placed_rows(f: &Function, body: &Block, built: &HashSet<VarId>) -> Vec<(usize, VarId)> {
     let mut placed: Vec<(usize, VarId)> = Vec::new();
     let mut seen: HashSet<VarId> = HashSet::new();
     for (k, r) in body.results.iter().enumerate() {
@@ -68,9 +90,9 @@ pub(super) fn placed_rows(f: &Function, body: &Block) -> Vec<(usize, VarId)> {
 /// bound among the top-level statements of `body` to an immutable
 /// variable (each `lit` at most once: the first result that yields it),
 /// with `rows[u] = Some(y_u)` when `y_u` is an array bound by a
-/// comprehension among those statements to an immutable variable, used
-/// once in `body` (by the literal), neither an earlier row of a literal
-/// nor a row of [`placed_rows`].
+/// comprehension among those statements (`built`) to an immutable
+/// variable, used once in `body` (by the literal), neither an earlier row
+/// of a literal nor one of the placed `rows` ([`placed_rows`]).
 ///
 /// Row `u` of the literal's destination (`1 / len` of it, the rows of a
 /// literal being of one shape) is then `y_u`'s destination, and the
@@ -79,10 +101,9 @@ pub(super) fn placed_rows(f: &Function, body: &Block) -> Vec<(usize, VarId)> {
 /// `arrayad_ir::passes::jam_builds`). As for [`placed_rows`], a
 /// destination is a hint taken only when it holds exactly the row's bytes,
 /// and the rows of a literal occupy disjoint parts of it.
-pub(super) fn placed_literals(f: &Function, body: &Block) -> Vec<(usize, VarId, Vec<Option<VarId>>)> {
-    let built = arrayad_ir::visit::comprehension_results(body);
-    let mut taken: HashSet<VarId> = placed_rows(f, body).into_iter().map(|(_, y)| y).collect();
-    let literals: std::collections::HashMap<VarId, &[Atom]> = body
+fn placed_literals(f: &Function, body: &Block, built: &HashSet<VarId>, rows: &[(usize, VarId)]) -> Vec<PlacedLiteral> {
+    let mut taken: HashSet<VarId> = rows.iter().map(|(_, y)| *y).collect();
+    let literals: HashMap<VarId, &[Atom]> = body
         .stmts
         .iter()
         .filter_map(|s| match &s.kind {
@@ -113,7 +134,7 @@ pub(super) fn placed_literals(f: &Function, body: &Block) -> Vec<(usize, VarId, 
     // A row used elsewhere than in its literal keeps its own memory: after
     // the literal it is dead, and an update of it in place would write into
     // the literal's destination.
-    let mut uses: std::collections::HashMap<VarId, u32> =
+    let mut uses: HashMap<VarId, u32> =
         placed.iter().flat_map(|(_, _, rows)| rows.iter().flatten().map(|y| (*y, 0))).collect();
     if !uses.is_empty() {
         arrayad_ir::visit::block_uses(body, &mut |v| {
@@ -134,7 +155,7 @@ pub(super) fn placed_literals(f: &Function, body: &Block) -> Vec<(usize, VarId, 
 
 #[cfg(test)]
 mod tests {
-    use super::{placed_literals, placed_rows};
+    use super::placed;
     use arrayad_ir::builder::Builder;
     use arrayad_ir::{Atom, Block, Expr, Function, Scalar, StmtKind, Type};
 
@@ -171,19 +192,19 @@ mod tests {
     #[test]
     fn rows_bound_by_a_comprehension_of_the_body_are_placed_once() {
         let (f, blk) = body(|y, _, _| vec![y], false);
-        assert_eq!(placed_rows(&f, &blk), vec![(0, blk.results[0].as_var().unwrap())]);
+        assert_eq!(placed(&f, &blk).rows, vec![(0, blk.results[0].as_var().unwrap())]);
         // The same row yielded twice: placed for the first result only.
         let (f, blk) = body(|y, s, _| vec![s, y, y], false);
-        assert_eq!(placed_rows(&f, &blk), vec![(1, blk.results[1].as_var().unwrap())]);
+        assert_eq!(placed(&f, &blk).rows, vec![(1, blk.results[1].as_var().unwrap())]);
     }
 
     #[test]
     fn views_copies_and_mutable_rows_are_not_placed() {
         // A row of an outer array (a view) and another name for the row.
         let (f, blk) = body(|_, s, z| vec![s, z], false);
-        assert_eq!(placed_rows(&f, &blk), vec![]);
+        assert_eq!(placed(&f, &blk).rows, vec![]);
         let (f, blk) = body(|y, _, _| vec![y], true);
-        assert_eq!(placed_rows(&f, &blk), vec![]);
+        assert_eq!(placed(&f, &blk).rows, vec![]);
     }
 
     /// The body of `for i < dim x 0 => { y = for j < 3 => 1.0; w = for j <
@@ -232,24 +253,24 @@ mod tests {
         let (f, blk) = literal_body(|y, w, _| vec![y, w], |lit, _| vec![lit]);
         let lit = var(blk.results[0]);
         let rows = literal_rows(&blk);
-        assert_eq!(placed_literals(&f, &blk), vec![(0, lit, vec![Some(rows[0]), Some(rows[1])])]);
+        assert_eq!(placed(&f, &blk).literals, vec![(0, lit, vec![Some(rows[0]), Some(rows[1])])]);
         // A view among the rows, and a row used twice: neither placed.
         let (f, blk) = literal_body(|y, _, s| vec![s, y, y], |lit, _| vec![lit]);
         let lit = var(blk.results[0]);
-        assert_eq!(placed_literals(&f, &blk), vec![(0, lit, vec![None, None, None])]);
+        assert_eq!(placed(&f, &blk).literals, vec![(0, lit, vec![None, None, None])]);
         // A row used after the literal too (which an update in place could
         // write) keeps its memory.
         let (f, blk) = literal_body_reading(|y, w, _| vec![y, w], |lit, _| vec![lit], true);
         let (lit, rows) = (var(blk.results[0]), literal_rows(&blk));
-        assert_eq!(placed_literals(&f, &blk), vec![(0, lit, vec![None, Some(rows[1])])]);
+        assert_eq!(placed(&f, &blk).literals, vec![(0, lit, vec![None, Some(rows[1])])]);
         // A row that is a placed row of the comprehension itself keeps
         // that place.
         let (f, blk) = literal_body(|y, w, _| vec![y, w], |lit, y| vec![y, lit]);
         let (lit, rows) = (var(blk.results[1]), literal_rows(&blk));
-        assert_eq!(placed_literals(&f, &blk), vec![(1, lit, vec![None, Some(rows[1])])]);
+        assert_eq!(placed(&f, &blk).literals, vec![(1, lit, vec![None, Some(rows[1])])]);
         // A literal yielded twice: placed for the first result only.
         let (f, blk) = literal_body(|y, w, _| vec![y, w], |lit, _| vec![lit, lit]);
-        assert_eq!(placed_literals(&f, &blk).len(), 1);
+        assert_eq!(placed(&f, &blk).literals.len(), 1);
     }
 
     /// The rows `y` and `w` that [`literal_body`] binds.

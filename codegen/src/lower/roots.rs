@@ -103,7 +103,8 @@ impl ArrayRoots {
                 // result (`placed.rs`); their own comprehensions, in its
                 // body, are visited after this one.
                 if let Expr::Build { body, .. } = expr {
-                    for (k, y) in super::placed::placed_rows(f, body) {
+                    let placed = super::placed::placed(f, body);
+                    for (k, y) in placed.rows {
                         if let Some(v) = vars.get(k) {
                             let root = view_of.get(v).copied().unwrap_or(*v);
                             view_of.insert(y, root);
@@ -111,7 +112,7 @@ impl ArrayRoots {
                     }
                     // So do the literals of rows computed in place, and
                     // their rows.
-                    for (k, lit, rows) in super::placed::placed_literals(f, body) {
+                    for (k, lit, rows) in placed.literals {
                         if let Some(v) = vars.get(k) {
                             let root = view_of.get(v).copied().unwrap_or(*v);
                             view_of.insert(lit, root);
