@@ -4,7 +4,7 @@
  * ba_obs_jacobian blocks (as examples/ba/main.c does), in one run; checks
  * that the residuals agree with C's (relative 1e-10).
  *
- *   usage: ba_bench [--min-time SECONDS] FILE
+ *   usage: ba_bench [--min-time SECONDS] [--flush-subnormals] FILE
  *
  * With -DBA_BLOCKS (a library that also exports ba_jacobian_blocks), it
  * then times the Jacobian blocks of all observations in one call (a

@@ -105,13 +105,43 @@ static int bench_run(bench_call call, void *ctx, double min_time, bench_timing *
     return 0;
 }
 
-/* Parses `[--min-time SECONDS] FILE`; 0 on success, else 2 (usage printed). */
+/* Makes this thread flush subnormal numbers to zero, results (FTZ) and
+ * operands (DAZ), as programs linked with -ffast-math and XLA's CPU threads
+ * do: MXCSR on x86-64, FPCR.FZ on AArch64. The C objective then runs in that
+ * mode too, and arrayad's calls on every thread (the pool runs a call's
+ * chunks in the caller's floating-point environment). 0 on success. */
+static int bench_flush_subnormals(void) {
+#if defined(__x86_64__)
+    unsigned csr;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr));
+    csr |= 0x8040u;
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr));
+    return 0;
+#elif defined(__aarch64__)
+    unsigned long fpcr;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    fpcr |= 1ul << 24;
+    __asm__ volatile("msr fpcr, %0" : : "r"(fpcr));
+    return 0;
+#else
+    return 1;
+#endif
+}
+
+/* Parses `[--min-time SECONDS] [--flush-subnormals] FILE`; 0 on success,
+ * else 2 (usage printed). */
 static int bench_args(int argc, char **argv, const char *what, double *min_time, const char **path) {
     int i;
     *min_time = 1.0;
     *path = NULL;
     for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--min-time") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--flush-subnormals") == 0) {
+            if (bench_flush_subnormals() != 0) {
+                fprintf(stderr, "%s: --flush-subnormals: not supported on this architecture\n", prog);
+                return 2;
+            }
+            printf("subnormal numbers flushed to zero (FTZ and DAZ) in every call\n");
+        } else if (strcmp(argv[i], "--min-time") == 0 && i + 1 < argc) {
             char *end = NULL;
             *min_time = strtod(argv[++i], &end);
             if (end == argv[i] || *end != '\0' || !(*min_time >= 0.0 && *min_time <= 3600.0)) {
@@ -128,10 +158,11 @@ static int bench_args(int argc, char **argv, const char *what, double *min_time,
     }
     if (i < argc || *path == NULL) {
         fprintf(stderr,
-                "usage: %s [--min-time SECONDS] FILE\n"
+                "usage: %s [--min-time SECONDS] [--flush-subnormals] FILE\n"
                 "  Times the C reference objective, arrayad's primal and its %s on an\n"
                 "  input FILE (the median of R calls taking about SECONDS in total,\n"
-                "  default 1, R >= %d) and prints the ratios.\n",
+                "  default 1, R >= %d) and prints the ratios. --flush-subnormals runs\n"
+                "  all three with subnormal numbers flushed to zero (FTZ and DAZ).\n",
                 prog, what, BENCH_MIN_REPS);
         return 2;
     }

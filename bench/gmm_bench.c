@@ -2,7 +2,7 @@
  * the reference of BENCHMARK_ANCHORS.md) against the arrayad-compiled `gmm` (primal) and
  * `gmm_grad` (objective + full gradient w.r.t. alphas, means, icf), in one run.
  *
- *   usage: gmm_bench [--min-time SECONDS] FILE
+ *   usage: gmm_bench [--min-time SECONDS] [--flush-subnormals] FILE
  *
  * For each of the three functions: one warm-up call, then R timed calls with R chosen
  * so that the R calls take about SECONDS in total (default 1) and R >= 5; the median

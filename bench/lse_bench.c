@@ -3,7 +3,7 @@
  * `logsumexp` of examples/logsumexp.arr (primal) and `logsumexp_grad` (value and
  * gradient, the softmax), in one run.
  *
- *   usage: lse_bench [--min-time SECONDS] FILE
+ *   usage: lse_bench [--min-time SECONDS] [--flush-subnormals] FILE
  *
  * FILE holds one integer, the length n; the vector is x_i = 3 sin(0.001 i) +
  * 0.5 cos(0.37 i), fixed so that runs compare.  The C objective is the stable

@@ -3,7 +3,7 @@
  * (loss and gradient with respect to the main and extra parameters), in one
  * run; checks that the losses agree (relative 1e-10).
  *
- *   usage: lstm_bench [--min-time SECONDS] FILE
+ *   usage: lstm_bench [--min-time SECONDS] [--flush-subnormals] FILE
  *
  * Build (see bench/run.sh; DIR holds liblstm.so from
  * `arrayad build examples/lstm.arr -o DIR/liblstm.so --export lstm --wrt main,extra`):

@@ -7,9 +7,14 @@
 # run; median times and the ratios derivative/primal, primal/C and
 # derivative/C. Prints the per-run output, then a Markdown summary table.
 #
-# usage: bench/run.sh [--quick] [--min-time SECONDS] [--out FILE] [--jax PYTHON]
-#                     [--gradbench DIR] [--gradbench-evals "EVAL ..."]
+# usage: bench/run.sh [--quick] [--min-time SECONDS] [--flush-subnormals] [--out FILE]
+#                     [--jax PYTHON] [--gradbench DIR] [--gradbench-evals "EVAL ..."]
 #   --quick         only the smallest input of each problem, 0.2 s per timing
+#   --flush-subnormals  the drivers flush subnormal numbers to zero (FTZ and
+#                   DAZ) before timing, for the C objective and for our calls on
+#                   every thread, as XLA's CPU threads do for JAX (GMM d64's
+#                   backward pass adds many subnormal products: on some x86-64
+#                   CPUs each costs a microcode assist)
 #   --min-time S    seconds per timed function (default 1)
 #   --out FILE      also write the summary (with the machine and command) to FILE
 #   --jax PYTHON    also time JAX (bench/jax_bench.py; PYTHON's environment has
@@ -37,6 +42,7 @@ out="$root/target/bench"
 cc="${CC:-cc}"
 min_time=1
 quick=0
+flush=()
 summary_file=""
 jax_python=""
 gradbench_dir=""
@@ -45,12 +51,13 @@ while [ "$#" -gt 0 ]; do
     case "$1" in
         --quick) quick=1; min_time=0.2; shift ;;
         --min-time) min_time="$2"; shift 2 ;;
+        --flush-subnormals) flush=(--flush-subnormals); shift ;;
         --out) summary_file="$2"; shift 2 ;;
         --jax) jax_python="$2"; shift 2 ;;
         --gradbench) gradbench_dir="$2"; shift 2 ;;
         --gradbench-evals) gradbench_evals="$2"; shift 2 ;;
-        -h|--help) sed -n '2,29p' "${BASH_SOURCE[0]}"; exit 0 ;;
-        *) echo "usage: $0 [--quick] [--min-time SECONDS] [--out FILE] [--jax PYTHON] [--gradbench DIR] [--gradbench-evals \"E ...\"]" >&2; exit 2 ;;
+        -h|--help) sed -n '2,34p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        *) echo "usage: $0 [--quick] [--min-time SECONDS] [--flush-subnormals] [--out FILE] [--jax PYTHON] [--gradbench DIR] [--gradbench-evals \"E ...\"]" >&2; exit 2 ;;
     esac
 done
 
@@ -158,7 +165,7 @@ problem() {
             log="$dir/$name.log"
             [ "$threads" = 1 ] || log="$dir/$name-t$threads.log"
             echo "==> $source ($backend) $name, $threads thread(s)"
-            ARRAYAD_NUM_THREADS="$threads" "$dir/bench" --min-time "$min_time" "$input" | tee "$log"
+            ARRAYAD_NUM_THREADS="$threads" "$dir/bench" --min-time "$min_time" ${flush[@]+"${flush[@]}"} "$input" | tee "$log"
             rows+=("$(awk -v p="$source" -v b="$backend" -v n="$name" -v w="$what" -v t="$threads" '
                 /^C objective/ { c = $4 " " $5 }
                 /^arrayad primal/ { pr = $4 " " $5 }
@@ -286,7 +293,7 @@ if [ -n "$summary_file" ]; then
     {
         echo "# Benchmarks"
         echo
-        echo "Measured by \`bash bench/run.sh$( [ "$quick" -eq 1 ] && echo " --quick")$( [ "$quick" -eq 0 ] && [ "$min_time" != 1 ] && echo " --min-time $min_time")$( [ -n "$jax_python" ] && echo " --jax PYTHON")$( [ -n "$gradbench_dir" ] && echo " --gradbench DIR --gradbench-evals \"$gradbench_evals\"")\` on $(date -u +%Y-%m-%d):"
+        echo "Measured by \`bash bench/run.sh$( [ "$quick" -eq 1 ] && echo " --quick")$( [ "$quick" -eq 0 ] && [ "$min_time" != 1 ] && echo " --min-time $min_time")$( [ "${#flush[@]}" -gt 0 ] && echo " --flush-subnormals")$( [ -n "$jax_python" ] && echo " --jax PYTHON")$( [ -n "$gradbench_dir" ] && echo " --gradbench DIR --gradbench-evals \"$gradbench_evals\"")\` on $(date -u +%Y-%m-%d):"
         echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'),"
         echo "$(uname -sr), $("$cc" --version | head -1). Median times; ratios taken in one run"
         echo "(C = ../shared/bench/adbench_objectives.h at \`$cc -O3 -march=native\`)."

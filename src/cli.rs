@@ -111,6 +111,15 @@ struct CodegenArgs {
     /// interpreter's bit for bit.
     #[arg(long)]
     fast_math: bool,
+    /// Every call flushes subnormal numbers (below 2.2e-308 in magnitude)
+    /// to zero, as results and operands, on all its threads, and gives the
+    /// caller back its own mode when it returns (x86-64: MXCSR's FTZ and
+    /// DAZ; AArch64: FPCR.FZ). Arithmetic that meets them then runs at full
+    /// speed (many x86-64 CPUs take a slow microcode assist for each);
+    /// results differ from IEEE's only where a value would be subnormal.
+    /// Both backends; the interpreter ignores it.
+    #[arg(long)]
+    flush_subnormals: bool,
     /// Reverse mode checkpoints every counted loop: a gradient through a
     /// loop of n iterations keeps about sqrt(n) saved states and one
     /// segment of residuals instead of the residuals of all n iterations,
@@ -130,7 +139,12 @@ struct CodegenArgs {
 
 impl CodegenArgs {
     fn target(&self, triple: Option<String>) -> TargetOptions {
-        TargetOptions { triple, cpu: self.target_cpu.clone(), fast_math: self.fast_math }
+        TargetOptions {
+            triple,
+            cpu: self.target_cpu.clone(),
+            fast_math: self.fast_math,
+            flush_subnormals: self.flush_subnormals,
+        }
     }
 
     fn ad(&self) -> arrayad_ad::AdOptions {

@@ -60,6 +60,14 @@ impl Options {
         self
     }
 
+    /// These options with every call flushing subnormal numbers to zero
+    /// on or off ([`TargetOptions::flush_subnormals`]; the interpreter
+    /// ignores it).
+    pub fn with_flush_subnormals(mut self, on: bool) -> Options {
+        self.target.flush_subnormals = on;
+        self
+    }
+
     /// These options with definitions of at least `statements` statements
     /// kept as calls in the primal's code ([`Options::keep_calls_above`]).
     pub fn with_keep_calls_above(mut self, statements: u64) -> Options {

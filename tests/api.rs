@@ -344,3 +344,59 @@ fn forward_jacobians_go_a_lane_per_literal_column() {
         }
     }
 }
+
+/// The control bits of the calling thread's MXCSR (x86-64): its modes,
+/// without the exception flags that arithmetic sets.
+#[cfg(target_arch = "x86_64")]
+fn mxcsr_modes() -> u32 {
+    let mut csr: u32 = 0;
+    // SAFETY: `stmxcsr` stores the thread's control word into `csr`.
+    unsafe { std::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack)) };
+    csr & !0x3f
+}
+
+/// `Options::with_flush_subnormals`: every call of JIT code flushes
+/// subnormal numbers to zero, on one thread and on several (a parallel map
+/// and its gradient), and gives the caller its mode back; without it,
+/// IEEE's subnormal numbers.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn flushing_modules_flush_subnormal_numbers_in_every_call() {
+    let src = "def scaled(x: [n]f64) -> [n]f64 = for i < n => x[i] * 1e-300\n\
+               def energy(x: [n]f64) -> f64 = sum(for i < n => x[i] * x[i] * 1e-290) * 1e-10\n";
+    let x: Vec<f64> = (0..100_000).map(|i| 1e-10 * (1.0 + i as f64 / 1e5)).collect();
+    let mut backends = vec![Backend::Cranelift];
+    if cfg!(feature = "llvm") {
+        backends.push(Backend::Llvm);
+    }
+    let before = mxcsr_modes();
+    // Every map on the threads, however small (other tests of this binary
+    // too, which then still give the same bits).
+    arrayad_runtime::set_parallel_grain(Some(0));
+    for backend in backends {
+        for flush in [false, true] {
+            let m =
+                Module::compile_with("tiny.arr", src, Options::backend(backend).with_flush_subnormals(flush)).unwrap();
+            for threads in [1, 7] {
+                arrayad::set_num_threads(Some(threads));
+                let runs = arrayad_runtime::parallel_runs();
+                let scaled = f64s(&m.function("scaled").unwrap().call(&[Arg::Vector(&x)]).unwrap().pop());
+                let grad = m.function("energy").unwrap().grad(&[Arg::Vector(&x)]).unwrap();
+                let values: Vec<f64> = scaled.into_iter().chain(f64s(&grad.gradient[0])).collect();
+                assert_eq!(values.len(), 200_000);
+                let what = format!("{backend:?}, flush {flush}, {threads} threads");
+                if flush {
+                    assert!(values.iter().all(|v| *v == 0.0), "{what}: not flushed");
+                } else {
+                    assert!(values.iter().all(|v| *v > 0.0 && *v < f64::MIN_POSITIVE), "{what}: not subnormal");
+                }
+                assert_eq!(mxcsr_modes(), before, "{what}: the caller's mode changed");
+                if threads > 1 {
+                    assert!(arrayad_runtime::parallel_runs() > runs, "{what}: nothing ran on the threads");
+                }
+            }
+        }
+    }
+    arrayad::set_num_threads(None);
+    arrayad_runtime::set_parallel_grain(None);
+}

@@ -167,7 +167,9 @@ fn build(name: &str, backend: &str) -> Option<Built> {
     Some(Built { dir })
 }
 
-fn compile_and_run(dir: &Path, main: &str, lib: &str) -> HashMap<String, String> {
+/// Compiles the C program `main` in `dir` against `lib<lib>.so` there,
+/// into `dir/main`.
+fn compile_main(dir: &Path, main: &str, lib: &str) {
     std::fs::write(dir.join("main.c"), main).unwrap();
     let out = run_in(
         dir,
@@ -188,9 +190,18 @@ fn compile_and_run(dir: &Path, main: &str, lib: &str) -> HashMap<String, String>
         None,
     );
     assert_eq!(out.code, 0, "cc failed: {out:#?}");
+}
+
+fn compile_and_run(dir: &Path, main: &str, lib: &str) -> HashMap<String, String> {
+    compile_main(dir, main, lib);
     let out = run_in(dir, dir.join("main").to_str().unwrap(), &[], None);
     assert_eq!(out.code, 0, "the C program failed: {out:#?}");
-    out.stdout.lines().filter_map(|l| l.split_once(' ').map(|(k, v)| (k.to_string(), v.to_string()))).collect()
+    key_values(&out.stdout)
+}
+
+/// The `KEY VALUE` lines of a C program's output.
+fn key_values(stdout: &str) -> HashMap<String, String> {
+    stdout.lines().filter_map(|l| l.split_once(' ').map(|(k, v)| (k.to_string(), v.to_string()))).collect()
 }
 
 fn numbers(lines: &HashMap<String, String>, key: &str) -> Vec<f64> {
@@ -1648,4 +1659,97 @@ fn kept_calls_nested_beyond_the_stack_fail_cleanly_in_libraries() {
     assert_eq!(code(&lines, "shallow_rc"), 0, "{lines:?}");
     let want = (0.3 * 0.5f64.powi(100)).sin();
     assert_eq!(numbers(&lines, "shallow"), [want], "{lines:?}");
+}
+
+/// The pool's threads run a call's chunks in the caller's floating-point
+/// environment: a C program that flushes subnormal numbers to zero (MXCSR's
+/// FTZ and DAZ bits, as programs linked with `-ffast-math` and XLA's CPU
+/// threads do) gets on seven threads what it gets on one, every subnormal
+/// product flushed, in a map, in a sum and in a gradient; a program that
+/// does not gets them all (IEEE's default). Either way after a call in the
+/// other mode, which started the pool's threads in that mode. A library
+/// built with `--flush-subnormals` flushes them whatever the caller's mode,
+/// and gives the caller its mode back.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn threads_run_in_the_callers_floating_point_environment() {
+    const TINY: &str = "
+def scaled(x: [n]f64) -> [n]f64 = for i < n => x[i] * 1e-300
+def energy(x: [n]f64) -> f64 = sum(for i < n => x[i] * x[i] * 1e-290) * 1e-10
+";
+    // `main THREADS MODES`: one round of calls per character of MODES ('1'
+    // flushes), each in its mode; prints what the last round gave and
+    // whether the caller's mode flushes after it.
+    const TINY_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xmmintrin.h>
+#include "libtiny.h"
+#define N 100000
+#define FTZ_DAZ 0x8040u
+static double x[N], y[N], g[N];
+int main(int argc, char **argv) {
+    int i;
+    size_t m;
+    long zero = 0, subnormal = 0, other = 0;
+    double e = -1.0;
+    if (argc != 3) return 2;
+    for (i = 0; i < N; i++) x[i] = 1e-10 * (1.0 + (double)i / N);
+    tiny_set_num_threads(atoi(argv[1]));
+    for (m = 0; m < strlen(argv[2]); m++) {
+        unsigned csr = _mm_getcsr();
+        _mm_setcsr(argv[2][m] == '1' ? csr | FTZ_DAZ : csr & ~FTZ_DAZ);
+        if (scaled(N, x, y) != 0 || energy_grad(N, x, &e, g) != 0) return 1;
+    }
+    for (i = 0; i < 2 * N; i++) {
+        double v = i < N ? y[i] : g[i - N];
+        if (v == 0.0) zero++;
+        else if (v > 0.0 && v < 2.2250738585072014e-308) subnormal++;
+        else other++;
+    }
+    printf("zero %ld\nsubnormal %ld\nother %ld\nenergy %.17g\n", zero, subnormal, other, e);
+    printf("caller_flushes %d\n", (_mm_getcsr() & FTZ_DAZ) == FTZ_DAZ);
+    return 0;
+}
+"#;
+    if !have("cc") {
+        eprintln!("note: no C compiler `cc`: skipping");
+        return;
+    }
+    for backend in backends() {
+        for flushing_library in [false, true] {
+            let dir = scratch("c_abi", &format!("fenv-{backend}-{flushing_library}"));
+            std::fs::write(dir.join("tiny.arr"), TINY).unwrap();
+            let mut args = vec!["build", "tiny.arr", "-o", "libtiny.so", "--backend", backend];
+            if flushing_library {
+                args.push("--flush-subnormals");
+            }
+            let out = arrayad(&dir, &args);
+            assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
+            compile_main(&dir, TINY_C, "tiny");
+            let run = |threads: &str, modes: &str| -> HashMap<String, String> {
+                let out = std::process::Command::new(dir.join("main"))
+                    .args([threads, modes])
+                    .env("ARRAYAD_PARALLEL_GRAIN", "0")
+                    .current_dir(&dir)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{backend}, {threads} threads, modes {modes}: {out:?}");
+                key_values(&String::from_utf8_lossy(&out.stdout))
+            };
+            for modes in ["01", "10"] {
+                let what = format!("{backend}, modes {modes}, flushing library {flushing_library}");
+                let one = run("1", modes);
+                let seven = run("7", modes);
+                assert_eq!(one, seven, "{what}: one thread and seven differ");
+                let flushed = flushing_library || modes.ends_with('1');
+                let (zero, subnormal) = if flushed { ("200000", "0") } else { ("0", "200000") };
+                assert_eq!(one["zero"], zero, "{what}: {one:?}");
+                assert_eq!(one["subnormal"], subnormal, "{what}: {one:?}");
+                let caller = if modes.ends_with('1') { "1" } else { "0" };
+                assert_eq!(one["caller_flushes"], caller, "{what}: the caller's mode changed: {one:?}");
+            }
+        }
+    }
 }

@@ -34,6 +34,9 @@ pub struct JitModule {
     /// The most bytes of arena and tape a call may hold (None: the
     /// runtime's default, [`OwnedCtx::default_limit`]).
     max_memory: Option<u64>,
+    /// Each call flushes subnormal numbers to zero
+    /// ([`TargetOptions::flush_subnormals`]).
+    flush_subnormals: bool,
 }
 
 // SAFETY: after compilation the code is never mutated again; the module
@@ -173,7 +176,7 @@ impl JitModule {
                 JitFunction { code, params: f.param_types(), results: f.result_types.clone(), text },
             ));
         }
-        Ok(JitModule { funcs: map, _code: code, backend, max_memory: None })
+        Ok(JitModule { funcs: map, _code: code, backend, max_memory: None, flush_subnormals: options.flush_subnormals })
     }
 
     /// Sets the most bytes of arena and tape memory one call may hold; a
@@ -252,10 +255,12 @@ impl JitModule {
         };
         let mut results = vec![0u64; f.results.iter().map(|t| crate::lower::slots(*t)).sum()];
         ctx.set_stack_limit_here();
+        let flushed = self.flush_subnormals.then(arrayad_runtime::SubnormalsFlushed::new);
         // SAFETY: `slots` describes live argument memory borrowed from `args`
         // for the duration of the call (checked lengths), `results` has one
         // slot per result slot, and the code follows the internal convention.
         let status = unsafe { (f.code)(ctx.as_ptr(), slots.as_ptr(), results.as_mut_ptr()) };
+        drop(flushed);
         let out = if status != 0 {
             Err(RuntimeError {
                 kind: ErrorKind::from_code(status).unwrap_or(ErrorKind::InvalidArgument),
@@ -326,12 +331,14 @@ impl JitModule {
             ctx.set_dest(table.as_ptr());
         }
         ctx.set_stack_limit_here();
+        let flushed = self.flush_subnormals.then(arrayad_runtime::SubnormalsFlushed::new);
         // SAFETY: `slots` describes live argument memory borrowed from `args`
         // for the duration of the call (lengths checked against the shapes),
         // `results` has one slot per result slot, the buffers of `dest` are
         // the caller's to offer, and the code follows the internal
         // convention.
         let status = unsafe { (func.code)(ctx.as_ptr(), slots.as_ptr(), results.as_mut_ptr()) };
+        drop(flushed);
         ctx.set_dest(std::ptr::null());
         let out = if status != 0 {
             Err(RuntimeError {

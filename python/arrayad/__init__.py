@@ -170,6 +170,7 @@ def compile(
     max_memory: Union[None, int, str] = None,
     fast_math: bool = False,
     keep_calls_above: Optional[int] = None,
+    flush_subnormals: bool = False,
 ) -> Module:
     """Compile an arrayad program.
 
@@ -193,6 +194,12 @@ def compile(
     definition of at least this many statements called from two places or
     more is compiled once, with its derivatives, and called instead of
     inlined at each call (default 2000; a huge value inlines every call).
+    ``flush_subnormals``: every call flushes subnormal numbers (below
+    2.2e-308 in magnitude) to zero, on all its threads, and gives Python
+    back its own mode when it returns; arithmetic that meets them then runs
+    at full speed (many x86-64 CPUs take a slow microcode assist for each),
+    and results differ from IEEE's only where a value would be subnormal
+    (the interpreter ignores it).
 
     Definitions are compiled on first call (each kind of code once per
     definition and ``wrt``); :meth:`Module.precompile` compiles up front.
@@ -214,20 +221,10 @@ def compile(
         raise ArgumentError(f"backend must be a str, got {type(backend).__name__}")
     if not isinstance(source_or_path, (str, os.PathLike)):
         raise ArgumentError(f"compile takes source text (str) or a path, got {type(source_or_path).__name__}")
+    options = (backend, wrt_list, bool(checkpoint), mem, bool(fast_math), keep, bool(flush_subnormals))
     if isinstance(source_or_path, os.PathLike) or _names_arr_file(source_or_path):
-        return _arrayad.compile_file(
-            os.fspath(source_or_path), backend, wrt_list, bool(checkpoint), mem, bool(fast_math), keep
-        )
-    return _arrayad.compile_source(
-        name if name is not None else "<string>",
-        source_or_path,
-        backend,
-        wrt_list,
-        bool(checkpoint),
-        mem,
-        bool(fast_math),
-        keep,
-    )
+        return _arrayad.compile_file(os.fspath(source_or_path), *options)
+    return _arrayad.compile_source(name if name is not None else "<string>", source_or_path, *options)
 
 
 def _argnums_to_wrt(argnums: Wrt) -> Any:

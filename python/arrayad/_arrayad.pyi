@@ -147,6 +147,8 @@ def compile_source(
     checkpoint: bool,
     max_memory: Optional[int],
     fast_math: bool,
+    keep_calls_above: Optional[int],
+    flush_subnormals: bool,
 ) -> Module: ...
 def compile_file(
     path: str,
@@ -155,4 +157,6 @@ def compile_file(
     checkpoint: bool,
     max_memory: Optional[int],
     fast_math: bool,
+    keep_calls_above: Optional[int],
+    flush_subnormals: bool,
 ) -> Module: ...

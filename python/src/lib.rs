@@ -41,6 +41,7 @@ fn set_num_threads(n: Option<usize>) {
     arrayad::set_num_threads(n)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn options(
     py: Python<'_>,
     backend: &str,
@@ -49,6 +50,7 @@ fn options(
     max_memory: Option<u64>,
     fast_math: bool,
     keep_calls_above: Option<u64>,
+    flush_subnormals: bool,
 ) -> PyResult<(arrayad::Options, &'static str)> {
     let (b, name) = match backend {
         "cranelift" => (arrayad::Backend::Cranelift, "cranelift"),
@@ -68,7 +70,10 @@ fn options(
             ))
         }
     };
-    let mut o = arrayad::Options::backend(b).with_checkpoint(checkpoint).with_fast_math(fast_math);
+    let mut o = arrayad::Options::backend(b)
+        .with_checkpoint(checkpoint)
+        .with_fast_math(fast_math)
+        .with_flush_subnormals(flush_subnormals);
     o.wrt = wrt;
     o.max_memory = max_memory;
     o.keep_calls_above = keep_calls_above;
@@ -77,7 +82,7 @@ fn options(
 
 /// Compiles `source` (named `name` in messages).
 #[pyfunction]
-#[pyo3(signature = (name, source, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above))]
+#[pyo3(signature = (name, source, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above, flush_subnormals))]
 #[allow(clippy::too_many_arguments)]
 fn compile_source(
     py: Python<'_>,
@@ -89,9 +94,11 @@ fn compile_source(
     max_memory: Option<u64>,
     fast_math: bool,
     keep_calls_above: Option<u64>,
+    flush_subnormals: bool,
 ) -> PyResult<module::Module> {
     guarded(py, || {
-        let (opts, backend) = options(py, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above)?;
+        let (opts, backend) =
+            options(py, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above, flush_subnormals)?;
         let m = py.detach(|| arrayad::Module::compile_with(&name, &source, opts)).map_err(|e| to_py(py, e))?;
         module::Module::new(py, m, backend)
     })
@@ -99,7 +106,7 @@ fn compile_source(
 
 /// Reads and compiles the file at `path`.
 #[pyfunction]
-#[pyo3(signature = (path, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above))]
+#[pyo3(signature = (path, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above, flush_subnormals))]
 #[allow(clippy::too_many_arguments)]
 fn compile_file(
     py: Python<'_>,
@@ -110,9 +117,11 @@ fn compile_file(
     max_memory: Option<u64>,
     fast_math: bool,
     keep_calls_above: Option<u64>,
+    flush_subnormals: bool,
 ) -> PyResult<module::Module> {
     guarded(py, || {
-        let (opts, backend) = options(py, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above)?;
+        let (opts, backend) =
+            options(py, backend, wrt, checkpoint, max_memory, fast_math, keep_calls_above, flush_subnormals)?;
         let m = py.detach(|| arrayad::Module::from_file_with(&path, opts)).map_err(|e| to_py(py, e))?;
         module::Module::new(py, m, backend)
     })

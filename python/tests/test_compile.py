@@ -96,6 +96,31 @@ def test_llvm_fast_math():
     assert m.f(x) == pytest.approx(x @ x, rel=1e-12)
 
 
+def test_flush_subnormals():
+    """``flush_subnormals=True``: every call flushes subnormal numbers to
+    zero (on every thread: a map and a gradient), and Python's own mode is
+    back after it; without it, IEEE's subnormal numbers."""
+    src = (
+        "def scaled(x: [n]f64) -> [n]f64 = for i < n => x[i] * 1e-300\n"
+        "def energy(x: [n]f64) -> f64 = sum(for i < n => x[i] * x[i] * 1e-290) * 1e-10\n"
+    )
+    x = 1e-10 * (1.0 + np.arange(100_000) / 1e5)
+    tiny = np.finfo(np.float64).tiny
+    for b in [b for b in arrayad.backends() if b != "interp"]:
+        for flush in [False, True]:
+            m = arrayad.compile(src, backend=b, flush_subnormals=flush)
+            for threads in [1, 2]:
+                arrayad.set_num_threads(threads)
+                values = np.concatenate([m.scaled(x), m.energy.grad(x)])
+                if flush:
+                    assert (values == 0.0).all(), (b, threads)
+                else:
+                    assert ((values > 0.0) & (values < tiny)).all(), (b, threads)
+                # numpy, in this thread, still computes subnormal numbers.
+                assert np.float64(1e-300) * np.float64(1e-10) > 0.0
+    arrayad.set_num_threads(None)
+
+
 def test_backend_ir():
     src = "def f(x: [n]f64) -> f64 = sum(exp(x))"
     # Cranelift IR's functions start `function u0:0(...)`, LLVM IR's `define`.

@@ -114,8 +114,16 @@ void arrayad_abi_release(void) {
     arrayad_pool_release();
 }
 
+/* Whether every call flushes subnormal numbers to zero (a library built
+ * with --flush-subnormals: its wrappers call arrayad_abi_flush_subnormals
+ * when it is loaded). */
+static int flush_subnormals;
+
+void arrayad_abi_flush_subnormals(void) { __atomic_store_n(&flush_subnormals, 1, __ATOMIC_RELAXED); }
+
 /* The context for a call: the thread's kept one, or a new one (NULL when
- * out of memory). */
+ * out of memory), in which the call flushes subnormal numbers when the
+ * library does (the caller's control saved in ctx->fp_control). */
 static arrayad_ctx *begin(void) {
     arrayad_abi_thread_state *t = state();
     arrayad_ctx *ctx;
@@ -128,13 +136,20 @@ static arrayad_ctx *begin(void) {
     }
     /* generated code may use the stack down to the limit */
     if (ctx) arrayad_set_stack_limit(ctx);
+    if (ctx && __atomic_load_n(&flush_subnormals, __ATOMIC_RELAXED))
+        ctx->fp_control = arrayad_fp_flush_subnormals() | ARRAYAD_FP_SAVED;
     return ctx;
 }
 
-/* Keeps the message of a failed call, then keeps the context for the
- * thread's next call (if it holds at most the keep limit) or frees it. */
+/* Puts back the caller's flush mode, keeps the message of a failed call,
+ * then keeps the context for the thread's next call (if it holds at most
+ * the keep limit) or frees it. */
 static int32_t finish(arrayad_ctx *ctx, int32_t status) {
     arrayad_abi_thread_state *t = state();
+    if (ctx->fp_control & ARRAYAD_FP_SAVED) {
+        arrayad_fp_restore(ctx->fp_control);
+        ctx->fp_control = 0;
+    }
     if (status != 0 && t) keep_error(t, ctx);
     if (t && !t->ctx && arrayad_ctx_capacity(ctx) <= t->keep) {
         arrayad_ctx_reset(ctx);

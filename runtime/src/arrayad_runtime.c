@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <fenv.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@ typedef char arrayad_check_tape_top[(offsetof(arrayad_ctx, tape_top) == 48) ? 1 
 typedef char arrayad_check_err_kind[(offsetof(arrayad_ctx, err_kind) == 112) ? 1 : -1];
 typedef char arrayad_check_dest[(offsetof(arrayad_ctx, dest) == 384) ? 1 : -1];
 typedef char arrayad_check_stack_limit[(offsetof(arrayad_ctx, stack_limit) == 392) ? 1 : -1];
+typedef char arrayad_check_fp_control[(offsetof(arrayad_ctx, fp_control) == 400) ? 1 : -1];
 
 /* ---- Arena ------------------------------------------------------------- */
 
@@ -92,6 +94,45 @@ uint64_t arrayad_keep_limit(void) {
     else if (*end == 't' || *end == 'T') shift = 40, end++;
     if (*end != '\0' || v > (UINT64_MAX >> shift)) return fallback;
     return (uint64_t)v << shift;
+}
+
+/* The flush bits of the floating-point control: MXCSR's FTZ (bit 15) and
+ * DAZ (bit 6), FPCR's FZ (bit 24). */
+#if defined(__x86_64__)
+#define FP_FLUSH_BITS UINT64_C(0x8040)
+static uint64_t fp_control_get(void) {
+    uint32_t csr;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr));
+    return csr;
+}
+static void fp_control_set(uint64_t control) {
+    uint32_t csr = (uint32_t)control;
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr));
+}
+#elif defined(__aarch64__)
+#define FP_FLUSH_BITS (UINT64_C(1) << 24)
+static uint64_t fp_control_get(void) {
+    uint64_t fpcr;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    return fpcr;
+}
+static void fp_control_set(uint64_t control) { __asm__ volatile("msr fpcr, %0" : : "r"(control)); }
+#else
+#define FP_FLUSH_BITS UINT64_C(0)
+static uint64_t fp_control_get(void) { return 0; }
+static void fp_control_set(uint64_t control) { (void)control; }
+#endif
+
+uint64_t arrayad_fp_flush_subnormals(void) {
+    uint64_t control = fp_control_get();
+    if ((control & FP_FLUSH_BITS) != FP_FLUSH_BITS) fp_control_set(control | FP_FLUSH_BITS);
+    return control;
+}
+
+void arrayad_fp_restore(uint64_t control) {
+    uint64_t now = fp_control_get();
+    uint64_t want = (now & ~FP_FLUSH_BITS) | (control & FP_FLUSH_BITS);
+    if (want != now) fp_control_set(want);
 }
 
 void arrayad_ctx_init(arrayad_ctx *ctx) {
@@ -1496,6 +1537,11 @@ typedef struct {
     uint64_t limit;       /* the memory limit of each thread's context */
     int64_t next;         /* atomic: the next chunk to take */
     int64_t failed;       /* atomic: the lowest chunk that failed so far, or nchunks */
+    fenv_t fp_env;        /* the caller's floating-point environment: its rounding
+                             and, in glibc's fenv_t on x86-64 (MXCSR) and AArch64
+                             (FPCR), whether subnormals flush to zero; every
+                             thread runs its chunks in it, so that the results are
+                             those of one thread */
 } pmap_job;
 
 typedef struct {
@@ -1708,7 +1754,12 @@ static void *pool_worker_main(void *arg) {
         if (w->index >= pool_helpers) continue;
         job = pool_job;
         pthread_mutex_unlock(&pool_mutex);
-        w->failed = run_chunks(job, &w->ctx, w->stack_limit);
+        {
+            fenv_t own;
+            int switched = fegetenv(&own) == 0 && fesetenv(&job->fp_env) == 0;
+            w->failed = run_chunks(job, &w->ctx, w->stack_limit);
+            if (switched) fesetenv(&own);
+        }
         pthread_mutex_lock(&pool_mutex);
         if (--pool_pending == 0) pthread_cond_signal(&pool_done);
     }
@@ -1913,6 +1964,13 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
     job.limit = ctx->limit > ctx->held ? ctx->limit - ctx->held : 0;
     job.next = 0;
     job.failed = job.nchunks;
+    if (fegetenv(&job.fp_env) != 0) {
+        /* Not expected of glibc; without the caller's environment the
+           helpers could round differently: the map runs on this thread. */
+        pthread_mutex_unlock(&pool_busy);
+        if (ctx->err_kind && !ctx->err_final) ctx->err_kind = 0;
+        return fn(ctx, args, results);
+    }
     __atomic_add_fetch(&pool_runs, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&pool_mutex);
     pool_job = &job;

@@ -75,7 +75,27 @@ typedef struct arrayad_ctx {
                                    generated code may call a definition kept as a
                                    call or enter a large frame (0: unchecked);
                                    arrayad_set_stack_limit */
+    uint64_t fp_control;        /* 400: in a call of a library built with
+                                   --flush-subnormals, the caller's floating-point
+                                   control (arrayad_fp_flush_subnormals) with
+                                   ARRAYAD_FP_SAVED set, restored when the call
+                                   ends (arrayad_abi.c); 0 otherwise */
 } arrayad_ctx;
+
+/* The mark of a saved control in arrayad_ctx.fp_control (MXCSR and FPCR
+ * leave bit 63 unused). */
+#define ARRAYAD_FP_SAVED (UINT64_C(1) << 63)
+
+/* Makes the calling thread flush subnormal numbers to zero, results and
+ * operands: MXCSR's FTZ and DAZ on x86-64, FPCR.FZ on AArch64 (elsewhere,
+ * nothing). Returns the control as it was, for arrayad_fp_restore. A
+ * parallel map started then runs its chunks in that mode on every thread
+ * (arrayad_parallel_map takes the caller's environment). */
+uint64_t arrayad_fp_flush_subnormals(void);
+/* Puts back the flush bits of `control` (arrayad_fp_flush_subnormals's
+ * result); the rest of the current control, such as the exception flags
+ * the call raised, stays. */
+void arrayad_fp_restore(uint64_t control);
 
 /* The stack that generated code may use below the frame of whoever calls
  * it when the bottom of the thread's stack is unknown (1 MiB); when it is
@@ -181,8 +201,9 @@ size_t arrayad_format_error(const arrayad_ctx *ctx, char *buf, size_t cap);
  * of a pointer and a byte count, offers a buffer of its size) and the
  * iterations are split into contiguous chunks run on the pool, each
  * thread with its own context (memory limit: what ctx has left; stack
- * limit: ctx's on the calling thread), writing its rows in place. The
- * rows, hence the results, are the same for every number of threads. A
+ * limit: ctx's on the calling thread; floating-point environment: the
+ * caller's, fegetenv/fesetenv), writing its rows in place. The rows,
+ * hence the results, are the same for every number of threads. A
  * failure is that of the lowest failing chunk, whose lower iterations all
  * ran: the error the map meets first in index order, moved into ctx. With
  * outputs = 0 (layout may be NULL) the map is a loop of effects (each
@@ -324,6 +345,12 @@ const char *arrayad_abi_last_error(void);
 /* Frees the memory the calling thread keeps from its last call, and the
  * memory of the pool of parallel maps when no map runs on it. */
 void arrayad_abi_release(void);
+/* Makes every later call through arrayad_abi_call, arrayad_abi_jacobian,
+ * arrayad_abi_jvp_many and arrayad_abi_begin flush subnormal numbers to zero
+ * (arrayad_fp_flush_subnormals), on its thread and on the pool's, until
+ * arrayad_abi_end puts the caller's mode back: the wrappers of a library
+ * built with --flush-subnormals call it when the library is loaded. */
+void arrayad_abi_flush_subnormals(void);
 
 #ifdef __cplusplus
 }

@@ -108,6 +108,11 @@ pub struct Ctx {
     /// definition kept as a call or enter a large frame (0: unchecked):
     /// [`OwnedCtx::set_stack_limit_here`].
     pub stack_limit: usize,
+    /// In a call of a shared library built with `--flush-subnormals`, the
+    /// caller's floating-point control, restored when the call ends (the C
+    /// ABI's `arrayad_abi.c`); 0 in the JIT, whose calls keep it in a
+    /// [`SubnormalsFlushed`].
+    pub fp_control: u64,
 }
 
 /// The stack, in bytes, that generated code may use below the frame of
@@ -200,6 +205,8 @@ pub mod ffi {
         pub fn arrayad_num_threads() -> i32;
         pub fn arrayad_set_num_threads(n: i32);
         pub fn arrayad_set_parallel_grain(work: i64);
+        pub fn arrayad_fp_flush_subnormals() -> u64;
+        pub fn arrayad_fp_restore(control: u64);
         pub fn arrayad_parallel_runs() -> u64;
     }
 }
@@ -437,6 +444,40 @@ impl Callee {
 /// An owned, initialised context on the heap, released on drop.
 pub struct OwnedCtx(Box<Ctx>);
 
+/// The calling thread flushing subnormal numbers to zero while this lives
+/// (results and operands: MXCSR's FTZ and DAZ on x86-64, FPCR.FZ on
+/// AArch64; nothing on other machines); dropping it puts the thread's mode
+/// back as it was. A parallel map run meanwhile flushes on every thread
+/// (the runtime runs its chunks in the caller's floating-point
+/// environment). What `--flush-subnormals` gives each call of a JIT module.
+#[derive(Debug)]
+pub struct SubnormalsFlushed {
+    control: u64,
+    /// Dropped on the thread it flushes (not `Send`).
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl SubnormalsFlushed {
+    /// Starts flushing on the calling thread.
+    pub fn new() -> SubnormalsFlushed {
+        // SAFETY: reads and sets the calling thread's floating-point control.
+        SubnormalsFlushed { control: unsafe { ffi::arrayad_fp_flush_subnormals() }, _thread: std::marker::PhantomData }
+    }
+}
+
+impl Default for SubnormalsFlushed {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for SubnormalsFlushed {
+    fn drop(&mut self) {
+        // SAFETY: puts back the flush bits this guard changed.
+        unsafe { ffi::arrayad_fp_restore(self.control) }
+    }
+}
+
 impl Default for OwnedCtx {
     fn default() -> Self {
         Self::new()
@@ -465,6 +506,7 @@ impl OwnedCtx {
             err_buf: [0; ERR_BUF],
             dest: std::ptr::null(),
             stack_limit: 0,
+            fp_control: 0,
         });
         // SAFETY: a valid, exclusively owned context.
         unsafe { ffi::arrayad_ctx_init(&mut *b) };

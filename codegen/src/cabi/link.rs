@@ -390,7 +390,8 @@ fn build_calling(
     // Large modules: the wrappers in several files, compiled in parallel.
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let files = interfaces.len().div_ceil(EXPORTS_PER_FILE).clamp(1, cores.max(1));
-    for (k, text) in wrappers_sources(&interfaces, module, file, files).iter().enumerate() {
+    for (k, text) in wrappers_sources(&interfaces, module, file, files, opts.target.flush_subnormals).iter().enumerate()
+    {
         let path = d.join(format!("arrayad_wrappers_{k}.c"));
         write(&path, text.as_bytes())?;
         sources.push((path, &WRAPPER_FLAGS[..]));

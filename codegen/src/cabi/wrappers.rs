@@ -172,17 +172,28 @@ pub(crate) const EXPORTS_PER_FILE: usize = 64;
 /// static tables describing each function and thin wrappers that pass them
 /// to the runtime (`arrayad_abi_call`, `arrayad_abi_jacobian` in
 /// `runtime/src/arrayad_abi.c`, which keep per-thread contexts and errors).
-pub(crate) fn wrappers_sources(interfaces: &[Interface], module: &str, file: &str, files: usize) -> Vec<String> {
+///
+/// With `flush_subnormals` ([`crate::TargetOptions::flush_subnormals`]),
+/// the first file makes every call of the library flush subnormal numbers
+/// to zero when the library is loaded (`arrayad_abi_flush_subnormals`).
+pub(crate) fn wrappers_sources(
+    interfaces: &[Interface],
+    module: &str,
+    file: &str,
+    files: usize,
+    flush_subnormals: bool,
+) -> Vec<String> {
     let per_file = interfaces.len().div_ceil(files.max(1)).max(1);
     let mut chunks: Vec<&[Interface]> = interfaces.chunks(per_file).collect();
     if chunks.is_empty() {
         chunks.push(&[]);
     }
-    chunks.iter().enumerate().map(|(k, chunk)| wrappers_source(chunk, module, file, k == 0)).collect()
+    chunks.iter().enumerate().map(|(k, chunk)| wrappers_source(chunk, module, file, k == 0, flush_subnormals)).collect()
 }
 
-/// One file of [`wrappers_sources`]; `first` adds the module functions.
-fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bool) -> String {
+/// One file of [`wrappers_sources`]; `first` adds the module functions
+/// (and, with `flush_subnormals`, the constructor that sets the mode).
+fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bool, flush_subnormals: bool) -> String {
     let m = c_ident(module);
     let mut out = String::new();
     let _ = write!(
@@ -214,6 +225,13 @@ fn wrappers_source(interfaces: &[Interface], module: &str, file: &str, first: bo
              void {m}_set_num_threads(int n) {{ arrayad_set_num_threads(n); }}\n\
              int {m}_num_threads(void) {{ return arrayad_num_threads(); }}\n"
         );
+        if flush_subnormals {
+            out.push_str(
+                "/* Built with --flush-subnormals: every call flushes subnormal numbers to zero. */\n\
+                 __attribute__((constructor)) static void arrayad_w_flush_subnormals(void) {\n    \
+                 arrayad_abi_flush_subnormals();\n}\n",
+            );
+        }
     }
     for i in interfaces {
         let f = &i.name;

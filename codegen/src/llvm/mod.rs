@@ -331,6 +331,14 @@ pub(crate) fn build_module<'ctx>(
             fv.add_attribute(AttributeLoc::Function, ctx.create_string_attribute("target-features", features));
         }
         fv.add_attribute(AttributeLoc::Function, ctx.create_string_attribute("probe-stack", "inline-asm"));
+        // Subnormal numbers flushed at run time are flushed when LLVM
+        // folds constants too (`TargetOptions::flush_subnormals`).
+        if opts.flush_subnormals {
+            fv.add_attribute(
+                AttributeLoc::Function,
+                ctx.create_string_attribute("denormal-fp-math", "preserve-sign,preserve-sign"),
+            );
+        }
         // Non-trivial loop unswitching (O3) copies a loop per invariant
         // branch inside it, so its code grows exponentially with the depth
         // of a loop nest: the gradient of det by minors (11 nested loops)
