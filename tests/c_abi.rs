@@ -820,6 +820,13 @@ int main(void) {
 
 /// The aarch64 tools, or a note saying which one is missing.
 fn aarch64_tools() -> Option<(&'static str, &'static str)> {
+    // Probed once: the tests that use the tools run at the same time, and
+    // each probe would empty the other's scratch directory.
+    static TOOLS: std::sync::OnceLock<Option<(&'static str, &'static str)>> = std::sync::OnceLock::new();
+    *TOOLS.get_or_init(probe_aarch64_tools)
+}
+
+fn probe_aarch64_tools() -> Option<(&'static str, &'static str)> {
     for tool in ["aarch64-linux-gnu-gcc", "qemu-aarch64"] {
         if !have(tool) {
             eprintln!(
@@ -904,6 +911,82 @@ fn aarch64_libraries_agree_with_x86_64() {
         }
         assert!(outputs[0].contains("f_rc 0"), "{}", outputs[0]);
         assert_same_output(&format!("C test program, {backend}"), &outputs[0], &outputs[1]);
+    }
+}
+
+/// A program whose values and gradient are all subnormal numbers, for the
+/// tests of floating-point modes.
+const SUBNORMAL: &str = "
+def scaled(x: [n]f64) -> [n]f64 = for i < n => x[i] * 1e-300
+def energy(x: [n]f64) -> f64 = sum(for i < n => x[i] * x[i] * 1e-290) * 1e-10
+";
+
+/// An aarch64 library built with `--flush-subnormals` flushes subnormal
+/// numbers on every thread (FPCR.FZ, under qemu) and gives the caller its
+/// mode back; one built without computes them.
+#[test]
+fn aarch64_libraries_flush_subnormal_numbers() {
+    const MAIN: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include "libtiny.h"
+#define N 20000
+static double x[N], y[N], g[N];
+int main(int argc, char **argv) {
+    int i;
+    long zero = 0, subnormal = 0, other = 0;
+    double e = -1.0;
+    unsigned long fpcr;
+    if (argc != 2) return 2;
+    for (i = 0; i < N; i++) x[i] = 1e-10 * (1.0 + (double)i / N);
+    tiny_set_num_threads(atoi(argv[1]));
+    if (scaled(N, x, y) != 0 || energy_grad(N, x, &e, g) != 0) return 1;
+    for (i = 0; i < 2 * N; i++) {
+        double v = i < N ? y[i] : g[i - N];
+        if (v == 0.0) zero++;
+        else if (v > 0.0 && v < 2.2250738585072014e-308) subnormal++;
+        else other++;
+    }
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    printf("zero %ld\nsubnormal %ld\nother %ld\ncaller_flushes %d\n", zero, subnormal, other,
+           (int)((fpcr >> 24) & 1));
+    return 0;
+}
+"#;
+    let Some((gcc, sysroot)) = aarch64_tools() else { return };
+    for backend in backends() {
+        for flush in [false, true] {
+            let dir = scratch("c_abi", &format!("aarch64-flush-{backend}-{flush}"));
+            std::fs::write(dir.join("tiny.arr"), SUBNORMAL).unwrap();
+            std::fs::write(dir.join("main.c"), MAIN).unwrap();
+            let mut args = vec!["build", "tiny.arr", "-o", "libtiny.so", "--backend", backend];
+            args.extend(["--target", "aarch64-unknown-linux-gnu"]);
+            if flush {
+                args.push("--flush-subnormals");
+            }
+            let out = arrayad(&dir, &args);
+            assert_eq!(out.code, 0, "{backend}: {out:#?}");
+            let cargs = ["-std=gnu99", "-Wall", "-Werror", "main.c", "-o", "main", "-I.", "-L.", "-ltiny"];
+            let out = run_in(&dir, gcc, &[&cargs[..], &["-Wl,-rpath,$ORIGIN", "-lm"]].concat(), None);
+            assert_eq!(out.code, 0, "{gcc}: {out:#?}");
+            let main = dir.join("main");
+            let mut outputs = Vec::new();
+            for threads in ["1", "4"] {
+                let out = std::process::Command::new("qemu-aarch64")
+                    .args(["-L", sysroot, main.to_str().unwrap(), threads])
+                    .env("ARRAYAD_PARALLEL_GRAIN", "0")
+                    .current_dir(&dir)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{backend}, flush {flush}, {threads} threads: {out:?}");
+                outputs.push(key_values(&String::from_utf8_lossy(&out.stdout)));
+            }
+            assert_eq!(outputs[0], outputs[1], "{backend}, flush {flush}: one thread and four differ");
+            let (zero, subnormal) = if flush { ("40000", "0") } else { ("0", "40000") };
+            assert_eq!(outputs[0]["zero"], zero, "{backend}, flush {flush}: {:?}", outputs[0]);
+            assert_eq!(outputs[0]["subnormal"], subnormal, "{backend}, flush {flush}: {:?}", outputs[0]);
+            assert_eq!(outputs[0]["caller_flushes"], "0", "{backend}, flush {flush}: {:?}", outputs[0]);
+        }
     }
 }
 
@@ -1673,10 +1756,6 @@ fn kept_calls_nested_beyond_the_stack_fail_cleanly_in_libraries() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn threads_run_in_the_callers_floating_point_environment() {
-    const TINY: &str = "
-def scaled(x: [n]f64) -> [n]f64 = for i < n => x[i] * 1e-300
-def energy(x: [n]f64) -> f64 = sum(for i < n => x[i] * x[i] * 1e-290) * 1e-10
-";
     // `main THREADS MODES`: one round of calls per character of MODES ('1'
     // flushes), each in its mode; prints what the last round gave and
     // whether the caller's mode flushes after it.
@@ -1720,7 +1799,7 @@ int main(int argc, char **argv) {
     for backend in backends() {
         for flushing_library in [false, true] {
             let dir = scratch("c_abi", &format!("fenv-{backend}-{flushing_library}"));
-            std::fs::write(dir.join("tiny.arr"), TINY).unwrap();
+            std::fs::write(dir.join("tiny.arr"), SUBNORMAL).unwrap();
             let mut args = vec!["build", "tiny.arr", "-o", "libtiny.so", "--backend", backend];
             if flushing_library {
                 args.push("--flush-subnormals");
