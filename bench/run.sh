@@ -14,7 +14,8 @@
 #                   DAZ) before timing, for the C objective and for our calls on
 #                   every thread, as XLA's CPU threads do for JAX (GMM d64's
 #                   backward pass adds many subnormal products: on some x86-64
-#                   CPUs each costs a microcode assist)
+#                   CPUs each costs a microcode assist); with --gradbench, the
+#                   arrayad tools flush too (GradBench's manual tool does not)
 #   --min-time S    seconds per timed function (default 1)
 #   --out FILE      also write the summary (with the machine and command) to FILE
 #   --jax PYTHON    also time JAX (bench/jax_bench.py; PYTHON's environment has
@@ -56,7 +57,7 @@ while [ "$#" -gt 0 ]; do
         --jax) jax_python="$2"; shift 2 ;;
         --gradbench) gradbench_dir="$2"; shift 2 ;;
         --gradbench-evals) gradbench_evals="$2"; shift 2 ;;
-        -h|--help) sed -n '2,34p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,36p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "usage: $0 [--quick] [--min-time SECONDS] [--flush-subnormals] [--out FILE] [--jax PYTHON] [--gradbench DIR] [--gradbench-evals \"E ...\"]" >&2; exit 2 ;;
     esac
 done
@@ -251,7 +252,7 @@ if [ -n "$gradbench_dir" ]; then
         # shellcheck disable=SC2086
         ARRAYAD_NUM_THREADS="$threads" GRADBENCH_DIR="$gradbench_dir" \
             bash "$root/tools/gradbench/run.sh" --compare --backend "$gb_backend" --out "$gb_out" \
-            ${gb_quick[@]+"${gb_quick[@]}"} $gradbench_evals ||
+            ${gb_quick[@]+"${gb_quick[@]}"} ${flush[@]+"${flush[@]}"} $gradbench_evals ||
             echo "$0: GradBench on $threads thread(s) did not finish cleanly (see above)" >&2
         table="$(python3 "$root/tools/gradbench/score.py" "$gb_out" --against manual --markdown)" || true
         gradbench_tables+=("$threads" "$table")

@@ -13,6 +13,9 @@
 #                  same run, and print each tool's score and its ratio to
 #                  manual's (particle and saddle have no manual tool)
 #   --quick        --min-seconds 0 and --min-runs 1 (a validity run)
+#   --flush-subnormals  the arrayad tools flush subnormal numbers to zero in
+#                  every call (named arrayad-BACKEND-flush), as XLA does for
+#                  GradBench's jax tool; `manual` keeps IEEE arithmetic
 #   --out DIR      where the logs go (default: target/gradbench/logs)
 #   -- ARGS        passed on to every eval (e.g. -- --min-seconds 2)
 #
@@ -44,6 +47,7 @@ all_evals=(hello lse llsq det ode kmeans gmm ba lstm ht particle saddle)
 backends=""
 compare=0
 quick=0
+flush=0
 out="$repo/target/gradbench/logs"
 evals=()
 extra=()
@@ -52,9 +56,10 @@ while [ $# -gt 0 ]; do
         --backend) backends="$2"; shift 2 ;;
         --compare) compare=1; shift ;;
         --quick) quick=1; shift ;;
+        --flush-subnormals) flush=1; shift ;;
         --out) out="$2"; shift 2 ;;
         --) shift; extra=("$@"); break ;;
-        -h|--help) sed -n '2,30p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,33p' "${BASH_SOURCE[0]}"; exit 0 ;;
         -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
         *) evals+=("$1"); shift ;;
     esac
@@ -144,7 +149,13 @@ for e in "${evals[@]}"; do
     [ "$e" = ht ] && eval_args+=("${ht_args[@]}")
     eval_cmd="$py python/gradbench/gradbench/evals/$e/run.py ${eval_args[*]}"
     tools=()
-    for b in $backends; do tools+=("arrayad-$b|$tool --backend $b"); done
+    for b in $backends; do
+        if [ $flush = 1 ]; then
+            tools+=("arrayad-$b-flush|$tool --backend $b --flush-subnormals")
+        else
+            tools+=("arrayad-$b|$tool --backend $b")
+        fi
+    done
     if [ $compare = 1 ] && [ "$e" != particle ] && [ "$e" != saddle ]; then
         tools+=("manual|$py python/gradbench/gradbench/cpp.py manual")
     fi

@@ -22,11 +22,16 @@ use std::time::Instant;
 pub struct ToolOptions {
     /// Cranelift or LLVM.
     pub backend: Backend,
+    /// Every call flushes subnormal numbers to zero on all its threads
+    /// (arrayad's `--flush-subnormals`, as XLA's CPU threads compute for
+    /// GradBench's `jax` tool); off by default, as GradBench's `manual`
+    /// tool computes with IEEE arithmetic. The interpreter ignores it.
+    pub flush_subnormals: bool,
 }
 
 impl ToolOptions {
     /// The options for a `--backend` argument (`None`: the fastest built
-    /// in).
+    /// in), with IEEE arithmetic.
     ///
     /// Errors: an unknown backend, or `llvm` in a build without it.
     pub fn new(backend: Option<&str>) -> Result<ToolOptions, String> {
@@ -42,7 +47,12 @@ impl ToolOptions {
             }
             Some(other) => return Err(format!("unknown backend `{other}` (cranelift, llvm or interp)")),
         };
-        Ok(ToolOptions { backend })
+        Ok(ToolOptions { backend, flush_subnormals: false })
+    }
+
+    /// These options, flushing subnormal numbers or not.
+    pub fn with_flush_subnormals(self, flush_subnormals: bool) -> ToolOptions {
+        ToolOptions { flush_subnormals, ..self }
     }
 
     fn backend_name(&self) -> &'static str {
@@ -90,6 +100,7 @@ impl Tool {
                 "tool": "arrayad",
                 "config": {
                     "backend": self.options.backend_name(),
+                    "flush_subnormals": self.options.flush_subnormals,
                     "version": env!("CARGO_PKG_VERSION"),
                 },
             }),
@@ -142,7 +153,7 @@ impl Tool {
 
 /// Compiles the program of `eval` and its entry points.
 fn compile(eval: &dyn Eval, options: &ToolOptions) -> Result<Module, String> {
-    let mut opts = Options::backend(options.backend);
+    let mut opts = Options::backend(options.backend).with_flush_subnormals(options.flush_subnormals);
     if let Some(wrt) = eval.wrt() {
         opts = opts.with_wrt(wrt);
     }

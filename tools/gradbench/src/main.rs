@@ -8,11 +8,14 @@
 //! `evaluate` timing per run of the compiled call alone.
 //!
 //! ```text
-//! arrayad-gradbench [--backend cranelift|llvm|interp]
+//! arrayad-gradbench [--backend cranelift|llvm|interp] [--flush-subnormals]
 //! ```
 //!
 //! The default backend is the fastest built in: LLVM in a build with the
-//! cargo feature `llvm`, else Cranelift. End of input ends the tool (exit
+//! cargo feature `llvm`, else Cranelift. `--flush-subnormals` makes every
+//! call flush subnormal numbers to zero, as XLA does for GradBench's `jax`
+//! tool; by default the tool computes with IEEE arithmetic, as GradBench's
+//! `manual` tool does. End of input ends the tool (exit
 //! status 0). A malformed message, an unknown module or function, bad
 //! input or a run-time error of a program is a response with
 //! `"success": false` and the message, never a crash.
@@ -34,6 +37,11 @@ struct Cli {
     /// checking).
     #[arg(long)]
     backend: Option<String>,
+    /// Every call flushes subnormal numbers to zero, on all its threads,
+    /// as XLA computes for GradBench's `jax` tool (GradBench's `manual`
+    /// tool and the default here compute with IEEE arithmetic).
+    #[arg(long)]
+    flush_subnormals: bool,
 }
 
 fn main() {
@@ -42,7 +50,7 @@ fn main() {
     #[cfg(feature = "llvm")]
     arrayad::llvm_vectorise_epilogues();
     let options = match ToolOptions::new(cli.backend.as_deref()) {
-        Ok(o) => o,
+        Ok(o) => o.with_flush_subnormals(cli.flush_subnormals),
         Err(e) => {
             eprintln!("arrayad-gradbench: {e}");
             std::process::exit(2);

@@ -10,9 +10,11 @@ use serde_json::{json, Value as Json};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-/// Runs the binary on `messages` (one per line) and returns its responses.
-fn session(messages: &[Json], extra_lines: &[&str]) -> Vec<Json> {
+/// Runs the binary with `args` on `messages` (one per line) and returns
+/// its responses.
+fn session(args: &[&str], messages: &[Json], extra_lines: &[&str]) -> Vec<Json> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_arrayad-gradbench"))
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -468,7 +470,7 @@ fn a_session_of_every_eval_gets_right_answers() {
         expect.push((id, None));
         id += 1;
     }
-    let responses = session(&messages, &[]);
+    let responses = session(&[], &messages, &[]);
     assert_eq!(responses.len(), messages.len());
     assert_eq!(responses[0]["tool"], "arrayad");
     assert!(responses[0]["config"]["backend"].is_string());
@@ -510,7 +512,7 @@ fn malformed_messages_and_failures_are_answered() {
         json!({"id": 11, "kind": "hello"}),
         json!({"id": 12, "kind": "evaluate", "module": "det", "function": "primal", "input": {"A": [2.0], "ell": 1}}),
     ];
-    let r = session(&messages, &["not json", "{\"kind\": \"start\"}", "[1, 2]"]);
+    let r = session(&[], &messages, &["not json", "{\"kind\": \"start\"}", "[1, 2]"]);
     assert_eq!(r.len(), messages.len() + 3);
     let failure = |k: usize, needle: &str| {
         assert_eq!(r[k]["success"], false, "{}", r[k]);
@@ -533,5 +535,31 @@ fn malformed_messages_and_failures_are_answered() {
     for (k, resp) in r.iter().enumerate().skip(12) {
         assert_eq!(resp["id"], Json::Null, "{resp}");
         failure(k, "malformed message");
+    }
+}
+
+#[test]
+fn flush_subnormals_flushes_the_gradients_subnormal_entries() {
+    // The softmax of [0, -720]: its second entry, e^-720 = 2.9e-313, is
+    // subnormal with IEEE arithmetic and zero when the calls flush.
+    let messages = [
+        json!({"id": 0, "kind": "start", "eval": "lse"}),
+        json!({"id": 1, "kind": "define", "module": "lse"}),
+        json!({"id": 2, "kind": "evaluate", "module": "lse", "function": "gradient", "input": runs(json!({"x": [0.0, -720.0]}))}),
+    ];
+    for flush in [false, true] {
+        let args: &[&str] = if flush { &["--flush-subnormals"] } else { &[] };
+        let r = session(args, &messages, &[]);
+        assert_eq!(r[0]["config"]["flush_subnormals"], flush, "{}", r[0]);
+        assert_eq!(r[2]["success"], true, "{}", r[2]);
+        let g = nums(&r[2]["output"]);
+        assert_eq!(g[0], 1.0, "flush {flush}: {g:?}");
+        if flush {
+            assert_eq!(g[1], 0.0, "flushed: {g:?}");
+        } else {
+            // A subnormal number this size keeps about 36 bits.
+            let want = (-720.0f64).exp();
+            assert!(g[1].is_subnormal() && ((g[1] - want) / want).abs() < 1e-9, "IEEE: {g:?}, want {want:e}");
+        }
     }
 }
