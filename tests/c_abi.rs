@@ -921,6 +921,30 @@ def scaled(x: [n]f64) -> [n]f64 = for i < n => x[i] * 1e-300
 def energy(x: [n]f64) -> f64 = sum(for i < n => x[i] * x[i] * 1e-290) * 1e-10
 ";
 
+/// C functions for the programs that call [`SUBNORMAL`]'s library, which
+/// prepend them: `fill(n, x)` writes inputs whose values and gradient
+/// entries are all subnormal numbers; `print_counts(n, y, g)` prints how
+/// many of the `2 n` results are zero, subnormal or neither (`key value`
+/// lines).
+const SUBNORMAL_COUNTS_C: &str = r#"
+#include <stdio.h>
+static void fill(int n, double *x) {
+    int i;
+    for (i = 0; i < n; i++) x[i] = 1e-10 * (1.0 + (double)i / n);
+}
+static void print_counts(int n, const double *y, const double *g) {
+    int i;
+    long zero = 0, subnormal = 0, other = 0;
+    for (i = 0; i < 2 * n; i++) {
+        double v = i < n ? y[i] : g[i - n];
+        if (v == 0.0) zero++;
+        else if (v > 0.0 && v < 2.2250738585072014e-308) subnormal++;
+        else other++;
+    }
+    printf("zero %ld\nsubnormal %ld\nother %ld\n", zero, subnormal, other);
+}
+"#;
+
 /// An aarch64 library built with `--flush-subnormals` flushes subnormal
 /// numbers on every thread (FPCR.FZ, under qemu) and gives the caller its
 /// mode back; one built without computes them.
@@ -933,23 +957,15 @@ fn aarch64_libraries_flush_subnormal_numbers() {
 #define N 20000
 static double x[N], y[N], g[N];
 int main(int argc, char **argv) {
-    int i;
-    long zero = 0, subnormal = 0, other = 0;
     double e = -1.0;
     unsigned long fpcr;
     if (argc != 2) return 2;
-    for (i = 0; i < N; i++) x[i] = 1e-10 * (1.0 + (double)i / N);
+    fill(N, x);
     tiny_set_num_threads(atoi(argv[1]));
     if (scaled(N, x, y) != 0 || energy_grad(N, x, &e, g) != 0) return 1;
-    for (i = 0; i < 2 * N; i++) {
-        double v = i < N ? y[i] : g[i - N];
-        if (v == 0.0) zero++;
-        else if (v > 0.0 && v < 2.2250738585072014e-308) subnormal++;
-        else other++;
-    }
+    print_counts(N, y, g);
     __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
-    printf("zero %ld\nsubnormal %ld\nother %ld\ncaller_flushes %d\n", zero, subnormal, other,
-           (int)((fpcr >> 24) & 1));
+    printf("caller_flushes %d\n", (int)((fpcr >> 24) & 1));
     return 0;
 }
 "#;
@@ -958,7 +974,7 @@ int main(int argc, char **argv) {
         for flush in [false, true] {
             let dir = scratch("c_abi", &format!("aarch64-flush-{backend}-{flush}"));
             std::fs::write(dir.join("tiny.arr"), SUBNORMAL).unwrap();
-            std::fs::write(dir.join("main.c"), MAIN).unwrap();
+            std::fs::write(dir.join("main.c"), format!("{SUBNORMAL_COUNTS_C}{MAIN}")).unwrap();
             let mut args = vec!["build", "tiny.arr", "-o", "libtiny.so", "--backend", backend];
             args.extend(["--target", "aarch64-unknown-linux-gnu"]);
             if flush {
@@ -1769,25 +1785,18 @@ fn threads_run_in_the_callers_floating_point_environment() {
 #define FTZ_DAZ 0x8040u
 static double x[N], y[N], g[N];
 int main(int argc, char **argv) {
-    int i;
     size_t m;
-    long zero = 0, subnormal = 0, other = 0;
     double e = -1.0;
     if (argc != 3) return 2;
-    for (i = 0; i < N; i++) x[i] = 1e-10 * (1.0 + (double)i / N);
+    fill(N, x);
     tiny_set_num_threads(atoi(argv[1]));
     for (m = 0; m < strlen(argv[2]); m++) {
         unsigned csr = _mm_getcsr();
         _mm_setcsr(argv[2][m] == '1' ? csr | FTZ_DAZ : csr & ~FTZ_DAZ);
         if (scaled(N, x, y) != 0 || energy_grad(N, x, &e, g) != 0) return 1;
     }
-    for (i = 0; i < 2 * N; i++) {
-        double v = i < N ? y[i] : g[i - N];
-        if (v == 0.0) zero++;
-        else if (v > 0.0 && v < 2.2250738585072014e-308) subnormal++;
-        else other++;
-    }
-    printf("zero %ld\nsubnormal %ld\nother %ld\nenergy %.17g\n", zero, subnormal, other, e);
+    print_counts(N, y, g);
+    printf("energy %.17g\n", e);
     printf("caller_flushes %d\n", (_mm_getcsr() & FTZ_DAZ) == FTZ_DAZ);
     return 0;
 }
@@ -1806,7 +1815,7 @@ int main(int argc, char **argv) {
             }
             let out = arrayad(&dir, &args);
             assert_eq!(out.code, 0, "arrayad build failed: {out:#?}");
-            compile_main(&dir, TINY_C, "tiny");
+            compile_main(&dir, &format!("{SUBNORMAL_COUNTS_C}{TINY_C}"), "tiny");
             let run = |threads: &str, modes: &str| -> HashMap<String, String> {
                 let out = std::process::Command::new(dir.join("main"))
                     .args([threads, modes])

@@ -10,6 +10,7 @@ pub mod builder;
 pub mod derivative;
 pub mod fault;
 pub mod fx;
+pub mod inline_math;
 pub mod interp;
 pub mod math;
 pub mod printer;

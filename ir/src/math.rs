@@ -1,5 +1,7 @@
 //! The math functions of the language that compiled code calls rather than
-//! computes inline: one typed table of their C symbols, arities and values,
+//! computes inline (`exp` and `tanh` it computes inline:
+//! [`crate::inline_math`]): one
+//! typed table of their C symbols, arities and values,
 //! read by the interpreter (which must agree with compiled code bit for
 //! bit), both code generators and the runtime's symbol table.
 //!
@@ -13,12 +15,10 @@ use crate::program::{BinOp, UnOp};
 /// A math function called through its C symbol.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum MathFn {
-    Exp,
     Log,
     Sin,
     Cos,
     Tan,
-    Tanh,
     Sinh,
     Cosh,
     Asin,
@@ -41,13 +41,11 @@ pub enum MathFn {
 
 impl MathFn {
     /// Every math function.
-    pub const ALL: [MathFn; 19] = [
-        MathFn::Exp,
+    pub const ALL: [MathFn; 17] = [
         MathFn::Log,
         MathFn::Sin,
         MathFn::Cos,
         MathFn::Tan,
-        MathFn::Tanh,
         MathFn::Sinh,
         MathFn::Cosh,
         MathFn::Asin,
@@ -66,12 +64,10 @@ impl MathFn {
     /// The C symbol compiled code calls.
     pub fn symbol(self) -> &'static str {
         match self {
-            MathFn::Exp => "exp",
             MathFn::Log => "log",
             MathFn::Sin => "sin",
             MathFn::Cos => "cos",
             MathFn::Tan => "tan",
-            MathFn::Tanh => "tanh",
             MathFn::Sinh => "sinh",
             MathFn::Cosh => "cosh",
             MathFn::Asin => "asin",
@@ -105,12 +101,10 @@ impl MathFn {
     /// The function a unary operation calls, if it calls one.
     pub fn of_unary(op: UnOp) -> Option<MathFn> {
         Some(match op {
-            UnOp::Exp => MathFn::Exp,
             UnOp::Log => MathFn::Log,
             UnOp::Sin => MathFn::Sin,
             UnOp::Cos => MathFn::Cos,
             UnOp::Tan => MathFn::Tan,
-            UnOp::Tanh => MathFn::Tanh,
             UnOp::Sinh => MathFn::Sinh,
             UnOp::Cosh => MathFn::Cosh,
             UnOp::Asin => MathFn::Asin,
@@ -121,7 +115,9 @@ impl MathFn {
             UnOp::Erf => MathFn::Erf,
             UnOp::Lgamma => MathFn::Lgamma,
             UnOp::Digamma => MathFn::Digamma,
-            UnOp::Neg
+            UnOp::Exp
+            | UnOp::Tanh
+            | UnOp::Neg
             | UnOp::Not
             | UnOp::Sqrt
             | UnOp::Abs
@@ -149,12 +145,10 @@ impl MathFn {
     pub fn eval(self, x: f64, y: f64) -> f64 {
         use crate::interp::ops;
         match self {
-            MathFn::Exp => x.exp(),
             MathFn::Log => x.ln(),
             MathFn::Sin => x.sin(),
             MathFn::Cos => x.cos(),
             MathFn::Tan => x.tan(),
-            MathFn::Tanh => x.tanh(),
             MathFn::Sinh => x.sinh(),
             MathFn::Cosh => x.cosh(),
             MathFn::Asin => x.asin(),

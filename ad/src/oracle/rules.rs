@@ -30,7 +30,7 @@ pub(crate) fn unary_partial(op: UnOp, x: f64, y: f64) -> Option<f64> {
         Atan => 1.0 / (1.0 + x * x),
         Log1p => 1.0 / (1.0 + x),
         Expm1 => y + 1.0,
-        Erf => FRAC_2_SQRT_PI * (-(x * x)).exp(),
+        Erf => FRAC_2_SQRT_PI * arrayad_ir::inline_math::exp(-(x * x)),
         Lgamma => ops::digamma(x),
         // abs'(x) = sign(x), abs'(0) = 0.
         Abs => ops::sign(x),

@@ -738,16 +738,28 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
     }
 
     fn select(&mut self, c: Value, a: Value, b: Value) -> Value {
+        // A pair of lane masks (a pair `fcmp`) selects lane by lane.
+        if self.b.func.dfg.value_type(c).is_vector() {
+            let ty = self.b.func.dfg.value_type(a);
+            let mask = self.b.ins().bitcast(ty, MemFlagsData::new(), c);
+            return self.b.ins().bitselect(mask, a, b);
+        }
         self.b.ins().select(c, a, b)
     }
 
     fn convert(&mut self, conv: Conv, a: Value) -> Value {
+        let pair = self.b.func.dfg.value_type(a).is_vector();
         let i = self.b.ins();
         match conv {
             Conv::I64ToF64 => i.fcvt_from_sint(types::F64, a),
             Conv::F64ToI64Sat => i.fcvt_to_sint_sat(types::I64, a),
             Conv::BoolToI64 => i.uextend(types::I64, a),
             Conv::I64ToBool => i.icmp_imm_s(condcodes::IntCC::NotEqual, a, 0),
+            // Lane by lane on pairs.
+            Conv::F64Bits if pair => i.bitcast(types::I64X2, MemFlagsData::new(), a),
+            Conv::BitsF64 if pair => i.bitcast(types::F64X2, MemFlagsData::new(), a),
+            Conv::F64Bits => i.bitcast(types::I64, MemFlagsData::new(), a),
+            Conv::BitsF64 => i.bitcast(types::F64, MemFlagsData::new(), a),
         }
     }
 
@@ -857,6 +869,22 @@ impl<M: Module> Emitter for ClifEmitter<'_, '_, M> {
 
     fn splat_pair(&mut self, x: Value) -> Value {
         self.b.ins().splat(types::F64X2, x)
+    }
+
+    fn splat_int_pair(&mut self, x: Value) -> Value {
+        self.b.ins().splat(types::I64X2, x)
+    }
+
+    fn const_pair(&mut self, x: f64) -> Value {
+        // One load from the constant pool (a splat of a constant is built
+        // in registers, three instructions, where it is used).
+        let c = self.b.func.dfg.constants.insert([x.to_le_bytes(), x.to_le_bytes()].concat().into());
+        self.b.ins().vconst(types::F64X2, c)
+    }
+
+    fn const_int_pair(&mut self, x: i64) -> Value {
+        let c = self.b.func.dfg.constants.insert([x.to_le_bytes(), x.to_le_bytes()].concat().into());
+        self.b.ins().vconst(types::I64X2, c)
     }
 
     fn pair_lane(&mut self, pair: Value, lane: u8) -> Value {

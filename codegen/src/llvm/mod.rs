@@ -21,7 +21,7 @@
 //!   one array while reading others is vectorised without run-time
 //!   overlap checks;
 //! - math functions are LLVM intrinsics where LLVM has one that lowers to
-//!   the same libm call (`llvm.exp.f64`, ...), other libm functions are
+//!   the same libm call (`llvm.log.f64`, ...), other libm functions are
 //!   declared `memory(none) nounwind willreturn`, so calls are hoisted and
 //!   shared; failure reporting functions are `cold`, and branches to the
 //!   error blocks carry branch weights;
@@ -917,6 +917,13 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
         self.fm(v)
     }
 
+    fn float_strict(&mut self, op: FloatOp, a: Self::Value, b: Self::Value) -> Self::Value {
+        let fast_math = std::mem::replace(&mut self.fast_math, false);
+        let v = self.float(op, a, b);
+        self.fast_math = fast_math;
+        v
+    }
+
     fn float_unary(&mut self, op: FloatUnary, a: Self::Value) -> Self::Value {
         let name = match op {
             FloatUnary::Neg => {
@@ -1000,6 +1007,16 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
                 let z = x.get_type().const_zero();
                 let r = self.b.build_int_compare(IntPredicate::NE, x, z, "");
                 self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::Bool))
+            }
+            Conv::F64Bits => {
+                let x = self.float_of(a);
+                let r = self.b.build_bit_cast(x, i64t, "");
+                self.ok(r).unwrap_or_else(|| self.undef(Ty::I64))
+            }
+            Conv::BitsF64 => {
+                let x = self.int_of(a);
+                let r = self.b.build_bit_cast(x, self.ctx.f64_type(), "");
+                self.ok(r).unwrap_or_else(|| self.undef(Ty::F64))
             }
         }
     }
@@ -1375,9 +1392,8 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
                 *dst
             }
             // The intrinsics that lower to the very same libm call.
-            Callee::Math(m @ (MathFn::Exp | MathFn::Log | MathFn::Sin | MathFn::Cos | MathFn::Pow)) => {
+            Callee::Math(m @ (MathFn::Log | MathFn::Sin | MathFn::Cos | MathFn::Pow)) => {
                 let name = match m {
-                    MathFn::Exp => "llvm.exp",
                     MathFn::Log => "llvm.log",
                     MathFn::Sin => "llvm.sin",
                     MathFn::Cos => "llvm.cos",

@@ -122,6 +122,10 @@ pub(crate) enum Conv {
     BoolToI64,
     /// An `i64` nonzero test.
     I64ToBool,
+    /// The bits of an `f64` as an `i64` (a bit cast).
+    F64Bits,
+    /// The `f64` whose bits an `i64` holds (a bit cast).
+    BitsF64,
 }
 
 /// What a load or store touches (alias information for the backend).
@@ -167,6 +171,13 @@ pub(crate) trait Emitter {
     fn icmp(&mut self, cc: IntCC, a: Self::Value, b: Self::Value) -> Self::Value;
     /// A binary float operation.
     fn float(&mut self, op: FloatOp, a: Self::Value, b: Self::Value) -> Self::Value;
+    /// A binary float operation rounded as IEEE says even under
+    /// `--fast-math` (never reassociated or contracted): for sequences whose
+    /// rounding is their meaning, such as `exp`'s range reduction
+    /// (`lower/inline_math.rs`).
+    fn float_strict(&mut self, op: FloatOp, a: Self::Value, b: Self::Value) -> Self::Value {
+        self.float(op, a, b)
+    }
     /// A unary float operation.
     fn float_unary(&mut self, op: FloatUnary, a: Self::Value) -> Self::Value;
     /// A float comparison.
@@ -301,6 +312,30 @@ pub(crate) trait Emitter {
     /// The pair `(x, x, ..)` ([`Self::f64_pairs`]).
     fn splat_pair(&mut self, _x: Self::Value) -> Self::Value {
         unreachable!("pairs are used only when f64_pairs() is true")
+    }
+    /// The pair of `i64`s `(x, x)` ([`Self::f64_pairs`]): the integer
+    /// lanes of the inline math functions (`lower/inline_math.rs`), which
+    /// on such a backend also run on pairs. There, [`Self::int`] (`Add`,
+    /// `Sub`, `Or`, and the shifts `Shl` and `UShr` by a single `i64`:
+    /// x86-64 shifts 64-bit lanes arithmetically only with AVX-512, which
+    /// valgrind cannot run), [`Self::fcmp`] (a
+    /// pair of lane masks, which only [`Self::select`] and `Or` take),
+    /// [`Self::select`], [`Self::float_unary`], [`Self::float_strict`] and
+    /// the bit casts of [`Self::convert`] apply lane by lane.
+    fn splat_int_pair(&mut self, _x: Self::Value) -> Self::Value {
+        unreachable!("pairs are used only when f64_pairs() is true")
+    }
+    /// The pair `(x, x)` of an `f64` constant ([`Self::f64_pairs`]): what
+    /// [`Self::splat_pair`] of [`Self::fconst`] gives, but a backend may
+    /// load it from a constant pool rather than build it.
+    fn const_pair(&mut self, x: f64) -> Self::Value {
+        let c = self.fconst(x);
+        self.splat_pair(c)
+    }
+    /// The pair `(x, x)` of an `i64` constant ([`Self::splat_int_pair`]).
+    fn const_int_pair(&mut self, x: i64) -> Self::Value {
+        let c = self.iconst(Ty::I64, x);
+        self.splat_int_pair(c)
     }
     /// Lane `lane` (below [`Self::pair_lanes`]) of a pair
     /// ([`Self::f64_pairs`]).

@@ -1,6 +1,7 @@
 //! Lowering of the right-hand sides of `let`.
 
 use super::emit::{Conv, Emitter, FloatCC, FloatOp, FloatUnary, IntCC, IntOp, Mem, Ty};
+use super::inline_math::{self, Lanes};
 use super::memory::Mark;
 use super::{elem_size, Arr, Lower, Repr, Result, Val};
 use arrayad_ir::{Atom, BinOp, Block, Expr, Fault, MathFn, ReduceOp, Scalar, StmtKind, Type, UnOp, VarId};
@@ -123,6 +124,7 @@ impl<E: Emitter> Lower<'_, E> {
             return self.b.call(Callee::Math(m), &[x]);
         }
         Ok(match op {
+            UnOp::Exp | UnOp::Tanh => self.inline_math(op, Lanes::One, x),
             UnOp::Neg if e == Scalar::F64 => self.b.float_unary(FloatUnary::Neg, x),
             UnOp::Neg => {
                 let z = self.iconst(0);
@@ -161,6 +163,15 @@ impl<E: Emitter> Lower<'_, E> {
             }
             _ => return Err(self.malformed(format!("unary operation {} of {e}", op.name()))),
         })
+    }
+
+    /// `exp` or `tanh` of an `f64` value or pair, computed inline
+    /// (`inline_math.rs`).
+    pub(super) fn inline_math(&mut self, op: UnOp, lanes: Lanes, x: E::Value) -> E::Value {
+        match op {
+            UnOp::Tanh => inline_math::tanh(self.b, lanes, x),
+            _ => inline_math::exp(self.b, lanes, x),
+        }
     }
 
     fn binary(&mut self, op: BinOp, a: &Atom, b: &Atom) -> Result<E::Value> {

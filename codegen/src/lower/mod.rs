@@ -17,6 +17,7 @@ pub(crate) use call::lower_frame_guard;
 pub(crate) mod emit;
 mod expr;
 pub(crate) mod first_write;
+mod inline_math;
 mod memory;
 mod pairs;
 mod placed;

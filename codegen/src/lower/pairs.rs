@@ -2,7 +2,8 @@
 //! instruction, on a backend without a vectoriser of its own
 //! ([`Emitter::f64_pairs`]: Cranelift), when the body only loads along
 //! its index, from rows known in bounds, and computes `+ - * /`, negation,
-//! `abs` and `sqrt` of `f64`s ([`Lower::pair_plan`]). Three loops use
+//! `abs`, `sqrt`, `exp` and `tanh` of `f64`s ([`Lower::pair_plan`]). Three
+//! loops use
 //! them:
 //!
 //! - the unrolled rounds of a `sum` (`sum.rs`): partial sums `2k` and
@@ -34,6 +35,7 @@
 //! or of one such array and a parameter.
 
 use super::emit::{Emitter, FloatOp, FloatUnary, IntCC, IntOp};
+use super::inline_math::Lanes;
 use super::{Lower, Result, Val};
 use arrayad_ir::{Atom, BinOp, Block, Expr, Scalar, StmtKind, Type, UnOp, VarId};
 use std::collections::{HashMap, HashSet};
@@ -57,6 +59,9 @@ pub(super) enum PairStmt<V> {
     Binary { var: VarId, op: FloatOp, x: Atom, y: Atom },
     /// `var = op x` (`-`, `abs`, `sqrt` of an `f64`).
     Unary { var: VarId, op: FloatUnary, x: Atom },
+    /// `var = exp(x)` or `tanh(x)` (`UnOp::Exp`, `UnOp::Tanh`), computed
+    /// inline ([`super::inline_math`]).
+    InlineMath { var: VarId, op: UnOp, x: Atom },
     /// `var = x`.
     Copy { var: VarId, x: Atom },
     /// `acc[p.., i] += value`: the pair at `row + 8 i` (`row` as for
@@ -84,7 +89,8 @@ impl<E: Emitter> Lower<'_, E> {
     /// whose indices are known in bounds (`p..` values from outside, and
     /// `index` below `n`, which bounds the last axis), a copy, `+ - * /`
     /// of such values, values from outside and literals, or `-`, `abs`,
-    /// `sqrt` of one (each rounds as its scalar form does); with
+    /// `sqrt` of one, and on Cranelift `exp` and `tanh` (each rounds as its
+    /// scalar form does); with
     /// `effects` (the body of a `for` loop, without results), also adds
     /// `acc[p.., index] += x` of such values into accumulators indexed as
     /// the loads are. The rows' addresses, and the pairs of the values
@@ -138,6 +144,14 @@ impl<E: Emitter> Lower<'_, E> {
                     }
                     PairStmt::Binary { var, op, x: *x, y: *y }
                 }
+                // Inline math on pairs needs lane masks: Cranelift's
+                // pairs, not LLVM's sums of four lanes.
+                Expr::Unary(op @ (UnOp::Exp | UnOp::Tanh), x) if self.b.f64_pairs() => {
+                    if !self.pair_operand(x, index)? {
+                        return Ok(None);
+                    }
+                    PairStmt::InlineMath { var, op: *op, x: *x }
+                }
                 Expr::Unary(op, x) => {
                     let op = match op {
                         UnOp::Neg => FloatUnary::Neg,
@@ -180,7 +194,10 @@ impl<E: Emitter> Lower<'_, E> {
                     note(x);
                     note(y);
                 }
-                PairStmt::Unary { x, .. } | PairStmt::Copy { x, .. } | PairStmt::AccAdd { value: x, .. } => note(x),
+                PairStmt::Unary { x, .. }
+                | PairStmt::InlineMath { x, .. }
+                | PairStmt::Copy { x, .. }
+                | PairStmt::AccAdd { value: x, .. } => note(x),
                 PairStmt::Load { .. } | PairStmt::Outer { .. } => {}
             }
         }
@@ -289,6 +306,13 @@ impl<E: Emitter> Lower<'_, E> {
                     let v = match self.pair_value(&vals, x)? {
                         PairVal::Both(x) => PairVal::Both(self.b.float_unary(*op, x)),
                         PairVal::Pair(x) => PairVal::Pair(self.b.float_unary(*op, x)),
+                    };
+                    (*var, v)
+                }
+                PairStmt::InlineMath { var, op, x } => {
+                    let v = match self.pair_value(&vals, x)? {
+                        PairVal::Both(x) => PairVal::Both(self.inline_math(*op, Lanes::One, x)),
+                        PairVal::Pair(x) => PairVal::Pair(self.inline_math(*op, Lanes::Pair, x)),
                     };
                     (*var, v)
                 }

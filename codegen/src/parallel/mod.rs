@@ -63,7 +63,8 @@ use arrayad_ir::interp::ops::SUM_BLOCK;
 use arrayad_ir::shape::StaticDim;
 use arrayad_ir::visit::{block_binds, child_blocks, for_each_block, stmt_uses};
 use arrayad_ir::{
-    Atom, BinOp, Block, Expr, FuncId, Function, KeptKind, Loc, MathFn, ReduceOp, Scalar, Stmt, StmtKind, Type, VarId,
+    Atom, BinOp, Block, Expr, FuncId, Function, KeptKind, Loc, MathFn, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp,
+    VarId,
 };
 use shapes::BuiltShapes;
 use std::collections::{HashMap, HashSet};
@@ -88,7 +89,8 @@ const LOOP_WEIGHT: u64 = 16;
 const HEAVY: u64 = 64;
 
 /// The weight of a statement that calls a function of the C library
-/// (`exp`, `log`, `pow`, ...), against 1 for an arithmetic instruction.
+/// (`log`, `pow`, ...) or `exp` or `tanh` (inline), against 1 for an arithmetic
+/// instruction.
 const LIBM_WEIGHT: u64 = 16;
 
 /// A block of [`SUM_BLOCK`] iterations of a parallel sum weighs the weight
@@ -615,7 +617,8 @@ fn local_call(func: FuncId, callees: &Callees) -> bool {
 }
 
 /// The statements of one iteration of `body`, a function of the C
-/// library (`exp`, `pow`, ...: `arrayad_ir::MathFn`) counted
+/// library (`log`, `pow`, ...: `arrayad_ir::MathFn`) or `exp` and `tanh`
+/// (inline, about a call's cost on Cranelift, `lower/inline_math.rs`) counted
 /// [`LIBM_WEIGHT`] times, nested loops
 /// [`LOOP_WEIGHT`] times per level.
 fn weight(body: &Block) -> u64 {
@@ -628,7 +631,11 @@ fn weight(body: &Block) -> u64 {
         );
         let nested = if looped { nested.saturating_mul(LOOP_WEIGHT) } else { nested };
         let own = match &s.kind {
-            StmtKind::Let { expr: Expr::Unary(op, _), .. } if MathFn::of_unary(*op).is_some() => LIBM_WEIGHT,
+            StmtKind::Let { expr: Expr::Unary(op, _), .. }
+                if matches!(op, UnOp::Exp | UnOp::Tanh) || MathFn::of_unary(*op).is_some() =>
+            {
+                LIBM_WEIGHT
+            }
             StmtKind::Let { expr: Expr::Binary(op, ..), .. } if MathFn::of_binary(*op).is_some() => LIBM_WEIGHT,
             _ => 1,
         };

@@ -207,7 +207,9 @@ pub fn max_f64(a: f64, b: f64) -> f64 {
     }
 }
 
-/// A math function `f64 -> f64` (including `Neg`, `Abs`, `Floor`, `Ceil`);
+/// A math function `f64 -> f64` (including `Neg`, `Abs`, `Floor`, `Ceil`;
+/// `Exp` and `Tanh` are [`crate::inline_math`]'s, as compiled code computes
+/// them);
 /// `None` for the operations that are not of that type.
 pub fn math(op: UnOp, x: f64) -> Option<f64> {
     use UnOp::*;
@@ -215,6 +217,8 @@ pub fn math(op: UnOp, x: f64) -> Option<f64> {
         return Some(f.eval(x, 0.0));
     }
     Some(match op {
+        Exp => crate::inline_math::exp(x),
+        Tanh => crate::inline_math::tanh(x),
         Neg => -x,
         Sqrt => x.sqrt(),
         Abs => x.abs(),
