@@ -43,6 +43,18 @@ impl Lanes {
     }
 }
 
+/// Horner's rule from `p` on: `p = p * s + c` for each of `coefficients`
+/// in turn (the products and sums the interpreter's `a + s * (..)`
+/// computes: both are commutative in IEEE arithmetic).
+fn horner<E: Emitter>(b: &mut E, lanes: Lanes, s: E::Value, mut p: E::Value, coefficients: &[f64]) -> E::Value {
+    for &coefficient in coefficients {
+        let ps = b.float_strict(FloatOp::Mul, p, s);
+        let c = lanes.f(b, coefficient);
+        p = b.float_strict(FloatOp::Add, ps, c);
+    }
+    p
+}
+
 /// `e^x` of an `f64` value or pair: [`arrayad_ir::inline_math::exp`], step
 /// by step (its documentation numbers the steps).
 pub(crate) fn exp<E: Emitter>(b: &mut E, lanes: Lanes, x: E::Value) -> E::Value {
@@ -73,12 +85,8 @@ pub(crate) fn exp<E: Emitter>(b: &mut E, lanes: Lanes, x: E::Value) -> E::Value 
     // 4. y = e^r.
     let rr = b.float_strict(Mul, r, r);
     let [p1, p2, p3, p4, p5] = EXP_P;
-    let mut p = lanes.f(b, p5);
-    for coefficient in [p4, p3, p2, p1] {
-        let q = b.float_strict(Mul, rr, p);
-        let c = lanes.f(b, coefficient);
-        p = b.float_strict(Add, c, q);
-    }
+    let p5 = lanes.f(b, p5);
+    let p = horner(b, lanes, rr, p5, &[p4, p3, p2, p1]);
     let rr_p = b.float_strict(Mul, rr, p);
     let c = b.float_strict(Sub, r, rr_p);
     let two = lanes.f(b, 2.0);
@@ -124,20 +132,12 @@ pub(crate) fn tanh<E: Emitter>(b: &mut E, lanes: Lanes, x: E::Value) -> E::Value
     let s = b.float_strict(Mul, x, x);
     let [p0, p1, p2] = TANH_P;
     let [q0, q1, q2] = TANH_Q;
-    let mut p = lanes.f(b, p0);
-    for coefficient in [p1, p2] {
-        let ps = b.float_strict(Mul, p, s);
-        let c = lanes.f(b, coefficient);
-        p = b.float_strict(Add, ps, c);
-    }
-    let c = lanes.f(b, q0);
-    let q = b.float_strict(Add, s, c);
-    let q = b.float_strict(Mul, q, s);
-    let c = lanes.f(b, q1);
-    let q = b.float_strict(Add, q, c);
-    let q = b.float_strict(Mul, q, s);
-    let c = lanes.f(b, q2);
-    let q = b.float_strict(Add, q, c);
+    let p0 = lanes.f(b, p0);
+    let p = horner(b, lanes, s, p0, &[p1, p2]);
+    // Q is monic: its first step is s + Q0.
+    let q0 = lanes.f(b, q0);
+    let s_q0 = b.float_strict(Add, s, q0);
+    let q = horner(b, lanes, s, s_q0, &[q1, q2]);
     let xs = b.float_strict(Mul, x, s);
     let ratio = b.float_strict(Div, p, q);
     let correction = b.float_strict(Mul, xs, ratio);
