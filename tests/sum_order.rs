@@ -375,3 +375,64 @@ def indexed(x: [n]f64) -> [n]f64 = for i < n => x[i] * f64(i)
         assert_eq!(ct_bits(&got), ct_bits(&want), "prod vjp, n = {n}");
     }
 }
+
+/// Conditionals that yield atoms are selects, which Cranelift computes on
+/// pairs of lanes (`lower/pairs.rs`, `PairStmt::Select`): the mask of a
+/// maximum's ties in logsumexp's gradient, a count of NaNs, a clip in a
+/// map, each bit for bit as the interpreter computes it, NaNs and signed
+/// zeros included.
+#[test]
+fn cranelift_selects_lane_by_lane() {
+    let src = "\
+def lse(v: [n]f64) -> f64 =
+  let m = maximum(v)
+  in m + log(sum(exp(v - m)))
+def nans(x: [n]f64, t: f64) -> f64 =
+  sum(for i < n =>
+    let a = x[i]
+    let s = if a > t then -0.0 else t
+    in if a != a then 1.0 else s)
+def clip(x: [n]f64, t: f64) -> [n]f64 = for i < n => let a = x[i] in if a < t then t else a
+";
+    let m = Module::compile_with("selects.arr", src, Options::backend(Backend::Cranelift)).expect("compiles");
+    let interp = Module::compile_with("selects.arr", src, Options::backend(Backend::Interp)).expect("compiles");
+    let ir = |func: &str, kind: &str| m.function(func).unwrap().backend_ir(kind).unwrap().expect("Cranelift IR");
+    // A sum and a map (lse's exp selects lanes too).
+    assert!(ir("nans", "primal").contains("bitselect"), "nans: no lane selects");
+    assert!(ir("clip", "primal").contains("bitselect"), "clip: no lane selects");
+    let all_bits = |v: &[Value]| v.iter().map(bits).collect::<Vec<_>>();
+    for n in [0usize, 1, 2, 3, 4, 9, 100, 5001] {
+        let mut x = data(n, 6);
+        // Ties of the maximum, NaNs, signed zeros.
+        for (i, e) in x.iter_mut().enumerate() {
+            match i % 7 {
+                1 | 4 => *e = 2.5,
+                3 if i % 2 == 1 => *e = f64::NAN,
+                5 => *e = -0.0,
+                _ => {}
+            }
+        }
+        let no_nan: Vec<f64> = x.iter().map(|e| if e.is_nan() { 0.0 } else { *e }).collect();
+        let mut cases = vec![
+            ("nans", vec![Arg::Vector(&x), Arg::F64(0.25)]),
+            ("clip", vec![Arg::Vector(&x), Arg::F64(-0.0)]),
+            ("clip", vec![Arg::Vector(&x), Arg::F64(0.5)]),
+        ];
+        if n > 0 {
+            cases.push(("lse", vec![Arg::Vector(&no_nan)]));
+        }
+        for (func, args) in cases {
+            let want = interp.function(func).unwrap().call(&args).unwrap();
+            let got = m.function(func).unwrap().call(&args).unwrap();
+            assert_eq!(all_bits(&got), all_bits(&want), "{func}, n = {n}");
+        }
+        if n == 0 {
+            continue;
+        }
+        let args = [Arg::Vector(&no_nan)];
+        let want = interp.function("lse").unwrap().vjp(&args, &[Some(Arg::F64(1.0))]).unwrap();
+        let got = m.function("lse").unwrap().vjp(&args, &[Some(Arg::F64(1.0))]).unwrap();
+        let ct_bits = |v: &arrayad::Vjp| v.cotangent.iter().map(|(_, c)| c.map(bits)).collect::<Vec<_>>();
+        assert_eq!(ct_bits(&got), ct_bits(&want), "lse vjp, n = {n}");
+    }
+}

@@ -228,15 +228,7 @@ impl<E: Emitter> Lower<'_, E> {
             BinOp::And => self.b.int(IntOp::And, x, y),
             BinOp::Or => self.b.int(IntOp::Or, x, y),
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
-                if f {
-                    let cc = match op {
-                        BinOp::Eq => FloatCC::Eq,
-                        BinOp::Ne => FloatCC::Ne,
-                        BinOp::Lt => FloatCC::Lt,
-                        BinOp::Le => FloatCC::Le,
-                        BinOp::Gt => FloatCC::Gt,
-                        _ => FloatCC::Ge,
-                    };
+                if let (true, Some(cc)) = (f, float_cc(op)) {
                     self.b.fcmp(cc, x, y)
                 } else {
                     let cc = match op {
@@ -1391,10 +1383,31 @@ impl<E: Emitter> Lower<'_, E> {
         vals
     }
 
+    /// `if cond then .. else ..`. Branches that only yield atoms, of
+    /// scalar variables, are selects: both atoms are at hand, and a
+    /// select costs no jump (`if a[i] == m then 1.0 else 0.0`, the mask
+    /// of a maximum's derivative).
     fn if_expr(&mut self, vars: &[VarId], cond: &Atom, then_b: &Block, else_b: &Block) -> Result<Vec<Val<E::Value>>> {
         let c = self.scalar(cond)?;
         if then_b.results.len() != vars.len() || else_b.results.len() != vars.len() {
             return Err(self.malformed("if branches yield the wrong number of values"));
+        }
+        if then_b.stmts.is_empty() && else_b.stmts.is_empty() {
+            let mut scalar = true;
+            for v in vars {
+                scalar &= self.var_ty(*v)?.is_scalar();
+            }
+            if scalar {
+                return then_b
+                    .results
+                    .iter()
+                    .zip(&else_b.results)
+                    .map(|(a, b)| {
+                        let (a, b) = (self.scalar(a)?, self.scalar(b)?);
+                        Ok(Val::S(self.b.select(c, a, b)))
+                    })
+                    .collect();
+            }
         }
         let mut reprs: Vec<Repr<E>> = Vec::new();
         for v in vars {
@@ -1461,4 +1474,18 @@ impl<E: Emitter> Lower<'_, E> {
             Val::A(Arr { ptr: slots[0], dims: slots[1..].to_vec() })
         }
     }
+}
+
+/// The float comparison of `op` (`== != < <= > >=`), or `None` for another
+/// operator. `!=` is true of unordered operands, the others false.
+pub(super) fn float_cc(op: BinOp) -> Option<FloatCC> {
+    Some(match op {
+        BinOp::Eq => FloatCC::Eq,
+        BinOp::Ne => FloatCC::Ne,
+        BinOp::Lt => FloatCC::Lt,
+        BinOp::Le => FloatCC::Le,
+        BinOp::Gt => FloatCC::Gt,
+        BinOp::Ge => FloatCC::Ge,
+        _ => return None,
+    })
 }

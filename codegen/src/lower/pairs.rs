@@ -2,9 +2,9 @@
 //! instruction, on a backend without a vectoriser of its own
 //! ([`Emitter::f64_pairs`]: Cranelift), when the body only loads along
 //! its index, from rows known in bounds, and computes `+ - * /`, negation,
-//! `abs`, `sqrt`, `exp` and `tanh` of `f64`s ([`Lower::pair_plan`]). Three
-//! loops use
-//! them:
+//! `abs`, `sqrt`, `exp` and `tanh` of `f64`s, and (Cranelift) comparisons
+//! of them and conditionals on those that yield atoms, as lane masks and
+//! selects ([`Lower::pair_plan`]). Three loops use them:
 //!
 //! - the unrolled rounds of a `sum` (`sum.rs`): partial sums `2k` and
 //!   `2k + 1` are one pair;
@@ -34,7 +34,8 @@
 //! arrays that are new memory (an accumulator, a comprehension's result),
 //! or of one such array and a parameter.
 
-use super::emit::{Emitter, FloatOp, FloatUnary, IntCC, IntOp};
+use super::emit::{Emitter, FloatCC, FloatOp, FloatUnary, IntCC, IntOp};
+use super::expr::float_cc;
 use super::inline_math::Lanes;
 use super::{Lower, Result, Val};
 use arrayad_ir::{Atom, BinOp, Block, Expr, Scalar, StmtKind, Type, UnOp, VarId};
@@ -64,6 +65,12 @@ pub(super) enum PairStmt<V> {
     InlineMath { var: VarId, op: UnOp, x: Atom },
     /// `var = x`.
     Copy { var: VarId, x: Atom },
+    /// `var = x cc y`, a `bool` of two `f64`s: a pair of lane masks, used
+    /// only as the condition of a [`Self::Select`] (Cranelift).
+    Compare { var: VarId, cc: FloatCC, x: Atom, y: Atom },
+    /// `var = if mask then a else b`, `mask` a [`Self::Compare`] of the
+    /// body and both branches an atom each: lane by lane.
+    Select { var: VarId, mask: VarId, a: Atom, b: Atom },
     /// `acc[p.., i] += value`: the pair at `row + 8 i` (`row` as for
     /// [`Self::Load`]); `acc` is the accumulator's variable. `again` when
     /// the add before it in the body, with no add between, adds into the
@@ -90,7 +97,9 @@ impl<E: Emitter> Lower<'_, E> {
     /// `index` below `n`, which bounds the last axis), a copy, `+ - * /`
     /// of such values, values from outside and literals, or `-`, `abs`,
     /// `sqrt` of one, and on Cranelift `exp` and `tanh` (each rounds as its
-    /// scalar form does); with
+    /// scalar form does), `bool` comparisons of such values, and `if m
+    /// then a else b` of such a comparison `m` with branches of atoms only
+    /// (a select lane by lane); with
     /// `effects` (the body of a `for` loop, without results), also adds
     /// `acc[p.., index] += x` of such values into accumulators indexed as
     /// the loads are. The rows' addresses, and the pairs of the values
@@ -105,6 +114,8 @@ impl<E: Emitter> Lower<'_, E> {
     ) -> Result<Option<Vec<PairStmt<E::Value>>>> {
         let mut inside = HashSet::new();
         inside.insert(index);
+        // The comparisons of the body, planned as lane masks.
+        let mut masks = HashSet::new();
         let mut plan = Vec::with_capacity(body.stmts.len());
         let mut last_add: Option<(VarId, &[Atom])> = None;
         for s in &body.stmts {
@@ -123,7 +134,20 @@ impl<E: Emitter> Lower<'_, E> {
                 _ => return Ok(None),
             };
             let [var] = vars[..] else { return Ok(None) };
-            if self.var_ty(var)? != Type::F64 {
+            let ty = self.var_ty(var)?;
+            // Lane masks need Cranelift's pairs (as inline math does).
+            if ty == Type::BOOL && self.b.f64_pairs() {
+                let Expr::Binary(op, x, y) = expr else { return Ok(None) };
+                let Some(cc) = float_cc(*op) else { return Ok(None) };
+                if !self.pair_operand(x, index)? || !self.pair_operand(y, index)? {
+                    return Ok(None);
+                }
+                plan.push(PairStmt::Compare { var, cc, x: *x, y: *y });
+                inside.insert(var);
+                masks.insert(var);
+                continue;
+            }
+            if ty != Type::F64 {
                 return Ok(None);
             }
             let stmt = match expr {
@@ -165,6 +189,17 @@ impl<E: Emitter> Lower<'_, E> {
                     PairStmt::Unary { var, op, x: *x }
                 }
                 Expr::Atom(x) if self.pair_operand(x, index)? => PairStmt::Copy { var, x: *x },
+                Expr::If { cond: Atom::Var(mask), then_branch, else_branch } if masks.contains(mask) => {
+                    let ([a], [b]) = (&then_branch.results[..], &else_branch.results[..]) else { return Ok(None) };
+                    if !then_branch.stmts.is_empty()
+                        || !else_branch.stmts.is_empty()
+                        || !self.pair_operand(a, index)?
+                        || !self.pair_operand(b, index)?
+                    {
+                        return Ok(None);
+                    }
+                    PairStmt::Select { var, mask: *mask, a: *a, b: *b }
+                }
                 _ => return Ok(None),
             };
             plan.push(stmt);
@@ -190,7 +225,9 @@ impl<E: Emitter> Lower<'_, E> {
         };
         for s in &plan {
             match s {
-                PairStmt::Binary { x, y, .. } => {
+                PairStmt::Binary { x, y, .. }
+                | PairStmt::Compare { x, y, .. }
+                | PairStmt::Select { a: x, b: y, .. } => {
                     note(x);
                     note(y);
                 }
@@ -317,6 +354,21 @@ impl<E: Emitter> Lower<'_, E> {
                     (*var, v)
                 }
                 PairStmt::Copy { var, x } => (*var, self.pair_value(&vals, x)?),
+                PairStmt::Compare { var, cc, x, y } => {
+                    let x = self.pair_value(&vals, x)?;
+                    let y = self.pair_value(&vals, y)?;
+                    let (x, y) = (self.as_pair(x), self.as_pair(y));
+                    (*var, PairVal::Pair(self.b.fcmp(*cc, x, y)))
+                }
+                PairStmt::Select { var, mask, a, b } => {
+                    let PairVal::Pair(m) = self.pair_value(&vals, &Atom::Var(*mask))? else {
+                        return Err(self.malformed("a select of pairs without its lane masks"));
+                    };
+                    let a = self.pair_value(&vals, a)?;
+                    let b = self.pair_value(&vals, b)?;
+                    let (a, b) = (self.as_pair(a), self.as_pair(b));
+                    (*var, PairVal::Pair(self.b.select(m, a, b)))
+                }
                 PairStmt::AccAdd { acc, row, value, again } => {
                     let v = self.pair_value(&vals, value)?;
                     let v = self.as_pair(v);

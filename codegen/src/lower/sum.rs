@@ -117,19 +117,19 @@ impl<E: Emitter> Lower<'_, E> {
         blocks: Blocks<E::Value>,
     ) -> Result<Vec<E::Value>> {
         let width = body.results.len();
+        // Straight-line bodies (an `if` of atoms is a select: `if_expr`).
         let unroll = body.stmts.len() <= UNROLL_MAX_STMTS * width
-            && body.stmts.iter().all(|s| {
-                matches!(
-                    &s.kind,
-                    StmtKind::Let {
-                        expr: Expr::Atom(_)
-                            | Expr::Unary(..)
-                            | Expr::Binary(..)
-                            | Expr::Index { .. }
-                            | Expr::Dim { .. },
-                        ..
-                    }
-                )
+            && body.stmts.iter().all(|s| match &s.kind {
+                StmtKind::Let { expr: Expr::If { then_branch, else_branch, .. }, .. } => {
+                    then_branch.stmts.is_empty() && else_branch.stmts.is_empty()
+                }
+                StmtKind::Let { expr, .. } => {
+                    matches!(
+                        expr,
+                        Expr::Atom(_) | Expr::Unary(..) | Expr::Binary(..) | Expr::Index { .. } | Expr::Dim { .. }
+                    )
+                }
+                _ => false,
             });
         // The variables a copy of the body binds (at any depth), unbound
         // before the next.
