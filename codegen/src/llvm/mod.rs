@@ -128,16 +128,16 @@ use arrayad_ir::{MathFn, Scalar};
 use arrayad_runtime::{AbiType, Callee, RuntimeFn};
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::basic_block::BasicBlock;
-use inkwell::builder::Builder;
+use inkwell::builder::{Builder, BuilderError};
 use inkwell::context::Context;
 use inkwell::intrinsics::Intrinsic;
 use inkwell::module::{Linkage, Module};
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple};
-use inkwell::types::{BasicType, BasicTypeEnum};
+use inkwell::types::{BasicType, BasicTypeEnum, VectorType};
 use inkwell::values::{
-    AnyValue, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FunctionValue, InstructionValue, IntValue,
-    MetadataValue, PointerValue,
+    AnyValue, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FunctionValue, InstructionValue, IntMathValue,
+    IntValue, MetadataValue, PointerValue, VectorValue,
 };
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
 use std::collections::HashMap;
@@ -613,6 +613,63 @@ impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
         }
     }
 
+    /// The vector of type `t` (of [`PAIR_LANES`] lanes) with `x` in every
+    /// lane.
+    fn splat(&mut self, t: VectorType<'ctx>, x: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let mut v: BasicValueEnum<'ctx> = t.get_undef().into();
+        for lane in 0..PAIR_LANES {
+            let k = self.ctx.i32_type().const_int(lane as u64, false);
+            let r = match v {
+                BasicValueEnum::VectorValue(vv) => self.b.build_insert_element(vv, x, k, ""),
+                _ => return v,
+            };
+            v = self.ok(r).map(Into::into).unwrap_or(v);
+        }
+        v
+    }
+
+    /// [`Emitter::int`] on a pair of `i64` lanes `x`; a scalar `b` (a
+    /// shift amount) applies to every lane. Only the operations of the
+    /// inline math functions (`lower/inline_math.rs`).
+    fn int_lanes(&mut self, op: IntOp, x: VectorValue<'ctx>, b: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let b = if b.is_int_value() { self.splat(x.get_type(), b) } else { b };
+        let BasicValueEnum::VectorValue(y) = b else {
+            self.fail("integer lanes expected");
+            return x.into();
+        };
+        match self.int_instruction(op, x, y) {
+            Some(r) => self.ok(r).map(Into::into).unwrap_or_else(|| x.into()),
+            None => {
+                self.fail(format!("{op:?} of integer lanes"));
+                x.into()
+            }
+        }
+    }
+
+    /// `x op y`, of `i64`s or of integer lanes, for the operations that
+    /// are one LLVM instruction (all but `SMin` and `SMax`: `None`).
+    fn int_instruction<T: IntMathValue<'ctx>>(
+        &self,
+        op: IntOp,
+        x: T,
+        y: T,
+    ) -> Option<std::result::Result<T, BuilderError>> {
+        Some(match op {
+            IntOp::Add => self.b.build_int_add(x, y, ""),
+            IntOp::Sub => self.b.build_int_sub(x, y, ""),
+            IntOp::Mul => self.b.build_int_mul(x, y, ""),
+            IntOp::SDiv => self.b.build_int_signed_div(x, y, ""),
+            IntOp::SRem => self.b.build_int_signed_rem(x, y, ""),
+            IntOp::And => self.b.build_and(x, y, ""),
+            IntOp::Or => self.b.build_or(x, y, ""),
+            IntOp::Xor => self.b.build_xor(x, y, ""),
+            IntOp::Shl => self.b.build_left_shift(x, y, ""),
+            IntOp::UShr => self.b.build_right_shift(x, y, false, ""),
+            IntOp::SShr => self.b.build_right_shift(x, y, true, ""),
+            IntOp::SMin | IntOp::SMax => return None,
+        })
+    }
+
     fn int_of(&mut self, v: BasicValueEnum<'ctx>) -> IntValue<'ctx> {
         match v {
             BasicValueEnum::IntValue(i) => i,
@@ -831,29 +888,20 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
     }
 
     fn int(&mut self, op: IntOp, a: Self::Value, b: Self::Value) -> Self::Value {
+        if let BasicValueEnum::VectorValue(x) = a {
+            return self.int_lanes(op, x, b);
+        }
         let (x, y) = (self.int_of(a), self.int_of(b));
-        let r = match op {
-            IntOp::Add => self.b.build_int_add(x, y, ""),
-            IntOp::Sub => self.b.build_int_sub(x, y, ""),
-            IntOp::Mul => self.b.build_int_mul(x, y, ""),
-            IntOp::SDiv => self.b.build_int_signed_div(x, y, ""),
-            IntOp::SRem => self.b.build_int_signed_rem(x, y, ""),
-            IntOp::And => self.b.build_and(x, y, ""),
-            IntOp::Or => self.b.build_or(x, y, ""),
-            IntOp::Xor => self.b.build_xor(x, y, ""),
-            IntOp::Shl => self.b.build_left_shift(x, y, ""),
-            IntOp::UShr => self.b.build_right_shift(x, y, false, ""),
-            IntOp::SShr => self.b.build_right_shift(x, y, true, ""),
-            IntOp::SMin | IntOp::SMax => {
-                let name = if op == IntOp::SMin { "llvm.smin" } else { "llvm.smax" };
-                let ty = x.get_type().as_basic_type_enum();
-                return match self.intrinsic(name, &[ty]) {
-                    Some(f) => self.call_fn(f, &[a, b]),
-                    None => self.undef(Ty::I64),
-                };
-            }
-        };
-        self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::I64))
+        if let Some(r) = self.int_instruction(op, x, y) {
+            return self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::I64));
+        }
+        // SMin, SMax.
+        let name = if op == IntOp::SMin { "llvm.smin" } else { "llvm.smax" };
+        let ty = x.get_type().as_basic_type_enum();
+        match self.intrinsic(name, &[ty]) {
+            Some(f) => self.call_fn(f, &[a, b]),
+            None => self.undef(Ty::I64),
+        }
     }
 
     fn umul_overflow(&mut self, a: Self::Value, b: Self::Value) -> (Self::Value, Self::Value) {
@@ -954,7 +1002,6 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
     }
 
     fn fcmp(&mut self, cc: FloatCC, a: Self::Value, b: Self::Value) -> Self::Value {
-        let (x, y) = (self.float_of(a), self.float_of(b));
         let p = match cc {
             FloatCC::Eq => FloatPredicate::OEQ,
             FloatCC::Ne => FloatPredicate::UNE,
@@ -964,11 +1011,22 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
             FloatCC::Ge => FloatPredicate::OGE,
             FloatCC::Uno => FloatPredicate::UNO,
         };
+        // Pairs: a vector of lane masks.
+        if let (BasicValueEnum::VectorValue(x), BasicValueEnum::VectorValue(y)) = (a, b) {
+            let r = self.b.build_float_compare(p, x, y, "");
+            return self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::Bool));
+        }
+        let (x, y) = (self.float_of(a), self.float_of(b));
         let r = self.b.build_float_compare(p, x, y, "");
         self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::Bool))
     }
 
     fn select(&mut self, c: Self::Value, a: Self::Value, b: Self::Value) -> Self::Value {
+        // A vector of lane masks selects lane by lane.
+        if let BasicValueEnum::VectorValue(mask) = c {
+            let r = self.b.build_select(mask, a, b, "");
+            return self.ok(r).unwrap_or_else(|| a.get_type().const_zero());
+        }
         let c = self.int_of(c);
         let r = self.b.build_select(c, a, b, "");
         let v = self.ok(r).unwrap_or_else(|| self.undef(Ty::I64));
@@ -1007,6 +1065,16 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
                 let z = x.get_type().const_zero();
                 let r = self.b.build_int_compare(IntPredicate::NE, x, z, "");
                 self.ok(r).map(Into::into).unwrap_or_else(|| self.undef(Ty::Bool))
+            }
+            // Lane by lane on pairs.
+            Conv::F64Bits | Conv::BitsF64 if a.is_vector_value() => {
+                let elem = if conv == Conv::F64Bits { i64t.as_basic_type_enum() } else { self.ctx.f64_type().into() };
+                let t = match elem {
+                    BasicTypeEnum::IntType(t) => t.vec_type(PAIR_LANES as u32),
+                    _ => self.pair_ty(),
+                };
+                let r = self.b.build_bit_cast(a, t, "");
+                self.ok(r).unwrap_or_else(|| t.const_zero().into())
             }
             Conv::F64Bits => {
                 let x = self.float_of(a);
@@ -1255,8 +1323,17 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
         self.ok(r).unwrap_or_else(|| t.const_zero())
     }
 
-    fn pairs_in_sums(&self, width: usize) -> bool {
-        width >= 2
+    fn pairs_in_sums(&self, width: usize, inline_math: bool) -> bool {
+        width >= 2 || inline_math
+    }
+
+    fn lanewise_pairs(&self) -> bool {
+        true
+    }
+
+    fn splat_int_pair(&mut self, x: Self::Value) -> Self::Value {
+        let t = self.ctx.i64_type().vec_type(PAIR_LANES as u32);
+        self.splat(t, x)
     }
 
     fn pair_lanes(&self) -> usize {
@@ -1285,16 +1362,8 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
     }
 
     fn splat_pair(&mut self, x: Self::Value) -> Self::Value {
-        let mut v: BasicValueEnum<'ctx> = self.pair_ty().get_undef().into();
-        for lane in 0..PAIR_LANES {
-            let k = self.ctx.i32_type().const_int(lane as u64, false);
-            let r = match v {
-                BasicValueEnum::VectorValue(vv) => self.b.build_insert_element(vv, x, k, ""),
-                _ => return v,
-            };
-            v = self.ok(r).map(Into::into).unwrap_or(v);
-        }
-        v
+        let t = self.pair_ty();
+        self.splat(t, x)
     }
 
     fn pair_lane(&mut self, pair: Self::Value, lane: u8) -> Self::Value {

@@ -283,9 +283,18 @@ pub(crate) trait Emitter {
     /// partial sums `lanes * k ..` one pair (`lower/sum.rs`): on
     /// Cranelift, as every sum; on LLVM, for two sums or more, whose
     /// scalar partials its SLP vectoriser packs across the sums (one lane
-    /// per sum, filled by loads from several rows) rather than along them.
-    fn pairs_in_sums(&self, width: usize) -> bool {
-        let _ = width;
+    /// per sum, filled by loads from several rows) rather than along them,
+    /// and for a body computing `exp` or `tanh` (`inline_math`), whose
+    /// long chains of scalar operations it packs two lanes wide at most.
+    fn pairs_in_sums(&self, width: usize, inline_math: bool) -> bool {
+        let _ = (width, inline_math);
+        self.f64_pairs()
+    }
+    /// True when pairs compute lane by lane what scalars do: comparisons
+    /// as lane masks, selects of them, integer lanes, bit casts and so the
+    /// inline math functions ([`Self::splat_int_pair`]). Cranelift's pairs
+    /// and LLVM's vectors of four.
+    fn lanewise_pairs(&self) -> bool {
         self.f64_pairs()
     }
     /// The number of `f64`s in a pair: 2 (Cranelift's `f64x2`), or 4
@@ -313,7 +322,7 @@ pub(crate) trait Emitter {
     fn splat_pair(&mut self, _x: Self::Value) -> Self::Value {
         unreachable!("pairs are used only when f64_pairs() is true")
     }
-    /// The pair of `i64`s `(x, x)` ([`Self::f64_pairs`]): the integer
+    /// The pair of `i64`s `(x, x)` ([`Self::lanewise_pairs`]): the integer
     /// lanes of the inline math functions (`lower/inline_math.rs`), which
     /// on such a backend also run on pairs. There, [`Self::int`] (`Add`,
     /// `Sub`, `Or`, and the shifts `Shl` and `UShr` by a single `i64`:
@@ -323,7 +332,7 @@ pub(crate) trait Emitter {
     /// [`Self::select`], [`Self::float_unary`], [`Self::float_strict`] and
     /// the bit casts of [`Self::convert`] apply lane by lane.
     fn splat_int_pair(&mut self, _x: Self::Value) -> Self::Value {
-        unreachable!("pairs are used only when f64_pairs() is true")
+        unreachable!("integer lanes are used only when lanewise_pairs() is true")
     }
     /// The pair `(x, x)` of an `f64` constant ([`Self::f64_pairs`]): what
     /// [`Self::splat_pair`] of [`Self::fconst`] gives, but a backend may

@@ -135,8 +135,8 @@ impl<E: Emitter> Lower<'_, E> {
             };
             let [var] = vars[..] else { return Ok(None) };
             let ty = self.var_ty(var)?;
-            // Lane masks need Cranelift's pairs (as inline math does).
-            if ty == Type::BOOL && self.b.f64_pairs() {
+            // Lane masks, as inline math, need lane-wise pairs.
+            if ty == Type::BOOL && self.b.lanewise_pairs() {
                 let Expr::Binary(op, x, y) = expr else { return Ok(None) };
                 let Some(cc) = float_cc(*op) else { return Ok(None) };
                 if !self.pair_operand(x, index)? || !self.pair_operand(y, index)? {
@@ -168,9 +168,8 @@ impl<E: Emitter> Lower<'_, E> {
                     }
                     PairStmt::Binary { var, op, x: *x, y: *y }
                 }
-                // Inline math on pairs needs lane masks: Cranelift's
-                // pairs, not LLVM's sums of four lanes.
-                Expr::Unary(op @ (UnOp::Exp | UnOp::Tanh), x) if self.b.f64_pairs() => {
+                // Inline math on pairs needs lane masks and integer lanes.
+                Expr::Unary(op @ (UnOp::Exp | UnOp::Tanh), x) if self.b.lanewise_pairs() => {
                     if !self.pair_operand(x, index)? {
                         return Ok(None);
                     }

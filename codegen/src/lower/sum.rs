@@ -32,7 +32,7 @@
 use super::emit::{Emitter, FloatOp, IntCC, IntOp, Ty};
 use super::{Lower, Result, Val};
 use arrayad_ir::interp::ops::{SUM_BLOCK, SUM_LANES};
-use arrayad_ir::{Atom, Block, Expr, Scalar, StmtKind, VarId};
+use arrayad_ir::{Atom, Block, Expr, Scalar, StmtKind, UnOp, VarId};
 
 /// The values of element `i` of one or more sums (one per sum), lowered
 /// at the current point; or, for a pair ([`Emitter::f64_pairs`]), the
@@ -135,7 +135,15 @@ impl<E: Emitter> Lower<'_, E> {
         // before the next.
         let mut bound = vec![index];
         arrayad_ir::visit::block_binds(body, &mut |v| bound.push(v));
-        let plan = if unroll && self.b.pairs_in_sums(width) { self.pair_plan(n, index, body, false)? } else { None };
+        let inline_math = body
+            .stmts
+            .iter()
+            .any(|s| matches!(&s.kind, StmtKind::Let { expr: Expr::Unary(UnOp::Exp | UnOp::Tanh, _), .. }));
+        let plan = if unroll && self.b.pairs_in_sums(width, inline_math) {
+            self.pair_plan(n, index, body, false)?
+        } else {
+            None
+        };
         let mut pair_element;
         let pairs: Option<&mut Elements<'_, Self, E::Value>> = match &plan {
             Some(plan) => {
