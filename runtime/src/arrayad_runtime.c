@@ -1509,7 +1509,8 @@ done:
 #define ARRAYAD_DEFAULT_GRAIN ((int64_t)1 << 15)
 /* Chunks per participating thread: the map's iterations are split into
  * about this many times as many contiguous chunks as there are threads,
- * taken in increasing order by whichever thread is free. */
+ * each thread's own range of them first (pool_ranges), then those left
+ * to whichever thread is free. */
 #define ARRAYAD_CHUNKS_PER_THREAD 8
 /* How long a worker waits for the next map, and the caller for its
  * helpers, by polling before sleeping on a condition variable, unless
@@ -1546,7 +1547,7 @@ typedef struct {
     const int64_t *layout; /* the caller's (arrayad_parallel_map) */
     int64_t n, chunk, nchunks;
     uint64_t limit;       /* the memory limit of each thread's context */
-    int64_t next;         /* atomic: the next chunk to take */
+    int64_t parts;        /* the threads taking part: pool_ranges[0..parts] */
     int64_t failed;       /* atomic: the lowest chunk that failed so far, or nchunks */
     fenv_t fp_env;        /* the caller's floating-point environment: its rounding
                              and, in glibc's fenv_t on x86-64 (MXCSR) and AArch64
@@ -1578,6 +1579,20 @@ static int pool_atfork;        /* the fork handler is registered */
 /* Held by the call whose map runs on the pool: another caller meanwhile
  * runs its maps on its own thread. */
 static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;
+
+/* The chunks of the map in progress, split into one contiguous range per
+ * thread taking part (the caller's first, then each worker's by index):
+ * a thread takes the chunks of its own range in increasing order, then
+ * those left in the others'. Each thread then computes the same chunks
+ * from one map of a call to the next whenever the work allows, so that
+ * the rows it wrote stay in its own caches rather than move between
+ * cores (which the rows' values never depend on). One cache line each. */
+typedef struct {
+    int64_t next; /* atomic: the next chunk of the range to take */
+    int64_t end;
+    char pad[48];
+} pool_range;
+static pool_range pool_ranges[ARRAYAD_MAX_THREADS] __attribute__((aligned(64)));
 
 static uint64_t pool_runs;     /* atomic: maps run on the pool */
 static int requested_threads;  /* atomic: arrayad_set_num_threads, 0 for the default */
@@ -1684,73 +1699,87 @@ static void move_error(arrayad_ctx *dst, arrayad_ctx *src) {
     finalise(dst);
 }
 
-/* Runs chunks of `job` in ctx until none is left, or one fails (returns
- * its index, its error in ctx) or a lower one has failed (-1). */
-static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit) {
-    ctx->limit = job->limit;
-    for (;;) {
-        int64_t c = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
-        int64_t lo, hi;
-        uint64_t *args, dest[2 * ARRAYAD_PMAP_MAX_OUTPUTS], res[ARRAYAD_PMAP_RESULT_SLOTS];
-        int32_t status;
-        int64_t k;
-        if (c >= job->nchunks || c > __atomic_load_n(&job->failed, __ATOMIC_RELAXED)) return -1;
-        lo = c * job->chunk;
-        hi = job->n - lo < job->chunk ? job->n : lo + job->chunk;
-        arrayad_ctx_reset(ctx);
-        ctx->stack_limit = stack_limit;
-        args = (uint64_t *)arrayad_alloc_slow(ctx, (uint64_t)job->nslots * 8);
-        if (args) {
-            memcpy(args, job->args, (size_t)job->nslots * 8);
-            args[0] = (uint64_t)lo;
-            args[1] = (uint64_t)hi;
-            /* Each array's rows lo..hi, in place (a loop of effects has
-               no rows to offer). */
-            for (k = 0; k < job->outputs; k++) {
-                dest[2 * k] = (uint64_t)(uintptr_t)(job->out[k] + lo * job->elem[k]);
-                dest[2 * k + 1] = (uint64_t)((hi - lo) * job->elem[k]);
-            }
-            ctx->dest = job->outputs > 0 ? dest : NULL;
-            status = job->fn(ctx, args, res);
-            ctx->dest = NULL;
-        } else {
-            status = ctx->err_kind ? ctx->err_kind : ARRAYAD_ERR_OUT_OF_MEMORY;
-        }
-        /* The count of each array follows its pointer, the extents of its
-           rows after: those the caller gave. */
-        for (k = 0; status == 0 && k < job->outputs; k++) {
-            const int64_t *w = job->layout + k * ARRAYAD_PMAP_LAYOUT_WORDS;
-            int64_t j, same = 1;
-            for (j = 0; j < w[1]; j++) same &= (int64_t)res[w[0] + 2 + j] == (w[2 + j] > 0 ? w[2 + j] : 0);
-            if (!same) {
-                arrayad_fail(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
-                             "internal error: a chunk of a parallel map returned rows of other extents than %1 x ...",
-                             w[1] > 0 ? w[2] : 0, 0, 0);
-                status = ARRAYAD_ERR_INVALID_ARGUMENT;
-            } else if ((int64_t)res[job->slot[k] + 1] != hi - lo) {
-                /* Not the rows asked for: a bug of code generation,
-                   reported rather than copied. */
-                arrayad_fail(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
-                             "internal error: a chunk of a parallel map returned %1 rows instead of %2",
-                             (int64_t)res[job->slot[k] + 1], hi - lo, 0);
-                status = ARRAYAD_ERR_INVALID_ARGUMENT;
-            }
-        }
-        if (status != 0) {
-            int64_t seen = __atomic_load_n(&job->failed, __ATOMIC_RELAXED);
-            if (ctx->err_kind == 0) ctx->err_kind = status;
-            while (c < seen && !__atomic_compare_exchange_n(&job->failed, &seen, c, 0, __ATOMIC_RELAXED,
-                                                              __ATOMIC_RELAXED)) {
-            }
-            return c;
-        }
+/* Runs chunk c of `job` in ctx; returns 0, or the status of its failure
+ * (its error in ctx, and job->failed lowered to c). */
+static int32_t run_chunk(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit, int64_t c) {
+    int64_t lo, hi;
+    uint64_t *args, dest[2 * ARRAYAD_PMAP_MAX_OUTPUTS], res[ARRAYAD_PMAP_RESULT_SLOTS];
+    int32_t status;
+    int64_t k;
+    lo = c * job->chunk;
+    hi = job->n - lo < job->chunk ? job->n : lo + job->chunk;
+    arrayad_ctx_reset(ctx);
+    ctx->stack_limit = stack_limit;
+    args = (uint64_t *)arrayad_alloc_slow(ctx, (uint64_t)job->nslots * 8);
+    if (args) {
+        memcpy(args, job->args, (size_t)job->nslots * 8);
+        args[0] = (uint64_t)lo;
+        args[1] = (uint64_t)hi;
+        /* Each array's rows lo..hi, in place (a loop of effects has
+           no rows to offer). */
         for (k = 0; k < job->outputs; k++) {
-            char *to = job->out[k] + lo * job->elem[k];
-            int64_t bytes = (hi - lo) * job->elem[k];
-            if (bytes > 0 && (char *)(uintptr_t)res[job->slot[k]] != to)
-                memcpy(to, (const void *)(uintptr_t)res[job->slot[k]], (size_t)bytes);
+            dest[2 * k] = (uint64_t)(uintptr_t)(job->out[k] + lo * job->elem[k]);
+            dest[2 * k + 1] = (uint64_t)((hi - lo) * job->elem[k]);
+        }
+        ctx->dest = job->outputs > 0 ? dest : NULL;
+        status = job->fn(ctx, args, res);
+        ctx->dest = NULL;
+    } else {
+        status = ctx->err_kind ? ctx->err_kind : ARRAYAD_ERR_OUT_OF_MEMORY;
+    }
+    /* The count of each array follows its pointer, the extents of its
+       rows after: those the caller gave. */
+    for (k = 0; status == 0 && k < job->outputs; k++) {
+        const int64_t *w = job->layout + k * ARRAYAD_PMAP_LAYOUT_WORDS;
+        int64_t j, same = 1;
+        for (j = 0; j < w[1]; j++) same &= (int64_t)res[w[0] + 2 + j] == (w[2 + j] > 0 ? w[2 + j] : 0);
+        if (!same) {
+            arrayad_fail(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                         "internal error: a chunk of a parallel map returned rows of other extents than %1 x ...",
+                         w[1] > 0 ? w[2] : 0, 0, 0);
+            status = ARRAYAD_ERR_INVALID_ARGUMENT;
+        } else if ((int64_t)res[job->slot[k] + 1] != hi - lo) {
+            /* Not the rows asked for: a bug of code generation,
+               reported rather than copied. */
+            arrayad_fail(ctx, ARRAYAD_ERR_INVALID_ARGUMENT,
+                         "internal error: a chunk of a parallel map returned %1 rows instead of %2",
+                         (int64_t)res[job->slot[k] + 1], hi - lo, 0);
+            status = ARRAYAD_ERR_INVALID_ARGUMENT;
         }
     }
+    if (status != 0) {
+        int64_t seen = __atomic_load_n(&job->failed, __ATOMIC_RELAXED);
+        if (ctx->err_kind == 0) ctx->err_kind = status;
+        while (c < seen && !__atomic_compare_exchange_n(&job->failed, &seen, c, 0, __ATOMIC_RELAXED,
+                                                          __ATOMIC_RELAXED)) {
+        }
+        return status;
+    }
+    for (k = 0; k < job->outputs; k++) {
+        char *to = job->out[k] + lo * job->elem[k];
+        int64_t bytes = (hi - lo) * job->elem[k];
+        if (bytes > 0 && (char *)(uintptr_t)res[job->slot[k]] != to)
+            memcpy(to, (const void *)(uintptr_t)res[job->slot[k]], (size_t)bytes);
+    }
+    return 0;
+}
+
+/* Runs chunks of `job` in ctx, as thread `part` of the map (its own range
+ * of pool_ranges first), until none is left, or one fails (returns its
+ * index, its error in ctx) or a lower one has failed (-1). Every chunk
+ * below the lowest that fails runs to its end. */
+static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit, int64_t part) {
+    int64_t r;
+    ctx->limit = job->limit;
+    for (r = 0; r < job->parts; r++) {
+        pool_range *range = &pool_ranges[(part + r) % job->parts];
+        for (;;) {
+            int64_t c = __atomic_fetch_add(&range->next, 1, __ATOMIC_RELAXED);
+            if (c >= range->end || c > __atomic_load_n(&job->failed, __ATOMIC_RELAXED)) break;
+            if (run_chunk(job, ctx, stack_limit, c) != 0) return c;
+        }
+    }
+    return -1;
 }
 
 /* Nanoseconds of the monotonic clock. */
@@ -1829,7 +1858,7 @@ static void *pool_worker_main(void *arg) {
         {
             fenv_t own;
             int switched = fegetenv(&own) == 0 && fesetenv(&job->fp_env) == 0;
-            w->failed = run_chunks(job, &w->ctx, w->stack_limit);
+            w->failed = run_chunks(job, &w->ctx, w->stack_limit, (int64_t)w->index + 1);
             if (switched) fesetenv(&own);
         }
         pthread_mutex_lock(&pool_mutex);
@@ -2035,7 +2064,11 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
        iterations on one thread could (they release their temporaries
        after each). */
     job.limit = ctx->limit > ctx->held ? ctx->limit - ctx->held : 0;
-    job.next = 0;
+    job.parts = helpers + 1;
+    for (k = 0; k < helpers + 1; k++) {
+        pool_ranges[k].next = job.nchunks * k / (helpers + 1);
+        pool_ranges[k].end = job.nchunks * (k + 1) / (helpers + 1);
+    }
     job.failed = job.nchunks;
     if (fegetenv(&job.fp_env) != 0) {
         /* Not expected of glibc; without the caller's environment the
@@ -2057,7 +2090,7 @@ int32_t arrayad_parallel_map(arrayad_ctx *ctx, arrayad_fn fn, const uint64_t *ar
         int64_t failed;
         uintptr_t stack_limit = ctx->stack_limit;
         arrayad_ctx_reset(own);
-        failed = run_chunks(&job, own, stack_limit);
+        failed = run_chunks(&job, own, stack_limit, 0);
         if (failed >= 0) {
             lowest = failed;
             lowest_ctx = own;
