@@ -628,9 +628,9 @@ impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
         v
     }
 
-    /// [`Emitter::int`] on a pair of `i64` lanes `x`; a scalar `b` (a
-    /// shift amount) applies to every lane. Only the operations of the
-    /// inline math functions (`lower/inline_math.rs`).
+    /// [`Emitter::int`] on a pair of `i64` lanes `x` (the inline math
+    /// functions' integer lanes, `lower/inline_math.rs`); a scalar `b` (a
+    /// shift amount) applies to every lane. Not `SMin` nor `SMax`.
     fn int_lanes(&mut self, op: IntOp, x: VectorValue<'ctx>, b: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         let b = if b.is_int_value() { self.splat(x.get_type(), b) } else { b };
         let BasicValueEnum::VectorValue(y) = b else {
@@ -1068,11 +1068,7 @@ impl<'ctx> Emitter for LlvmEmitter<'_, 'ctx> {
             }
             // Lane by lane on pairs.
             Conv::F64Bits | Conv::BitsF64 if a.is_vector_value() => {
-                let elem = if conv == Conv::F64Bits { i64t.as_basic_type_enum() } else { self.ctx.f64_type().into() };
-                let t = match elem {
-                    BasicTypeEnum::IntType(t) => t.vec_type(PAIR_LANES as u32),
-                    _ => self.pair_ty(),
-                };
+                let t = if conv == Conv::F64Bits { i64t.vec_type(PAIR_LANES as u32) } else { self.pair_ty() };
                 let r = self.b.build_bit_cast(a, t, "");
                 self.ok(r).unwrap_or_else(|| t.const_zero().into())
             }

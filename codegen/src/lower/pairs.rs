@@ -2,9 +2,10 @@
 //! instruction, on a backend without a vectoriser of its own
 //! ([`Emitter::f64_pairs`]: Cranelift), when the body only loads along
 //! its index, from rows known in bounds, and computes `+ - * /`, negation,
-//! `abs`, `sqrt`, `exp` and `tanh` of `f64`s, and (Cranelift) comparisons
-//! of them and conditionals on those that yield atoms, as lane masks and
-//! selects ([`Lower::pair_plan`]). Three loops use them:
+//! `abs`, `sqrt`, `exp` and `tanh` of `f64`s, comparisons of them and
+//! conditionals on those that yield atoms, as lane masks and selects
+//! ([`Lower::pair_plan`]; the last three need [`Emitter::lanewise_pairs`]).
+//! Three loops use them:
 //!
 //! - the unrolled rounds of a `sum` (`sum.rs`): partial sums `2k` and
 //!   `2k + 1` are one pair;
@@ -66,7 +67,8 @@ pub(super) enum PairStmt<V> {
     /// `var = x`.
     Copy { var: VarId, x: Atom },
     /// `var = x cc y`, a `bool` of two `f64`s: a pair of lane masks, used
-    /// only as the condition of a [`Self::Select`] (Cranelift).
+    /// only as the condition of a [`Self::Select`]
+    /// ([`Emitter::lanewise_pairs`]).
     Compare { var: VarId, cc: FloatCC, x: Atom, y: Atom },
     /// `var = if mask then a else b`, `mask` a [`Self::Compare`] of the
     /// body and both branches an atom each: lane by lane.
@@ -96,10 +98,10 @@ impl<E: Emitter> Lower<'_, E> {
     /// whose indices are known in bounds (`p..` values from outside, and
     /// `index` below `n`, which bounds the last axis), a copy, `+ - * /`
     /// of such values, values from outside and literals, or `-`, `abs`,
-    /// `sqrt` of one, and on Cranelift `exp` and `tanh` (each rounds as its
-    /// scalar form does), `bool` comparisons of such values, and `if m
-    /// then a else b` of such a comparison `m` with branches of atoms only
-    /// (a select lane by lane); with
+    /// `sqrt` of one, and with [`Emitter::lanewise_pairs`] `exp` and `tanh`
+    /// (each rounds as its scalar form does), `bool` comparisons of such
+    /// values, and `if m then a else b` of such a comparison `m` with
+    /// branches of atoms only (a select lane by lane); with
     /// `effects` (the body of a `for` loop, without results), also adds
     /// `acc[p.., index] += x` of such values into accumulators indexed as
     /// the loads are. The rows' addresses, and the pairs of the values
