@@ -1782,10 +1782,10 @@ static int64_t run_chunks(pmap_job *job, arrayad_ctx *ctx, uintptr_t stack_limit
     return -1;
 }
 
-/* Nanoseconds of the monotonic clock. */
+/* Nanoseconds of the monotonic clock, or -1 if it cannot be read. */
 static int64_t monotonic_ns(void) {
     struct timespec t;
-    if (clock_gettime(CLOCK_MONOTONIC, &t) != 0) return 0;
+    if (clock_gettime(CLOCK_MONOTONIC, &t) != 0) return -1;
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
@@ -1822,9 +1822,9 @@ static int64_t poll_ns(void) {
  * then tests again under pool_mutex and sleeps if need be: polling only
  * saves the wake-up. Reads the clock every 64 polls. */
 static void poll_while(const uint64_t *word, uint64_t value, int same) {
-    int64_t ns = poll_ns(), deadline;
-    if (ns == 0) return;
-    deadline = monotonic_ns() + ns;
+    int64_t ns = poll_ns(), start = ns > 0 ? monotonic_ns() : -1, deadline;
+    if (start < 0) return; /* no polling, or no clock to bound it */
+    deadline = start + ns;
     for (;;) {
         int k;
         for (k = 0; k < 64; k++) {
@@ -1833,18 +1833,22 @@ static void poll_while(const uint64_t *word, uint64_t value, int same) {
                 return;
             cpu_relax();
         }
-        if (monotonic_ns() >= deadline) return;
+        {
+            int64_t now = monotonic_ns();
+            if (now < 0 || now >= deadline) return;
+        }
     }
 }
 
 static void *pool_worker_main(void *arg) {
     pmap_worker *w = (pmap_worker *)arg;
     uint64_t seen = 0;
+    int took_part = 0; /* in the last map: only then does it poll for the next */
     w->stack_limit = stack_here() - (w->stack_size - 4 * ARRAYAD_STACK_MARGIN);
     pthread_mutex_lock(&pool_mutex);
     for (;;) {
         pmap_job *job;
-        if (!pool_stop && pool_generation == seen) {
+        if (took_part && !pool_stop && pool_generation == seen) {
             pthread_mutex_unlock(&pool_mutex);
             poll_while(&pool_generation, seen, 1);
             pthread_mutex_lock(&pool_mutex);
@@ -1852,7 +1856,8 @@ static void *pool_worker_main(void *arg) {
         while (!pool_stop && pool_generation == seen) pthread_cond_wait(&pool_wake, &pool_mutex);
         if (pool_stop) break;
         seen = pool_generation;
-        if (w->index >= pool_helpers) continue;
+        took_part = w->index < pool_helpers;
+        if (!took_part) continue;
         job = pool_job;
         pthread_mutex_unlock(&pool_mutex);
         {

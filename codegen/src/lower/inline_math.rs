@@ -7,9 +7,11 @@
 //!
 //! Straight-line code without calls or branches: LLVM's loop vectoriser
 //! takes a loop that applies it, and Cranelift keeps the loop's values in
-//! registers (a call would clobber every float register). On Cranelift,
-//! which has no vectoriser, the loops of `pairs.rs` compute it on pairs of
-//! elements ([`Lanes::Pair`]), lane by lane.
+//! registers (a call would clobber every float register). The loops of
+//! `pairs.rs` compute it on pairs of elements ([`Lanes::Pair`]), lane by
+//! lane ([`Emitter::lanewise_pairs`]): every loop they run on Cranelift,
+//! which has no vectoriser, and LLVM's sums, whose chains of scalar
+//! operations its SLP vectoriser packs two lanes wide at most.
 
 use super::emit::{Conv, Emitter, FloatCC, FloatOp, FloatUnary, IntOp, Ty};
 use arrayad_ir::inline_math::{
@@ -18,7 +20,7 @@ use arrayad_ir::inline_math::{
 };
 
 /// Whether the values are single `f64`s or pairs of them
-/// ([`Emitter::f64_pairs`]).
+/// ([`Emitter::lanewise_pairs`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Lanes {
     One,
@@ -26,7 +28,7 @@ pub(crate) enum Lanes {
 }
 
 impl Lanes {
-    /// The `f64` constant `x`, once or in both lanes.
+    /// The `f64` constant `x`, once or in every lane.
     fn f<E: Emitter>(self, b: &mut E, x: f64) -> E::Value {
         match self {
             Lanes::One => b.fconst(x),
@@ -34,7 +36,7 @@ impl Lanes {
         }
     }
 
-    /// The `i64` constant `x`, once or in both lanes.
+    /// The `i64` constant `x`, once or in every lane.
     fn i<E: Emitter>(self, b: &mut E, x: i64) -> E::Value {
         match self {
             Lanes::One => b.iconst(Ty::I64, x),

@@ -17,12 +17,14 @@
 //! consecutive elements `8j + 2k` and `8j + 2k + 1`, so every partial
 //! still receives the same additions in the same order, bitwise equal to
 //! the scalar code. Bodies made only of loads along the summed index,
-//! values from outside, `+ - * /`, negation, `abs` and `sqrt` are computed on
-//! pairs (`pairs.rs`); any other body stays scalar. LLVM does the same
-//! for the sums of a comprehension of two results or more
-//! ([`Emitter::pairs_in_sums`]), with pairs of four lanes: `4k .. 4k + 3`
-//! of each sum from one load of four consecutive elements, where its
-//! vectoriser would pack the same partial of every sum into one vector.
+//! values from outside, `+ - * /`, negation, `abs`, `sqrt`, `exp`, `tanh`,
+//! comparisons and conditionals of atoms on them are computed on pairs
+//! (`pairs.rs`); any other body stays scalar. LLVM does the same for the
+//! sums of a comprehension of two results or more, and of one whose body
+//! computes `exp` or `tanh` ([`Emitter::pairs_in_sums`]), with pairs of
+//! four lanes: `4k .. 4k + 3` of each sum from one load of four
+//! consecutive elements, where its vectoriser would pack the same partial
+//! of every sum into one vector, or `exp`'s chain two lanes wide.
 //!
 //! A `sum` of an array reads it; a `sum` of a comprehension used only there
 //! (`analysis::BlockFacts::fused_sum`; all the results of a build, each
