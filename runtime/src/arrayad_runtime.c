@@ -1660,6 +1660,17 @@ void arrayad_set_parallel_grain(int64_t work) {
     __atomic_store_n(&parallel_grain, work < 0 ? -1 : work, __ATOMIC_RELAXED);
 }
 
+/* The non-negative integer in environment variable `name`, or -1 when it
+ * is unset or not one. */
+static int64_t env_nonnegative(const char *name) {
+    const char *s = getenv(name);
+    char *end = NULL;
+    long long v;
+    if (!s || !*s) return -1;
+    v = strtoll(s, &end, 10);
+    return *end == '\0' && v >= 0 ? (int64_t)v : -1;
+}
+
 /* The grain: arrayad_set_parallel_grain's, else $ARRAYAD_PARALLEL_GRAIN
  * (a non-negative integer), else ARRAYAD_DEFAULT_GRAIN. */
 static int64_t grain(void) {
@@ -1667,14 +1678,7 @@ static int64_t grain(void) {
     if (g >= 0) return g;
     g = __atomic_load_n(&env_grain, __ATOMIC_RELAXED);
     if (g == -2) {
-        const char *s = getenv("ARRAYAD_PARALLEL_GRAIN");
-        char *end = NULL;
-        long long v;
-        g = -1;
-        if (s && *s) {
-            v = strtoll(s, &end, 10);
-            if (*end == '\0' && v >= 0) g = (int64_t)v;
-        }
+        g = env_nonnegative("ARRAYAD_PARALLEL_GRAIN");
         __atomic_store_n(&env_grain, g, __ATOMIC_RELAXED);
     }
     return g >= 0 ? g : ARRAYAD_DEFAULT_GRAIN;
@@ -1804,14 +1808,8 @@ static void cpu_relax(void) {
 static int64_t poll_ns(void) {
     int64_t ns = __atomic_load_n(&env_poll_ns, __ATOMIC_RELAXED);
     if (ns < 0) {
-        const char *s = getenv("ARRAYAD_POLL_US");
-        char *end = NULL;
-        long long v;
-        ns = ARRAYAD_POLL_NS;
-        if (s && *s) {
-            v = strtoll(s, &end, 10);
-            if (*end == '\0' && v >= 0) ns = v > 1000000 ? (int64_t)1000000000 : (int64_t)v * 1000;
-        }
+        int64_t us = env_nonnegative("ARRAYAD_POLL_US");
+        ns = us < 0 ? ARRAYAD_POLL_NS : us > 1000000 ? (int64_t)1000000000 : us * 1000;
         __atomic_store_n(&env_poll_ns, ns, __ATOMIC_RELAXED);
     }
     return ns;

@@ -1392,22 +1392,16 @@ impl<E: Emitter> Lower<'_, E> {
         if then_b.results.len() != vars.len() || else_b.results.len() != vars.len() {
             return Err(self.malformed("if branches yield the wrong number of values"));
         }
-        if then_b.stmts.is_empty() && else_b.stmts.is_empty() {
-            let mut scalar = true;
-            for v in vars {
-                scalar &= self.var_ty(*v)?.is_scalar();
-            }
-            if scalar {
-                return then_b
-                    .results
-                    .iter()
-                    .zip(&else_b.results)
-                    .map(|(a, b)| {
-                        let (a, b) = (self.scalar(a)?, self.scalar(b)?);
-                        Ok(Val::S(self.b.select(c, a, b)))
-                    })
-                    .collect();
-            }
+        if self.select_form(vars, then_b, else_b) {
+            return then_b
+                .results
+                .iter()
+                .zip(&else_b.results)
+                .map(|(a, b)| {
+                    let (a, b) = (self.scalar(a)?, self.scalar(b)?);
+                    Ok(Val::S(self.b.select(c, a, b)))
+                })
+                .collect();
         }
         let mut reprs: Vec<Repr<E>> = Vec::new();
         for v in vars {
@@ -1426,6 +1420,15 @@ impl<E: Emitter> Lower<'_, E> {
         let vals = reprs.iter().map(|r| self.use_repr(r)).collect();
         reprs.into_iter().for_each(|r| self.release_repr(r));
         Ok(vals)
+    }
+
+    /// True when `let vars = if c then then_b else else_b` is lowered as
+    /// selects ([`Self::if_expr`]): neither branch has statements (each
+    /// only yields atoms) and every result is a scalar.
+    pub(super) fn select_form(&self, vars: &[VarId], then_b: &Block, else_b: &Block) -> bool {
+        then_b.stmts.is_empty()
+            && else_b.stmts.is_empty()
+            && vars.iter().all(|v| self.f.vars.get(v.index()).is_some_and(|info| info.ty.is_scalar()))
     }
 
     /// A zero-filled `f64` array of extents `dims`.

@@ -119,14 +119,11 @@ impl<E: Emitter> Lower<'_, E> {
         blocks: Blocks<E::Value>,
     ) -> Result<Vec<E::Value>> {
         let width = body.results.len();
-        // Straight-line bodies (an `if` of atoms with scalar results is a
-        // select: `if_expr`).
+        // Straight-line bodies (an `if` in select form is a select).
         let unroll = body.stmts.len() <= UNROLL_MAX_STMTS * width
             && body.stmts.iter().all(|s| match &s.kind {
                 StmtKind::Let { vars, expr: Expr::If { then_branch, else_branch, .. } } => {
-                    then_branch.stmts.is_empty()
-                        && else_branch.stmts.is_empty()
-                        && vars.iter().all(|v| self.f.ty(*v).is_scalar())
+                    self.select_form(vars, then_branch, else_branch)
                 }
                 StmtKind::Let { expr, .. } => {
                     matches!(
