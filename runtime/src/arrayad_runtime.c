@@ -45,13 +45,13 @@ typedef char arrayad_check_fp_control[(offsetof(arrayad_ctx, fp_control) == 400)
 
 struct arrayad_chunk {
     arrayad_chunk *next;
-    uint64_t size; /* usable bytes at data, a multiple of 32 */
+    uint64_t size; /* usable bytes at data, a multiple of ARRAYAD_ARENA_ALIGN */
     /* The size the doubling gave this chunk, before it was enlarged to one
        request (the array that did not fit): the next chunk doubles this,
        so that one large array is not followed by a chunk twice as large
        for the small arrays after it. */
     uint64_t grown;
-    char *data;    /* 32-byte aligned */
+    char *data;    /* ARRAYAD_ARENA_ALIGN-byte aligned */
     void *raw;     /* what malloc returned */
 };
 
@@ -153,7 +153,13 @@ static void clear_text(arrayad_ctx *ctx) {
  * 2 MiB instead of one per 4 KiB, and fewer TLB misses. */
 #define ARRAYAD_HUGE_CHUNK ((uint64_t)2 << 20)
 
-/* A chunk of `size` usable bytes (a multiple of 32), or NULL. */
+/* `bytes` rounded up to a multiple of ARRAYAD_ARENA_ALIGN (no overflow:
+ * sizes are at most ARRAYAD_MAX_ALLOC, addresses far below 2^64). */
+static uint64_t arena_round(uint64_t bytes) {
+    return (bytes + (ARRAYAD_ARENA_ALIGN - 1)) & ~(uint64_t)(ARRAYAD_ARENA_ALIGN - 1);
+}
+
+/* A chunk of `size` usable bytes (a multiple of ARRAYAD_ARENA_ALIGN), or NULL. */
 static arrayad_chunk *new_chunk(uint64_t size) {
     arrayad_chunk *c = (arrayad_chunk *)malloc(sizeof *c);
     if (!c) return NULL;
@@ -166,9 +172,9 @@ static arrayad_chunk *new_chunk(uint64_t size) {
         if (c->raw) (void)madvise(c->raw, (size_t)whole, MADV_HUGEPAGE);
 #endif
         c->data = (char *)c->raw;
-    } else if ((size_t)size + 32 >= (size_t)size) {
-        c->raw = malloc((size_t)size + 32);
-        c->data = (char *)(((uintptr_t)c->raw + 31) & ~(uintptr_t)31);
+    } else if ((size_t)size + ARRAYAD_ARENA_ALIGN >= (size_t)size) {
+        c->raw = malloc((size_t)size + ARRAYAD_ARENA_ALIGN);
+        c->data = (char *)arena_round((uintptr_t)c->raw);
     }
     if (!c->raw) {
         free(c);
@@ -339,7 +345,7 @@ void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size) {
                0, 0);
         return NULL;
     }
-    rounded = (size + 31) & ~(uint64_t)31;
+    rounded = arena_round(size);
     if (ctx->arena_cur && (uint64_t)(ctx->arena_end - ctx->arena_ptr) >= rounded) {
         p = ctx->arena_ptr;
         ctx->arena_ptr += rounded;
@@ -464,7 +470,7 @@ int32_t arrayad_arena_keep(arrayad_ctx *ctx, const void *mark_ptr, void *mark_ch
             if (k != small) free(k);
             return 0;
         }
-        total += (k[i].bytes + 31) & ~(uint64_t)31;
+        total += arena_round(k[i].bytes);
     }
     if (total > (uint64_t)(dest_chunk->data + dest_chunk->size - dest)) {
         /* No room where the mark was: the kept arrays go to the start of the
@@ -483,7 +489,7 @@ int32_t arrayad_arena_keep(arrayad_ctx *ctx, const void *mark_ptr, void *mark_ch
             }
             memcpy(t, k[i].src, (size_t)k[i].bytes);
             pairs[2 * k[i].slot] = (int64_t)(intptr_t)(next->data + (t - tmp));
-            t += (k[i].bytes + 31) & ~(uint64_t)31;
+            t += arena_round(k[i].bytes);
         }
         total = (uint64_t)(t - tmp);
         memcpy(next->data, tmp, (size_t)total);
@@ -503,7 +509,7 @@ int32_t arrayad_arena_keep(arrayad_ctx *ctx, const void *mark_ptr, void *mark_ch
         }
         if (dest != k[i].src) memmove(dest, k[i].src, (size_t)k[i].bytes);
         pairs[2 * k[i].slot] = (int64_t)(intptr_t)dest;
-        dest += (k[i].bytes + 31) & ~(uint64_t)31;
+        dest += arena_round(k[i].bytes);
     }
     if (k != small) free(k);
     ctx->arena_cur = dest_chunk;

@@ -2,7 +2,7 @@
  *
  * One per-call context (arrayad_ctx) holds
  *   - the arena: every array allocated during a call comes from it (bump
- *     allocation, 32-byte aligned, chunks from malloc, all freed by
+ *     allocation, 64-byte aligned, chunks from malloc, all freed by
  *     arrayad_ctx_release);
  *   - the tape: a LIFO stack of 8-byte slots (Push/Pop of the IR); popped
  *     slots stay stored up to tape_top so that TapeRewind can replay them;
@@ -40,6 +40,11 @@ extern "C" {
 /* Size of the fallback buffer for messages composed at run time (used
  * only when the heap cannot hold the whole message). */
 #define ARRAYAD_ERR_BUF 256
+/* The alignment of every arena allocation, and the multiple its size is
+ * rounded to: a cache line, so that rows of 64 bytes and more are loaded
+ * and stored by whole lines (an AVX-512 access to a row 32 bytes off a
+ * line's start splits into two on every iteration). */
+#define ARRAYAD_ARENA_ALIGN 64
 
 typedef struct arrayad_chunk arrayad_chunk;
 
@@ -145,7 +150,7 @@ uint64_t arrayad_ctx_capacity(const arrayad_ctx *ctx);
 /* sizeof(arrayad_ctx), for layout checks. */
 size_t arrayad_ctx_size(void);
 
-/* The slow path of arena allocation: `size` bytes, 32-byte aligned, from the
+/* The slow path of arena allocation: `size` bytes, 64-byte aligned, from the
  * next chunk that fits or a new one. NULL on failure (an OutOfMemory error is
  * recorded in ctx). */
 void *arrayad_alloc_slow(arrayad_ctx *ctx, uint64_t size);

@@ -4,7 +4,7 @@
 use super::emit::{Emitter, IntCC, IntOp, Mem, Ty};
 use super::{elem_size, Arr, Lower, Result, Val};
 use arrayad_ir::{Fault, Scalar, VarId};
-use arrayad_runtime::{offsets, Callee, RuntimeFn};
+use arrayad_runtime::{offsets, Callee, RuntimeFn, ARENA_ALIGN};
 
 /// One value pushed on the tape ([`Lower::tape_push_items`]): fixed slots
 /// (a scalar, or an array by reference), or a copy of an array of `Scalar`s.
@@ -166,7 +166,7 @@ impl<E: Emitter> Lower<'_, E> {
         self.taken_or_arena(taken, place, size)
     }
 
-    /// Allocates `size` bytes (32-byte aligned) from the arena: inline bump
+    /// Allocates `size` bytes ([`ARENA_ALIGN`]-byte aligned) from the arena: inline bump
     /// when the current chunk has room, else `arrayad_alloc_slow`; returns
     /// from the function with OutOfMemory when that fails.
     pub(super) fn alloc_bytes(&mut self, size: E::Value) -> Result<E::Value> {
@@ -194,8 +194,8 @@ impl<E: Emitter> Lower<'_, E> {
         self.b.seal(slow);
 
         self.b.switch_to(fast);
-        let r = self.add_imm(size, 31);
-        let mask = self.iconst(!31i64);
+        let r = self.add_imm(size, ARENA_ALIGN - 1);
+        let mask = self.iconst(!(ARENA_ALIGN - 1));
         let r = self.b.int(IntOp::And, r, mask);
         let np = self.b.ptr_offset(p, r);
         self.b.store(Ty::Ptr, np, ctx, offsets::ARENA_PTR, Mem::Ctx);
