@@ -293,13 +293,13 @@ pub(crate) trait Emitter {
     /// True when pairs compute lane by lane what scalars do: comparisons
     /// as lane masks, selects of them, integer lanes, bit casts and so the
     /// inline math functions ([`Self::splat_int_pair`]). Cranelift's pairs
-    /// and LLVM's vectors of four.
+    /// and LLVM's vectors of four or eight.
     fn lanewise_pairs(&self) -> bool {
         self.f64_pairs()
     }
-    /// The number of `f64`s in a pair: 2 (Cranelift's `f64x2`), or 4
-    /// (LLVM's `<4 x double>`, in sums only: [`Self::pairs_in_sums`]); a
-    /// divisor of `ops::SUM_LANES`.
+    /// The number of `f64`s in a pair: 2 (Cranelift's `f64x2`), or 8 on
+    /// x86-64 and 4 elsewhere (LLVM's `<8 x double>` and `<4 x double>`, in
+    /// sums only: [`Self::pairs_in_sums`]); a divisor of `ops::SUM_LANES`.
     fn pair_lanes(&self) -> usize {
         2
     }

@@ -16,11 +16,12 @@
 //!
 //! In the last two, iterations `i` and `i + 1` run together, every
 //! statement on both, in the body's order. A pair holds
-//! [`Emitter::pair_lanes`] elements: two on Cranelift; four on LLVM, which
-//! computes on pairs only the sums of a comprehension of several results,
-//! or of one whose body computes `exp` or `tanh`
-//! ([`Emitter::pairs_in_sums`]), whose rounds of eight elements hold two
-//! pairs each (elements `i .. i + 3`, all below the round's end).
+//! [`Emitter::pair_lanes`] elements: two on Cranelift; eight on LLVM on
+//! x86-64 and four elsewhere, which computes on pairs only the sums of a
+//! comprehension of several results, or of one whose body computes `exp`
+//! or `tanh` ([`Emitter::pairs_in_sums`]), whose rounds of eight elements
+//! hold one or two pairs each (elements `i .. i + L - 1`, all below the
+//! round's end).
 //!
 //! Running iterations `i` and `i + 1` together moves statement `t` of
 //! iteration `i` after statement `s` of iteration `i + 1` (`s` before

@@ -22,9 +22,10 @@
 //! (`pairs.rs`); any other body stays scalar. LLVM does the same for the
 //! sums of a comprehension of two results or more, and of one whose body
 //! computes `exp` or `tanh` ([`Emitter::pairs_in_sums`]), with pairs of
-//! four lanes: `4k .. 4k + 3` of each sum from one load of four
-//! consecutive elements, where its vectoriser would pack the same partial
-//! of every sum into one vector, or `exp`'s chain two lanes wide.
+//! eight lanes on x86-64 (all the partials of a sum from one load of eight
+//! consecutive elements) and of four elsewhere (`4k .. 4k + 3`), where its
+//! vectoriser would pack the same partial of every sum into one vector, or
+//! `exp`'s chain two lanes wide.
 //!
 //! A `sum` of an array reads it; a `sum` of a comprehension used only there
 //! (`analysis::BlockFacts::fused_sum`; all the results of a build, each
