@@ -861,8 +861,10 @@ impl<'a, 'ctx> LlvmEmitter<'a, 'ctx> {
 ///   register, or two AVX ones (LLVM splits the vector where 512-bit
 ///   registers are missing or not preferred). logsumexp's primal, a sum of
 ///   `exp`, at n = 10^6 took 0.84 ms instead of 1.45 with vectors of four
-///   on an AVX-512 machine, and 1.30-1.33 ms instead of 1.42-1.44 compiled
-///   for `x86-64-v3` (AVX2); GMM and LSTM unchanged.
+///   on an AVX-512 machine, 1.30-1.33 ms instead of 1.42-1.44 compiled
+///   for `x86-64-v3` (AVX2), and 2.54-2.60 ms instead of 2.75-2.81 for the
+///   baseline `x86-64` (SSE2: four registers a vector); GMM and LSTM
+///   unchanged.
 /// - Elsewhere (AArch64): 4, two NEON registers (a vector of eight takes
 ///   four, and `exp`'s chain would run out of the 32).
 fn pair_lanes(tm: &TargetMachine) -> usize {
