@@ -118,7 +118,8 @@ fn every_backend_gives_the_interpreters_bits_for_inline_math() {
                 }
                 let finite: Vec<f64> = xs.iter().copied().filter(|x| x.abs() < 700.0).collect();
                 // The sum in the order of `sum` (on LLVM, its rounds on
-                // vectors of four lanes, `exp` lane by lane).
+                // vectors of eight lanes on x86-64, four elsewhere, `exp`
+                // lane by lane).
                 let want = arrayad_ir::interp::ops::sum_f64(&finite.iter().map(|&x| f(x)).collect::<Vec<_>>());
                 let out = m.function(&format!("sum_{name}")).unwrap().call(&[Arg::Vector(&finite)]).unwrap();
                 let Value::F64(got) = out[0] else { panic!("{what}: a scalar sum expected") };
@@ -131,5 +132,19 @@ fn every_backend_gives_the_interpreters_bits_for_inline_math() {
                 }
             }
         }
+    }
+}
+
+/// On LLVM a sum of `exp` or `tanh` runs on vectors of all eight of its
+/// partial sums on x86-64 (of four elsewhere): `codegen/src/llvm/mod.rs`,
+/// `pair_lanes`.
+#[cfg(feature = "llvm")]
+#[test]
+fn llvm_sums_inline_math_on_vectors_of_the_targets_width() {
+    let m = Module::compile_with("inline.arr", &source(), Options::backend(Backend::Llvm)).expect("compiles");
+    let vector = if cfg!(target_arch = "x86_64") { "<8 x double>" } else { "<4 x double>" };
+    for name in ["exp", "tanh"] {
+        let ir = m.function(&format!("sum_{name}")).unwrap().backend_ir("primal").unwrap().expect("LLVM IR");
+        assert!(ir.contains(vector), "sum_{name}: no {vector} in\n{ir}");
     }
 }
