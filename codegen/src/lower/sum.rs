@@ -54,7 +54,7 @@ pub(super) enum Blocks<V> {
 /// Rounds of eight elements in a block of a sum.
 const ROUNDS_PER_BLOCK: i64 = (SUM_BLOCK / SUM_LANES) as i64;
 
-const _: () = assert!(SUM_LANES.is_multiple_of(4), "partial sums go in pairs of 2 or 4");
+const _: () = assert!(SUM_LANES.is_multiple_of(8), "partial sums go in pairs of 2, 4 or 8");
 
 /// At most this many statements per sum, none with a block, make a body
 /// that is lowered once per partial sum (unrolled); larger bodies are
